@@ -1,0 +1,11 @@
+# RINGIO_SANITIZE applies to every target of the build, the library included.
+if(RINGIO_SANITIZE)
+  add_compile_options(-fsanitize=${RINGIO_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all)
+  add_link_options(-fsanitize=${RINGIO_SANITIZE})
+  add_compile_definitions(RINGIO_SANITIZED=1)
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+    # GCC 12 coroutines need sibling calls for symmetric transfer to stay stack-safe,
+    # and its ASan stack instrumentation defeats them (see docs/toolchain.md).
+    add_compile_options(-foptimize-sibling-calls --param=asan-stack=0)
+  endif()
+endif()

@@ -1,0 +1,4 @@
+# ringio_warnings(target): the warning set every first-party target builds with.
+function(ringio_warnings target)
+  target_compile_options(${target} PRIVATE -Wall -Wextra -Werror -Wno-unused-parameter)
+endfunction()

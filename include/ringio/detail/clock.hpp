@@ -1,0 +1,31 @@
+// ringio/detail/clock.hpp — CLOCK_MONOTONIC in nanoseconds: the clock of every deadline
+// (std::chrono::steady_clock reads the same clock on Linux).
+#pragma once
+
+#include <time.h>
+
+#include <chrono>
+#include <cstdint>
+
+namespace ringio::detail {
+
+inline std::int64_t monotonic_ns() noexcept {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+/// now + d, saturating; never 0 (0 means "no deadline").
+inline std::int64_t deadline_after(std::chrono::nanoseconds d) noexcept {
+  std::int64_t now = monotonic_ns();
+  std::int64_t n = d.count() < 0 ? 0 : d.count();
+  std::int64_t t = n > INT64_MAX - now ? INT64_MAX : now + n;
+  return t == 0 ? 1 : t;
+}
+
+inline std::int64_t to_monotonic_ns(std::chrono::steady_clock::time_point t) noexcept {
+  std::int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+  return ns <= 0 ? 1 : ns;
+}
+
+}  // namespace ringio::detail

@@ -1,0 +1,43 @@
+// ringio/detail/connect_op.hpp — creates a stream socket and connects it.
+#pragma once
+
+#include "ringio/detail/io_operation.hpp"
+#include "ringio/net/socket_address.hpp"
+#include "ringio/net/stream_socket.hpp"
+
+namespace ringio::detail {
+
+extern const op_vtable connect_vtable;
+
+class connect_op : public io_operation<connect_op> {
+ public:
+  explicit connect_op(const socket_address& to) noexcept : io_operation(&connect_vtable), addr(to) {
+    want = interest::writable;
+  }
+  connect_op(const connect_op& o) noexcept : io_operation(o), addr(o.addr) {}
+
+  template <class P>
+  bool await_suspend(std::coroutine_handle<P> h) {
+    if (int r = open_socket(); r < 0) {
+      res = r;
+      return false;
+    }
+    return io_operation::await_suspend(h);
+  }
+  result<stream_socket> get_result();
+
+  socket_address addr;
+  fd_handle sock;
+  bool in_progress = false;  // readiness: connect(2) said EINPROGRESS
+
+ private:
+  int open_socket() noexcept;
+};
+
+}  // namespace ringio::detail
+
+namespace ringio {
+inline detail::connect_op stream_socket::connect(const socket_address& to) noexcept {
+  return detail::connect_op(to);
+}
+}  // namespace ringio

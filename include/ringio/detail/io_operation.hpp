@@ -1,0 +1,74 @@
+// ringio/detail/io_operation.hpp — the awaiter half shared by every operation: pick the
+// stop token (an explicit one, else the awaiting task's), start, and turn the raw result
+// into a result<T>.
+#pragma once
+
+#include <cerrno>
+#include <coroutine>
+#include <cstddef>
+#include <stop_token>
+#include <system_error>
+#include <type_traits>
+#include <utility>
+
+#include "ringio/detail/op_base.hpp"
+#include "ringio/detail/promise_base.hpp"
+#include "ringio/result.hpp"
+
+namespace ringio::detail {
+
+/// The error of a failed operation: -ECANCELED after a deadline becomes timed_out.
+inline std::error_code op_error(const op_base& op) noexcept {
+  if (op.res == -ECANCELED && op.timed_out) return std::make_error_code(std::errc::timed_out);
+  if (op.res == -EINTR && op.cancel_requested) return errno_code(-ECANCELED);
+  return errno_code(op.res);
+}
+
+/// res >= 0 as a byte count, else the error.
+inline result<std::size_t> size_result(const op_base& op) noexcept {
+  if (op.res >= 0) return static_cast<std::size_t>(op.res);
+  return unexpected(op_error(op));
+}
+
+/// res == 0 as success, else the error.
+inline result<void> void_result(const op_base& op) noexcept {
+  if (op.res >= 0) return {};
+  return unexpected(op_error(op));
+}
+
+/// CRTP awaiter: Derived provides `get_result()`; the op_vtable comes in the constructor.
+template <class Derived>
+class io_operation : public op_base {
+ public:
+  explicit io_operation(const op_vtable* vt, op_kind k = op_kind::io) noexcept : op_base(vt, k) {}
+  io_operation(const io_operation&) = default;
+
+  bool await_ready() const noexcept { return false; }
+
+  template <class P>
+  bool await_suspend(std::coroutine_handle<P> h) {
+    const std::stop_token* tok = nullptr;
+    if (token_.stop_possible()) {
+      tok = &token_;
+    } else if constexpr (std::is_base_of_v<promise_base, P>) {
+      tok = h.promise().stop_token();
+    }
+    return start_operation(*this, h, tok);
+  }
+
+  auto await_resume() { return static_cast<Derived*>(this)->get_result(); }
+
+  /// Makes the operation obey `t` instead of the awaiting task's stop token.
+  [[nodiscard]] Derived with_stop(std::stop_token t) && {
+    token_ = std::move(t);
+    return std::move(static_cast<Derived&>(*this));
+  }
+
+  /// Sets an absolute deadline (ns, CLOCK_MONOTONIC); used by with_timeout.
+  void set_deadline(std::int64_t ns) noexcept { deadline_ns = ns; }
+
+ protected:
+  std::stop_token token_;
+};
+
+}  // namespace ringio::detail

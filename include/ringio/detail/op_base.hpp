@@ -1,0 +1,118 @@
+// ringio/detail/op_base.hpp — the state every asynchronous operation keeps in its
+// awaiter, inside the coroutine frame. Backends see only op_base: io_uring submits it
+// with user_data = &op and calls back through its op_vtable; the readiness backends
+// call its attempt() until it stops returning -EAGAIN.
+#pragma once
+
+#include <atomic>
+#include <coroutine>
+#include <cstdint>
+#include <optional>
+#include <stop_token>
+
+#include "ringio/detail/remote_item.hpp"
+
+struct io_uring_sqe;
+
+namespace ringio {
+class io_context;
+}
+
+namespace ringio::detail {
+
+enum class op_kind : std::uint8_t {
+  io,     ///< an fd operation: prepare() for io_uring, attempt() + want for readiness
+  timer,  ///< completes at deadline_ns (sleep)
+  nop,    ///< completes on a later loop iteration (through the ring on io_uring)
+};
+
+enum class interest : std::uint8_t { none, readable, writable };
+
+enum class op_state : std::uint8_t {
+  idle,           ///< not started
+  backlogged,     ///< waiting for room under the in-flight cap (io_uring)
+  in_flight,      ///< owned by the backend: the kernel, a wait list or the timer heap
+  completing,     ///< result known, completion queued on the loop
+  done_deferred,  ///< finished, but a cross-thread cancel request still references it
+  done,           ///< finished; the result is in res
+};
+
+struct op_base;
+
+/// How a backend drives one kind of operation: one static table per operation type.
+struct op_vtable {
+  /// Completion backend: fill the SQE except user_data. Null for timer and nop kinds.
+  void (*prepare)(op_base& op, io_uring_sqe& sqe) noexcept;
+  /// Readiness backends: try the syscall now without blocking. Returns the result
+  /// (>= 0 or -errno); -EAGAIN means "wait until op.want, then call again".
+  int (*attempt)(op_base& op) noexcept;
+  /// Multishot operations: called for every CQE; null for single-shot ones.
+  void (*on_cqe)(op_base& op, int res, unsigned flags) noexcept;
+  /// Multi-step operations (send_all): given a result, start the next step and return
+  /// true, or return false when the operation is done. Null for single-step ones.
+  bool (*step)(op_base& op) noexcept;
+  /// The operation has its final result: continue whoever waits (usually: resume).
+  void (*complete)(op_base& op) noexcept;
+};
+
+/// Stop callback of an operation: forwards the stop request to the operation's loop.
+struct stop_canceller {
+  op_base* op;
+  void operator()() const noexcept;
+};
+
+/// 16-byte timespec with the kernel's layout (struct __kernel_timespec).
+struct kernel_timespec {
+  std::int64_t tv_sec = 0;
+  long long tv_nsec = 0;
+};
+
+/// Base of every operation. Not movable once started: the backend holds its address.
+struct op_base {
+  const op_vtable* vt = nullptr;
+  op_base* next = nullptr;  ///< intrusive link: backlog or readiness wait list
+  op_base* prev = nullptr;
+  io_context* ctx = nullptr;
+  std::coroutine_handle<> waiter;
+  int res = 0;
+  unsigned cqe_flags = 0;
+  int fd = -1;
+  op_kind kind = op_kind::io;
+  interest want = interest::none;
+  op_state state = op_state::idle;
+  std::uint8_t outstanding = 0;     ///< CQEs still expected (io_uring)
+  bool cancel_requested = false;    ///< cancellation was asked for (stop or shutdown)
+  bool cancel_submitted = false;    ///< an ASYNC_CANCEL for it is in flight
+  bool timed_out = false;           ///< its deadline expired (with_timeout)
+  bool polling = false;             ///< uring-poll: the request in flight is a POLL_ADD
+  bool remote_cancel_seen = false;  ///< the loop has drained its cross-thread cancel
+  std::atomic<bool> remote_cancel{false};  ///< a stop callback on another thread queued it
+  std::uint32_t heap_index = 0;            ///< position in the readiness timer heap (+1)
+  /// with_timeout deadline, or a timer's wake time: ns on CLOCK_MONOTONIC; 0 = none.
+  std::int64_t deadline_ns = 0;
+  kernel_timespec ts;  ///< deadline_ns as the kernel reads it, alive until submission
+  remote_item remote;  ///< queued on the loop when a stop arrives from another thread
+  std::optional<std::stop_callback<stop_canceller>> stop_cb;
+
+  op_base() noexcept = default;
+  explicit op_base(const op_vtable* v, op_kind k = op_kind::io) noexcept : vt(v), kind(k) {}
+  // Operations may be copied or moved only before they start (with_timeout wraps them).
+  op_base(const op_base& o) noexcept
+      : vt(o.vt), fd(o.fd), kind(o.kind), want(o.want), deadline_ns(o.deadline_ns) {}
+  op_base& operator=(const op_base&) = delete;
+  ~op_base() = default;
+};
+
+/// Resumes the awaiting coroutine: the complete() of ordinary operations.
+void resume_waiter(op_base& op) noexcept;
+
+/// Starts `op` on the current thread's io_context for the coroutine `h`, obeying
+/// `token` (may be null). Returns false when the coroutine should not suspend (the
+/// operation finished at once). Throws std::logic_error outside a running context.
+bool start_operation(op_base& op, std::coroutine_handle<> h, const std::stop_token* token);
+
+/// Delivers the final result of `op` (called by backends): unregisters its stop
+/// callback, then runs vt->complete unless a cross-thread cancel still holds it.
+void finish_operation(op_base& op) noexcept;
+
+}  // namespace ringio::detail

@@ -1,0 +1,99 @@
+// ringio/detail/stream_ops.hpp — operations on a connected stream socket (and any fd
+// that behaves like one): recv, send, send_all, recv_exact, shutdown, close.
+#pragma once
+
+#include <sys/socket.h>
+
+#include <cstddef>
+
+#include "ringio/buffer.hpp"
+#include "ringio/detail/io_operation.hpp"
+
+namespace ringio::detail {
+
+extern const op_vtable recv_vtable;
+extern const op_vtable recv_exact_vtable;
+extern const op_vtable send_vtable;
+extern const op_vtable send_all_vtable;
+extern const op_vtable shutdown_vtable;
+extern const op_vtable close_vtable;
+
+/// The kernel reports a byte count in an int: larger requests are capped.
+constexpr std::size_t max_io_size = 0x7ffff000;
+
+/// One recv(2): up to buf.size() bytes; 0 means the peer closed its side.
+class recv_op : public io_operation<recv_op> {
+ public:
+  recv_op(int fd_, mutable_buffer b, int flags_) noexcept
+      : io_operation(&recv_vtable), buf(b.first(max_io_size)), flags(flags_) {
+    fd = fd_;
+    want = interest::readable;
+  }
+  result<std::size_t> get_result() const noexcept { return size_result(*this); }
+
+  mutable_buffer buf;
+  int flags;
+};
+
+/// recv(2) until buf is full or the peer closes: the count is short only at EOF.
+class recv_exact_op : public io_operation<recv_exact_op> {
+ public:
+  recv_exact_op(int fd_, mutable_buffer b) noexcept : io_operation(&recv_exact_vtable), buf(b) {
+    fd = fd_;
+    want = interest::readable;
+  }
+  result<std::size_t> get_result() const noexcept {
+    if (res < 0) return unexpected(op_error(*this));
+    return done;
+  }
+
+  mutable_buffer buf;
+  std::size_t done = 0;
+};
+
+/// One send(2) (MSG_NOSIGNAL): may send fewer bytes than given.
+class send_op : public io_operation<send_op> {
+ public:
+  send_op(int fd_, const_buffer b, int flags_) noexcept
+      : io_operation(&send_vtable), buf(b.first(max_io_size)), flags(flags_ | MSG_NOSIGNAL) {
+    fd = fd_;
+    want = interest::writable;
+  }
+  result<std::size_t> get_result() const noexcept { return size_result(*this); }
+
+  const_buffer buf;
+  int flags;
+};
+
+/// send(2) until every byte is sent; the result is buf.size() or an error.
+class send_all_op : public io_operation<send_all_op> {
+ public:
+  send_all_op(int fd_, const_buffer b) noexcept : io_operation(&send_all_vtable), buf(b) {
+    fd = fd_;
+    want = interest::writable;
+  }
+  result<std::size_t> get_result() const noexcept {
+    if (res < 0) return unexpected(op_error(*this));
+    return done;
+  }
+
+  const_buffer buf;
+  std::size_t done = 0;
+};
+
+/// shutdown(2).
+class shutdown_op : public io_operation<shutdown_op> {
+ public:
+  shutdown_op(int fd_, int how_) noexcept : io_operation(&shutdown_vtable), how(how_) { fd = fd_; }
+  result<void> get_result() const noexcept { return void_result(*this); }
+  int how;
+};
+
+/// close(2) through the ring. The descriptor is released whatever the outcome.
+class close_op : public io_operation<close_op> {
+ public:
+  explicit close_op(int fd_) noexcept : io_operation(&close_vtable) { fd = fd_; }
+  result<void> get_result() const noexcept { return void_result(*this); }
+};
+
+}  // namespace ringio::detail

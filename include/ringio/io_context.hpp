@@ -1,0 +1,120 @@
+// ringio/io_context.hpp — the per-thread event loop. One io_context per thread, never
+// shared: its ring (or epoll set) is used only by the thread that runs it.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+
+#include "ringio/backend_kind.hpp"
+#include "ringio/task.hpp"
+
+namespace ringio {
+
+namespace detail {
+class backend;
+class loop_state;
+struct op_base;
+struct remote_item;
+}  // namespace detail
+
+struct io_context_options {
+  /// nullopt: RINGIO_BACKEND from the environment if set, else io_uring with an
+  /// automatic fall back to epoll (one line on stderr says why).
+  std::optional<backend_kind> backend;
+  /// Submission queue entries (io_uring backends).
+  unsigned sq_entries = 4096;
+  /// Completion queue entries; 0 picks 65536 (the kernel's maximum), so that one
+  /// thread can keep tens of thousands of operations in flight without overflow.
+  unsigned cq_entries = 0;
+  /// Upper bound of operations in flight; beyond it operations wait in a backlog
+  /// until completions make room. 0: the CQ size.
+  unsigned max_in_flight = 0;
+  /// Use IORING_SETUP_SQPOLL (a kernel thread polls the SQ; costs a core).
+  bool sqpoll = false;
+  /// Do not print the fall-back warning.
+  bool quiet = false;
+  /// Share the kernel's async worker pool with this context's ring
+  /// (IORING_SETUP_ATTACH_WQ); must use an io_uring backend too.
+  const class io_context* attach_wq_of = nullptr;
+};
+
+/// A single-threaded event loop over io_uring or epoll. Operations (recv, accept,
+/// sleep, ...) awaited by tasks running on this thread are submitted to it.
+///
+/// Construction throws std::system_error when the requested backend cannot start
+/// (the message names the missing feature or the failing call).
+class io_context {
+ public:
+  explicit io_context(io_context_options opts = {});
+  ~io_context();
+  io_context(const io_context&) = delete;
+  io_context& operator=(const io_context&) = delete;
+
+  /// Runs the loop on the calling thread until stop() is called. A stop() that
+  /// arrives before run() makes the next run() return at once; run() consumes it.
+  void run();
+
+  /// Runs until no task is runnable and no operation is in flight (or stop()).
+  void run_until_idle();
+
+  /// Asks run() to return. Safe from any thread and from signal-free contexts.
+  void stop() noexcept;
+
+  /// Starts `t` on this context; the context owns it. Safe only on the loop's thread
+  /// or before the loop runs. Exceptions escaping `t` terminate the program.
+  void spawn(task<void> t);
+
+  /// The backend this context runs on.
+  [[nodiscard]] backend_kind backend() const noexcept { return kind_; }
+  /// One line describing the backend and its setup (flags, sizes).
+  [[nodiscard]] std::string describe() const;
+
+  /// The io_context running on this thread, or nullptr.
+  [[nodiscard]] static io_context* current() noexcept;
+
+  /// The io_uring file descriptor, or -1 on the epoll backend.
+  [[nodiscard]] int ring_fd() const noexcept;
+
+  /// Number of operations the backend holds right now (not counting ringio's own).
+  [[nodiscard]] std::size_t in_flight() const noexcept;
+
+  // ---- used by operations and the runtime (not for applications) ----
+  /// Starts an operation. Returns true when it finished synchronously (op.res is set).
+  bool start(detail::op_base& op);
+  /// Requests cancellation of a started operation (loop thread only). The operation
+  /// still completes through its normal path, later.
+  void cancel(detail::op_base& op) noexcept;
+  /// Queues a coroutine to be resumed by the loop.
+  void schedule(std::coroutine_handle<> h);
+  /// Queues an operation whose result is already set; the loop finishes it.
+  void schedule_completion(detail::op_base& op);
+  /// Pushes an item to be run on the loop's thread; safe from any thread.
+  void post_remote(detail::remote_item& item) noexcept;
+  /// The loop's internal state (backends use it; not part of the API).
+  detail::loop_state& state() noexcept { return *state_; }
+  /// Runs the loop until done(arg) returns true (stop() does not interrupt it).
+  void run_until(bool (*done)(void*), void* arg);
+  /// True on the thread currently running this context.
+  [[nodiscard]] bool on_loop_thread() const noexcept { return current() == this; }
+
+ private:
+  void run_ready();
+  void poll_backend(bool stoppable);
+  template <class Done>
+  void loop(Done done, bool stoppable);
+  [[nodiscard]] bool idle() const noexcept;
+  void drain_remote() noexcept;
+  void shutdown() noexcept;
+
+  backend_kind kind_;
+  std::unique_ptr<detail::loop_state> state_;
+  std::unique_ptr<detail::backend> backend_;
+  std::atomic<bool> stop_requested_{false};
+};
+
+}  // namespace ringio

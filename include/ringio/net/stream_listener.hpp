@@ -1,0 +1,77 @@
+// ringio/net/stream_listener.hpp — a listening stream socket (TCP or Unix-domain).
+#pragma once
+
+#include "ringio/detail/fd_handle.hpp"
+#include "ringio/detail/io_operation.hpp"
+#include "ringio/net/socket_address.hpp"
+#include "ringio/net/stream_socket.hpp"
+#include "ringio/result.hpp"
+
+namespace ringio {
+
+struct listen_options {
+  /// SO_REUSEADDR: rebind at once after a restart (TCP).
+  bool reuse_address = true;
+  /// SO_REUSEPORT: several listeners (one per thread) share the port; the kernel
+  /// spreads connections among them.
+  bool reuse_port = false;
+  /// listen(2) backlog.
+  int backlog = 4096;
+  /// TCP_NODELAY on the listener: Linux copies it to every accepted socket, so
+  /// request/response traffic is not held back by Nagle's algorithm.
+  bool nodelay = true;
+  /// IPV6_V6ONLY for [::] listeners.
+  bool ipv6_only = false;
+};
+
+namespace detail {
+
+extern const op_vtable accept_vtable;
+
+/// Accepts one connection.
+class accept_op : public io_operation<accept_op> {
+ public:
+  explicit accept_op(fd_handle* l) noexcept : io_operation(&accept_vtable), listener(l) {
+    fd = l->get();
+    want = interest::readable;
+  }
+  result<stream_socket> get_result() noexcept {
+    if (res < 0) return unexpected(op_error(*this));
+    return stream_socket(fd_handle(res, accepted_nonblocking));
+  }
+
+  fd_handle* listener;
+  bool accepted_nonblocking = false;
+};
+
+}  // namespace detail
+
+class stream_listener {
+ public:
+  stream_listener() noexcept = default;
+
+  /// Creates, binds and listens. Errors: address_in_use, permission_denied,
+  /// address_not_available, and the parse errors of socket_address.
+  static result<stream_listener> bind(const socket_address& at, listen_options opts = {});
+
+  /// Accepts the next connection. A cancel that loses the race still delivers the
+  /// accepted socket (it is never leaked). EMFILE/ENFILE are reported as errors; the
+  /// listener stays usable and accepting again later succeeds once fds are free.
+  [[nodiscard]] detail::accept_op accept() noexcept { return detail::accept_op(&fd_); }
+
+  /// The bound address (with the port the kernel chose for port 0).
+  [[nodiscard]] result<socket_address> local_address() const;
+  [[nodiscard]] bool is_open() const noexcept { return fd_.valid(); }
+  [[nodiscard]] int native_handle() const noexcept { return fd_.get(); }
+  /// Closes the listener now.
+  void close() noexcept { fd_.reset(); }
+
+ private:
+  explicit stream_listener(detail::fd_handle fd) noexcept : fd_(std::move(fd)) {}
+  detail::fd_handle fd_;
+};
+
+using tcp_listener = stream_listener;
+using unix_listener = stream_listener;
+
+}  // namespace ringio

@@ -1,0 +1,69 @@
+// ringio/net/stream_socket.hpp — a connected stream socket: TCP (tcp_stream) or
+// Unix-domain (unix_stream). Closes its descriptor when destroyed.
+#pragma once
+
+#include <sys/socket.h>
+
+#include "ringio/buffer.hpp"
+#include "ringio/detail/fd_handle.hpp"
+#include "ringio/detail/stream_ops.hpp"
+#include "ringio/net/socket_address.hpp"
+#include "ringio/result.hpp"
+
+namespace ringio {
+
+namespace detail {
+class connect_op;
+}
+
+/// A connected stream socket. One recv and one send may be in flight at a time.
+/// Every operation obeys the awaiting task's stop token (or one given with
+/// .with_stop(token)): a stop cancels it with std::errc::operation_canceled.
+class stream_socket {
+ public:
+  stream_socket() noexcept = default;
+  explicit stream_socket(detail::fd_handle fd) noexcept : fd_(std::move(fd)) {}
+
+  /// Connects to `to` (TCP: with TCP_NODELAY set). Errors: connection_refused,
+  /// timed_out (with with_timeout), network_unreachable, ...
+  [[nodiscard]] static detail::connect_op connect(const socket_address& to) noexcept;
+
+  /// Receives up to buf.size() bytes. 0 means the peer closed its sending side.
+  [[nodiscard]] detail::recv_op recv(mutable_buffer buf, int flags = 0) noexcept {
+    return {fd_.get(), buf, flags};
+  }
+  /// Receives until buf is full; a shorter count means the peer closed the stream.
+  [[nodiscard]] detail::recv_exact_op recv_exact(mutable_buffer buf) noexcept {
+    return {fd_.get(), buf};
+  }
+  /// Sends some of buf (possibly fewer bytes than given).
+  [[nodiscard]] detail::send_op send(const_buffer buf, int flags = 0) noexcept {
+    return {fd_.get(), buf, flags};
+  }
+  /// Sends all of buf, looping over short sends. The result is buf.size() or an error.
+  [[nodiscard]] detail::send_all_op send_all(const_buffer buf) noexcept { return {fd_.get(), buf}; }
+  /// shutdown(2): SHUT_WR sends FIN after the data already queued.
+  [[nodiscard]] detail::shutdown_op shutdown(int how = SHUT_WR) noexcept { return {fd_.get(), how}; }
+  /// Closes the socket through the ring; the socket is empty afterwards.
+  [[nodiscard]] detail::close_op close() noexcept;
+
+  [[nodiscard]] result<socket_address> local_address() const;
+  [[nodiscard]] result<socket_address> peer_address() const;
+  /// TCP_NODELAY on or off (TCP only).
+  result<void> set_nodelay(bool on) noexcept;
+
+  [[nodiscard]] bool is_open() const noexcept { return fd_.valid(); }
+  [[nodiscard]] int native_handle() const noexcept { return fd_.get(); }
+  /// Gives up ownership of the descriptor.
+  int release() noexcept { return fd_.release(); }
+
+ private:
+  detail::fd_handle fd_;
+};
+
+using tcp_stream = stream_socket;
+using unix_stream = stream_socket;
+
+}  // namespace ringio
+
+#include "ringio/detail/connect_op.hpp"

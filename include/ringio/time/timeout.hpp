@@ -1,0 +1,35 @@
+// ringio/time/timeout.hpp — with_timeout(op, d): the operation fails with
+// std::errc::timed_out if it has not completed within d. On io_uring this is a linked
+// timeout (IOSQE_IO_LINK + IORING_OP_LINK_TIMEOUT, one submission); on epoll a timer.
+// The deadline is absolute, taken when with_timeout is called: for operations made
+// of several steps (send_all, recv_exact) it bounds the whole operation.
+#pragma once
+
+#include <chrono>
+#include <concepts>
+#include <type_traits>
+
+#include "ringio/detail/clock.hpp"
+#include "ringio/detail/op_base.hpp"
+#include "ringio/time/sleep.hpp"
+
+namespace ringio {
+
+template <class Op>
+  requires std::derived_from<Op, detail::op_base>
+[[nodiscard]] Op with_timeout(Op op, std::chrono::nanoseconds d) noexcept {
+  static_assert(!std::is_same_v<Op, detail::sleep_op>, "a sleep needs no timeout");
+  op.set_deadline(detail::deadline_after(d));
+  return op;
+}
+
+/// Same, with an absolute deadline.
+template <class Op>
+  requires std::derived_from<Op, detail::op_base>
+[[nodiscard]] Op with_deadline(Op op, std::chrono::steady_clock::time_point t) noexcept {
+  static_assert(!std::is_same_v<Op, detail::sleep_op>, "a sleep needs no deadline");
+  op.set_deadline(detail::to_monotonic_ns(t));
+  return op;
+}
+
+}  // namespace ringio

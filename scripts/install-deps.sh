@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages a target needs, only when some are missing.
+# Usage: scripts/install-deps.sh test|bench
+set -euo pipefail
+
+common=(build-essential cmake ninja-build pkg-config liburing-dev libgtest-dev
+        libgmock-dev clang-16 libclang-rt-16-dev libseccomp-dev python3)
+test_only=(chromium)
+bench_only=(libasio-dev libbenchmark-dev python3-venv wrk apache2-utils nginx-light
+            cargo-web rustc-web linux-perf procps)
+
+case "${1:-}" in
+  test)  want=("${common[@]}" "${test_only[@]}") ;;
+  bench) want=("${common[@]}" "${bench_only[@]}") ;;
+  *) echo "usage: $0 test|bench" >&2; exit 2 ;;
+esac
+
+missing=()
+for p in "${want[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" -eq 0 ]; then sudo=(); else sudo=(sudo); fi
+echo "installing: ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get update -qq
+"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# Debian starts nginx on install; the benchmark starts its own instance.
+if [[ " ${missing[*]} " == *" nginx-light "* ]]; then
+  "${sudo[@]}" service nginx stop >/dev/null 2>&1 || true
+fi

@@ -1,0 +1,231 @@
+#include "backend/epoll/epoll_backend.hpp"
+
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <system_error>
+
+#include "core/backend_factory.hpp"
+#include "ringio/detail/clock.hpp"
+#include "ringio/detail/fd_generation.hpp"
+#include "ringio/io_context.hpp"
+
+namespace ringio::detail {
+namespace {
+
+constexpr std::uint64_t wake_token = ~std::uint64_t{0};
+constexpr int max_events = 256;
+
+}  // namespace
+
+std::unique_ptr<backend> make_epoll_backend(io_context& ctx, loop_state& st, const io_context_options&) {
+  return std::make_unique<epoll_backend>(ctx, st);
+}
+
+void epoll_backend::wait_list::push(op_base& op) noexcept {
+  op.next = nullptr;
+  op.prev = tail;
+  (tail != nullptr ? tail->next : head) = &op;
+  tail = &op;
+}
+
+void epoll_backend::wait_list::unlink(op_base& op) noexcept {
+  (op.prev != nullptr ? op.prev->next : head) = op.next;
+  (op.next != nullptr ? op.next->prev : tail) = op.prev;
+  op.next = op.prev = nullptr;
+}
+
+epoll_backend::epoll_backend(io_context& ctx, loop_state& st) : ctx_(ctx), st_(st) {
+  epfd_ = ::epoll_create1(EPOLL_CLOEXEC);
+  if (epfd_ < 0) throw std::system_error(errno, std::system_category(), "epoll_create1");
+  wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (wake_fd_ < 0) {
+    int err = errno;
+    ::close(epfd_);
+    throw std::system_error(err, std::system_category(), "eventfd");
+  }
+  epoll_event ev{};
+  ev.events = EPOLLIN;  // level triggered: drained on every wake-up
+  ev.data.u64 = wake_token;
+  if (::epoll_ctl(epfd_, EPOLL_CTL_ADD, wake_fd_, &ev) < 0) {
+    int err = errno;
+    ::close(wake_fd_);
+    ::close(epfd_);
+    throw std::system_error(err, std::system_category(), "epoll_ctl(eventfd)");
+  }
+}
+
+epoll_backend::~epoll_backend() {
+  ::close(wake_fd_);
+  ::close(epfd_);
+}
+
+std::string epoll_backend::describe() const { return "epoll (edge triggered, epoll_pwait2 timeouts)"; }
+
+epoll_backend::wait_list& epoll_backend::list_of(op_base& op) noexcept {
+  fd_state& s = fds_[static_cast<std::size_t>(op.fd)];
+  return op.want == interest::writable ? s.writers : s.readers;
+}
+
+// A result is known at start: finish synchronously while the loop's budget lasts,
+// otherwise through the ready queue so other tasks get a turn.
+bool epoll_backend::complete_now(op_base& op, int res) noexcept {
+  op.res = res;
+  if (st_.sync_budget > 0) {
+    --st_.sync_budget;
+    op.state = op_state::done;
+    return true;
+  }
+  ctx_.schedule_completion(op);
+  return false;
+}
+
+bool epoll_backend::start(op_base& op) {
+  switch (op.kind) {
+    case op_kind::nop:
+      op.res = 0;
+      ctx_.schedule_completion(op);
+      return false;
+    case op_kind::timer:
+      if (op.deadline_ns <= monotonic_ns()) return complete_now(op, 0);
+      op.state = op_state::in_flight;
+      ++in_flight_;
+      timers_.push(op);
+      return false;
+    case op_kind::io:
+      break;
+  }
+  int r = op.vt->attempt(op);
+  if (r != -EAGAIN) return complete_now(op, r);
+  if (op.deadline_ns != 0 && op.deadline_ns <= monotonic_ns()) {
+    op.timed_out = true;
+    return complete_now(op, -ECANCELED);
+  }
+  if (!watch(op)) return complete_now(op, -errno);
+  op.state = op_state::in_flight;
+  ++in_flight_;
+  list_of(op).push(op);
+  if (op.deadline_ns != 0) timers_.push(op);
+  return false;
+}
+
+// Registers the fd with epoll once (edge triggered, both directions).
+bool epoll_backend::watch(op_base& op) noexcept {
+  auto idx = static_cast<std::size_t>(op.fd);
+  if (idx >= fds_.size()) fds_.resize(idx + 1 > fds_.size() * 2 ? idx + 1 : fds_.size() * 2);
+  fd_state& s = fds_[idx];
+  std::uint32_t gen = fd_generation(op.fd);
+  if (s.registered && s.generation == gen) return true;
+  epoll_event ev{};
+  ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
+  ev.data.u64 = idx;
+  if (::epoll_ctl(epfd_, EPOLL_CTL_ADD, op.fd, &ev) < 0) {
+    // EEXIST: registered before under an older generation of the same file.
+    if (errno != EEXIST || ::epoll_ctl(epfd_, EPOLL_CTL_MOD, op.fd, &ev) < 0) return false;
+  }
+  s.registered = true;
+  s.generation = gen;
+  return true;
+}
+
+void epoll_backend::cancel(op_base& op) noexcept {
+  if (op.state != op_state::in_flight) return;
+  if (op.kind == op_kind::io) list_of(op).unlink(op);
+  timers_.remove(op);
+  --in_flight_;
+  op.res = -ECANCELED;
+  ctx_.schedule_completion(op);
+}
+
+void epoll_backend::cancel_all() noexcept {
+  for (fd_state& s : fds_) {
+    while (s.readers.head != nullptr) cancel(*s.readers.head);
+    while (s.writers.head != nullptr) cancel(*s.writers.head);
+  }
+  while (!timers_.empty()) cancel(*timers_.top());
+}
+
+void epoll_backend::finish(op_base& op) noexcept {
+  --in_flight_;
+  finish_operation(op);
+}
+
+// Tries the operations that waited when the event arrived, in order, until one would
+// still block. Operations queued by the resumed coroutines wait for the next edge.
+// (fds_ may grow while a resumed coroutine runs: look the list up every time.)
+void epoll_backend::run_waiters(std::size_t idx, bool writers) noexcept {
+  auto list = [&]() -> wait_list& { return writers ? fds_[idx].writers : fds_[idx].readers; };
+  op_base* last = list().tail;
+  while (op_base* op = list().head) {
+    int r = op->vt->attempt(*op);
+    if (r == -EAGAIN) return;
+    list().unlink(*op);
+    timers_.remove(*op);
+    op->res = r;
+    bool was_last = op == last;
+    finish(*op);
+    if (was_last) return;
+  }
+}
+
+std::int64_t epoll_backend::wait_timeout_ns() const noexcept {
+  if (timers_.empty()) return -1;
+  std::int64_t d = timers_.top()->deadline_ns - monotonic_ns();
+  return d < 0 ? 0 : d;
+}
+
+void epoll_backend::poll(bool block) {
+  epoll_event events[max_events];
+  std::int64_t timeout = block ? wait_timeout_ns() : 0;
+  timespec ts{};
+  timespec* tsp = nullptr;
+  if (timeout >= 0) {
+    ts.tv_sec = timeout / 1'000'000'000;
+    ts.tv_nsec = timeout % 1'000'000'000;
+    tsp = &ts;
+  }
+  int n = ::epoll_pwait2(epfd_, events, max_events, tsp, nullptr);
+  if (n < 0) {
+    if (errno != EINTR) throw std::system_error(errno, std::system_category(), "epoll_pwait2");
+    n = 0;
+  }
+  for (int i = 0; i < n; ++i) {
+    const epoll_event& ev = events[i];
+    if (ev.data.u64 == wake_token) {
+      std::uint64_t v;
+      [[maybe_unused]] ssize_t r = ::read(wake_fd_, &v, sizeof v);
+      continue;
+    }
+    auto idx = static_cast<std::size_t>(ev.data.u64);
+    if (ev.events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) run_waiters(idx, false);
+    if (ev.events & (EPOLLOUT | EPOLLHUP | EPOLLERR)) run_waiters(idx, true);
+  }
+  expire_timers();
+}
+
+void epoll_backend::expire_timers() noexcept {
+  if (timers_.empty()) return;
+  std::int64_t now = monotonic_ns();
+  while (!timers_.empty() && timers_.top()->deadline_ns <= now) {
+    op_base& op = *timers_.top();
+    timers_.remove(op);
+    if (op.kind == op_kind::timer) {
+      op.res = 0;
+    } else {
+      // with_timeout: the deadline won the race against readiness.
+      list_of(op).unlink(op);
+      op.timed_out = true;
+      op.res = -ECANCELED;
+    }
+    finish(op);
+  }
+}
+
+void epoll_backend::wake() noexcept {
+  std::uint64_t one = 1;
+  [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof one);
+}
+
+}  // namespace ringio::detail

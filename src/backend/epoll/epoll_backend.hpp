@@ -1,0 +1,61 @@
+// epoll_backend — the readiness backend: an operation first tries its syscall; on
+// EAGAIN it waits in its fd's reader or writer list until epoll reports the fd ready
+// (edge triggered, registered once per fd), then tries again. Deadlines live in a heap
+// and bound the epoll wait.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "backend/epoll/timer_heap.hpp"
+#include "core/backend.hpp"
+#include "core/loop_state.hpp"
+
+namespace ringio::detail {
+
+class epoll_backend final : public backend {
+ public:
+  epoll_backend(io_context& ctx, loop_state& st);
+  ~epoll_backend() override;
+
+  bool start(op_base& op) override;
+  void cancel(op_base& op) noexcept override;
+  void poll(bool block) override;
+  void wake() noexcept override;
+  void cancel_all() noexcept override;
+  [[nodiscard]] std::size_t in_flight() const noexcept override { return in_flight_; }
+  [[nodiscard]] std::string describe() const override;
+
+ private:
+  struct wait_list {
+    op_base* head = nullptr;
+    op_base* tail = nullptr;
+    void push(op_base& op) noexcept;
+    void unlink(op_base& op) noexcept;
+  };
+  struct fd_state {
+    wait_list readers;
+    wait_list writers;
+    std::uint32_t generation = 0;  // fd_generation() when registered
+    bool registered = false;
+  };
+
+  bool complete_now(op_base& op, int res) noexcept;
+  bool watch(op_base& op) noexcept;
+  void run_waiters(std::size_t idx, bool writers) noexcept;
+  void expire_timers() noexcept;
+  void finish(op_base& op) noexcept;
+  wait_list& list_of(op_base& op) noexcept;
+  std::int64_t wait_timeout_ns() const noexcept;
+
+  io_context& ctx_;
+  loop_state& st_;
+  int epfd_ = -1;
+  int wake_fd_ = -1;
+  std::vector<fd_state> fds_;
+  timer_heap timers_;
+  std::size_t in_flight_ = 0;
+};
+
+}  // namespace ringio::detail

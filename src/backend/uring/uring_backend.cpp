@@ -1,0 +1,338 @@
+#include "backend/uring/uring_backend.hpp"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <system_error>
+
+#include "backend/uring/uring_compat.hpp"
+#include "core/backend_factory.hpp"
+#include "ringio/io_context.hpp"
+
+namespace ringio::detail {
+namespace {
+
+constexpr unsigned reap_batch = 128;
+
+std::uint64_t tagged(op_base& op, unsigned long long tag) noexcept {
+  return reinterpret_cast<std::uint64_t>(&op) | tag;
+}
+
+void to_timespec(std::int64_t ns, kernel_timespec& ts) noexcept {
+  ts.tv_sec = ns / 1'000'000'000;
+  ts.tv_nsec = ns % 1'000'000'000;
+}
+
+__kernel_timespec* as_kernel(kernel_timespec& ts) noexcept {
+  static_assert(sizeof(kernel_timespec) == sizeof(__kernel_timespec));
+  return reinterpret_cast<__kernel_timespec*>(&ts);
+}
+
+const op_vtable wake_vtable = {nullptr, nullptr, nullptr, nullptr, nullptr};
+
+}  // namespace
+
+std::unique_ptr<backend> make_uring_backend(io_context& ctx, loop_state& st,
+                                            const io_context_options& opts, bool poll_mode) {
+  return std::make_unique<uring_backend>(ctx, st, opts, poll_mode);
+}
+
+uring_backend::uring_backend(io_context& ctx, loop_state& st, const io_context_options& opts,
+                             bool poll_mode)
+    : ctx_(ctx), st_(st), poll_mode_(poll_mode) {
+  setup_ = create_ring(ring_, opts);
+  cap_ = setup_.cq_entries;
+  if (opts.max_in_flight != 0 && opts.max_in_flight < cap_) cap_ = opts.max_in_flight;
+  wake_fd_ = ::eventfd(0, EFD_CLOEXEC);
+  if (wake_fd_ < 0) {
+    int err = errno;
+    io_uring_queue_exit(&ring_);
+    throw std::system_error(err, std::system_category(), "eventfd");
+  }
+  wake_.vt = &wake_vtable;
+  wake_.self = this;
+  arm_wake();
+}
+
+uring_backend::~uring_backend() {
+  // The io_context has drained every user operation; only the wake-up read can remain.
+  if (enabled_ && wake_armed_) {
+    if (io_uring_sqe* sqe = get_sqe()) {
+      io_uring_prep_cancel64(sqe, tagged(wake_, ud_tag_internal), 0);
+      io_uring_sqe_set_data64(sqe, 0);
+    }
+    st_.shutting_down = true;  // the wake read must not re-arm
+    while (wake_armed_) {
+      int r = io_uring_submit_and_wait(&ring_, 1);
+      if (r < 0 && r != -EINTR) break;  // e.g. destroyed on a foreign thread: the kernel cleans up
+      reap();
+    }
+  }
+  io_uring_queue_exit(&ring_);
+  ::close(wake_fd_);
+}
+
+std::string uring_backend::describe() const {
+  std::string s = poll_mode_ ? "uring-poll" : "uring";
+  s += " (flags ";
+  s += describe_setup_flags(setup_.flags & ~IORING_SETUP_R_DISABLED);
+  s += ", sq " + std::to_string(setup_.sq_entries) + ", cq " + std::to_string(setup_.cq_entries);
+  s += ", max in flight " + std::to_string(cap_) + ")";
+  return s;
+}
+
+io_uring_sqe* uring_backend::get_sqe() noexcept {
+  io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+  if (sqe != nullptr) return sqe;
+  // SQ full: submit what is queued, then take the slot that frees.
+  io_uring_submit(&ring_);
+  sqe = io_uring_get_sqe(&ring_);
+  if (sqe == nullptr) {
+    std::fprintf(stderr, "ringio: io_uring submission queue stays full\n");
+    std::abort();
+  }
+  return sqe;
+}
+
+bool uring_backend::start(op_base& op) {
+  op.outstanding = 0;
+  if (poll_mode_ && op.kind == op_kind::io && op.vt->attempt != nullptr) return start_readiness(op);
+  ++user_in_flight_;
+  if (cqes_expected_ + 3 > cap_) {
+    // Too many CQEs could be pending: wait for completions to make room.
+    op.state = op_state::backlogged;
+    op.next = nullptr;
+    op.prev = backlog_tail_;
+    (backlog_tail_ != nullptr ? backlog_tail_->next : backlog_head_) = &op;
+    backlog_tail_ = &op;
+    return false;
+  }
+  submit(op);
+  return false;
+}
+
+bool uring_backend::start_readiness(op_base& op) {
+  // Try the syscall first, as a readiness loop does; watch the fd only on EAGAIN.
+  int r = op.vt->attempt(op);
+  if (r != -EAGAIN) {
+    op.res = r;
+    if (st_.sync_budget > 0) {
+      --st_.sync_budget;
+      op.state = op_state::done;
+      return true;
+    }
+    ctx_.schedule_completion(op);  // let other tasks run first
+    return false;
+  }
+  op.polling = true;
+  ++user_in_flight_;
+  submit(op);
+  return false;
+}
+
+void uring_backend::submit(op_base& op) noexcept {
+  const bool linked = op.deadline_ns != 0 && op.kind != op_kind::timer;
+  if (linked && io_uring_sq_space_left(&ring_) < 2) io_uring_submit(&ring_);
+  io_uring_sqe* sqe = get_sqe();
+  if (op.polling) {
+    io_uring_prep_poll_add(sqe, op.fd, op.want == interest::writable ? POLLOUT : POLLIN);
+  } else if (op.kind == op_kind::timer) {
+    to_timespec(op.deadline_ns, op.ts);
+    io_uring_prep_timeout(sqe, as_kernel(op.ts), 0, IORING_TIMEOUT_ABS);
+  } else if (op.kind == op_kind::nop) {
+    io_uring_prep_nop(sqe);
+  } else {
+    op.vt->prepare(op, *sqe);
+  }
+  io_uring_sqe_set_data64(sqe, tagged(op, ud_tag_main));
+  op.state = op_state::in_flight;
+  ++op.outstanding;
+  ++cqes_expected_;
+  if (linked) link_timeout(op, *sqe);
+}
+
+void uring_backend::link_timeout(op_base& op, io_uring_sqe& main) noexcept {
+  main.flags |= IOSQE_IO_LINK;
+  to_timespec(op.deadline_ns, op.ts);
+  io_uring_sqe* sqe = get_sqe();
+  io_uring_prep_link_timeout(sqe, as_kernel(op.ts), IORING_TIMEOUT_ABS);
+  io_uring_sqe_set_data64(sqe, tagged(op, ud_tag_link));
+  ++op.outstanding;
+  ++cqes_expected_;
+}
+
+void uring_backend::cancel(op_base& op) noexcept {
+  switch (op.state) {
+    case op_state::backlogged:
+      (op.prev != nullptr ? op.prev->next : backlog_head_) = op.next;
+      (op.next != nullptr ? op.next->prev : backlog_tail_) = op.prev;
+      --user_in_flight_;
+      op.res = -ECANCELED;
+      ctx_.schedule_completion(op);
+      break;
+    case op_state::in_flight: {
+      if (op.cancel_submitted) break;
+      // The operation completes only after its own CQE and this cancel's CQE.
+      io_uring_sqe* sqe = get_sqe();
+      io_uring_prep_cancel64(sqe, tagged(op, ud_tag_main), 0);
+      io_uring_sqe_set_data64(sqe, tagged(op, ud_tag_cancel));
+      op.cancel_submitted = true;
+      ++op.outstanding;
+      ++cqes_expected_;
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+void uring_backend::cancel_all() noexcept {
+  while (backlog_head_ != nullptr) {
+    op_base* op = backlog_head_;
+    backlog_head_ = op->next;
+    --user_in_flight_;
+    op->res = -ECANCELED;
+    op->cancel_requested = true;
+    ctx_.schedule_completion(*op);
+  }
+  backlog_tail_ = nullptr;
+  io_uring_sqe* sqe = get_sqe();
+  io_uring_prep_cancel64(sqe, 0, IORING_ASYNC_CANCEL_ANY | IORING_ASYNC_CANCEL_ALL);
+  io_uring_sqe_set_data64(sqe, 0);
+}
+
+void uring_backend::poll(bool block) {
+  if (!enabled_) {
+    if (setup_.disabled) {
+      int r = enable_rings(ring_);
+      if (r < 0) throw std::system_error(-r, std::system_category(), "io_uring_enable_rings");
+    }
+    io_uring_register_ring_fd(&ring_);  // optional: saves a file lookup per enter
+    enabled_ = true;
+  }
+  drain_backlog();
+  int r = block ? io_uring_submit_and_wait(&ring_, 1) : io_uring_submit_and_get_events(&ring_);
+  if (r < 0 && r != -EINTR && r != -ETIME && r != -EBUSY && r != -EAGAIN) {
+    if (r == -EEXIST)
+      throw std::system_error(-r, std::system_category(),
+                              "io_uring_enter: io_context run on a second thread (the ring is "
+                              "SINGLE_ISSUER: run and destroy it on one thread)");
+    throw std::system_error(-r, std::system_category(), "io_uring_enter");
+  }
+  reap();
+  drain_backlog();
+}
+
+void uring_backend::reap() noexcept {
+  struct completion {
+    std::uint64_t ud;
+    int res;
+    unsigned flags;
+  };
+  for (;;) {
+    io_uring_cqe* cqes[reap_batch];
+    unsigned n = io_uring_peek_batch_cqe(&ring_, cqes, reap_batch);
+    if (n == 0) return;
+    // Copy and release the CQ slots first: dispatch may run for a while.
+    completion batch[reap_batch];
+    for (unsigned i = 0; i < n; ++i) batch[i] = {cqes[i]->user_data, cqes[i]->res, cqes[i]->flags};
+    io_uring_cq_advance(&ring_, n);
+    for (unsigned i = 0; i < n; ++i) dispatch(batch[i].ud, batch[i].res, batch[i].flags);
+    if (n < reap_batch) return;
+  }
+}
+
+void uring_backend::dispatch(std::uint64_t ud, int res, unsigned flags) noexcept {
+  if (ud == 0) return;  // a request nobody waits for (cancel-all, fire-and-forget)
+  auto* op = reinterpret_cast<op_base*>(ud & ~static_cast<std::uint64_t>(ud_tag_mask));
+  const bool final_cqe = (flags & IORING_CQE_F_MORE) == 0;
+  if (final_cqe) --cqes_expected_;
+  switch (ud & ud_tag_mask) {
+    case ud_tag_main:
+      if (op->vt->on_cqe != nullptr) {  // multishot: every CQE is delivered
+        op->vt->on_cqe(*op, res, flags);
+        if (!final_cqe) return;
+        op->res = res;
+      } else if (op->polling) {
+        op->polling = false;
+        --op->outstanding;
+        on_poll_cqe(*op, res);
+        if (op->outstanding == 0) finish(*op);
+        return;
+      } else {
+        // A timer's expiry is its success.
+        op->res = (op->kind == op_kind::timer && res == -ETIME) ? 0 : res;
+        op->cqe_flags = flags;
+      }
+      break;
+    case ud_tag_cancel:
+      break;
+    case ud_tag_link:
+      if (res == -ETIME) op->timed_out = true;
+      break;
+    case ud_tag_internal:
+      op->res = res;
+      wake_complete(*op);
+      return;
+    default:
+      return;
+  }
+  if (--op->outstanding == 0) finish(*op);
+}
+
+void uring_backend::on_poll_cqe(op_base& op, int res) noexcept {
+  if (res < 0) {
+    op.res = res;  // -ECANCELED (stop or deadline) or an error of the poll itself
+    return;
+  }
+  int r = op.vt->attempt(op);
+  if (r == -EAGAIN) {
+    if (!op.cancel_requested && !op.timed_out) {
+      op.polling = true;  // spurious readiness: watch again
+      submit(op);
+      return;
+    }
+    r = -ECANCELED;
+  }
+  op.res = r;  // RACE: a stop that lost to readiness still delivers the real result
+}
+
+void uring_backend::finish(op_base& op) noexcept {
+  --user_in_flight_;
+  finish_operation(op);
+}
+
+void uring_backend::drain_backlog() noexcept {
+  while (backlog_head_ != nullptr && cqes_expected_ + 3 <= cap_) {
+    op_base* op = backlog_head_;
+    backlog_head_ = op->next;
+    (backlog_head_ != nullptr ? backlog_head_->prev : backlog_tail_) = nullptr;
+    submit(*op);
+  }
+}
+
+void uring_backend::wake() noexcept {
+  std::uint64_t one = 1;
+  [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof one);
+}
+
+void uring_backend::arm_wake() noexcept {
+  io_uring_sqe* sqe = get_sqe();
+  io_uring_prep_read(sqe, wake_fd_, &wake_.value, sizeof wake_.value, static_cast<__u64>(-1));
+  io_uring_sqe_set_data64(sqe, tagged(wake_, ud_tag_internal));
+  ++cqes_expected_;
+  wake_armed_ = true;
+}
+
+void uring_backend::wake_complete(op_base& op) noexcept {
+  auto& w = static_cast<wake_op&>(op);
+  w.self->wake_armed_ = false;
+  if (!w.self->st_.shutting_down) w.self->arm_wake();
+}
+
+}  // namespace ringio::detail

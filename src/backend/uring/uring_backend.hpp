@@ -1,0 +1,67 @@
+// uring_backend — the completion backend: operations become SQEs whose user_data is the
+// operation itself; CQEs are reaped in batches and dispatched through the op_vtable.
+// In uring-poll mode the ring only watches fds (POLL_ADD) and the operation performs
+// its own syscall, like a readiness loop.
+#pragma once
+
+#include <liburing.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "backend/uring/uring_setup.hpp"
+#include "core/backend.hpp"
+#include "core/loop_state.hpp"
+
+namespace ringio::detail {
+
+class uring_backend final : public backend {
+ public:
+  uring_backend(io_context& ctx, loop_state& st, const io_context_options& opts, bool poll_mode);
+  ~uring_backend() override;
+
+  bool start(op_base& op) override;
+  void cancel(op_base& op) noexcept override;
+  void poll(bool block) override;
+  void wake() noexcept override;
+  void cancel_all() noexcept override;
+  [[nodiscard]] std::size_t in_flight() const noexcept override { return user_in_flight_; }
+  [[nodiscard]] std::string describe() const override;
+  [[nodiscard]] int ring_fd() const noexcept override { return ring_.ring_fd; }
+
+ private:
+  struct wake_op : op_base {
+    std::uint64_t value = 0;
+    uring_backend* self = nullptr;
+  };
+
+  io_uring_sqe* get_sqe() noexcept;
+  void submit(op_base& op) noexcept;
+  void link_timeout(op_base& op, io_uring_sqe& main) noexcept;
+  bool start_readiness(op_base& op);
+  void on_poll_cqe(op_base& op, int res) noexcept;
+  void dispatch(std::uint64_t ud, int res, unsigned flags) noexcept;
+  void reap() noexcept;
+  void drain_backlog() noexcept;
+  void finish(op_base& op) noexcept;
+  void arm_wake() noexcept;
+  static void wake_complete(op_base& op) noexcept;
+
+  io_context& ctx_;
+  loop_state& st_;
+  io_uring ring_{};
+  ring_setup setup_;
+  bool poll_mode_;
+  bool enabled_ = false;
+  std::size_t cqes_expected_ = 0;   // every request that will post a CQE
+  std::size_t user_in_flight_ = 0;  // user operations started and not finished
+  std::size_t cap_ = 0;
+  op_base* backlog_head_ = nullptr;
+  op_base* backlog_tail_ = nullptr;
+  int wake_fd_ = -1;
+  wake_op wake_;
+  bool wake_armed_ = false;
+};
+
+}  // namespace ringio::detail

@@ -1,0 +1,42 @@
+// uring_compat — the one place that reaches io_uring features newer than Debian's
+// liburing 2.3: constants behind #ifndef, raw structs where liburing has no helper.
+#pragma once
+
+#include <liburing.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#ifndef IORING_RECVSEND_BUNDLE
+#define IORING_RECVSEND_BUNDLE (1U << 4)
+#endif
+#ifndef IOU_PBUF_RING_INC
+#define IOU_PBUF_RING_INC 2
+#endif
+#ifndef IORING_SETUP_NO_SQARRAY
+#define IORING_SETUP_NO_SQARRAY (1U << 16)
+#endif
+#ifndef IORING_CQE_F_BUF_MORE
+#define IORING_CQE_F_BUF_MORE (1U << 4)
+#endif
+
+namespace ringio::detail {
+
+/// user_data tags: operations are 8-byte aligned, the low bits say which CQE this is.
+enum : unsigned long long {
+  ud_tag_main = 0,      ///< the operation's own request
+  ud_tag_cancel = 1,    ///< an ASYNC_CANCEL aimed at the operation
+  ud_tag_link = 2,      ///< the operation's linked timeout
+  ud_tag_internal = 3,  ///< a request of the backend itself (wake-up read)
+  ud_tag_mask = 7,
+};
+
+/// io_uring_enable_rings() is missing from liburing 2.3's shared library; call the
+/// register syscall directly. Returns 0 or -errno.
+inline int enable_rings(io_uring& ring) noexcept {
+  long r = ::syscall(__NR_io_uring_register, ring.ring_fd, IORING_REGISTER_ENABLE_RINGS, nullptr, 0);
+  return r < 0 ? -errno : 0;
+}
+
+}  // namespace ringio::detail

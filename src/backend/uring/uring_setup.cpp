@@ -1,0 +1,145 @@
+#include "backend/uring/uring_setup.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "backend/uring/uring_compat.hpp"
+#include "core/backend_factory.hpp"
+
+namespace ringio::detail {
+namespace {
+
+struct flag_name {
+  unsigned flag;
+  const char* name;
+};
+
+constexpr flag_name setup_flag_names[] = {
+    {IORING_SETUP_SQPOLL, "SQPOLL"},
+    {IORING_SETUP_CQSIZE, "CQSIZE"},
+    {IORING_SETUP_ATTACH_WQ, "ATTACH_WQ"},
+    {IORING_SETUP_R_DISABLED, "R_DISABLED"},
+    {IORING_SETUP_SUBMIT_ALL, "SUBMIT_ALL"},
+    {IORING_SETUP_COOP_TASKRUN, "COOP_TASKRUN"},
+    {IORING_SETUP_SINGLE_ISSUER, "SINGLE_ISSUER"},
+    {IORING_SETUP_DEFER_TASKRUN, "DEFER_TASKRUN"},
+};
+
+struct opcode_name {
+  int op;
+  const char* name;
+};
+
+// Every opcode ringio submits.
+constexpr opcode_name required_opcodes[] = {
+    {IORING_OP_NOP, "IORING_OP_NOP"},
+    {IORING_OP_READ, "IORING_OP_READ"},
+    {IORING_OP_WRITE, "IORING_OP_WRITE"},
+    {IORING_OP_SEND, "IORING_OP_SEND"},
+    {IORING_OP_RECV, "IORING_OP_RECV"},
+    {IORING_OP_SENDMSG, "IORING_OP_SENDMSG"},
+    {IORING_OP_RECVMSG, "IORING_OP_RECVMSG"},
+    {IORING_OP_ACCEPT, "IORING_OP_ACCEPT"},
+    {IORING_OP_CONNECT, "IORING_OP_CONNECT"},
+    {IORING_OP_CLOSE, "IORING_OP_CLOSE"},
+    {IORING_OP_SHUTDOWN, "IORING_OP_SHUTDOWN"},
+    {IORING_OP_TIMEOUT, "IORING_OP_TIMEOUT"},
+    {IORING_OP_LINK_TIMEOUT, "IORING_OP_LINK_TIMEOUT"},
+    {IORING_OP_ASYNC_CANCEL, "IORING_OP_ASYNC_CANCEL"},
+    {IORING_OP_POLL_ADD, "IORING_OP_POLL_ADD"},
+};
+
+struct feature_name {
+  unsigned feature;
+  const char* name;
+};
+
+// NODROP: an overflowing CQ is buffered, not lost. FAST_POLL: socket operations wait
+// by internal poll instead of a worker thread. SUBMIT_STABLE: SQE data may change
+// after submission. EXT_ARG is what io_uring_submit_and_wait_timeout relies on.
+constexpr feature_name required_features[] = {
+    {IORING_FEAT_NODROP, "IORING_FEAT_NODROP"},
+    {IORING_FEAT_FAST_POLL, "IORING_FEAT_FAST_POLL"},
+    {IORING_FEAT_SUBMIT_STABLE, "IORING_FEAT_SUBMIT_STABLE"},
+};
+
+[[noreturn]] void fail(int err, const std::string& what) {
+  throw backend_setup_error(std::error_code(err, std::system_category()), what);
+}
+
+void probe(io_uring& ring, unsigned features) {
+  for (const feature_name& f : required_features)
+    if ((features & f.feature) == 0)
+      fail(EINVAL, std::string("kernel lacks ") + f.name);
+  std::unique_ptr<io_uring_probe, void (*)(io_uring_probe*)> p(io_uring_get_probe_ring(&ring),
+                                                                io_uring_free_probe);
+  if (!p) fail(EINVAL, "io_uring_get_probe_ring failed (kernel older than 5.6)");
+  for (const opcode_name& o : required_opcodes)
+    if (!io_uring_opcode_supported(p.get(), o.op))
+      fail(EINVAL, std::string("kernel lacks ") + o.name);
+}
+
+}  // namespace
+
+std::string describe_setup_flags(unsigned flags) {
+  std::string s;
+  for (const flag_name& f : setup_flag_names) {
+    if ((flags & f.flag) == 0) continue;
+    if (!s.empty()) s += '|';
+    s += f.name;
+  }
+  return s.empty() ? "none" : s;
+}
+
+ring_setup create_ring(io_uring& ring, const io_context_options& opts) {
+  unsigned sq = opts.sq_entries == 0 ? 4096 : opts.sq_entries;
+  unsigned cq = opts.cq_entries == 0 ? 65536 : opts.cq_entries;
+  if (cq < sq) cq = sq;
+
+  unsigned base = IORING_SETUP_CQSIZE;
+  if (opts.attach_wq_of != nullptr) base |= IORING_SETUP_ATTACH_WQ;
+  // Optional flags, dropped from the back when the kernel refuses them with EINVAL.
+  unsigned optional[4];
+  int n_optional = 0;
+  if (opts.sqpoll) {
+    base |= IORING_SETUP_SQPOLL;
+    optional[n_optional++] = IORING_SETUP_SUBMIT_ALL;
+    optional[n_optional++] = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_R_DISABLED;
+  } else {
+    optional[n_optional++] = IORING_SETUP_SUBMIT_ALL;
+    optional[n_optional++] = IORING_SETUP_COOP_TASKRUN;
+    // R_DISABLED: the thread that enables the ring (the loop's) becomes its only issuer,
+    // so a context may be built on one thread and run on another.
+    optional[n_optional++] = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_R_DISABLED;
+    optional[n_optional++] = IORING_SETUP_DEFER_TASKRUN;
+  }
+
+  for (int keep = n_optional; keep >= 0; --keep) {
+    io_uring_params p{};
+    p.flags = base;
+    for (int i = 0; i < keep; ++i) p.flags |= optional[i];
+    p.cq_entries = cq;
+    if (opts.attach_wq_of != nullptr) p.wq_fd = static_cast<unsigned>(opts.attach_wq_of->ring_fd());
+    int r = io_uring_queue_init_params(sq, &ring, &p);
+    if (r == -EINVAL && keep > 0) continue;
+    if (r < 0) fail(-r, std::string("io_uring_setup: ") + std::strerror(-r));
+    ring_setup s;
+    s.flags = p.flags;
+    s.features = p.features;
+    s.sq_entries = p.sq_entries;
+    s.cq_entries = p.cq_entries;
+    s.disabled = (p.flags & IORING_SETUP_R_DISABLED) != 0;
+    try {
+      probe(ring, p.features);
+    } catch (...) {
+      io_uring_queue_exit(&ring);
+      throw;
+    }
+    return s;
+  }
+  fail(EINVAL, "io_uring_setup: no flag combination accepted");
+}
+
+}  // namespace ringio::detail

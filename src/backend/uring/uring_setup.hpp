@@ -1,0 +1,28 @@
+// uring_setup — creating the ring with the fastest flags the kernel accepts, and the
+// feature probe that names whatever is missing.
+#pragma once
+
+#include <liburing.h>
+
+#include <string>
+
+#include "ringio/io_context.hpp"
+
+namespace ringio::detail {
+
+struct ring_setup {
+  unsigned flags = 0;      ///< IORING_SETUP_* the ring was created with
+  unsigned features = 0;   ///< params.features
+  unsigned sq_entries = 0;
+  unsigned cq_entries = 0;
+  bool disabled = false;   ///< created with R_DISABLED: enable on the loop's thread
+};
+
+/// Creates the ring; on EINVAL drops optional flags one by one. Throws
+/// backend_setup_error naming the failing call or the missing opcode/feature.
+ring_setup create_ring(io_uring& ring, const io_context_options& opts);
+
+/// "SINGLE_ISSUER|DEFER_TASKRUN|..." for the report.
+std::string describe_setup_flags(unsigned flags);
+
+}  // namespace ringio::detail

@@ -1,0 +1,36 @@
+// backend — what a loop needs from the thing that waits for I/O. Three implementations:
+// uring_backend (completion and uring-poll modes) and epoll_backend.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "ringio/detail/op_base.hpp"
+
+namespace ringio::detail {
+
+class backend {
+ public:
+  virtual ~backend() = default;
+
+  /// Begins `op` (op.ctx is set). Returns true when it finished synchronously, with
+  /// op.res set and op.state == done; then its complete() is not called.
+  virtual bool start(op_base& op) = 0;
+  /// Asks for `op` to be cancelled (loop thread). It completes later, normally.
+  virtual void cancel(op_base& op) noexcept = 0;
+  /// One loop iteration: submit what is queued, wait for an event when `block`,
+  /// dispatch every completion that is ready.
+  virtual void poll(bool block) = 0;
+  /// Interrupts a blocking poll(); safe from any thread.
+  virtual void wake() noexcept = 0;
+  /// Cancels everything in flight (shutdown).
+  virtual void cancel_all() noexcept = 0;
+  /// Operations in flight, not counting the backend's own.
+  [[nodiscard]] virtual std::size_t in_flight() const noexcept = 0;
+  /// One line: backend name, flags, sizes.
+  [[nodiscard]] virtual std::string describe() const = 0;
+  /// The io_uring fd, or -1 (for IORING_SETUP_ATTACH_WQ and MSG_RING).
+  [[nodiscard]] virtual int ring_fd() const noexcept { return -1; }
+};
+
+}  // namespace ringio::detail

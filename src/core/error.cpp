@@ -1,0 +1,32 @@
+#include <string>
+
+#include "ringio/error.hpp"
+
+namespace ringio {
+namespace {
+
+class category final : public std::error_category {
+ public:
+  const char* name() const noexcept override { return "ringio"; }
+  std::string message(int v) const override {
+    switch (static_cast<errc>(v)) {
+      case errc::invalid_address:
+        return "invalid address (expected IPv4 a.b.c.d:port, IPv6 [addr]:port, or a Unix path)";
+      case errc::invalid_port: return "invalid or missing port (expected 0-65535)";
+      case errc::address_too_long: return "Unix socket path too long";
+      case errc::backend_unavailable: return "backend unavailable on this host";
+      case errc::unsupported_operation: return "operation not supported by this backend";
+      case errc::no_current_context: return "no io_context is running on this thread";
+    }
+    return "unknown ringio error";
+  }
+};
+
+}  // namespace
+
+const std::error_category& ringio_category() noexcept {
+  static const category c;
+  return c;
+}
+
+}  // namespace ringio

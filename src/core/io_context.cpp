@@ -1,0 +1,235 @@
+// io_context: picks a backend, runs the loop, shuts down cleanly.
+#include "ringio/io_context.hpp"
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <stdexcept>
+#include <string>
+
+#include "core/backend.hpp"
+#include "core/backend_factory.hpp"
+#include "core/loop_state.hpp"
+
+namespace ringio {
+namespace {
+
+thread_local io_context* current_context = nullptr;
+
+// Makes `ctx` the thread's current context for a scope (nesting restores the outer).
+class current_scope {
+ public:
+  explicit current_scope(io_context* ctx) noexcept : saved_(current_context) { current_context = ctx; }
+  ~current_scope() { current_context = saved_; }
+  current_scope(const current_scope&) = delete;
+  current_scope& operator=(const current_scope&) = delete;
+
+ private:
+  io_context* saved_;
+};
+
+std::atomic<bool> fallback_reported{false};
+
+struct backend_choice {
+  backend_kind kind;
+  bool forced;
+  const char* origin;
+};
+
+backend_choice choose_backend(const io_context_options& opts) {
+  if (opts.backend) return {*opts.backend, true, "io_context_options"};
+  if (const char* env = std::getenv("RINGIO_BACKEND"); env != nullptr && *env != '\0') {
+    auto k = parse_backend(env);
+    if (!k)
+      throw std::invalid_argument(std::string("RINGIO_BACKEND: unknown backend '") + env +
+                                  "' (expected uring, epoll or uring-poll)");
+    return {*k, true, "RINGIO_BACKEND"};
+  }
+  return {backend_kind::uring, false, "default"};
+}
+
+}  // namespace
+
+std::string_view to_string(backend_kind k) noexcept {
+  switch (k) {
+    case backend_kind::uring: return "uring";
+    case backend_kind::epoll: return "epoll";
+    case backend_kind::uring_poll: return "uring-poll";
+  }
+  return "unknown";
+}
+
+std::optional<backend_kind> parse_backend(std::string_view name) noexcept {
+  if (name == "uring") return backend_kind::uring;
+  if (name == "epoll") return backend_kind::epoll;
+  if (name == "uring-poll") return backend_kind::uring_poll;
+  return std::nullopt;
+}
+
+io_context::io_context(io_context_options opts) : state_(std::make_unique<detail::loop_state>()) {
+  backend_choice choice = choose_backend(opts);
+  kind_ = choice.kind;
+  if (kind_ == backend_kind::epoll) {
+    backend_ = detail::make_epoll_backend(*this, *state_, opts);
+    return;
+  }
+  try {
+    backend_ = detail::make_uring_backend(*this, *state_, opts, kind_ == backend_kind::uring_poll);
+  } catch (const detail::backend_setup_error& e) {
+    if (choice.forced) {
+      throw std::system_error(e.code(), std::string("ringio: backend ") +
+                                            std::string(to_string(kind_)) + " (forced by " +
+                                            choice.origin + ") cannot start: " + e.what());
+    }
+    if (!opts.quiet && !fallback_reported.exchange(true))
+      std::fprintf(stderr, "ringio: io_uring unavailable (%s); falling back to epoll\n", e.what());
+    kind_ = backend_kind::epoll;
+    backend_ = detail::make_epoll_backend(*this, *state_, opts);
+  }
+}
+
+io_context::~io_context() { shutdown(); }
+
+io_context* io_context::current() noexcept { return current_context; }
+
+std::string io_context::describe() const { return backend_->describe(); }
+
+int io_context::ring_fd() const noexcept { return backend_->ring_fd(); }
+
+std::size_t io_context::in_flight() const noexcept { return backend_->in_flight(); }
+
+bool io_context::start(detail::op_base& op) {
+  op.ctx = this;
+  if (state_->shutting_down || op.cancel_requested) {
+    op.res = -ECANCELED;
+    op.state = detail::op_state::done;
+    return true;
+  }
+  return backend_->start(op);
+}
+
+void io_context::cancel(detail::op_base& op) noexcept {
+  op.cancel_requested = true;
+  backend_->cancel(op);
+}
+
+void io_context::schedule(std::coroutine_handle<> h) { state_->ready.push(h); }
+
+void io_context::schedule_completion(detail::op_base& op) {
+  op.state = detail::op_state::completing;
+  state_->ready.push(op);
+}
+
+void io_context::post_remote(detail::remote_item& item) noexcept {
+  detail::remote_item* head = state_->inbox.load(std::memory_order_relaxed);
+  do {
+    item.next = head;
+  } while (!state_->inbox.compare_exchange_weak(head, &item, std::memory_order_release,
+                                                std::memory_order_relaxed));
+  if (state_->sleeping.exchange(false)) backend_->wake();
+}
+
+void io_context::stop() noexcept {
+  stop_requested_.store(true);
+  if (state_->sleeping.exchange(false)) backend_->wake();
+}
+
+void io_context::spawn(task<void> t) {
+  auto h = t.release();
+  h.promise().set_sink(&state_->detached);
+  ++state_->detached_tasks;
+  state_->ready.push(h);
+}
+
+// Runs what is ready: the coroutines and completions queued when the batch started.
+void io_context::run_ready() {
+  detail::loop_state& st = *state_;
+  st.sync_budget = detail::loop_state::sync_budget_per_iteration;
+  for (std::size_t n = st.ready.size(); n > 0 && !st.ready.empty(); --n) {
+    detail::ready_queue::entry e = st.ready.pop();
+    if (e.is_op)
+      detail::finish_operation(*static_cast<detail::op_base*>(e.ptr));
+    else
+      std::coroutine_handle<>::from_address(e.ptr).resume();
+  }
+}
+
+// One trip to the kernel: submit, wait if nothing else is runnable, dispatch.
+void io_context::poll_backend(bool stoppable) {
+  detail::loop_state& st = *state_;
+  bool block = st.ready.empty();
+  if (block) {
+    // Announce the sleep, then look again: a post or stop that raced with us either
+    // sees sleeping == true (and wakes us) or is seen here.
+    st.sleeping.store(true);
+    if (st.inbox.load() != nullptr || (stoppable && stop_requested_.load())) block = false;
+  }
+  backend_->poll(block);
+  st.sleeping.store(false, std::memory_order_relaxed);
+  if (st.inbox.load(std::memory_order_acquire) != nullptr) drain_remote();
+}
+
+template <class Done>
+void io_context::loop(Done done, bool stoppable) {
+  for (;;) {
+    if (done()) return;
+    run_ready();
+    if (done()) return;
+    poll_backend(stoppable);
+  }
+}
+
+bool io_context::idle() const noexcept {
+  return state_->ready.empty() && backend_->in_flight() == 0 &&
+         state_->inbox.load(std::memory_order_acquire) == nullptr;
+}
+
+void io_context::drain_remote() noexcept {
+  detail::remote_item* list = state_->inbox.exchange(nullptr, std::memory_order_acquire);
+  detail::remote_item* fifo = nullptr;  // the stack is newest-first; reverse it
+  while (list != nullptr) {
+    detail::remote_item* next = list->next;
+    list->next = fifo;
+    fifo = list;
+    list = next;
+  }
+  while (fifo != nullptr) {
+    detail::remote_item* next = fifo->next;
+    fifo->run(*fifo, *this);
+    fifo = next;
+  }
+}
+
+void io_context::run() {
+  current_scope cs(this);
+  loop([this] { return stop_requested_.load(std::memory_order_acquire); }, true);
+  stop_requested_.store(false);
+}
+
+void io_context::run_until_idle() {
+  current_scope cs(this);
+  loop([this] { return stop_requested_.load(std::memory_order_acquire) || idle(); }, true);
+  stop_requested_.store(false);
+}
+
+void io_context::run_until(bool (*done)(void*), void* arg) {
+  current_scope cs(this);
+  loop([&] { return done(arg); }, false);
+}
+
+// Cancels everything in flight and runs until every completion has arrived, so no
+// operation's memory is released while the kernel may still write to it.
+void io_context::shutdown() noexcept {
+  current_scope cs(this);
+  state_->shutting_down = true;
+  backend_->cancel_all();
+  try {
+    loop([this] { return idle(); }, false);
+  } catch (...) {
+    std::fprintf(stderr, "ringio: exception while shutting down an io_context\n");
+    std::terminate();
+  }
+}
+
+}  // namespace ringio

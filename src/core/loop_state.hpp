@@ -1,0 +1,56 @@
+// loop_state — the io_context's own bookkeeping, shared with its backend.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdio>
+#include <exception>
+
+#include "core/ready_queue.hpp"
+#include "ringio/detail/promise_base.hpp"
+#include "ringio/detail/remote_item.hpp"
+
+namespace ringio::detail {
+
+/// Owns tasks started with io_context::spawn: frees each frame when it finishes.
+class detached_sink final : public completion_sink {
+ public:
+  explicit detached_sink(std::size_t& live) noexcept : live_(live) {}
+  std::coroutine_handle<> on_task_done(std::coroutine_handle<> h, promise_base& p) noexcept override {
+    if (p.failed()) {
+      try {
+        p.rethrow_if_failed();
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "ringio: exception escaped a spawned task: %s\n", e.what());
+      } catch (...) {
+        std::fprintf(stderr, "ringio: exception escaped a spawned task\n");
+      }
+      std::terminate();
+    }
+    h.destroy();
+    --live_;
+    return std::noop_coroutine();
+  }
+
+ private:
+  std::size_t& live_;
+};
+
+class loop_state {
+ public:
+  ready_queue ready;
+  /// Lock-free inbox (a Treiber stack) filled by other threads.
+  std::atomic<remote_item*> inbox{nullptr};
+  /// True while the loop is (about to be) blocked in the kernel: wakers must wake it.
+  std::atomic<bool> sleeping{false};
+  /// Synchronous completions left before a readiness backend must yield to the loop.
+  unsigned sync_budget = 0;
+  static constexpr unsigned sync_budget_per_iteration = 64;
+  /// Set while the context shuts down: new operations fail with operation_canceled.
+  bool shutting_down = false;
+  /// Tasks started with io_context::spawn that have not finished.
+  std::size_t detached_tasks = 0;
+  detached_sink detached{detached_tasks};
+};
+
+}  // namespace ringio::detail

@@ -1,0 +1,64 @@
+#include "ringio/net/stream_listener.hpp"
+
+#include <liburing.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+
+namespace ringio {
+namespace detail {
+
+result<socket_address> address_of(int fd, bool peer);
+
+namespace {
+
+// io_uring wants the listener blocking (its poll retry handles readiness); readiness
+// backends need it non-blocking. A failing fcntl leaves the mode as it was: the accept
+// still works, only less efficiently.
+void accept_prepare(op_base& b, io_uring_sqe& sqe) noexcept {
+  auto& op = static_cast<accept_op&>(b);
+  op.listener->set_nonblocking(false);
+  op.accepted_nonblocking = false;
+  io_uring_prep_accept(&sqe, op.fd, nullptr, nullptr, SOCK_CLOEXEC);
+}
+
+int accept_attempt(op_base& b) noexcept {
+  auto& op = static_cast<accept_op&>(b);
+  op.listener->set_nonblocking(true);
+  op.accepted_nonblocking = true;
+  int r = ::accept4(op.fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+  return r >= 0 ? r : -errno;
+}
+
+}  // namespace
+
+const op_vtable accept_vtable = {.prepare = accept_prepare, .attempt = accept_attempt,
+                                 .on_cqe = nullptr, .step = nullptr, .complete = resume_waiter};
+
+}  // namespace detail
+
+result<stream_listener> stream_listener::bind(const socket_address& at, listen_options opts) {
+  if (at.family() == AF_UNSPEC) return unexpected(errc::invalid_address);
+  int s = ::socket(at.family(), SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (s < 0) return unexpected(errno_code(-errno));
+  detail::fd_handle fd(s);
+  auto fail = [] { return unexpected(errno_code(-errno)); };
+  int one = 1;
+  const bool ip = at.is_ipv4() || at.is_ipv6();
+  if (ip && opts.reuse_address && ::setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0) return fail();
+  if (opts.reuse_port && ::setsockopt(s, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) < 0) return fail();
+  if (ip && opts.nodelay && ::setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) < 0) return fail();
+  if (at.is_ipv6()) {
+    int v6only = opts.ipv6_only ? 1 : 0;
+    if (::setsockopt(s, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof v6only) < 0) return fail();
+  }
+  if (::bind(s, at.native(), at.size()) < 0) return fail();
+  if (::listen(s, opts.backlog) < 0) return fail();
+  return stream_listener(std::move(fd));
+}
+
+result<socket_address> stream_listener::local_address() const { return detail::address_of(fd_.get(), false); }
+
+}  // namespace ringio

@@ -1,0 +1,91 @@
+#include "ringio/net/stream_socket.hpp"
+
+#include <liburing.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "ringio/detail/fd_generation.hpp"
+#include "ringio/io_context.hpp"
+
+namespace ringio {
+namespace detail {
+
+result<socket_address> address_of(int fd, bool peer) {
+  socket_address a;
+  *a.size_ptr() = socket_address::capacity;
+  int r = peer ? ::getpeername(fd, a.native(), a.size_ptr()) : ::getsockname(fd, a.native(), a.size_ptr());
+  if (r < 0) return unexpected(errno_code(-errno));
+  return a;
+}
+
+int set_nodelay(int fd, bool on) noexcept {
+  int v = on ? 1 : 0;
+  return ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &v, sizeof v) < 0 ? -errno : 0;
+}
+
+namespace {
+
+void connect_prepare(op_base& b, io_uring_sqe& sqe) noexcept {
+  auto& op = static_cast<connect_op&>(b);
+  io_uring_prep_connect(&sqe, op.fd, op.addr.native(), op.addr.size());
+}
+
+int connect_attempt(op_base& b) noexcept {
+  auto& op = static_cast<connect_op&>(b);
+  if (!op.in_progress) {
+    if (::connect(op.fd, op.addr.native(), op.addr.size()) == 0) return 0;
+    if (errno == EINPROGRESS) {
+      op.in_progress = true;  // writable means connected or failed: ask SO_ERROR then
+      return -EAGAIN;
+    }
+    return -errno;  // EAGAIN (a full Unix backlog) retries the connect itself
+  }
+  int err = 0;
+  socklen_t len = sizeof err;
+  if (::getsockopt(op.fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0) return -errno;
+  return -err;
+}
+
+}  // namespace
+
+const op_vtable connect_vtable = {.prepare = connect_prepare, .attempt = connect_attempt,
+                                  .on_cqe = nullptr, .step = nullptr, .complete = resume_waiter};
+
+int connect_op::open_socket() noexcept {
+  if (sock.valid()) return 0;
+  io_context* ctx = io_context::current();
+  bool nonblocking = ctx != nullptr && ctx->backend() != backend_kind::uring;
+  int s = ::socket(addr.family(), SOCK_STREAM | SOCK_CLOEXEC | (nonblocking ? SOCK_NONBLOCK : 0), 0);
+  if (s < 0) return -errno;
+  sock = fd_handle(s, nonblocking);
+  fd = s;
+  return 0;
+}
+
+result<stream_socket> connect_op::get_result() {
+  if (res < 0) return unexpected(op_error(*this));
+  if (addr.is_ipv4() || addr.is_ipv6()) set_nodelay(sock.get(), true);
+  return stream_socket(std::move(sock));
+}
+
+}  // namespace detail
+
+detail::close_op stream_socket::close() noexcept {
+  int fd = fd_.release();
+  detail::note_fd_closed(fd);
+  return detail::close_op(fd);
+}
+
+result<socket_address> stream_socket::local_address() const { return detail::address_of(fd_.get(), false); }
+result<socket_address> stream_socket::peer_address() const { return detail::address_of(fd_.get(), true); }
+
+result<void> stream_socket::set_nodelay(bool on) noexcept {
+  if (int r = detail::set_nodelay(fd_.get(), on); r < 0) return unexpected(errno_code(r));
+  return {};
+}
+
+}  // namespace ringio
