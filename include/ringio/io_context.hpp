@@ -80,7 +80,8 @@ class io_context {
   /// The io_uring file descriptor, or -1 on the epoll backend.
   [[nodiscard]] int ring_fd() const noexcept;
 
-  /// Number of operations the backend holds right now (not counting ringio's own).
+  /// Number of operations the backend holds right now (not counting ringio's own
+  /// requests, nor operations waiting for events of other tasks).
   [[nodiscard]] std::size_t in_flight() const noexcept;
 
   // ---- used by operations and the runtime (not for applications) ----
@@ -89,6 +90,8 @@ class io_context {
   /// Requests cancellation of a started operation (loop thread only). The operation
   /// still completes through its normal path, later.
   void cancel(detail::op_base& op) noexcept;
+  /// Completes an operation of kind event that is waiting; false if it is not.
+  bool complete_event(detail::op_base& op, int res) noexcept;
   /// Queues a coroutine to be resumed by the loop.
   void schedule(std::coroutine_handle<> h);
   /// Queues an operation whose result is already set; the loop finishes it.
@@ -108,6 +111,7 @@ class io_context {
   template <class Done>
   void loop(Done done, bool stoppable);
   [[nodiscard]] bool idle() const noexcept;
+  bool take_event(detail::op_base& op) noexcept;
   void drain_remote() noexcept;
   void shutdown() noexcept;
 
@@ -115,6 +119,8 @@ class io_context {
   std::unique_ptr<detail::loop_state> state_;
   std::unique_ptr<detail::backend> backend_;
   std::atomic<bool> stop_requested_{false};
+  detail::op_base* events_ = nullptr;  // waiting event operations (intrusive list)
+  std::size_t events_waiting_ = 0;
 };
 
 }  // namespace ringio

@@ -2,6 +2,7 @@
 #include "ringio/io_context.hpp"
 
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -106,11 +107,44 @@ bool io_context::start(detail::op_base& op) {
     op.state = detail::op_state::done;
     return true;
   }
+  if (op.kind == detail::op_kind::event) {
+    // Waits in a list of the loop's own until complete_event() or a cancel.
+    op.state = detail::op_state::in_flight;
+    op.prev = nullptr;
+    op.next = events_;
+    if (events_ != nullptr) events_->prev = &op;
+    events_ = &op;
+    ++events_waiting_;
+    return false;
+  }
   return backend_->start(op);
+}
+
+bool io_context::take_event(detail::op_base& op) noexcept {
+  if (op.state != detail::op_state::in_flight) return false;
+  (op.prev != nullptr ? op.prev->next : events_) = op.next;
+  if (op.next != nullptr) op.next->prev = op.prev;
+  op.next = op.prev = nullptr;
+  --events_waiting_;
+  return true;
+}
+
+bool io_context::complete_event(detail::op_base& op, int res) noexcept {
+  if (!take_event(op)) return false;
+  op.res = res;
+  detail::finish_operation(op);
+  return true;
 }
 
 void io_context::cancel(detail::op_base& op) noexcept {
   op.cancel_requested = true;
+  if (op.kind == detail::op_kind::event) {
+    if (take_event(op)) {
+      op.res = -ECANCELED;
+      schedule_completion(op);
+    }
+    return;
+  }
   backend_->cancel(op);
 }
 
@@ -181,7 +215,7 @@ void io_context::loop(Done done, bool stoppable) {
 }
 
 bool io_context::idle() const noexcept {
-  return state_->ready.empty() && backend_->in_flight() == 0 &&
+  return state_->ready.empty() && backend_->in_flight() == 0 && events_waiting_ == 0 &&
          state_->inbox.load(std::memory_order_acquire) == nullptr;
 }
 
@@ -224,6 +258,7 @@ void io_context::shutdown() noexcept {
   current_scope cs(this);
   state_->shutting_down = true;
   backend_->cancel_all();
+  while (events_ != nullptr) cancel(*events_);
   try {
     loop([this] { return idle(); }, false);
   } catch (...) {

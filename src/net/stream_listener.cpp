@@ -7,10 +7,10 @@
 
 #include <cerrno>
 
+#include "net/socket_util.hpp"
+
 namespace ringio {
 namespace detail {
-
-result<socket_address> address_of(int fd, bool peer);
 
 namespace {
 

@@ -8,6 +8,7 @@
 
 #include <cerrno>
 
+#include "net/socket_util.hpp"
 #include "ringio/detail/fd_generation.hpp"
 #include "ringio/io_context.hpp"
 

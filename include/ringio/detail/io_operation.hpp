@@ -64,6 +64,10 @@ class io_operation : public op_base {
     return std::move(static_cast<Derived&>(*this));
   }
 
+  /// Makes the operation obey `t` (before it starts).
+  void set_stop_token(std::stop_token t) noexcept { token_ = std::move(t); }
+  [[nodiscard]] const std::stop_token& explicit_stop_token() const noexcept { return token_; }
+
   /// Sets an absolute deadline (ns, CLOCK_MONOTONIC); used by with_timeout.
   void set_deadline(std::int64_t ns) noexcept { deadline_ns = ns; }
 

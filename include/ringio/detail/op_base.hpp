@@ -24,6 +24,7 @@ enum class op_kind : std::uint8_t {
   io,     ///< an fd operation: prepare() for io_uring, attempt() + want for readiness
   timer,  ///< completes at deadline_ns (sleep)
   nop,    ///< completes on a later loop iteration (through the ring on io_uring)
+  event,  ///< completed by other ringio code (io_context::complete_event), not a backend
 };
 
 enum class interest : std::uint8_t { none, readable, writable };

@@ -9,6 +9,8 @@
 
 namespace ringio {
 
+class multishot_acceptor;
+
 struct listen_options {
   /// SO_REUSEADDR: rebind at once after a restart (TCP).
   bool reuse_address = true;
@@ -67,6 +69,7 @@ class stream_listener {
   void close() noexcept { fd_.reset(); }
 
  private:
+  friend class multishot_acceptor;
   explicit stream_listener(detail::fd_handle fd) noexcept : fd_(std::move(fd)) {}
   detail::fd_handle fd_;
 };

@@ -95,6 +95,7 @@ bool epoll_backend::start(op_base& op) {
       timers_.push(op);
       return false;
     case op_kind::io:
+    case op_kind::event:  // handled by io_context, never reaches a backend
       break;
   }
   int r = op.vt->attempt(op);

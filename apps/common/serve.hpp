@@ -1,0 +1,36 @@
+// serve — what every ringio server app shares: listeners on every loop thread, a
+// graceful stop on SIGINT/SIGTERM (stop accepting, let connections finish within a
+// deadline, then cancel them), and accept errors that never take the server down.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <stop_token>
+#include <string>
+
+#include "ringio/backend_kind.hpp"
+#include "ringio/net/socket_address.hpp"
+#include "ringio/net/stream_socket.hpp"
+#include "ringio/task.hpp"
+
+namespace apps {
+
+struct server_config {
+  std::string name;                 // program name for messages
+  ringio::socket_address address;
+  unsigned threads = 1;
+  std::optional<ringio::backend_kind> backend;
+  std::chrono::milliseconds drain_timeout{5000};
+  bool multishot_accept = true;
+};
+
+/// Handles one connection; runs on the loop thread that accepted it.
+using connection_handler = std::function<ringio::task<void>(ringio::stream_socket)>;
+
+/// Binds (one SO_REUSEPORT listener per thread), prints one line with the address and
+/// the backend, serves until SIGINT/SIGTERM, drains, and returns the exit status:
+/// 0 after a graceful stop, 1 when the address cannot be bound or a loop fails.
+int serve(const server_config& cfg, const connection_handler& handler);
+
+}  // namespace apps

@@ -1,0 +1,77 @@
+// ringio/fs/file.hpp — a regular file read and written at explicit offsets.
+// On io_uring the kernel performs the I/O asynchronously; the readiness backends
+// (epoll, uring-poll) cannot wait for regular files, so there pread/pwrite run
+// synchronously on the loop's thread (fine for page-cache hits, a stall otherwise).
+#pragma once
+
+#include <fcntl.h>
+
+#include <cstdint>
+#include <string>
+
+#include "ringio/buffer.hpp"
+#include "ringio/detail/fd_handle.hpp"
+#include "ringio/detail/io_operation.hpp"
+#include "ringio/detail/stream_ops.hpp"
+#include "ringio/result.hpp"
+
+namespace ringio {
+namespace detail {
+
+extern const op_vtable read_at_vtable;
+extern const op_vtable write_at_vtable;
+
+/// One pread-like read: up to buf.size() bytes at `offset`; 0 at end of file.
+class read_at_op : public io_operation<read_at_op> {
+ public:
+  read_at_op(int fd_, mutable_buffer b, std::uint64_t off) noexcept
+      : io_operation(&read_at_vtable), buf(b.first(max_io_size)), offset(off) {
+    fd = fd_;
+    want = interest::readable;
+  }
+  result<std::size_t> get_result() const noexcept { return size_result(*this); }
+  mutable_buffer buf;
+  std::uint64_t offset;
+};
+
+/// One pwrite-like write at `offset`; may write fewer bytes than given.
+class write_at_op : public io_operation<write_at_op> {
+ public:
+  write_at_op(int fd_, const_buffer b, std::uint64_t off) noexcept
+      : io_operation(&write_at_vtable), buf(b.first(max_io_size)), offset(off) {
+    fd = fd_;
+    want = interest::writable;
+  }
+  result<std::size_t> get_result() const noexcept { return size_result(*this); }
+  const_buffer buf;
+  std::uint64_t offset;
+};
+
+}  // namespace detail
+
+class file {
+ public:
+  file() noexcept = default;
+
+  /// open(2), synchronously. flags: O_RDONLY, O_WRONLY | O_CREAT | O_TRUNC, ...
+  static result<file> open(const std::string& path, int flags = O_RDONLY, int mode = 0644);
+
+  [[nodiscard]] detail::read_at_op read_at(mutable_buffer buf, std::uint64_t offset) noexcept {
+    return {fd_.get(), buf, offset};
+  }
+  [[nodiscard]] detail::write_at_op write_at(const_buffer buf, std::uint64_t offset) noexcept {
+    return {fd_.get(), buf, offset};
+  }
+  /// Current size in bytes (fstat).
+  [[nodiscard]] result<std::uint64_t> size() const;
+  [[nodiscard]] detail::close_op close() noexcept;
+
+  [[nodiscard]] bool is_open() const noexcept { return fd_.valid(); }
+  [[nodiscard]] int native_handle() const noexcept { return fd_.get(); }
+
+ private:
+  explicit file(detail::fd_handle fd) noexcept : fd_(std::move(fd)) {}
+  detail::fd_handle fd_;
+};
+
+}  // namespace ringio

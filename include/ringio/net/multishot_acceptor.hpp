@@ -1,0 +1,76 @@
+// ringio/net/multishot_acceptor.hpp — accepts connections with one multishot
+// IORING_OP_ACCEPT that stays armed: one submission serves many connections. On the
+// readiness backends it falls back to one accept per call.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "ringio/detail/io_operation.hpp"
+#include "ringio/net/stream_listener.hpp"
+#include "ringio/net/stream_socket.hpp"
+
+namespace ringio {
+namespace detail {
+
+class multishot_accept_state;
+
+extern const op_vtable accept_next_vtable;
+
+/// Waits for the next connection of a multishot_acceptor.
+class accept_next_op : public io_operation<accept_next_op> {
+ public:
+  accept_next_op(multishot_accept_state* s, fd_handle* listener) noexcept
+      : io_operation(&accept_next_vtable, op_kind::event), owner(s), fallback(listener) {}
+  accept_next_op(const accept_next_op& o) noexcept : io_operation(o), owner(o.owner), fallback(o.fallback) {}
+
+  template <class P>
+  bool await_suspend(std::coroutine_handle<P> h) {
+    if (!uses_multishot()) {
+      use_fallback = true;
+      fallback.deadline_ns = deadline_ns;
+      fallback.set_stop_token(token_);
+      return fallback.await_suspend(h);
+    }
+    if (take_ready()) return false;
+    return wait(io_operation::await_suspend(h));
+  }
+  result<stream_socket> get_result() noexcept {
+    if (use_fallback) return fallback.get_result();
+    if (res < 0) return unexpected(op_error(*this));
+    return stream_socket(fd_handle(res, false));
+  }
+
+  multishot_accept_state* owner;
+  accept_op fallback;
+  bool use_fallback = false;
+
+ private:
+  static bool uses_multishot() noexcept;
+  bool take_ready() noexcept;      // a connection or an error is already queued
+  bool wait(bool suspended) noexcept;
+};
+
+}  // namespace detail
+
+/// Accepts connections from `listener` (which must outlive it) with a multishot accept.
+/// Accepted sockets queue up inside until next() takes them; whatever is queued when
+/// the acceptor is destroyed is closed. Errors (EMFILE, ...) end the multishot request
+/// and are reported by next(); the following next() re-arms it.
+class multishot_acceptor {
+ public:
+  explicit multishot_acceptor(stream_listener& listener);
+  ~multishot_acceptor();
+  multishot_acceptor(const multishot_acceptor&) = delete;
+  multishot_acceptor& operator=(const multishot_acceptor&) = delete;
+
+  /// The next accepted connection (or error). Obeys stop tokens like any operation;
+  /// a cancelled next() loses no connection (it stays queued for the next call).
+  [[nodiscard]] detail::accept_next_op next() noexcept;
+
+ private:
+  detail::multishot_accept_state* state_;
+  detail::fd_handle* listener_;
+};
+
+}  // namespace ringio

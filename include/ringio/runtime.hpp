@@ -1,0 +1,60 @@
+// ringio/runtime.hpp — thread per core: N threads, each with its own io_context (its
+// own ring; nothing shared on the hot path).
+#pragma once
+
+#include <condition_variable>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "ringio/io_context.hpp"
+#include "ringio/task.hpp"
+
+namespace ringio {
+
+struct runtime_options {
+  /// Number of loop threads (0: one per CPU available to the process).
+  unsigned threads = 1;
+  /// Pin thread i to the i-th CPU of the process's affinity mask.
+  bool pin_threads = false;
+  /// Options of every context. With io_uring, contexts after the first share the first
+  /// one's kernel worker pool (IORING_SETUP_ATTACH_WQ) unless attach_wq is false.
+  io_context_options context;
+  bool attach_wq = true;
+};
+
+/// Starts the threads and their contexts at construction; each loop runs until stop()
+/// or destruction. Construction throws if a context cannot start.
+class runtime {
+ public:
+  explicit runtime(runtime_options opts = {});
+  ~runtime();
+  runtime(const runtime&) = delete;
+  runtime& operator=(const runtime&) = delete;
+
+  /// Runs fn(ctx, index) as a task on every loop and waits until all of them have
+  /// finished; rethrows the first exception. Call from a thread that is not a loop.
+  void run_on_each(const std::function<task<void>(io_context&, unsigned)>& fn);
+
+  /// Stops every loop and joins the threads (idempotent, any non-loop thread).
+  void stop();
+
+  [[nodiscard]] unsigned size() const noexcept { return static_cast<unsigned>(threads_.size()); }
+  [[nodiscard]] io_context& context(unsigned i) noexcept { return *contexts_[i]; }
+
+ private:
+  void thread_main(unsigned index, const runtime_options& opts);
+
+  std::vector<std::thread> threads_;
+  std::vector<io_context*> contexts_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  unsigned started_ = 0;
+  std::exception_ptr start_error_;
+  bool stopped_ = false;
+};
+
+}  // namespace ringio

@@ -1,0 +1,161 @@
+// multishot accept: one armed IORING_OP_ACCEPT (IORING_ACCEPT_MULTISHOT) per acceptor.
+#include "ringio/net/multishot_acceptor.hpp"
+
+#include <liburing.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <deque>
+#include <utility>
+
+#include "ringio/detail/fd_generation.hpp"
+#include "ringio/io_context.hpp"
+
+namespace ringio::detail {
+
+/// The armed request itself, heap-allocated once per acceptor: when the acceptor is
+/// destroyed while the kernel still holds the request, the state outlives it
+/// (orphaned) until the final CQE arrives.
+class multishot_accept_state : public op_base {
+ public:
+  explicit multishot_accept_state(int listener_fd) noexcept;
+  ~multishot_accept_state() {
+    for (int fd : ready) {
+      note_fd_closed(fd);
+      ::close(fd);
+    }
+  }
+
+  void arm(io_context& ctx) noexcept {
+    if (armed) return;
+    armed = true;
+    cancel_requested = cancel_submitted = false;
+    state = op_state::idle;
+    if (ctx.start(*this)) {  // refused at once (the context is shutting down)
+      armed = false;
+      if (res != -ECANCELED) error = res;
+    }
+  }
+
+  std::deque<int> ready;  // accepted, not yet taken (grows only under bursts)
+  int error = 0;          // the error that ended the last multishot request
+  bool armed = false;
+  bool orphaned = false;
+  accept_next_op* consumer = nullptr;
+};
+
+namespace {
+
+void multishot_prepare(op_base& b, io_uring_sqe& sqe) noexcept {
+  io_uring_prep_multishot_accept(&sqe, b.fd, nullptr, nullptr, SOCK_CLOEXEC);
+}
+
+// Every CQE: a connection (res >= 0) or the error that ends the request.
+void multishot_on_cqe(op_base& b, int res, unsigned) noexcept {
+  auto& s = static_cast<multishot_accept_state&>(b);
+  if (res < 0) {
+    if (res != -ECANCELED) s.error = res;
+    return;
+  }
+  if (s.consumer != nullptr && s.ready.empty()) {
+    accept_next_op* c = s.consumer;
+    s.consumer = nullptr;
+    if (c->ctx->complete_event(*c, res)) return;
+  }
+  s.ready.push_back(res);
+}
+
+// The request ended (final CQE): report its error, re-arm for a waiting consumer.
+void multishot_complete(op_base& b) noexcept {
+  auto& s = static_cast<multishot_accept_state&>(b);
+  s.armed = false;
+  if (s.orphaned) {
+    delete &s;
+    return;
+  }
+  if (s.consumer == nullptr) return;
+  accept_next_op* c = s.consumer;
+  if (s.error != 0) {
+    s.consumer = nullptr;
+    int err = s.error;
+    s.error = 0;
+    c->ctx->complete_event(*c, err);
+  } else {
+    s.arm(*c->ctx);  // ended without an error (e.g. cancelled by shutdown): try again
+  }
+}
+
+// The consumer finished (with a connection, an error or a cancel).
+void next_complete(op_base& b) noexcept {
+  auto& op = static_cast<accept_next_op&>(b);
+  if (op.owner->consumer == &op) op.owner->consumer = nullptr;
+  resume_waiter(op);
+}
+
+const op_vtable multishot_vtable = {.prepare = multishot_prepare, .attempt = nullptr,
+                                    .on_cqe = multishot_on_cqe, .step = nullptr,
+                                    .complete = multishot_complete};
+
+}  // namespace
+
+const op_vtable accept_next_vtable = {.prepare = nullptr, .attempt = nullptr, .on_cqe = nullptr,
+                                      .step = nullptr, .complete = next_complete};
+
+multishot_accept_state::multishot_accept_state(int listener_fd) noexcept : op_base(&multishot_vtable) {
+  fd = listener_fd;
+}
+
+bool accept_next_op::uses_multishot() noexcept {
+  io_context* ctx = io_context::current();
+  return ctx != nullptr && ctx->backend() == backend_kind::uring;
+}
+
+bool accept_next_op::take_ready() noexcept {
+  if (!owner->ready.empty()) {
+    res = owner->ready.front();
+    owner->ready.pop_front();
+    return true;
+  }
+  if (owner->error != 0 && !owner->armed) {
+    res = owner->error;
+    owner->error = 0;
+    return true;
+  }
+  return false;
+}
+
+bool accept_next_op::wait(bool suspended) noexcept {
+  if (!suspended) return false;  // stopped before it started
+  owner->consumer = this;
+  fallback.listener->set_nonblocking(false);
+  owner->arm(*ctx);
+  if (!owner->armed && owner->error != 0) {  // could not arm: report why
+    int err = std::exchange(owner->error, 0);
+    owner->consumer = nullptr;
+    ctx->complete_event(*this, err);
+  }
+  return true;
+}
+
+}  // namespace ringio::detail
+
+namespace ringio {
+
+multishot_acceptor::multishot_acceptor(stream_listener& listener)
+    : state_(new detail::multishot_accept_state(listener.native_handle())), listener_(&listener.fd_) {}
+
+multishot_acceptor::~multishot_acceptor() {
+  if (!state_->armed) {
+    delete state_;
+    return;
+  }
+  // The kernel still holds the request: cancel it; its final CQE frees the state. Off
+  // the loop's thread the context's shutdown cancels it instead.
+  state_->orphaned = true;
+  state_->consumer = nullptr;
+  if (io_context::current() == state_->ctx) state_->ctx->cancel(*state_);
+}
+
+detail::accept_next_op multishot_acceptor::next() noexcept { return {state_, listener_}; }
+
+}  // namespace ringio
