@@ -1,4 +1,4 @@
-#include "common/latency_histogram.hpp"
+#include "latency_histogram.hpp"  // same directory: the peers and the tests build this file too
 
 #include <algorithm>
 #include <cmath>
