@@ -51,6 +51,10 @@ struct io_context_options {
 class io_context {
  public:
   explicit io_context(io_context_options opts = {});
+  /// Cancels every operation in flight and runs the loop until all of them have
+  /// completed (their coroutines see operation_canceled). Destroy a context on the
+  /// thread that ran it: on another thread nothing can be drained and suspended
+  /// tasks are abandoned (with a warning on stderr).
   ~io_context();
   io_context(const io_context&) = delete;
   io_context& operator=(const io_context&) = delete;
@@ -119,6 +123,7 @@ class io_context {
   std::unique_ptr<detail::loop_state> state_;
   std::unique_ptr<detail::backend> backend_;
   std::atomic<bool> stop_requested_{false};
+  std::thread::id owner_;  // the thread that first ran the loop
   detail::op_base* events_ = nullptr;  // waiting event operations (intrusive list)
   std::size_t events_waiting_ = 0;
 };

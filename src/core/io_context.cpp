@@ -206,6 +206,7 @@ void io_context::poll_backend(bool stoppable) {
 
 template <class Done>
 void io_context::loop(Done done, bool stoppable) {
+  if (owner_ == std::thread::id{}) owner_ = std::this_thread::get_id();
   for (;;) {
     if (done()) return;
     run_ready();
@@ -255,16 +256,30 @@ void io_context::run_until(bool (*done)(void*), void* arg) {
 // Cancels everything in flight and runs until every completion has arrived, so no
 // operation's memory is released while the kernel may still write to it.
 void io_context::shutdown() noexcept {
+  if (owner_ != std::thread::id{} && owner_ != std::this_thread::get_id()) {
+    // Only the loop's thread may drive its ring. Closing the ring makes the kernel
+    // cancel what is left; suspended tasks are abandoned (their frames leak).
+    if (!idle())
+      std::fprintf(stderr, "ringio: io_context destroyed on a thread other than the one that ran it; "
+                           "%zu operation(s) abandoned\n", backend_->in_flight());
+    return;
+  }
   current_scope cs(this);
   state_->shutting_down = true;
   backend_->cancel_all();
   while (events_ != nullptr) cancel(*events_);
+  // Tasks that keep yielding without any I/O would keep the loop busy forever: after
+  // this many such rounds they are abandoned.
+  constexpr int max_idle_io_rounds = 100000;
+  int rounds = 0;
   try {
-    loop([this] { return idle(); }, false);
+    loop([&] { return idle() || (backend_->in_flight() == 0 && ++rounds > max_idle_io_rounds); }, false);
   } catch (...) {
     std::fprintf(stderr, "ringio: exception while shutting down an io_context\n");
     std::terminate();
   }
+  if (!idle())
+    std::fprintf(stderr, "ringio: io_context shut down with tasks that never stopped yielding; abandoned\n");
 }
 
 }  // namespace ringio

@@ -1,0 +1,119 @@
+// Work handed between loops on different threads: post, spawn_on, the runtime, and
+// stops requested from other threads while the loops are busy.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "ringio/ringio.hpp"
+#include "support/loopback.hpp"
+
+using namespace ringio;
+using namespace std::chrono_literals;
+
+TEST(CrossThread, PostsFromManyThreadsAllRunOnTheLoopThread) {
+  constexpr int producers = 4, per_producer = 50'000;
+  io_context ctx;
+  std::atomic<int> wrong_thread{0};
+  long count = 0;  // touched only on the loop's thread
+  std::thread::id loop_thread;
+  std::thread loop([&] {
+    loop_thread = std::this_thread::get_id();
+    ctx.run();
+  });
+  std::vector<std::thread> ps;
+  for (int p = 0; p < producers; ++p)
+    ps.emplace_back([&] {
+      for (int i = 0; i < per_producer; ++i)
+        post(ctx, [&] {
+          if (std::this_thread::get_id() != loop_thread) ++wrong_thread;
+          ++count;
+        });
+    });
+  for (auto& t : ps) t.join();
+  std::atomic<bool> seen_all{false};
+  post(ctx, [&] {
+    seen_all = count == producers * per_producer;
+    ctx.stop();
+  });
+  loop.join();
+  EXPECT_TRUE(seen_all.load());
+  EXPECT_EQ(count, producers * per_producer);
+  EXPECT_EQ(wrong_thread.load(), 0);
+}
+
+TEST(CrossThread, SpawnOnRunsTheTaskThereAndComesBack) {
+  runtime rt({.threads = 2});
+  std::thread::id t0, t1, after;
+  rt.run_on_each([&](io_context& ctx, unsigned i) -> task<void> {
+    if (i != 0) co_return;
+    t0 = std::this_thread::get_id();
+    int v = co_await spawn_on(rt.context(1), [](std::thread::id& t1) -> task<int> {
+      t1 = std::this_thread::get_id();
+      co_return 41;
+    }(t1));
+    after = std::this_thread::get_id();
+    EXPECT_EQ(v, 41);
+    (void)ctx;
+  });
+  EXPECT_NE(t0, t1);
+  EXPECT_EQ(t0, after);
+}
+
+TEST(CrossThread, RuntimeRunsOneTaskPerLoop) {
+  runtime rt({.threads = 3});
+  std::atomic<int> ran{0};
+  std::vector<std::thread::id> ids(3);
+  rt.run_on_each([&](io_context&, unsigned i) -> task<void> {
+    ids[i] = std::this_thread::get_id();
+    auto s = co_await sleep_for(5ms);
+    if (s) ++ran;
+  });
+  EXPECT_EQ(ran.load(), 3);
+  EXPECT_NE(ids[0], ids[1]);
+  EXPECT_NE(ids[1], ids[2]);
+}
+
+TEST(CrossThread, RuntimeRethrowsATaskException) {
+  runtime rt({.threads = 2});
+  EXPECT_THROW(rt.run_on_each([](io_context&, unsigned i) -> task<void> {
+    co_await yield();
+    if (i == 1) throw std::runtime_error("loop 1 failed");
+  }),
+               std::runtime_error);
+}
+
+TEST(CrossThread, StopWhileBusyReturnsPromptly) {
+  std::atomic<io_context*> ctx{nullptr};
+  std::atomic<bool> stop_busy{false};
+  std::thread loop([&] {
+    io_context c;
+    c.spawn([](std::atomic<bool>& stop_busy) -> task<void> {
+      while (!stop_busy) co_await yield();  // always busy
+    }(stop_busy));
+    ctx = &c;
+    c.run();
+    stop_busy = true;  // let the task end so the context can shut down
+  });
+  while (ctx.load() == nullptr) std::this_thread::yield();
+  std::this_thread::sleep_for(20ms);
+  auto t0 = std::chrono::steady_clock::now();
+  ctx.load()->stop();
+  loop.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
+}
+
+TEST(CrossThread, ContextBuiltOnOneThreadRunsOnAnother) {
+  io_context ctx;  // io_uring: the thread that first runs it becomes the ring's issuer
+  int slept = 0;
+  std::thread t([&] {
+    sync_wait(ctx, [](int& s) -> task<void> {
+      auto r = co_await sleep_for(1ms);
+      if (r) ++s;
+    }(slept));
+  });
+  t.join();
+  EXPECT_EQ(slept, 1);
+}

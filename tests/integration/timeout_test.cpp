@@ -1,0 +1,117 @@
+// Timeouts that fire and timeouts that do not.
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+
+#include <chrono>
+
+#include "ringio/ringio.hpp"
+#include "support/backend_test.hpp"
+#include "support/loopback.hpp"
+
+using namespace ringio;
+using namespace ringio_test;
+using namespace std::chrono_literals;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+struct socket_pair {
+  stream_socket a, b;
+  socket_pair() {
+    int sv[2];
+    EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    a = stream_socket(detail::fd_handle(sv[0]));
+    b = stream_socket(detail::fd_handle(sv[1]));
+  }
+};
+
+class Timeouts : public backend_test {};
+
+TEST_P(Timeouts, RecvTimesOutWhenNothingArrives) {
+  socket_pair p;
+  auto t0 = clock_type::now();
+  auto r = run([](stream_socket& s) -> task<result<std::size_t>> {
+    std::array<char, 16> buf;
+    co_return co_await with_timeout(s.recv(buf), 50ms);
+  }(p.a));
+  auto elapsed = clock_type::now() - t0;
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error(), std::errc::timed_out);
+  EXPECT_GE(elapsed, 49ms);
+  EXPECT_LT(elapsed, 5s);
+}
+
+TEST_P(Timeouts, TimeoutDoesNotFireWhenDataArrivesFirst) {
+  socket_pair p;
+  auto r = run([](stream_socket& a, stream_socket& b) -> task<result<std::size_t>> {
+    std::array<char, 16> buf;
+    auto writer = [](stream_socket& b) -> task<void> {
+      auto s = co_await sleep_for(10ms);
+      EXPECT_TRUE(s);
+      auto w = co_await b.send_all(std::string_view("ping"));
+      EXPECT_TRUE(w);
+    };
+    auto [w, got] = co_await when_all(writer(b), with_timeout(a.recv(buf), 5s));
+    (void)w;
+    co_return got;
+  }(p.a, p.b));
+  ASSERT_TRUE(r) << r.error().message();
+  EXPECT_EQ(*r, 4u);
+}
+
+TEST_P(Timeouts, AcceptTimesOut) {
+  auto l = listen_loopback();
+  auto r = run([](stream_listener& l) -> task<result<stream_socket>> { co_return co_await with_timeout(l.accept(), 30ms); }(l));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error(), std::errc::timed_out);
+}
+
+TEST_P(Timeouts, DeadlineBoundsAWholeSendAll) {
+  // The peer never reads: send_all fills the buffers and then waits forever.
+  socket_pair p;
+  std::vector<std::byte> big(64 << 20);
+  auto t0 = clock_type::now();
+  auto r = run([](stream_socket& s, std::vector<std::byte>& big) -> task<result<std::size_t>> {
+    co_return co_await with_timeout(s.send_all(big), 100ms);
+  }(p.a, big));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error(), std::errc::timed_out);
+  EXPECT_LT(clock_type::now() - t0, 5s);
+}
+
+TEST_P(Timeouts, SleepSleepsAtLeastItsDuration) {
+  auto t0 = clock_type::now();
+  auto r = run([]() -> task<result<void>> { co_return co_await sleep_for(30ms); }());
+  EXPECT_TRUE(r);
+  EXPECT_GE(clock_type::now() - t0, 29ms);
+}
+
+TEST_P(Timeouts, SleepUntilAPastTimeCompletesAtOnce) {
+  auto t0 = clock_type::now();
+  auto r = run([]() -> task<result<void>> { co_return co_await sleep_until(clock_type::now() - 1s); }());
+  EXPECT_TRUE(r);
+  EXPECT_LT(clock_type::now() - t0, 1s);
+}
+
+TEST_P(Timeouts, ManyTimersFireInDeadlineOrder) {
+  std::vector<int> order;
+  run([](std::vector<int>& order) -> task<void> {
+    scope s;
+    for (int i : {5, 1, 4, 2, 3})
+      s.spawn([](std::vector<int>& o, int i) -> task<void> {
+        auto r = co_await sleep_for(std::chrono::milliseconds(i * 15));
+        if (r) o.push_back(i);
+      }(order, i));
+    co_await s.join();
+  }(order));
+  EXPECT_EQ(order, (std::vector<int>{1, 2, 3, 4, 5}));
+}
+
+TEST_P(Timeouts, NopCompletes) {
+  auto r = run([]() -> task<result<void>> { co_return co_await nop(); }());
+  EXPECT_TRUE(r);
+}
+
+RINGIO_ALL_BACKENDS(Timeouts);
+
+}  // namespace

@@ -1,0 +1,133 @@
+// Steady-state I/O allocates nothing: 10,000 echo round trips after a warm-up, with
+// the global operator new replaced by a counting one.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <new>
+#include <span>
+
+#include "ringio/ringio.hpp"
+#include "support/backend_test.hpp"
+#include "support/loopback.hpp"
+
+namespace {
+std::atomic<long> allocations{0};
+std::atomic<bool> counting{false};
+}  // namespace
+
+// The replacements pair malloc with free; GCC cannot see that and warns.
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+
+void* operator new(std::size_t n) {
+  if (counting.load(std::memory_order_relaxed)) allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+
+using namespace ringio;
+using namespace ringio_test;
+
+namespace {
+
+task<void> echo_one(stream_socket s) {
+  std::array<std::byte, 4096> buf;
+  for (;;) {
+    auto n = co_await s.recv(buf);
+    if (!n || *n == 0) co_return;
+    auto w = co_await s.send_all(std::span(buf).first(*n));
+    if (!w) co_return;
+  }
+}
+
+// Round trips of `size` bytes; counting starts after `warmup` of them.
+task<long> client(socket_address to, int warmup, int counted, std::size_t size) {
+  auto s = co_await stream_socket::connect(to);
+  EXPECT_TRUE(s);
+  std::array<std::byte, 512> out{}, in{};
+  long during = -1;
+  int completed = 0;
+  for (int i = 0; i < warmup + counted; ++i) {
+    if (i == warmup) {
+      allocations = 0;
+      counting = true;
+    }
+    auto w = co_await s->send_all(std::span(out).first(size));
+    auto r = co_await s->recv_exact(std::span(in).first(size));
+    if (!w || !r || *r != size) {
+      ADD_FAILURE() << "round trip " << i << " failed";
+      break;
+    }
+    if (i >= warmup) ++completed;
+  }
+  counting = false;
+  during = allocations.load();
+  EXPECT_EQ(completed, counted);
+  co_return during;
+}
+
+TEST(AllocationCounter, SeesAllocationsWhileCounting) {
+  allocations = 0;
+  counting = true;
+  auto* p = new int(1);
+  counting = false;
+  delete p;
+  EXPECT_EQ(allocations.load(), 1) << "the replaced operator new is not in effect";
+}
+
+class ZeroAllocation : public backend_test {};
+
+TEST_P(ZeroAllocation, EchoRoundTripsAllocateNothing) {
+  auto l = listen_loopback();
+  auto at = address_of(l);
+  long allocs = run([](stream_listener& l, socket_address at) -> task<long> {
+    scope server;
+    auto accept_then_echo = [](stream_listener& l) -> task<void> {
+      auto s = co_await l.accept();
+      EXPECT_TRUE(s);
+      if (s) co_await echo_one(std::move(*s));
+    };
+    server.spawn(accept_then_echo(l));
+    long n = co_await client(at, 1000, 10'000, 128);
+    co_await server.join();
+    co_return n;
+  }(l, at));
+  EXPECT_EQ(allocs, 0) << "allocations during 10,000 round trips";
+}
+
+TEST_P(ZeroAllocation, TimedOperationsAllocateNothing) {
+  // with_timeout on every receive: linked timeouts / timer heap entries included.
+  auto l = listen_loopback();
+  auto at = address_of(l);
+  long allocs = run([](stream_listener& l, socket_address at) -> task<long> {
+    scope server;
+    server.spawn([](stream_listener& l) -> task<void> {
+      auto s = co_await l.accept();
+      if (s) co_await echo_one(std::move(*s));
+    }(l));
+    auto s = co_await stream_socket::connect(at);
+    std::array<std::byte, 64> buf{};
+    long during = 0;
+    for (int i = 0; i < 3000; ++i) {
+      if (i == 1000) {
+        allocations = 0;
+        counting = true;
+      }
+      auto w = co_await s->send_all(buf);
+      auto r = co_await with_timeout(s->recv_exact(buf), std::chrono::seconds(5));
+      if (!w || !r) break;
+    }
+    counting = false;
+    during = allocations.load();
+    s = unexpected(std::errc::not_connected);  // closes the client: the server ends
+    co_await server.join();
+    co_return during;
+  }(l, at));
+  EXPECT_EQ(allocs, 0);
+}
+
+RINGIO_ALL_BACKENDS(ZeroAllocation);
+
+}  // namespace
