@@ -1,0 +1,145 @@
+"""The load generators: their command lines and the parsing of their output
+into one shape: throughput, ops (what CPU time is divided by), errors and
+latency percentiles in microseconds."""
+import json
+import os
+import re
+import shutil
+
+RINGIO_CLIENTS = {"ping", "echo_bench", "churn_bench"}
+
+
+def path_of(layout, client):
+    if client in RINGIO_CLIENTS:
+        return layout.app(client)
+    if client == "raw_epoll_echo_client":
+        return os.path.join(layout.root, layout.build, "bench/peers/raw_epoll_echo_client")
+    return shutil.which(client) or client
+
+
+def available(layout, client):
+    """None when the client can run, else why not."""
+    path = path_of(layout, client)
+    if os.path.isfile(path) and os.access(path, os.X_OK):
+        return None
+    if client in ("wrk", "ab"):
+        return f"{client} not installed"
+    return f"{os.path.relpath(path, layout.root)} not built"
+
+
+def command(layout, client, cell, port):
+    """argv for `client` loading 127.0.0.1:port as `cell` says."""
+    p = path_of(layout, client)
+    c = cell
+    if client == "ping":
+        return [p, str(port), str(c["threads"]), str(c["blocksize"]), str(c["sessions"]), str(c["timeout"])]
+    if client in ("echo_bench", "raw_epoll_echo_client"):
+        # --warmup 0: the client counts every request of the window in which
+        # the server's CPU time is taken.
+        return [p, "--port", str(port), "--connections", str(c["connections"]), "--length", str(c["length"]),
+                "--duration", _num(c["duration"]), "--threads", str(c.get("client_threads", 1)), "--warmup", "0"]
+    if client == "churn_bench":
+        return [p, "--port", str(port), "--concurrency", str(c["concurrency"]), "--sessions", str(c["sessions"]),
+                "--messages", str(c["messages"]), "--threads", str(c.get("client_threads", 1))]
+    if client == "wrk":
+        return [p, "-t1", f"-c{c['connections']}", f"-d{_num(c['duration'])}s", "--latency",
+                f"http://127.0.0.1:{port}/"]
+    if client == "ab":
+        # -q: no progress lines; -r: a socket error is counted, not fatal.
+        return [p, "-q", "-r", f"-c{c['concurrency']}", f"-n{c['requests']}", f"http://127.0.0.1:{port}/"]
+    raise ValueError(f"unknown client {client}")
+
+
+def _num(x):
+    return str(int(x)) if float(x).is_integer() else str(x)
+
+
+class ParseError(Exception):
+    pass
+
+
+def parse(client, stdout):
+    if client in ("wrk",):
+        return parse_wrk(stdout)
+    if client == "ab":
+        return parse_ab(stdout)
+    res = parse_result_line(stdout)
+    if client == "ping":
+        rt, secs = res["round_trips"], res["seconds"]
+        return {"throughput": res["gib_per_s"], "ops": rt, "errors": res.get("errors", 0),
+                "rate": rt / secs if secs else None, "latency_us": {}, "raw": res}
+    if client in ("echo_bench", "raw_epoll_echo_client"):
+        lat = {k: res[f"{k}_us"] for k in ("p50", "p90", "p99", "p999", "max") if f"{k}_us" in res}
+        return {"throughput": res["requests_per_s"], "ops": res["requests"], "errors": res.get("errors", 0),
+                "rate": res["requests_per_s"], "latency_us": lat, "raw": res}
+    if client == "churn_bench":
+        lat = {k: res[f"{k}_us"] for k in ("mean", "p99") if f"{k}_us" in res}
+        return {"throughput": res["sessions_per_s"], "ops": res["sessions"], "errors": res.get("failed", 0),
+                "rate": res["sessions_per_s"], "latency_us": lat, "raw": res}
+    raise ValueError(f"unknown client {client}")
+
+
+def parse_result_line(text):
+    """The JSON of the last `RESULT {...}` line."""
+    for line in reversed(text.splitlines()):
+        if line.startswith("RESULT "):
+            try:
+                return json.loads(line[len("RESULT "):])
+            except json.JSONDecodeError as e:
+                raise ParseError(f"bad RESULT line: {e}") from None
+    raise ParseError("no RESULT line in the output")
+
+
+_UNITS = {"us": 1.0, "ms": 1e3, "s": 1e6, "m": 60e6, "h": 3600e6}
+
+
+def wrk_time_us(text):
+    """wrk's '837.00us', '2.00ms', '1.02s', '1.00m' -> microseconds."""
+    m = re.fullmatch(r"([\d.]+)(us|ms|s|m|h)", text.strip())
+    if not m:
+        raise ParseError(f"bad wrk time {text!r}")
+    return float(m.group(1)) * _UNITS[m.group(2)]
+
+
+def parse_wrk(text):
+    m = re.search(r"^\s*(\d+) requests in ([\d.]+)(\w+),", text, re.M)
+    rps = re.search(r"^Requests/sec:\s*([\d.]+)", text, re.M)
+    if not m or not rps:
+        raise ParseError("no 'requests in' / 'Requests/sec' lines in wrk output")
+    lat = {}
+    for pct, val in re.findall(r"^\s*(50|75|90|99)%\s+(\S+)\s*$", text, re.M):
+        lat[f"p{pct}"] = wrk_time_us(val)
+    mx = re.search(r"^\s*Latency\s+(\S+)\s+(\S+)\s+(\S+)", text, re.M)
+    if mx:
+        lat["mean"] = wrk_time_us(mx.group(1))
+        lat["max"] = wrk_time_us(mx.group(3))
+    errors = 0
+    se = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", text)
+    if se:
+        errors += sum(int(x) for x in se.groups())
+    bad = re.search(r"Non-2xx or 3xx responses:\s*(\d+)", text)
+    if bad:
+        errors += int(bad.group(1))
+    requests = int(m.group(1))
+    return {"throughput": float(rps.group(1)), "ops": requests, "errors": errors,
+            "rate": float(rps.group(1)), "latency_us": lat,
+            "raw": {"requests": requests, "requests_per_s": float(rps.group(1))}}
+
+
+def parse_ab(text):
+    def field(name, cast=float):
+        m = re.search(rf"^{re.escape(name)}:\s*([\d.]+)", text, re.M)
+        if not m:
+            raise ParseError(f"no '{name}' in ab output")
+        return cast(m.group(1))
+    complete = field("Complete requests", int)
+    failed = field("Failed requests", int)
+    rps = field("Requests per second")
+    taken = field("Time taken for tests")
+    non2xx = re.search(r"^Non-2xx responses:\s*(\d+)", text, re.M)
+    lat = {}
+    for pct, ms in re.findall(r"^\s*(50|66|75|80|90|95|98|99|100)%\s+(\d+)", text, re.M):
+        lat["max" if pct == "100" else f"p{pct}"] = float(ms) * 1e3
+    errors = failed + (int(non2xx.group(1)) if non2xx else 0)
+    return {"throughput": rps, "ops": complete, "errors": errors, "rate": rps, "latency_us": lat,
+            "raw": {"complete": complete, "failed": failed, "requests_per_s": rps, "seconds": taken}}

@@ -1,0 +1,277 @@
+"""bench/run: plan the matrix, run it, write results.json, plots and report.md."""
+import argparse
+import datetime
+import json
+import os
+import sys
+import time
+
+from . import clients, env, execute, measure, procs, report, scenarios, servers, stats, targets, venv
+
+USAGE_EPILOG = """\
+servers:   """ + ", ".join(servers.ORDER) + """
+scenarios: """ + ", ".join(scenarios.ORDER) + """
+
+`make bench` runs `bench/run` (quick); `make bench FULL=1` adds --full.
+Results go to bench/results/<timestamp>/ (report.md, results.json, *.png)."""
+
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(prog="bench/run", description="Side-by-side benchmark of ringio and its peers.",
+                                 epilog=USAGE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    g = ap.add_mutually_exclusive_group()
+    g.add_argument("--quick", action="store_true", help="small matrix, under 5 minutes (default)")
+    g.add_argument("--full", action="store_true", help="the full grids of the issue")
+    ap.add_argument("--servers", help="comma-separated servers (default: all)")
+    ap.add_argument("--scenarios", help="comma-separated scenarios (default: all)")
+    ap.add_argument("--repeats", type=int, default=3, help="timed runs per server and cell (default 3)")
+    ap.add_argument("--seconds", type=float, help="length of each timed run (default: quick 1, full 5)")
+    ap.add_argument("--out", help="results directory (default bench/results/<timestamp>)")
+    ap.add_argument("--list", action="store_true", help="show servers, clients and cells, run nothing")
+    ap.add_argument("--no-syscalls", action="store_true", help="skip the perf runs that count syscalls")
+    ap.add_argument("--no-plots", action="store_true", help="skip bench/.venv and the PNG plots")
+    ap.add_argument("--build-dir", default="build/bench", help="ringio/peer build directory (default build/bench)")
+    ap.add_argument("--report-from", metavar="DIR", help="rewrite report.md and plots from DIR/results.json")
+    a = ap.parse_args(argv)
+    a.servers = _names(ap, a.servers, servers.ORDER, "server")
+    a.scenarios = _names(ap, a.scenarios, scenarios.ORDER, "scenario")
+    if a.repeats < 1:
+        ap.error("--repeats must be at least 1")
+    return a
+
+
+def _names(ap, text, known, what):
+    if not text:
+        return list(known)
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    bad = [n for n in names if n not in known]
+    if bad:
+        ap.error(f"unknown {what}(s): {', '.join(bad)} (known: {', '.join(known)})")
+    return [n for n in known if n in names]  # canonical order
+
+
+def log(msg):
+    print(msg, flush=True)
+
+
+def baseline_of(scenario):
+    return scenarios.COST_CLIENTS[0] if scenario == "client-cost" else servers.BASELINE
+
+
+def make_plan(a, layout, ncpus, server_cpus, nofile, ports):
+    """Per scenario: subjects, cells (run or why not), and what is skipped."""
+    plan, skipped = [], []
+    for name in a.scenarios:
+        scen = scenarios.SCENARIOS[name]
+        entry = {"scenario": name, "subjects": [], "cells": [], "client_cmd": None}
+        usable = []
+        for s in a.servers:
+            if not servers.supports(s, scen.mode):
+                continue
+            try:
+                servers.check(layout, s, scen.mode)
+                usable.append(s)
+            except servers.Unavailable as e:
+                if not scen.subjects_are_clients:
+                    skipped.append({"scenario": name, "subject": s, "reason": f"skipped: {e}"})
+        if scen.subjects_are_clients:
+            pref = [s for s in [servers.BASELINE] + usable if s in usable]
+            entry["server"] = pref[0] if pref else None
+            if not entry["server"]:
+                skipped.append({"scenario": name, "reason": "skipped: no selected server with an echo mode is built"})
+            for c in scenarios.COST_CLIENTS:
+                why = clients.available(layout, c)
+                if why:
+                    skipped.append({"scenario": name, "subject": c, "reason": f"skipped: {why}"})
+                elif entry["server"]:
+                    entry["subjects"].append(c)
+            entry["server_note"] = f"Server: `{entry['server']}`, echo mode." if entry["server"] else None
+        else:
+            why = clients.available(layout, scen.client)
+            if why:
+                skipped.append({"scenario": name, "reason": f"skipped: {why}"})
+            else:
+                entry["subjects"] = usable
+        for cell in scenarios.cells(name, a.full, a.seconds):
+            lab = scenarios.label(name, cell)
+            reason, notes = scenarios.mark(name, cell, ncpus, nofile, ports, len(server_cpus))
+            entry["cells"].append({"cell": cell, "label": lab + "".join(f" [{n}]" for n in notes),
+                                   "key": lab, "status": "run" if not reason else "marked", "reason": reason})
+            if reason:
+                skipped.append({"scenario": name, "cell": lab, "reason": reason})
+        first = next((c["cell"] for c in entry["cells"]), None)
+        client = scenarios.COST_CLIENTS[0] if scen.subjects_are_clients else scen.client
+        if first:
+            cmd = clients.command(layout, client, first, "PORT")
+            entry["client_cmd"] = " ".join([os.path.basename(cmd[0])] + [str(x) for x in cmd[1:]])
+        if not entry["subjects"]:
+            for c in entry["cells"]:
+                c["status"] = "skipped" if c["status"] == "run" else c["status"]
+                c["reason"] = c["reason"] or "no subject to run"
+        plan.append(entry)
+    return plan, skipped
+
+
+def estimate(plan, repeats, syscalls):
+    total = 0.0
+    for p in plan:
+        for c in p["cells"]:
+            if c["status"] == "run":
+                one = scenarios.expected_seconds(p["scenario"], c["cell"]) + 0.3
+                total += len(p["subjects"]) * one * (repeats + (0.7 if syscalls else 0))
+    return total
+
+
+def run_plan(a, ctx, plan, runs, skipped):
+    todo = sum(len(p["subjects"]) * (a.repeats + (1 if ctx.perf else 0))
+               for p in plan for c in p["cells"] if c["status"] == "run")
+    done = 0
+    for p in plan:
+        scen = scenarios.SCENARIOS[p["scenario"]]
+        ctx.cost_server = p.get("server")
+        broken = {}
+        for c in [c for c in p["cells"] if c["status"] == "run"]:
+            passes = [(r + 1, "measure") for r in range(a.repeats)] + ([(None, "syscalls")] if ctx.perf else [])
+            for rep, kind in passes:
+                for subj in p["subjects"]:
+                    done += 1
+                    if subj in broken:
+                        continue
+                    cell = c["cell"] if kind == "measure" else scenarios.probe_cell(scen.name, c["cell"])
+                    rec = execute.run_one(ctx, scen, cell, subj, rep, kind)
+                    runs.append(rec)
+                    log(f"[{done}/{todo}] {scen.name} {c['key']} {subj} "
+                        f"{'r' + str(rep) if rep else 'syscalls'}: {progress(rec, scen)}")
+                    if rec.get("start_failed"):
+                        broken[subj] = rec["error"]
+                        skipped.append({"scenario": scen.name, "subject": subj,
+                                        "reason": f"stopped after a failed start: {rec['error']}"})
+
+
+def progress(rec, scen):
+    if not rec.get("metrics"):
+        return "FAILED: " + (rec.get("error") or "?")
+    m, po = rec["metrics"], rec.get("per_op", {})
+    parts = [f"{report.num(m['throughput'])} {scen.unit}"]
+    if "server_us" in po:
+        parts.append(f"server {po['server_us']:.2f} us/op")
+    if "client_us" in po:
+        parts.append(f"client {po['client_us']:.2f} us/op")
+    if "syscalls" in po:
+        parts.append(f"{po['syscalls']:.2f} syscalls/op")
+    if m.get("errors"):
+        parts.append(f"{m['errors']} errors")
+    if rec.get("error"):
+        parts.append("FAILED: " + rec["error"])
+    return ", ".join(parts)
+
+
+def finish(res, outdir, bench_dir, want_plots):
+    """Summary, targets, results.json, plots and report.md."""
+    res["summary"] = stats.summarize(res["runs"], baseline_of)
+    res["baselines"] = {s: baseline_of(s) for s in res["scenarios"]}
+    res["targets"] = targets.evaluate(res["summary"], res["skipped"], res["mode"] == "full", res["scenarios"])
+    os.makedirs(outdir, exist_ok=True)
+    write_json(res, outdir)
+    if want_plots and res.get("venv_python"):
+        files, why = venv.plot(res["venv_python"], bench_dir, outdir)
+        res["plots"] = {"files": files, "note": why} if files else {"files": [], "note": why or "nothing to plot"}
+    elif not res.get("plots"):
+        res["plots"] = {"files": [], "note": "--no-plots" if not want_plots else res.get("venv_note", "no venv")}
+    write_json(res, outdir)
+    with open(os.path.join(outdir, "report.md"), "w") as f:
+        f.write(report.render(res))
+
+
+def write_json(res, outdir):
+    tmp = os.path.join(outdir, "results.json.tmp")
+    with open(tmp, "w") as f:
+        json.dump(res, f, indent=1, default=str)
+    os.replace(tmp, os.path.join(outdir, "results.json"))
+
+
+def list_all(a, layout, ncpus, server_cpus, nofile, ports):
+    plan, skipped = make_plan(a, layout, ncpus, server_cpus, nofile, ports)
+    log(f"{'full' if a.full else 'quick'} matrix, {a.repeats} repeats; server CPUs {server_cpus}, {ncpus} CPUs\n")
+    log("servers:")
+    for s in a.servers:
+        modes = []
+        for m in ("echo", "pong", "http"):
+            if servers.supports(s, m):
+                try:
+                    servers.check(layout, s, m)
+                    modes.append(m)
+                except servers.Unavailable as e:
+                    modes.append(f"{m}: {e}")
+        log(f"  {s:18} " + "; ".join(modes))
+    log("\nscenarios:")
+    for p in plan:
+        log(f"  {p['scenario']}: `{p['client_cmd']}` against {', '.join(p['subjects']) or 'nothing'}")
+        for c in p["cells"]:
+            log(f"    {c['label']}" + (f"  -> {c['reason']}" if c["reason"] else ""))
+    if skipped:
+        log("\nnot run:")
+        for s in skipped:
+            log(f"  {s['scenario']} {s.get('cell') or s.get('subject') or ''}: {s['reason']}")
+    log(f"\nestimated time: {estimate(plan, a.repeats, True) / 60:.1f} min (with syscall runs)")
+
+
+def main(argv=None):
+    a = parse_args(sys.argv[1:] if argv is None else argv)
+    bench_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.dirname(bench_dir)
+    layout = servers.Layout(root, a.build_dir)
+    if a.report_from:
+        with open(os.path.join(a.report_from, "results.json")) as f:
+            res = json.load(f)
+        if not a.no_plots:
+            res["venv_python"], res["venv_note"] = venv.ensure(bench_dir, log)
+        finish(res, a.report_from, bench_dir, not a.no_plots)
+        log(f"rewrote {os.path.join(a.report_from, 'report.md')}")
+        return 0
+    procs.install_cleanup()
+    nofile = procs.raise_fd_limit()
+    usable = sorted(os.sched_getaffinity(0))
+    server_cpus, client_cpus = procs.split_cpus(usable)
+    ports = env.ephemeral_ports()
+    if a.list:
+        list_all(a, layout, len(usable), server_cpus, nofile, ports)
+        return 0
+    started = datetime.datetime.now()
+    t0 = time.monotonic()
+    outdir = a.out or os.path.join(bench_dir, "results", started.strftime("%Y%m%d-%H%M%S"))
+    os.makedirs(outdir, exist_ok=True)
+    res = {"version": 1, "mode": "full" if a.full else "quick", "started": started.isoformat(timespec="seconds"),
+           "command": "bench/run " + " ".join(sys.argv[1:] if argv is None else argv),
+           "repeats": a.repeats, "servers": a.servers, "scenarios": a.scenarios, "runs": [], "notes": []}
+    if not a.no_plots:
+        res["venv_python"], res["venv_note"] = venv.ensure(bench_dir, log)
+        if not res["venv_python"]:
+            log(f"plots will be skipped: {res['venv_note']}")
+    perf_ok, perf_note = (False, "disabled with --no-syscalls") if a.no_syscalls else measure.probe_perf()
+    res["syscalls_measured"] = perf_ok
+    res["environment"] = env.collect(root, a.build_dir, usable, server_cpus, client_cpus, nofile, perf_note)
+    os.sched_setaffinity(0, client_cpus)  # the runner itself stays off the server's CPUs
+    plan, skipped = make_plan(a, layout, len(usable), server_cpus, nofile, ports)
+    res["plan"], res["skipped"] = plan, skipped
+    if len(usable) < 2:
+        res["notes"].append("Only one CPU: server and client share it.")
+    log(f"results: {outdir}\n{perf_note}\nestimated time: {estimate(plan, a.repeats, perf_ok) / 60:.1f} min")
+    for s in skipped:
+        log(f"  not run: {s['scenario']} {s.get('cell') or s.get('subject') or ''}: {s['reason']}")
+    ctx = execute.Context(layout, server_cpus, client_cpus, perf=perf_ok)
+    status = 0
+    try:
+        run_plan(a, ctx, plan, res["runs"], skipped)
+    except KeyboardInterrupt:
+        res["notes"].append("Interrupted: this report covers only the runs before the interruption.")
+        status = 130
+    finally:
+        procs.kill_all()
+        res["backend_lines"] = {k: v for k, v in ctx.first_lines.items() if k.startswith("ringio")}
+        res["finished"] = datetime.datetime.now().isoformat(timespec="seconds")
+        res["elapsed_s"] = round(time.monotonic() - t0, 1)
+        finish(res, outdir, bench_dir, not a.no_plots)
+    log(f"\n{report.table(['target', 'cell', 'measured', 'met?'], [[t['target'], t['cell'], t['measured'], report.met_text(t['met'])] for t in res['targets']])}")
+    log(f"\nreport: {os.path.join(outdir, 'report.md')} ({res['elapsed_s'] / 60:.1f} min)")
+    return status

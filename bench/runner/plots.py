@@ -1,0 +1,130 @@
+"""PNG plots from results.json; runs under bench/.venv's Python (matplotlib).
+
+    python -m runner.plots RESULTS_DIR      (from bench/)
+
+Prints the names of the files it wrote, one per line."""
+import json
+import os
+import sys
+
+X = {"pingpong": "sessions", "echo": "connections", "churn": "concurrency", "http-wrk": "connections",
+     "http-ab": "concurrency", "client-cost": "connections"}
+UNIT = {"pingpong": "GiB/s", "churn": "sessions/s"}
+PCTS = ["p50", "p90", "p99", "p999", "mean", "max"]
+
+
+def _panels(groups, xkey):
+    """Groups split by the cell parameters other than x (and fixed ones)."""
+    fixed = {"duration", "timeout", "blocksize", "messages", "requests", "sessions" if xkey != "sessions" else ""}
+    panels = {}
+    for g in groups:
+        key = tuple((k, v) for k, v in sorted(g["cell"].items()) if k != xkey and k not in fixed)
+        panels.setdefault(key, []).append(g)
+    return panels
+
+
+def _title(scen, key):
+    return scen + ("" if not key else " (" + ", ".join(f"{k}={v}" for k, v in key) + ")")
+
+
+def throughput(plt, res, scen, outdir):
+    groups = [g for g in res["summary"] if g["scenario"] == scen and g.get("throughput")]
+    if not groups:
+        return None
+    xkey = X[scen]
+    panels = _panels(groups, xkey)
+    fig, axes = plt.subplots(1, len(panels), figsize=(6.5 * len(panels), 4.5), squeeze=False)
+    for ax, (key, gs) in zip(axes[0], sorted(panels.items())):
+        subjects = list(dict.fromkeys(g["subject"] for g in gs))
+        for s in subjects:
+            pts = sorted((g["cell"][xkey], g["throughput"]) for g in gs if g["subject"] == s)
+            xs = [p[0] for p in pts]
+            med = [p[1]["median"] for p in pts]
+            lo = [p[1]["median"] - p[1]["min"] for p in pts]
+            hi = [p[1]["max"] - p[1]["median"] for p in pts]
+            ax.errorbar(xs, med, yerr=[lo, hi], marker="o", capsize=3, label=s,
+                        linewidth=2.2 if s.startswith("ringio") else 1.2)
+        ax.set_xscale("log")
+        ax.set_xlabel(xkey)
+        ax.set_ylabel(f"throughput ({UNIT.get(scen, 'req/s')}), median, bars min-max")
+        ax.set_title(_title(scen, key))
+        ax.set_ylim(bottom=0)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+    return _save(plt, fig, outdir, f"throughput-{scen}.png")
+
+
+def cpu(plt, res, scen, outdir):
+    groups = [g for g in res["summary"] if g["scenario"] == scen and g.get("server_us")]
+    if scen == "client-cost":
+        groups = [g for g in res["summary"] if g["scenario"] == scen and g.get("client_us")]
+    if not groups:
+        return None
+    cells = list(dict.fromkeys(g["cell_label"] for g in groups))
+    fig, axes = plt.subplots(1, len(cells), figsize=(max(5, 1.0 * len(groups) / len(cells) + 3) * len(cells), 4.5),
+                             squeeze=False)
+    for ax, cell in zip(axes[0], cells):
+        gs = [g for g in groups if g["cell_label"] == cell]
+        names = [g["subject"] for g in gs]
+        if scen == "client-cost":
+            ax.bar(names, [g["client_us"]["median"] for g in gs], color="tab:purple")
+            ax.set_ylabel("client CPU us per round trip")
+        else:
+            user = [g["server_user_us"]["median"] for g in gs]
+            sys_ = [g["server_sys_us"]["median"] for g in gs]
+            ax.bar(names, user, label="user")
+            ax.bar(names, sys_, bottom=user, label="system")
+            ax.set_ylabel("server CPU us per operation (median)")
+            ax.legend(fontsize=8)
+        ax.set_title(f"{scen} {cell}")
+        ax.tick_params(axis="x", rotation=45)
+        ax.grid(True, axis="y", alpha=0.3)
+    return _save(plt, fig, outdir, f"cpu-{scen}.png")
+
+
+def latency(plt, res, scen, outdir):
+    groups = [g for g in res["summary"] if g["scenario"] == scen and g.get("latency_us")]
+    if not groups:
+        return None
+    cells = list(dict.fromkeys(g["cell_label"] for g in groups))
+    fig, axes = plt.subplots(1, len(cells), figsize=(max(6, 1.1 * len(groups) / len(cells) + 3) * len(cells), 4.5),
+                             squeeze=False)
+    for ax, cell in zip(axes[0], cells):
+        gs = [g for g in groups if g["cell_label"] == cell]
+        pcts = [p for p in PCTS if any(p in g["latency_us"] for g in gs)]
+        width = 0.8 / max(1, len(pcts))
+        for i, p in enumerate(pcts):
+            xs = [j + i * width for j in range(len(gs))]
+            ax.bar(xs, [g["latency_us"].get(p, 0) for g in gs], width, label=p)
+        ax.set_xticks([j + 0.4 - width / 2 for j in range(len(gs))], [g["subject"] for g in gs], rotation=45)
+        ax.set_yscale("log")
+        ax.set_ylabel("latency us (median over repeats)")
+        ax.set_title(f"{scen} {cell}")
+        ax.grid(True, axis="y", alpha=0.3)
+        ax.legend(fontsize=8)
+    return _save(plt, fig, outdir, f"latency-{scen}.png")
+
+
+def _save(plt, fig, outdir, name):
+    fig.tight_layout()
+    fig.savefig(os.path.join(outdir, name), dpi=90)
+    plt.close(fig)
+    return name
+
+
+def main(argv):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    outdir = argv[1]
+    with open(os.path.join(outdir, "results.json")) as f:
+        res = json.load(f)
+    for scen in res["scenarios"]:
+        for fn in (throughput, cpu, latency):
+            name = fn(plt, res, scen, outdir)
+            if name:
+                print(name)
+
+
+if __name__ == "__main__":
+    main(sys.argv)

@@ -1,0 +1,201 @@
+"""report.md from the results (the same dict that goes to results.json)."""
+from . import scenarios, servers
+
+DASH = "–"
+
+
+def num(v, digits=3):
+    """Short human number: 98200 -> '98.2k', 3.123 -> '3.12', None -> '-'."""
+    if v is None:
+        return "-"
+    a = abs(v)
+    if a >= 1e6:
+        return f"{v / 1e6:.{digits - 1}f}M" if a < 1e7 else f"{v / 1e6:.1f}M"
+    if a >= 1e4:
+        return f"{v / 1e3:.1f}k"
+    if a >= 1e3:
+        return f"{v / 1e3:.2f}k"
+    if a >= 100:
+        return f"{v:.0f}"
+    if a >= 10:
+        return f"{v:.1f}"
+    if a >= 1:
+        return f"{v:.2f}"
+    return f"{v:.3f}"
+
+
+def spread_text(s):
+    if not s:
+        return "-"
+    if s["n"] == 1:
+        return num(s["median"])
+    return f"{num(s['median'])} ({num(s['min'])}{DASH}{num(s['max'])})"
+
+
+def ratio_text(r):
+    return "-" if r is None else f"{r:.2f}x"
+
+
+def cpu_text(g):
+    if not g.get("server_us"):
+        return "-"
+    u, s = g["server_user_us"], g["server_sys_us"]
+    return f"{num(g['server_us']['median'])} ({num(u['median'] if u else None)}+{num(s['median'] if s else None)})"
+
+
+def latency_text(lat):
+    keys = [k for k in ("p50", "p90", "p99", "mean") if k in lat][:2]
+    if "p99" in lat and "p99" not in keys:
+        keys = keys[:1] + ["p99"]
+    return " / ".join(f"{k} {num(lat[k])}" for k in keys) if keys else "-"
+
+
+def met_text(m):
+    return {True: "yes", False: "**no**", None: "n/a"}[m]
+
+
+def table(header, rows):
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(str(c).replace("|", "\\|") for c in r) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def _plan_rows(res):
+    rows = []
+    for p in res["plan"]:
+        ran = [c["label"] for c in p["cells"] if c["status"] == "run"]
+        marked = [f"{c['label']} ({c['reason']})" for c in p["cells"] if c["status"] != "run"]
+        rows.append([p["scenario"], f"`{p['client_cmd']}`" if p.get("client_cmd") else "-",
+                     "; ".join(ran) or "none", "; ".join(marked) or "-",
+                     ", ".join(p["subjects"]) or "none"])
+    return rows
+
+
+def method(res):
+    env = res["environment"]
+    mode = res["mode"]
+    lines = [
+        f"- Mode `{mode}`, {res['repeats']} repeats. Within each grid cell the servers run in turn "
+        f"(A B C ... A B C ...), a fresh server process per run on a free port of 127.0.0.1.",
+        f"- Servers are pinned to CPUs {env['server_cpus']} and clients (and perf) to CPUs {env['client_cpus']} "
+        "with sched_setaffinity (what taskset does)." if env["server_cpus"] != env["client_cpus"] else
+        "- **Server and client share the only CPU**: throughputs are not comparable with other machines.",
+        "- Server CPU per operation: user and system time of the server process (all threads; nginx: master "
+        "plus workers) from /proc/PID/stat, read right before the client starts and right after it exits, "
+        f"divided by the operations the client reports. Readings are in clock ticks of 1/{env['clk_tck']} s; "
+        "user/system split is sampled by the kernel. The client's CPU per operation comes from its rusage.",
+        "- Throughput is the client's own figure (computed by the client over its measuring window). "
+        "Ratios (`x`) are ratios of medians to the same cell's "
+        f"`{res.get('baseline', servers.BASELINE)}`; for CPU and syscalls lower is better.",
+    ]
+    if res.get("syscalls_measured"):
+        lines.append("- Syscalls per operation: one extra run per server and cell after the timed repeats, "
+                     "with `perf stat -e raw_syscalls:sys_enter -p PID` counting exactly the load window. "
+                     "These runs are not part of the throughput and CPU medians (the tracepoint adds about "
+                     "0.15 us to every syscall).")
+    else:
+        lines.append(f"- Syscalls per operation: not measured ({env['perf']}).")
+    for n in res.get("notes", []):
+        lines.append(f"- {n}")
+    return "\n".join(lines)
+
+
+def scenario_section(res, name):
+    scen = scenarios.SCENARIOS[name]
+    groups = [g for g in res["summary"] if g["scenario"] == name]
+    p = next((p for p in res["plan"] if p["scenario"] == name), None)
+    out = [f"### {name}", "", scen.what + "."]
+    if p and p.get("server_note"):
+        out += ["", p["server_note"]]
+    if not groups:
+        why = [s["reason"] for s in res["skipped"] if s["scenario"] == name]
+        out += ["", f"Not run: {why[0] if why else 'nothing selected'}."]
+        return "\n".join(out)
+    who = "client" if scen.subjects_are_clients else "server"
+    base = res.get("baselines", {}).get(name, servers.BASELINE)
+    header = ["cell", who, f"throughput {scen.unit} median (min{DASH}max)", f"x {base}",
+              f"server CPU us/{scen.op} (usr+sys)", "x", f"syscalls/{scen.op}",
+              f"client CPU us/{scen.op}", "latency us", "server CPU use", "errors", "runs"]
+    rows = []
+    for g in groups:
+        r = g["ratio"]
+        rows.append([g["cell_label"], g["subject"], spread_text(g["throughput"]), ratio_text(r.get("throughput")),
+                     cpu_text(g), ratio_text(r.get("server_us")),
+                     num(g["syscalls_per_op"]["median"]) if g["syscalls_per_op"] else "-",
+                     num(g["client_us"]["median"]) if g["client_us"] else "-",
+                     latency_text(g["latency_us"]),
+                     f"{g['utilization']['median'] * 100:.0f}%" if g.get("utilization") else "-",
+                     g["errors"], f"{g['runs_ok']}" + (f" ({len(g['failed'])} failed)" if g["failed"] else "")])
+    out += ["", table(header, rows)]
+    return "\n".join(out)
+
+
+def render(res):
+    env = res["environment"]
+    out = [f"# ringio benchmark report ({res['mode']})", "",
+           f"Started {res['started']}, took {res['elapsed_s'] / 60:.1f} min. Command: `{res['command']}`. "
+           f"Commit `{env.get('git_commit')}`.", "",
+           "## What was run", "",
+           table(["scenario", "client command", "cells run", "cells not run", "subjects"], _plan_rows(res)), "",
+           method(res), "",
+           "## ringio-uring targets", "",
+           table(["target", "cell", "measured", "met?"],
+                 [[t["target"], t["cell"], t["measured"], met_text(t["met"])] for t in res["targets"]]), "",
+           "## Results", "",
+           "Throughput and CPU columns show the median and, in brackets, min" + DASH + "max over the repeats. "
+           "CPU us/op is server user+system time per operation (user+sys in brackets). "
+           "\"server CPU use\" is server CPU time over wall time: near 100% per server thread means the "
+           "server was the bottleneck, well below means the client was.", ""]
+    for name in res["scenarios"]:
+        out += [scenario_section(res, name), ""]
+    if res["skipped"]:
+        out += ["## Not run", ""]
+        out += [f"- {s['scenario']}" + (f" {s['cell']}" if s.get("cell") else "")
+                + (f" / {s['subject']}" if s.get("subject") else "") + f": {s['reason']}" for s in res["skipped"]]
+        out.append("")
+    failed = [r for r in res["runs"] if not r.get("ok")]
+    if failed:
+        out += ["## Failed runs", ""]
+        for r in failed[:40]:
+            out.append(f"- {r['scenario']} {r['cell_label']} / {r['subject']} (repeat {r['repeat']}, {r['kind']}): "
+                       f"{(r.get('error') or '').strip()}")
+        if len(failed) > 40:
+            out.append(f"- ... and {len(failed) - 40} more (results.json has them all)")
+        out.append("")
+    out += ["## Plots", ""]
+    plots = res.get("plots", {})
+    if plots.get("files"):
+        out += [f"![{f}]({f})" for f in plots["files"]]
+    else:
+        out.append(f"Plots skipped: {plots.get('note', 'not made')}.")
+    out += ["", "## Environment", "", table(["", ""], env_rows(res)), "",
+            "Every raw run (commands, CPU readings, client output figures) is in `results.json`.", ""]
+    return "\n".join(out)
+
+
+def env_rows(res):
+    e = res["environment"]
+    c = e.get("compiler", {})
+    rows = [
+        ["kernel", e.get("kernel")],
+        ["CPU", f"{e.get('cpu')}" + (" (virtual machine)" if e.get("virtualized") else "")],
+        ["cores", f"{e.get('cores')} (usable {len(e.get('usable_cpus', []))})"],
+        ["memory", f"{e.get('memory_gib')} GiB"],
+        ["compiler (ringio)", f"{c.get('version') or c.get('cxx') or c.get('error')}, {c.get('build_type', '')} "
+                              f"`{c.get('flags', '')}`"],
+        ["peers", f"C++ peers {c.get('peers_flags', '')}; tokio {e.get('tokio')} ({e.get('rustc')})"],
+        ["liburing", e.get("liburing")],
+        ["asio", e.get("asio")],
+        ["nginx / wrk / ab", f"{e.get('nginx')} / {e.get('wrk')} / {e.get('ab')}"],
+    ]
+    for name, line in sorted(res.get("backend_lines", {}).items()):
+        rows.append([f"{name} start-up line", f"`{line}`"])
+    rows += [
+        ["server / client CPUs", f"{e.get('server_cpus')} / {e.get('client_cpus')}"],
+        ["open files limit", e.get("nofile")],
+        ["ephemeral ports", e.get("ephemeral_ports")],
+        ["syscall counting", e.get("perf")],
+        ["git commit", e.get("git_commit")],
+        ["python", e.get("python")],
+    ]
+    return rows

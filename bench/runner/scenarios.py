@@ -1,0 +1,137 @@
+"""The scenarios, their quick and full grids, and the rules that mark a grid
+cell as beyond this machine instead of running it."""
+import itertools
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    mode: str  # server mode
+    client: str
+    x: str  # the cell parameter plotted on the x axis
+    unit: str  # throughput unit
+    op: str  # what CPU time is divided by
+    what: str  # one line for the report
+
+    @property
+    def subjects_are_clients(self):
+        return self.name == "client-cost"
+
+
+SCENARIOS = {s.name: s for s in [
+    Scenario("pingpong", "pong", "ping", "sessions", "GiB/s", "round trip",
+             "ping sends a block on each session and waits for all of it back; servers in pong mode"),
+    Scenario("echo", "echo", "echo_bench", "connections", "req/s", "request",
+             "echo_bench: each connection sends a message and waits for its echo, for a fixed time"),
+    Scenario("churn", "echo", "churn_bench", "concurrency", "sessions/s", "session",
+             "churn_bench: connect, M echo round trips, close, with C sessions at a time"),
+    Scenario("http-wrk", "http", "wrk", "connections", "req/s", "request",
+             "wrk, one thread, keep-alive HTTP/1.1 GET of 'Hello world!'"),
+    Scenario("http-ab", "http", "ab", "concurrency", "req/s", "request",
+             "ab, HTTP/1.0, one connection per request"),
+    Scenario("client-cost", "echo", "echo_bench", "connections", "req/s", "round trip",
+             "the same echo load from echo_bench and from raw_epoll_echo_client against one server; "
+             "compares the clients' CPU per round trip"),
+]}
+ORDER = list(SCENARIOS)
+COST_CLIENTS = ["echo_bench", "raw_epoll_echo_client"]
+
+
+def _grid(**axes):
+    keys = list(axes)
+    return [dict(zip(keys, vals)) for vals in itertools.product(*(axes[k] for k in keys))]
+
+
+QUICK_SECONDS = 1
+FULL_SECONDS = 5
+
+
+def cells(name, full, seconds=None):
+    """The grid of one scenario, as a list of parameter dicts.  The quick grid
+    is sized so that all of it, with every peer, fits in 5 minutes on two
+    cores (see docs/benchmarks.md)."""
+    d = seconds or (FULL_SECONDS if full else QUICK_SECONDS)
+    if name == "pingpong":
+        if full:
+            return _grid(threads=[1, 2, 4, 8], sessions=[10, 100, 1000, 10000, 100000],
+                         blocksize=[16384], timeout=[10])
+        return _grid(threads=[1], sessions=[100], blocksize=[16384], timeout=[max(1, round(d))])
+    if name == "echo":
+        conns = [1, 50, 150, 300, 500, 1000] if full else [50, 500]
+        return _grid(threads=[1], connections=conns, length=[128, 512, 1000] if full else [512], duration=[d])
+    if name == "churn":
+        if full:
+            return _grid(threads=[1], concurrency=[100, 500, 1000, 5000, 10000], sessions=[50000], messages=[3])
+        return _grid(threads=[1], concurrency=[100, 1000], sessions=[5000], messages=[3])
+    if name == "http-wrk":
+        return _grid(threads=[1], connections=[100, 1000] if full else [100], duration=[d])
+    if name == "http-ab":
+        return _grid(threads=[1], concurrency=[100], requests=[100000 if full else 10000])
+    if name == "client-cost":
+        return _grid(threads=[1], connections=[1, 50, 500] if full else [50], length=[512], duration=[d])
+    raise ValueError(f"unknown scenario {name}")
+
+
+def probe_cell(name, cell):
+    """The cell for the syscall-counting run: the same load, shorter (a ratio
+    per operation needs no long run)."""
+    c = dict(cell)
+    if "duration" in c:
+        c["duration"] = min(c["duration"], 0.5 if c["duration"] <= 1 else 2)
+    if "timeout" in c:
+        c["timeout"] = min(c["timeout"], 2)
+    if name == "http-ab":
+        c["requests"] = min(c["requests"], max(2000, c["requests"] // 4))
+    if name == "churn":
+        c["sessions"] = min(c["sessions"], max(2000, c["sessions"] // 4, 2 * c["concurrency"]))
+    return c
+
+
+LABEL_KEYS = {"pingpong": ["threads", "sessions"], "echo": ["connections", "length"],
+              "churn": ["concurrency"], "http-wrk": ["connections"], "http-ab": ["concurrency"],
+              "client-cost": ["connections", "length"]}
+
+
+def label(name, cell):
+    """A short stable name for a cell of a scenario: 'threads=1 sessions=100'."""
+    return " ".join(f"{k}={cell[k]}" for k in LABEL_KEYS[name] if k in cell)
+
+
+def connections(name, cell):
+    """Simultaneous connections a cell opens (for fd and port limits)."""
+    for k in ("concurrency", "connections", "sessions"):
+        if k in cell:
+            return int(cell[k])
+    return 1
+
+
+def mark(name, cell, ncpus, nofile, ports, server_cpus=None):
+    """Why a cell is not run here (None: run it), and notes for one that is."""
+    threads = int(cell.get("threads", 1))
+    if threads > ncpus:
+        return f"beyond this machine: {threads} threads on {ncpus} cores", []
+    conns = connections(name, cell)
+    need = conns + 64
+    if need > nofile:
+        return f"beyond the descriptor limit: {conns} connections need {need} fds per process, limit {nofile}", []
+    notes = []
+    if server_cpus and threads > server_cpus:
+        notes.append(f"the server's {threads} threads share {server_cpus} CPU"
+                     f"{'s' if server_cpus > 1 else ''} (the client has the others)")
+    if conns > ports:
+        notes.append(f"{conns} connections exceed the {ports} ephemeral ports towards one server port")
+    return None, notes
+
+
+def expected_seconds(name, cell):
+    """A rough length of one run, for the up-front estimate."""
+    if "duration" in cell:
+        return float(cell["duration"])
+    if "timeout" in cell:
+        return float(cell["timeout"])
+    if name == "http-ab":
+        return cell["requests"] / 15000.0
+    if name == "churn":
+        return cell["sessions"] / 20000.0
+    return 1.0

@@ -1,0 +1,85 @@
+"""The ringio-uring targets of the issue, judged from the measured medians."""
+from . import stats
+
+ME = "ringio-uring"
+
+
+def _why_missing(skipped, scenario, subjects, selected=None):
+    """Why a comparison has no data: the scenario was not selected, its client
+    is missing, or one of the subjects was skipped."""
+    if selected is not None and scenario not in selected:
+        return f"{scenario} not selected (--scenarios)"
+    mine = [s for s in skipped if s["scenario"] == scenario and not s.get("cell")]
+    for s in mine:
+        if not s.get("subject"):
+            return s["reason"]
+    for s in mine:
+        if s.get("subject") in subjects:
+            return f"{s['subject']} {s['reason']}"
+    return "no successful runs"
+
+
+def _cells(summary, scenario, pred):
+    seen = []
+    for g in summary:
+        if g["scenario"] == scenario and g["cell_label"] not in [c[0] for c in seen] and pred(g["cell"]):
+            seen.append((g["cell_label"], g["cell"]))
+    return seen
+
+
+def _compare(summary, skipped, scenario, label, other, key, limit, higher_is_better, what):
+    mine = stats.find(summary, scenario, label, ME)
+    theirs = stats.find(summary, scenario, label, other)
+    m = mine.get(key) if mine else None
+    t = theirs.get(key) if theirs else None
+    sign = ">=" if higher_is_better else "<="
+    row = {"target": f"{scenario}: {what} {sign} {limit:.2f}x {other}", "cell": label}
+    if not m or not t:
+        row.update(measured="not measured: " + _why_missing(skipped, scenario, [ME, other]), met=None)
+        return row
+    r = m["median"] / t["median"] if t["median"] else None
+    if r is None:
+        row.update(measured="not measured: zero baseline", met=None)
+        return row
+    met = r >= limit if higher_is_better else r <= limit
+    row.update(measured=f"{r:.3f}x", ratio=r, met=met)
+    return row
+
+
+def evaluate(summary, skipped, full, selected=None):
+    """One row per target and grid cell: target, cell, measured, met (True,
+    False, or None when it could not be judged)."""
+    rows = []
+    miss = lambda scen, subjects: _why_missing(skipped, scen, subjects, selected)  # noqa: E731
+    one_thread = lambda c: int(c.get("threads", 1)) == 1  # noqa: E731
+    for scen in ("echo", "pingpong"):
+        cells = _cells(summary, scen, one_thread)
+        if not cells:
+            rows.append({"target": f"{scen} at 1 thread: throughput >= 0.95x and server CPU per round trip "
+                                   f"<= 1.05x raw-uring", "cell": "-",
+                         "measured": "not measured: " + miss(scen, [ME, "raw-uring"]), "met": None})
+        for label, _ in cells:
+            rows.append(_compare(summary, skipped, scen, label, "raw-uring", "throughput", 0.95, True, "throughput"))
+            rows.append(_compare(summary, skipped, scen, label, "raw-uring", "server_us", 1.05, False,
+                                 "server CPU per round trip"))
+    many = _cells(summary, "echo", lambda c: int(c.get("connections", 0)) >= 50)
+    for other in ("asio-epoll", "tokio-mt", "tokio-percore"):
+        if not many:
+            rows.append({"target": f"echo, 50+ connections: server CPU per round trip <= 0.85x {other}", "cell": "-",
+                         "measured": "not measured: " + miss("echo", [ME, other]), "met": None})
+        for label, _ in many:
+            rows.append(_compare(summary, skipped, "echo", label, other, "server_us", 0.85, False,
+                                 "server CPU per round trip"))
+    row = {"target": "churn at concurrency 10000: zero failed sessions", "cell": "concurrency=10000"}
+    g = stats.find(summary, "churn", "concurrency=10000", ME)
+    if not full:
+        row.update(measured="not measured: full grid only (--full)", met=None)
+    elif not g or not g["runs_ok"]:
+        row.update(measured="not measured: " + miss("churn", [ME]), met=None)
+    else:
+        failed_runs = len(g["failed"])
+        row.update(measured=f"{g['errors']} failed sessions in {g['runs_ok']} runs"
+                            + (f", {failed_runs} runs failed" if failed_runs else ""),
+                   met=g["errors"] == 0 and failed_runs == 0)
+    rows.append(row)
+    return rows
