@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <system_error>
 
 #include "core/backend.hpp"
@@ -12,9 +13,16 @@ namespace ringio::detail {
 
 class loop_state;
 
+/// A system_error whose message is exactly `reason` (std::system_error would append
+/// the code's text, which the reason already contains where it helps).
 class backend_setup_error : public std::system_error {
  public:
-  using std::system_error::system_error;
+  backend_setup_error(std::error_code ec, std::string reason)
+      : std::system_error(ec), reason_(std::move(reason)) {}
+  const char* what() const noexcept override { return reason_.c_str(); }
+
+ private:
+  std::string reason_;
 };
 
 std::unique_ptr<backend> make_uring_backend(io_context& ctx, loop_state& st,

@@ -79,9 +79,9 @@ io_context::io_context(io_context_options opts) : state_(std::make_unique<detail
     backend_ = detail::make_uring_backend(*this, *state_, opts, kind_ == backend_kind::uring_poll);
   } catch (const detail::backend_setup_error& e) {
     if (choice.forced) {
-      throw std::system_error(e.code(), std::string("ringio: backend ") +
-                                            std::string(to_string(kind_)) + " (forced by " +
-                                            choice.origin + ") cannot start: " + e.what());
+      throw detail::backend_setup_error(e.code(), std::string("ringio: backend ") +
+                                                      std::string(to_string(kind_)) + " (forced by " +
+                                                      choice.origin + ") cannot start: " + e.what());
     }
     if (!opts.quiet && !fallback_reported.exchange(true))
       std::fprintf(stderr, "ringio: io_uring unavailable (%s); falling back to epoll\n", e.what());

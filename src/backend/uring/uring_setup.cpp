@@ -1,6 +1,7 @@
 #include "backend/uring/uring_setup.hpp"
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -73,9 +74,13 @@ void probe(io_uring& ring, unsigned features) {
   for (const feature_name& f : required_features)
     if ((features & f.feature) == 0)
       fail(EINVAL, std::string("kernel lacks ") + f.name);
-  std::unique_ptr<io_uring_probe, void (*)(io_uring_probe*)> p(io_uring_get_probe_ring(&ring),
-                                                                io_uring_free_probe);
-  if (!p) fail(EINVAL, "io_uring_get_probe_ring failed (kernel older than 5.6)");
+  constexpr unsigned slots = 256;
+  std::unique_ptr<io_uring_probe, void (*)(io_uring_probe*)> p(
+      static_cast<io_uring_probe*>(std::calloc(1, sizeof(io_uring_probe) + slots * sizeof(io_uring_probe_op))),
+      io_uring_free_probe);
+  if (!p) fail(ENOMEM, "out of memory for the io_uring probe");
+  if (int r = io_uring_register_probe(&ring, p.get(), slots); r < 0)
+    fail(-r, std::string("io_uring_register(IORING_REGISTER_PROBE): ") + std::strerror(-r));
   for (const opcode_name& o : required_opcodes)
     if (!io_uring_opcode_supported(p.get(), o.op))
       fail(EINVAL, std::string("kernel lacks ") + o.name);
