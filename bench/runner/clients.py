@@ -40,7 +40,8 @@ def command(layout, client, cell, port):
                 "--duration", _num(c["duration"]), "--threads", str(c.get("client_threads", 1)), "--warmup", "0"]
     if client == "churn_bench":
         return [p, "--port", str(port), "--concurrency", str(c["concurrency"]), "--sessions", str(c["sessions"]),
-                "--messages", str(c["messages"]), "--threads", str(c.get("client_threads", 1))]
+                "--messages", str(c["messages"]), "--threads", str(c.get("client_threads", 1)),
+                "--timeout", str(c.get("timeout", 120))]
     if client == "wrk":
         return [p, "-t1", f"-c{c['connections']}", f"-d{_num(c['duration'])}s", "--latency",
                 f"http://127.0.0.1:{port}/"]

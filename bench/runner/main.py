@@ -170,7 +170,8 @@ def finish(res, outdir, bench_dir, want_plots):
     """Summary, targets, results.json, plots and report.md."""
     res["summary"] = stats.summarize(res["runs"], baseline_of)
     res["baselines"] = {s: baseline_of(s) for s in res["scenarios"]}
-    res["targets"] = targets.evaluate(res["summary"], res["skipped"], res["mode"] == "full", res["scenarios"])
+    res["targets"] = targets.evaluate(res["summary"], res["skipped"], res["mode"] == "full",
+                                     res["scenarios"], res["servers"])
     os.makedirs(outdir, exist_ok=True)
     write_json(res, outdir)
     if want_plots and res.get("venv_python"):

@@ -56,6 +56,26 @@ def cpu_times(pids):
     return user, sys
 
 
+def parse_proc_stat(text):
+    """(busy_s, steal_s) of the whole machine from /proc/stat's 'cpu' line:
+    busy is user+nice+system+irq+softirq (guest time is inside user)."""
+    for line in text.splitlines():
+        if line.startswith("cpu "):
+            v = [int(x) for x in line.split()[1:]]
+            v += [0] * (8 - len(v))
+            busy = v[0] + v[1] + v[2] + v[5] + v[6]
+            return busy / CLK_TCK, v[7] / CLK_TCK
+    return 0.0, 0.0
+
+
+def machine_cpu():
+    try:
+        with open("/proc/stat") as f:
+            return parse_proc_stat(f.read())
+    except OSError:
+        return 0.0, 0.0
+
+
 def rusage_cpu(ru):
     return (ru.ru_utime, ru.ru_stime) if ru is not None else (None, None)
 

@@ -10,12 +10,13 @@ import sys
 X = {"pingpong": "sessions", "echo": "connections", "churn": "concurrency", "http-wrk": "connections",
      "http-ab": "concurrency", "client-cost": "connections"}
 UNIT = {"pingpong": "GiB/s", "churn": "sessions/s"}
-PCTS = ["p50", "p90", "p99", "p999", "mean", "max"]
+PCTS = ["p50", "mean", "p75", "p90", "p99", "p999", "max"]
+FIXED = {"duration", "timeout", "blocksize", "messages", "requests"}
 
 
 def _panels(groups, xkey):
     """Groups split by the cell parameters other than x (and fixed ones)."""
-    fixed = {"duration", "timeout", "blocksize", "messages", "requests", "sessions" if xkey != "sessions" else ""}
+    fixed = FIXED | ({"sessions"} if xkey != "sessions" else set())
     panels = {}
     for g in groups:
         key = tuple((k, v) for k, v in sorted(g["cell"].items()) if k != xkey and k not in fixed)
@@ -36,15 +37,20 @@ def throughput(plt, res, scen, outdir):
     fig, axes = plt.subplots(1, len(panels), figsize=(6.5 * len(panels), 4.5), squeeze=False)
     for ax, (key, gs) in zip(axes[0], sorted(panels.items())):
         subjects = list(dict.fromkeys(g["subject"] for g in gs))
-        for s in subjects:
+        for i, s in enumerate(subjects):
             pts = sorted((g["cell"][xkey], g["throughput"]) for g in gs if g["subject"] == s)
-            xs = [p[0] for p in pts]
+            shift = 1 + 0.025 * (i - (len(subjects) - 1) / 2)  # side by side on the log axis
+            xs = [p[0] * shift for p in pts]
             med = [p[1]["median"] for p in pts]
             lo = [p[1]["median"] - p[1]["min"] for p in pts]
             hi = [p[1]["max"] - p[1]["median"] for p in pts]
             ax.errorbar(xs, med, yerr=[lo, hi], marker="o", capsize=3, label=s,
                         linewidth=2.2 if s.startswith("ringio") else 1.2)
         ax.set_xscale("log")
+        ticks = sorted({g["cell"][xkey] for g in gs})
+        ax.set_xticks(ticks, [str(t) for t in ticks])
+        ax.minorticks_off()
+        ax.set_xlim(min(ticks) / 1.6, max(ticks) * 1.6)
         ax.set_xlabel(xkey)
         ax.set_ylabel(f"throughput ({UNIT.get(scen, 'req/s')}), median, bars min-max")
         ax.set_title(_title(scen, key))
@@ -61,9 +67,8 @@ def cpu(plt, res, scen, outdir):
     if not groups:
         return None
     cells = list(dict.fromkeys(g["cell_label"] for g in groups))
-    fig, axes = plt.subplots(1, len(cells), figsize=(max(5, 1.0 * len(groups) / len(cells) + 3) * len(cells), 4.5),
-                             squeeze=False)
-    for ax, cell in zip(axes[0], cells):
+    fig, axes = _bar_axes(plt, groups, cells)
+    for ax, cell in zip(axes, cells):
         gs = [g for g in groups if g["cell_label"] == cell]
         names = [g["subject"] for g in gs]
         if scen == "client-cost":
@@ -74,8 +79,17 @@ def cpu(plt, res, scen, outdir):
             sys_ = [g["server_sys_us"]["median"] for g in gs]
             ax.bar(names, user, label="user")
             ax.bar(names, sys_, bottom=user, label="system")
+            tot = [g["server_us"] for g in gs]
+            ax.errorbar(names, [t["median"] for t in tot], fmt="none", ecolor="black", capsize=4,
+                        yerr=[[t["median"] - t["min"] for t in tot], [t["max"] - t["median"] for t in tot]],
+                        label="total min-max")
+            for i, g in enumerate(gs):
+                if g.get("syscalls_per_op"):
+                    ax.annotate(f"{g['syscalls_per_op']['median']:.2f} sc/op", (i, tot[i]["max"]),
+                                textcoords="offset points", xytext=(0, 4), ha="center", fontsize=7)
+            ax.set_ylim(0, max(t["max"] for t in tot) * 1.15)  # room for the labels
             ax.set_ylabel("server CPU us per operation (median)")
-            ax.legend(fontsize=8)
+            ax.legend(fontsize=8, loc="lower right")
         ax.set_title(f"{scen} {cell}")
         ax.tick_params(axis="x", rotation=45)
         ax.grid(True, axis="y", alpha=0.3)
@@ -87,9 +101,8 @@ def latency(plt, res, scen, outdir):
     if not groups:
         return None
     cells = list(dict.fromkeys(g["cell_label"] for g in groups))
-    fig, axes = plt.subplots(1, len(cells), figsize=(max(6, 1.1 * len(groups) / len(cells) + 3) * len(cells), 4.5),
-                             squeeze=False)
-    for ax, cell in zip(axes[0], cells):
+    fig, axes = _bar_axes(plt, groups, cells)
+    for ax, cell in zip(axes, cells):
         gs = [g for g in groups if g["cell_label"] == cell]
         pcts = [p for p in PCTS if any(p in g["latency_us"] for g in gs)]
         width = 0.8 / max(1, len(pcts))
@@ -98,11 +111,21 @@ def latency(plt, res, scen, outdir):
             ax.bar(xs, [g["latency_us"].get(p, 0) for g in gs], width, label=p)
         ax.set_xticks([j + 0.4 - width / 2 for j in range(len(gs))], [g["subject"] for g in gs], rotation=45)
         ax.set_yscale("log")
+        low = min((v for g in gs for v in g["latency_us"].values() if v > 0), default=1)
+        ax.set_ylim(bottom=low / 2)
         ax.set_ylabel("latency us (median over repeats)")
         ax.set_title(f"{scen} {cell}")
         ax.grid(True, axis="y", alpha=0.3)
         ax.legend(fontsize=8)
     return _save(plt, fig, outdir, f"latency-{scen}.png")
+
+
+def _bar_axes(plt, groups, cells):
+    """One panel per cell, stacked vertically, as wide as the bars need."""
+    per_cell = max(1, len(groups) // max(1, len(cells)))
+    fig, axes = plt.subplots(len(cells), 1, figsize=(max(6.0, 0.9 * per_cell + 2.5), 4.2 * len(cells)),
+                             squeeze=False)
+    return fig, [row[0] for row in axes]
 
 
 def _save(plt, fig, outdir, name):

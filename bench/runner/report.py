@@ -44,10 +44,24 @@ def cpu_text(g):
 
 
 def latency_text(lat):
-    keys = [k for k in ("p50", "p90", "p99", "mean") if k in lat][:2]
-    if "p99" in lat and "p99" not in keys:
-        keys = keys[:1] + ["p99"]
+    """'p50 285 / p99 387' (or the mean where there is no p50)."""
+    first = "p50" if "p50" in lat else "mean" if "mean" in lat else None
+    keys = [k for k in (first, "p99") if k and k in lat]
     return " / ".join(f"{k} {num(lat[k])}" for k in keys) if keys else "-"
+
+
+def resolution_text(res, name):
+    """How finely the CPU readings resolve CPU per op in this scenario."""
+    cpu = sorted(r["server_cpu"]["user_s"] + r["server_cpu"]["sys_s"] for r in res["runs"]
+                 if r["scenario"] == name and r.get("ok") and r.get("kind") == "measure" and r.get("server_cpu"))
+    if not cpu:
+        return None
+    med = cpu[len(cpu) // 2]
+    tick = 1.0 / res["environment"].get("clk_tck", 100)
+    if med <= 0:
+        return "Server CPU per timed run: below one clock tick; CPU per op is not resolved."
+    return (f"Server CPU per timed run: median {med:.2f} s, so one clock tick ({tick * 1000:.0f} ms) "
+            f"is {tick / med * 100:.1f}% of it.")
 
 
 def met_text(m):
@@ -95,9 +109,32 @@ def method(res):
                      "0.15 us to every syscall).")
     else:
         lines.append(f"- Syscalls per operation: not measured ({env['perf']}).")
+    busy = busy_text(res)
+    if busy:
+        lines.append(f"- {busy}")
     for n in res.get("notes", []):
         lines.append(f"- {n}")
     return "\n".join(lines)
+
+
+def busy_text(res):
+    """What else the machine did during the timed runs, from /proc/stat."""
+    other, steal = [], []
+    for r in res["runs"]:
+        if r.get("ok") and r.get("kind") == "measure" and r.get("machine") and r.get("wall_s"):
+            other.append(max(0.0, r["machine"]["other_s"]) / r["wall_s"])
+            steal.append(max(0.0, r["machine"]["steal_s"]) / r["wall_s"])
+    if not other:
+        return None
+    other.sort()
+    steal.sort()
+    med, top = other[len(other) // 2], other[-1]
+    text = (f"Other work on the machine during the timed runs (all CPU time minus server and client, from "
+            f"/proc/stat): median {med * 100:.0f}% of one CPU, max {top * 100:.0f}%; "
+            f"hypervisor steal median {steal[len(steal) // 2] * 100:.0f}%.")
+    if med > 0.1:
+        text += " **The machine was busy with other work: throughput is unreliable, CPU per op less so.**"
+    return text
 
 
 def scenario_section(res, name):
@@ -113,20 +150,28 @@ def scenario_section(res, name):
         return "\n".join(out)
     who = "client" if scen.subjects_are_clients else "server"
     base = res.get("baselines", {}).get(name, servers.BASELINE)
+    cost = scen.subjects_are_clients
     header = ["cell", who, f"throughput {scen.unit} median (min{DASH}max)", f"x {base}",
               f"server CPU us/{scen.op} (usr+sys)", "x", f"syscalls/{scen.op}",
-              f"client CPU us/{scen.op}", "latency us", "server CPU use", "errors", "runs"]
+              f"client CPU us/{scen.op}" + (f" median (min{DASH}max)" if cost else "")]
+    header += (["x"] if cost else []) + ["latency us", "server CPU use", "errors", "runs"]
     rows = []
     for g in groups:
         r = g["ratio"]
-        rows.append([g["cell_label"], g["subject"], spread_text(g["throughput"]), ratio_text(r.get("throughput")),
-                     cpu_text(g), ratio_text(r.get("server_us")),
-                     num(g["syscalls_per_op"]["median"]) if g["syscalls_per_op"] else "-",
-                     num(g["client_us"]["median"]) if g["client_us"] else "-",
-                     latency_text(g["latency_us"]),
+        row = [g["cell_label"], g["subject"], spread_text(g["throughput"]), ratio_text(r.get("throughput")),
+               cpu_text(g), ratio_text(r.get("server_us")),
+               num(g["syscalls_per_op"]["median"]) if g["syscalls_per_op"] else "-"]
+        if cost:
+            row += [spread_text(g["client_us"]), ratio_text(r.get("client_us"))]
+        else:
+            row += [num(g["client_us"]["median"]) if g["client_us"] else "-"]
+        rows.append(row + [latency_text(g["latency_us"]),
                      f"{g['utilization']['median'] * 100:.0f}%" if g.get("utilization") else "-",
                      g["errors"], f"{g['runs_ok']}" + (f" ({len(g['failed'])} failed)" if g["failed"] else "")])
     out += ["", table(header, rows)]
+    resolution = resolution_text(res, name)
+    if resolution:
+        out += ["", resolution]
     return "\n".join(out)
 
 
@@ -157,7 +202,8 @@ def render(res):
     if failed:
         out += ["## Failed runs", ""]
         for r in failed[:40]:
-            out.append(f"- {r['scenario']} {r['cell_label']} / {r['subject']} (repeat {r['repeat']}, {r['kind']}): "
+            which = f"repeat {r['repeat']}" if r.get("repeat") else "syscall run"
+            out.append(f"- {r['scenario']} {r['cell_label']} / {r['subject']} ({which}): "
                        f"{(r.get('error') or '').strip()}")
         if len(failed) > 40:
             out.append(f"- ... and {len(failed) - 40} more (results.json has them all)")

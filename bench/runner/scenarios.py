@@ -63,7 +63,7 @@ def cells(name, full, seconds=None):
     if name == "churn":
         if full:
             return _grid(threads=[1], concurrency=[100, 500, 1000, 5000, 10000], sessions=[50000], messages=[3])
-        return _grid(threads=[1], concurrency=[100, 1000], sessions=[5000], messages=[3])
+        return _grid(threads=[1], concurrency=[1000], sessions=[10000], messages=[3])
     if name == "http-wrk":
         return _grid(threads=[1], connections=[100, 1000] if full else [100], duration=[d])
     if name == "http-ab":
@@ -78,7 +78,8 @@ def probe_cell(name, cell):
     per operation needs no long run)."""
     c = dict(cell)
     if "duration" in c:
-        c["duration"] = min(c["duration"], 0.5 if c["duration"] <= 1 else 2)
+        # wrk takes whole seconds only.
+        c["duration"] = min(c["duration"], 1 if name == "http-wrk" else 0.5 if c["duration"] <= 1 else 2)
     if "timeout" in c:
         c["timeout"] = min(c["timeout"], 2)
     if name == "http-ab":
@@ -124,6 +125,18 @@ def mark(name, cell, ncpus, nofile, ports, server_cpus=None):
     return None, notes
 
 
+CHURN_TIMEOUT = 120  # churn_bench --timeout: it stops on its own after this
+
+
+def time_limit(name, cell):
+    """Seconds after which a client that has not exited is killed."""
+    if name == "churn":
+        return CHURN_TIMEOUT + 30
+    if name == "http-ab":
+        return 300
+    return expected_seconds(name, cell) * 3 + 30
+
+
 def expected_seconds(name, cell):
     """A rough length of one run, for the up-front estimate."""
     if "duration" in cell:
@@ -131,7 +144,7 @@ def expected_seconds(name, cell):
     if "timeout" in cell:
         return float(cell["timeout"])
     if name == "http-ab":
-        return cell["requests"] / 15000.0
+        return cell["requests"] / 8000.0
     if name == "churn":
-        return cell["sessions"] / 20000.0
+        return cell["sessions"] / 9000.0
     return 1.0

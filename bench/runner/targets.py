@@ -4,11 +4,14 @@ from . import stats
 ME = "ringio-uring"
 
 
-def _why_missing(skipped, scenario, subjects, selected=None):
-    """Why a comparison has no data: the scenario was not selected, its client
-    is missing, or one of the subjects was skipped."""
+def _why_missing(skipped, scenario, subjects, selected=None, servers=None):
+    """Why a comparison has no data: the scenario or a server was not
+    selected, the client is missing, or one of the servers was skipped."""
     if selected is not None and scenario not in selected:
         return f"{scenario} not selected (--scenarios)"
+    for s in subjects:
+        if servers is not None and s not in servers:
+            return f"{s} not selected (--servers)"
     mine = [s for s in skipped if s["scenario"] == scenario and not s.get("cell")]
     for s in mine:
         if not s.get("subject"):
@@ -27,7 +30,7 @@ def _cells(summary, scenario, pred):
     return seen
 
 
-def _compare(summary, skipped, scenario, label, other, key, limit, higher_is_better, what):
+def _compare(summary, miss, scenario, label, other, key, limit, higher_is_better, what):
     mine = stats.find(summary, scenario, label, ME)
     theirs = stats.find(summary, scenario, label, other)
     m = mine.get(key) if mine else None
@@ -35,22 +38,25 @@ def _compare(summary, skipped, scenario, label, other, key, limit, higher_is_bet
     sign = ">=" if higher_is_better else "<="
     row = {"target": f"{scenario}: {what} {sign} {limit:.2f}x {other}", "cell": label}
     if not m or not t:
-        row.update(measured="not measured: " + _why_missing(skipped, scenario, [ME, other]), met=None)
+        row.update(measured="not measured: " + miss(scenario, [ME, other]), met=None)
         return row
     r = m["median"] / t["median"] if t["median"] else None
     if r is None:
         row.update(measured="not measured: zero baseline", met=None)
         return row
     met = r >= limit if higher_is_better else r <= limit
-    row.update(measured=f"{r:.3f}x", ratio=r, met=met)
+    shown = f"{r:.3f}"
+    if float(shown) == limit:  # rounding would hide which side of the limit it is
+        shown = f"{r:.5f}"
+    row.update(measured=f"{shown}x", ratio=r, met=met)
     return row
 
 
-def evaluate(summary, skipped, full, selected=None):
+def evaluate(summary, skipped, full, selected=None, servers=None):
     """One row per target and grid cell: target, cell, measured, met (True,
     False, or None when it could not be judged)."""
     rows = []
-    miss = lambda scen, subjects: _why_missing(skipped, scen, subjects, selected)  # noqa: E731
+    miss = lambda scen, subjects: _why_missing(skipped, scen, subjects, selected, servers)  # noqa: E731
     one_thread = lambda c: int(c.get("threads", 1)) == 1  # noqa: E731
     for scen in ("echo", "pingpong"):
         cells = _cells(summary, scen, one_thread)
@@ -59,8 +65,8 @@ def evaluate(summary, skipped, full, selected=None):
                                    f"<= 1.05x raw-uring", "cell": "-",
                          "measured": "not measured: " + miss(scen, [ME, "raw-uring"]), "met": None})
         for label, _ in cells:
-            rows.append(_compare(summary, skipped, scen, label, "raw-uring", "throughput", 0.95, True, "throughput"))
-            rows.append(_compare(summary, skipped, scen, label, "raw-uring", "server_us", 1.05, False,
+            rows.append(_compare(summary, miss, scen, label, "raw-uring", "throughput", 0.95, True, "throughput"))
+            rows.append(_compare(summary, miss, scen, label, "raw-uring", "server_us", 1.05, False,
                                  "server CPU per round trip"))
     many = _cells(summary, "echo", lambda c: int(c.get("connections", 0)) >= 50)
     for other in ("asio-epoll", "tokio-mt", "tokio-percore"):
@@ -68,7 +74,7 @@ def evaluate(summary, skipped, full, selected=None):
             rows.append({"target": f"echo, 50+ connections: server CPU per round trip <= 0.85x {other}", "cell": "-",
                          "measured": "not measured: " + miss("echo", [ME, other]), "met": None})
         for label, _ in many:
-            rows.append(_compare(summary, skipped, "echo", label, other, "server_us", 0.85, False,
+            rows.append(_compare(summary, miss, "echo", label, other, "server_us", 0.85, False,
                                  "server CPU per round trip"))
     row = {"target": "churn at concurrency 10000: zero failed sessions", "cell": "concurrency=10000"}
     g = stats.find(summary, "churn", "concurrency=10000", ME)

@@ -44,7 +44,7 @@ def ensure(bench_dir, log):
 def plot(py, bench_dir, outdir):
     """Runs runner.plots under the venv: (files, None) or ([], why)."""
     try:
-        r = subprocess.run([py, "-m", "runner.plots", outdir], capture_output=True, text=True,
+        r = subprocess.run([py, "-m", "runner.plots", os.path.abspath(outdir)], capture_output=True, text=True,
                            timeout=300, cwd=bench_dir)
     except (OSError, subprocess.TimeoutExpired) as e:
         return [], f"plotting failed: {e}"
