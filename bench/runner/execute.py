@@ -54,7 +54,7 @@ def run_one(ctx, scen, cell, subject, repeat, kind="measure"):
     rec = {"scenario": scen.name, "cell": dict(cell), "cell_label": scenarios.label(scen.name, cell),
            "subject": subject, "server": server, "client": client, "repeat": repeat, "kind": kind,
            "ok": False, "error": None}
-    tmp = tempfile.mkdtemp(prefix="ringio-bench-")
+    tmp = tempfile.mkdtemp(prefix=procs.tmp_prefix())
     srv = cli = counter = None
     begin = time.monotonic()
     try:

@@ -231,6 +231,8 @@ def main(argv=None):
         log(f"rewrote {os.path.join(a.report_from, 'report.md')}")
         return 0
     procs.install_cleanup()
+    for left in procs.reap_leftovers():
+        log(f"killed a leftover of an earlier, killed run: {left}")
     nofile = procs.raise_fd_limit()
     usable = sorted(os.sched_getaffinity(0))
     server_cpus, client_cpus = procs.split_cpus(usable)
@@ -264,9 +266,9 @@ def main(argv=None):
     status = 0
     try:
         run_plan(a, ctx, plan, res["runs"], skipped)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, SystemExit) as e:
         res["notes"].append("Interrupted: this report covers only the runs before the interruption.")
-        status = 130
+        status = e.code if isinstance(e, SystemExit) and isinstance(e.code, int) else 130
     finally:
         procs.kill_all()
         res["backend_lines"] = {k: v for k, v in ctx.first_lines.items() if k.startswith("ringio")}

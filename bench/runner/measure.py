@@ -2,6 +2,7 @@
 from perf's raw_syscalls:sys_enter tracepoint."""
 import os
 import select
+import signal
 import subprocess
 import tempfile
 import time
@@ -121,13 +122,13 @@ class SyscallCounter:
     disabled through a control FIFO, so it counts exactly the load window."""
 
     def __init__(self, pids, cpus=None):
-        self.dir = tempfile.mkdtemp(prefix="ringio-perf-")
+        from . import procs
+        self.dir = tempfile.mkdtemp(prefix=procs.tmp_prefix() + "perf-")
         self.ctl = os.path.join(self.dir, "ctl")
         self.ack = os.path.join(self.dir, "ack")
         self.out = os.path.join(self.dir, "out")
         os.mkfifo(self.ctl)
         os.mkfifo(self.ack)
-        from . import procs
         self.child = procs.Child(
             ["perf", "stat", "-x,", "-o", self.out, "-D", "-1",
              "--control", f"fifo:{self.ctl},{self.ack}", "-e", TRACEPOINT,
@@ -161,7 +162,7 @@ class SyscallCounter:
             if self.enabled:
                 self._command("disable")
             if not self.child.exited():
-                os.kill(self.child.pid, 2)  # SIGINT: perf prints its counts
+                os.kill(self.child.pid, signal.SIGINT)  # perf prints its counts
                 if not self.child.wait(5.0):
                     self.child.kill()
             self.child.reap()

@@ -172,14 +172,69 @@ def live_pids():
 
 
 def install_cleanup():
-    """atexit hook, and SIGTERM/SIGHUP turned into SystemExit so that every
-    finally block runs (SIGINT already raises KeyboardInterrupt)."""
+    """atexit hook, and SIGINT/SIGTERM/SIGHUP turned into exceptions so that
+    every finally block runs.  SIGINT is set explicitly: a shell starts
+    background jobs with it ignored, and Python then leaves it ignored."""
     atexit.register(kill_all)
 
     def on_signal(signo, _frame):
         raise SystemExit(128 + signo)
     for s in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(s, on_signal)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+# -- leftovers of a runner that was killed -------------------------------------
+TMP_PREFIX = "ringio-bench-"
+
+
+def tmp_prefix():
+    """Prefix of this runner's temporary directories, the working directory
+    of every server it starts: it names the runner's PID, so that a later
+    runner can tell the leftovers of a killed one from a live one's."""
+    return f"{TMP_PREFIX}{os.getpid()}-"
+
+
+def reap_leftovers():
+    """Kills, by PID, processes left by a runner that died without cleaning
+    up (SIGKILL: nginx workers survive their master); returns their
+    descriptions.  A process counts only if its working directory is a
+    runner's temporary directory and that runner no longer runs."""
+    import re
+    import shutil
+    import tempfile
+    pat = re.compile(re.escape(os.path.join(tempfile.gettempdir(), TMP_PREFIX)) + r"(\d+)-")
+    killed = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            cwd = os.readlink(f"/proc/{name}/cwd")
+        except OSError:
+            continue
+        m = pat.match(cwd)
+        if m and not _runs(int(m.group(1))):
+            try:
+                with open(f"/proc/{name}/cmdline", "rb") as f:
+                    what = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+            except OSError:
+                what = "?"
+            _kill(int(name), signal.SIGKILL)
+            killed.append(f"{name} {what}")
+    base = tempfile.gettempdir()
+    for d in os.listdir(base):
+        m = re.match(re.escape(TMP_PREFIX) + r"(\d+)-", d)
+        if m and not _runs(int(m.group(1))):
+            shutil.rmtree(os.path.join(base, d), ignore_errors=True)
+    return killed
+
+
+def _runs(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
 
 
 # -- ports -------------------------------------------------------------------

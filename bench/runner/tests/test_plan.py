@@ -41,6 +41,8 @@ class GridTest(unittest.TestCase):
         self.assertEqual(scenarios.probe_cell("http-ab", {"concurrency": 100, "requests": 100000})["requests"],
                          25000)
         self.assertEqual(scenarios.probe_cell("churn", {"concurrency": 10000, "sessions": 50000})["sessions"], 20000)
+        self.assertEqual(scenarios.probe_cell("http-wrk", {"connections": 100, "duration": 1})["duration"], 1)
+        self.assertEqual(scenarios.probe_cell("echo", {"connections": 100, "duration": 1})["duration"], 0.5)
 
 
 class MarkTest(unittest.TestCase):

@@ -38,6 +38,26 @@ def results():
     }
 
 
+class BusyTest(unittest.TestCase):
+    def test_busy_machine_is_flagged(self):
+        res = results()
+        for r in res["runs"]:
+            r["machine"] = {"other_s": 0.3, "steal_s": 0.01}
+        text = report.busy_text(res)
+        self.assertIn("median 30% of one CPU", text)
+        self.assertIn("busy with other work", text)
+        for r in res["runs"]:
+            r["machine"] = {"other_s": 0.02, "steal_s": 0.0}
+        self.assertNotIn("busy with other work", report.busy_text(res))
+        del res["runs"][0]["machine"]
+        self.assertIsNotNone(report.busy_text(res))
+
+    def test_resolution(self):
+        res = results()
+        self.assertIn("one clock tick (10 ms) is", report.resolution_text(res, "echo"))
+        self.assertIsNone(report.resolution_text(res, "churn"))
+
+
 class NumTest(unittest.TestCase):
     def test_num(self):
         self.assertEqual(report.num(None), "-")

@@ -92,6 +92,17 @@ class TargetsTest(unittest.TestCase):
         self.assertEqual(by[("echo: server CPU per round trip <= 0.85x tokio-mt",
                              "connections=50 length=512")]["met"], True)  # 0.839
 
+    def test_rounding_does_not_hide_the_side_of_the_limit(self):
+        s = summary_for({"connections=50 length=512": ({"threads": 1, "connections": 50}, {
+            "ringio-uring": [(1.0, 0.85002)], "asio-epoll": [(1.0, 1.0)]})})
+        row = [r for r in targets.evaluate(s, [], False, ["echo"]) if "asio-epoll" in r["target"]][0]
+        self.assertEqual((row["measured"], row["met"]), ("0.85002x", False))
+
+    def test_unselected_server(self):
+        rows = targets.evaluate([], [], False, ["echo"], ["ringio-uring", "raw-uring"])
+        tok = [r for r in rows if "tokio-mt" in r["target"]][0]
+        self.assertEqual(tok["measured"], "not measured: tokio-mt not selected (--servers)")
+
     def test_missing_data_says_why(self):
         skipped = [{"scenario": "pingpong", "subject": "ringio-uring", "reason": "skipped: pong not built"},
                    {"scenario": "echo", "reason": "skipped: build/bench/apps/echo_bench not built"},
