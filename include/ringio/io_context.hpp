@@ -43,6 +43,16 @@ struct io_context_options {
   const class io_context* attach_wq_of = nullptr;
 };
 
+/// Counters of one loop (updated by its thread; read them on that thread or after it
+/// stopped).
+struct loop_statistics {
+  std::uint64_t iterations = 0;     ///< loop iterations (run what is ready, poll once)
+  std::uint64_t kernel_waits = 0;   ///< io_uring_enter / epoll_wait calls by the loop
+  std::uint64_t completions = 0;    ///< CQEs reaped, or readiness events handled
+  std::uint64_t message_wakes = 0;  ///< wake-ups received as ring-to-ring messages
+  std::uint64_t eventfd_wakes = 0;  ///< wake-ups received through the eventfd
+};
+
 /// A single-threaded event loop over io_uring or epoll. Operations (recv, accept,
 /// sleep, ...) awaited by tasks running on this thread are submitted to it.
 ///
@@ -81,6 +91,9 @@ class io_context {
   /// The io_context running on this thread, or nullptr.
   [[nodiscard]] static io_context* current() noexcept;
 
+  /// The loop's counters.
+  [[nodiscard]] const loop_statistics& stats() const noexcept;
+
   /// The io_uring file descriptor, or -1 on the epoll backend.
   [[nodiscard]] int ring_fd() const noexcept;
 
@@ -117,6 +130,7 @@ class io_context {
   [[nodiscard]] bool idle() const noexcept;
   bool take_event(detail::op_base& op) noexcept;
   void drain_remote() noexcept;
+  void wake_from(io_context* sender) noexcept;
   void shutdown() noexcept;
 
   backend_kind kind_;

@@ -29,6 +29,10 @@ class backend {
   [[nodiscard]] virtual std::size_t in_flight() const noexcept = 0;
   /// One line: backend name, flags, sizes.
   [[nodiscard]] virtual std::string describe() const = 0;
+  /// Wakes the loop that owns the io_uring `ring_fd` by a message from this loop's ring
+  /// (IORING_OP_MSG_RING: no syscall of its own, sent with this loop's next submit).
+  /// False when this backend cannot (then the target's wake() is used).
+  virtual bool send_wake(int ring_fd) noexcept { (void)ring_fd; return false; }
   /// The io_uring fd, or -1 (for IORING_SETUP_ATTACH_WQ and MSG_RING).
   [[nodiscard]] virtual int ring_fd() const noexcept { return -1; }
 };

@@ -96,6 +96,8 @@ io_context* io_context::current() noexcept { return current_context; }
 
 std::string io_context::describe() const { return backend_->describe(); }
 
+const loop_statistics& io_context::stats() const noexcept { return state_->stats; }
+
 int io_context::ring_fd() const noexcept { return backend_->ring_fd(); }
 
 std::size_t io_context::in_flight() const noexcept { return backend_->in_flight(); }
@@ -161,12 +163,20 @@ void io_context::post_remote(detail::remote_item& item) noexcept {
     item.next = head;
   } while (!state_->inbox.compare_exchange_weak(head, &item, std::memory_order_release,
                                                 std::memory_order_relaxed));
-  if (state_->sleeping.exchange(false)) backend_->wake();
+  if (state_->sleeping.exchange(false)) wake_from(current());
+}
+
+// Wakes this sleeping loop: from another io_uring loop by a ring-to-ring message,
+// otherwise through the backend's eventfd.
+void io_context::wake_from(io_context* sender) noexcept {
+  int target = backend_->ring_fd();
+  if (sender != nullptr && sender != this && target >= 0 && sender->backend_->send_wake(target)) return;
+  backend_->wake();
 }
 
 void io_context::stop() noexcept {
   stop_requested_.store(true);
-  if (state_->sleeping.exchange(false)) backend_->wake();
+  if (state_->sleeping.exchange(false)) wake_from(current());
 }
 
 void io_context::spawn(task<void> t) {
@@ -212,6 +222,7 @@ void io_context::loop(Done done, bool stoppable) {
     run_ready();
     if (done()) return;
     poll_backend(stoppable);
+    ++state_->stats.iterations;
   }
 }
 

@@ -9,6 +9,7 @@
 #include "core/ready_queue.hpp"
 #include "ringio/detail/promise_base.hpp"
 #include "ringio/detail/remote_item.hpp"
+#include "ringio/io_context.hpp"
 
 namespace ringio::detail {
 
@@ -51,6 +52,7 @@ class loop_state {
   /// Tasks started with io_context::spawn that have not finished.
   std::size_t detached_tasks = 0;
   detached_sink detached{detached_tasks};
+  loop_statistics stats;
 };
 
 }  // namespace ringio::detail

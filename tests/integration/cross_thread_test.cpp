@@ -117,3 +117,44 @@ TEST(CrossThread, ContextBuiltOnOneThreadRunsOnAnother) {
   t.join();
   EXPECT_EQ(slept, 1);
 }
+
+// A loop woken by another io_uring loop gets a ring-to-ring message (no eventfd, no
+// syscall of the sender's own); woken by a plain thread it gets the eventfd.
+TEST(CrossThread, LoopsWakeEachOtherWithRingMessages) {
+  runtime rt({.threads = 2, .context = {.backend = backend_kind::uring}});
+  loop_statistics target{};
+  rt.run_on_each([&](io_context& ctx, unsigned i) -> task<void> {
+    if (i == 1) co_return;
+    for (int k = 0; k < 20; ++k) {
+      auto s = co_await sleep_for(std::chrono::milliseconds(2));  // loop 1 falls asleep meanwhile
+      EXPECT_TRUE(s);
+      co_await spawn_on(rt.context(1), []() -> task<void> { co_return; }());
+    }
+    target = co_await spawn_on(rt.context(1), [](io_context& c) -> task<loop_statistics> { co_return c.stats(); }(rt.context(1)));
+    (void)ctx;
+  });
+  EXPECT_GE(target.message_wakes, 10u) << "loop 1 was not woken by messages";
+  EXPECT_EQ(target.eventfd_wakes, 0u);
+}
+
+TEST(CrossThread, PlainThreadsWakeALoopThroughItsEventfd) {
+  for (auto kind : {backend_kind::uring, backend_kind::epoll}) {
+    io_context ctx({.backend = kind});
+    std::atomic<int> ran{0};
+    loop_statistics st{};
+    std::thread loop([&] {
+      ctx.run();
+      st = ctx.stats();
+    });
+    for (int k = 0; k < 10; ++k) {
+      std::this_thread::sleep_for(2ms);
+      post(ctx, [&] { ++ran; });
+    }
+    while (ran < 10) std::this_thread::yield();
+    ctx.stop();
+    loop.join();
+    EXPECT_EQ(ran.load(), 10);
+    EXPECT_GE(st.eventfd_wakes, 5u) << to_string(kind);
+    EXPECT_EQ(st.message_wakes, 0u);
+  }
+}

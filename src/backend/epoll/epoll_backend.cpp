@@ -188,13 +188,16 @@ void epoll_backend::poll(bool block) {
     tsp = &ts;
   }
   int n = ::epoll_pwait2(epfd_, events, max_events, tsp, nullptr);
+  ++st_.stats.kernel_waits;
   if (n < 0) {
     if (errno != EINTR) throw std::system_error(errno, std::system_category(), "epoll_pwait2");
     n = 0;
   }
   for (int i = 0; i < n; ++i) {
     const epoll_event& ev = events[i];
+    ++st_.stats.completions;
     if (ev.data.u64 == wake_token) {
+      ++st_.stats.eventfd_wakes;
       std::uint64_t v;
       [[maybe_unused]] ssize_t r = ::read(wake_fd_, &v, sizeof v);
       continue;

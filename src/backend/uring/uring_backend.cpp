@@ -91,6 +91,7 @@ io_uring_sqe* uring_backend::get_sqe() noexcept {
   if (sqe != nullptr) return sqe;
   // SQ full: submit what is queued, then take the slot that frees.
   io_uring_submit(&ring_);
+  ++st_.stats.kernel_waits;
   sqe = io_uring_get_sqe(&ring_);
   if (sqe == nullptr) {
     std::fprintf(stderr, "ringio: io_uring submission queue stays full\n");
@@ -217,6 +218,7 @@ void uring_backend::poll(bool block) {
   }
   drain_backlog();
   int r = block ? io_uring_submit_and_wait(&ring_, 1) : io_uring_submit_and_get_events(&ring_);
+  ++st_.stats.kernel_waits;
   if (r < 0 && r != -EINTR && r != -ETIME && r != -EBUSY && r != -EAGAIN) {
     if (r == -EEXIST)
       throw std::system_error(-r, std::system_category(),
@@ -242,13 +244,17 @@ void uring_backend::reap() noexcept {
     completion batch[reap_batch];
     for (unsigned i = 0; i < n; ++i) batch[i] = {cqes[i]->user_data, cqes[i]->res, cqes[i]->flags};
     io_uring_cq_advance(&ring_, n);
+    st_.stats.completions += n;
     for (unsigned i = 0; i < n; ++i) dispatch(batch[i].ud, batch[i].res, batch[i].flags);
     if (n < reap_batch) return;
   }
 }
 
 void uring_backend::dispatch(std::uint64_t ud, int res, unsigned flags) noexcept {
-  if (ud == 0) return;  // a request nobody waits for (cancel-all, fire-and-forget)
+  // 0: a request nobody waits for (cancel-all, fire-and-forget). A wake message from
+  // another loop needs no action: the inbox is drained after every poll.
+  if (ud == ud_wake_message) ++st_.stats.message_wakes;
+  if (ud == 0 || ud == ud_wake_message) return;
   auto* op = reinterpret_cast<op_base*>(ud & ~static_cast<std::uint64_t>(ud_tag_mask));
   const bool final_cqe = (flags & IORING_CQE_F_MORE) == 0;
   if (final_cqe) --cqes_expected_;
@@ -316,6 +322,15 @@ void uring_backend::drain_backlog() noexcept {
   }
 }
 
+bool uring_backend::send_wake(int target_ring_fd) noexcept {
+  if (!enabled_ || !setup_.msg_ring) return false;  // a running loop's next submit sends it
+  io_uring_sqe* sqe = get_sqe();
+  io_uring_prep_msg_ring(sqe, target_ring_fd, 0, ud_wake_message, 0);
+  sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;  // no CQE here unless it fails
+  io_uring_sqe_set_data64(sqe, 0);
+  return true;
+}
+
 void uring_backend::wake() noexcept {
   std::uint64_t one = 1;
   [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof one);
@@ -331,6 +346,7 @@ void uring_backend::arm_wake() noexcept {
 
 void uring_backend::wake_complete(op_base& op) noexcept {
   auto& w = static_cast<wake_op&>(op);
+  if (op.res > 0) ++w.self->st_.stats.eventfd_wakes;
   w.self->wake_armed_ = false;
   if (!w.self->st_.shutting_down) w.self->arm_wake();
 }

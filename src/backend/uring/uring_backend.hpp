@@ -29,6 +29,7 @@ class uring_backend final : public backend {
   [[nodiscard]] std::size_t in_flight() const noexcept override { return user_in_flight_; }
   [[nodiscard]] std::string describe() const override;
   [[nodiscard]] int ring_fd() const noexcept override { return ring_.ring_fd; }
+  bool send_wake(int ring_fd) noexcept override;
 
  private:
   struct wake_op : op_base {

@@ -30,6 +30,8 @@ enum : unsigned long long {
   ud_tag_link = 2,      ///< the operation's linked timeout
   ud_tag_internal = 3,  ///< a request of the backend itself (wake-up read)
   ud_tag_mask = 7,
+  /// A CQE another ring posted here with IORING_OP_MSG_RING to wake this loop.
+  ud_wake_message = 4,
 };
 
 /// io_uring_enable_rings() is missing from liburing 2.3's shared library; call the

@@ -70,7 +70,8 @@ constexpr feature_name required_features[] = {
   throw backend_setup_error(std::error_code(err, std::system_category()), what);
 }
 
-void probe(io_uring& ring, unsigned features) {
+// Checks every required opcode and feature; returns whether MSG_RING (optional) exists.
+bool probe(io_uring& ring, unsigned features) {
   for (const feature_name& f : required_features)
     if ((features & f.feature) == 0)
       fail(EINVAL, std::string("kernel lacks ") + f.name);
@@ -84,6 +85,7 @@ void probe(io_uring& ring, unsigned features) {
   for (const opcode_name& o : required_opcodes)
     if (!io_uring_opcode_supported(p.get(), o.op))
       fail(EINVAL, std::string("kernel lacks ") + o.name);
+  return io_uring_opcode_supported(p.get(), IORING_OP_MSG_RING) != 0;
 }
 
 }  // namespace
@@ -137,7 +139,7 @@ ring_setup create_ring(io_uring& ring, const io_context_options& opts) {
     s.cq_entries = p.cq_entries;
     s.disabled = (p.flags & IORING_SETUP_R_DISABLED) != 0;
     try {
-      probe(ring, p.features);
+      s.msg_ring = probe(ring, p.features);
     } catch (...) {
       io_uring_queue_exit(&ring);
       throw;

@@ -16,6 +16,7 @@ struct ring_setup {
   unsigned sq_entries = 0;
   unsigned cq_entries = 0;
   bool disabled = false;   ///< created with R_DISABLED: enable on the loop's thread
+  bool msg_ring = false;   ///< IORING_OP_MSG_RING available (ring-to-ring wake-ups)
 };
 
 /// Creates the ring; on EINVAL drops optional flags one by one. Throws

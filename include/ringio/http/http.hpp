@@ -1,0 +1,14 @@
+// ringio/http/http.hpp — the whole HTTP module in one include (target ringio::http).
+#pragma once
+
+#include "ringio/http/body_writer.hpp"
+#include "ringio/http/chunked_decoder.hpp"
+#include "ringio/http/header_list.hpp"
+#include "ringio/http/method.hpp"
+#include "ringio/http/request.hpp"
+#include "ringio/http/request_parser.hpp"
+#include "ringio/http/response.hpp"
+#include "ringio/http/router.hpp"
+#include "ringio/http/server.hpp"
+#include "ringio/http/static_files.hpp"
+#include "ringio/http/status.hpp"

@@ -1,0 +1,81 @@
+// ringio/http/request.hpp — a parsed HTTP/1.x request. Every string_view points into
+// the connection's receive buffer and stays valid until the handler's response has
+// been sent; copy what must live longer.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "ringio/http/header_list.hpp"
+#include "ringio/http/method.hpp"
+
+namespace ringio::http {
+
+namespace detail {
+class connection;
+}  // namespace detail
+class request_parser;
+class router;
+
+class request {
+ public:
+  [[nodiscard]] http::method method() const noexcept { return method_; }
+  /// The method as sent ("GET").
+  [[nodiscard]] std::string_view method_name() const noexcept { return method_name_; }
+  /// The request-target as sent: "/a/b?x=1", "http://host/a", "*".
+  [[nodiscard]] std::string_view target() const noexcept { return target_; }
+  /// The path of the target, still percent-encoded ("/a/b"); for an absolute-form
+  /// target the part after the authority.
+  [[nodiscard]] std::string_view path() const noexcept { return path_; }
+  /// The query without its '?', or empty.
+  [[nodiscard]] std::string_view query() const noexcept { return query_; }
+  /// 0 for HTTP/1.0, 1 for HTTP/1.1.
+  [[nodiscard]] int version_minor() const noexcept { return version_minor_; }
+
+  [[nodiscard]] const header_list& headers() const noexcept { return headers_; }
+  /// The value of the first field called `name` (any case); empty if absent.
+  [[nodiscard]] std::string_view header(std::string_view name) const noexcept { return headers_.get(name); }
+
+  /// The whole body (Content-Length or de-chunked), empty when there is none.
+  [[nodiscard]] std::string_view body() const noexcept { return body_; }
+  /// Content-Length as sent, or -1 when absent.
+  [[nodiscard]] std::int64_t content_length() const noexcept { return content_length_; }
+  [[nodiscard]] bool chunked() const noexcept { return chunked_; }
+  [[nodiscard]] bool expects_continue() const noexcept { return expect_continue_; }
+
+  /// Whether the client lets the connection stay open after the response: HTTP/1.1
+  /// unless "Connection: close", HTTP/1.0 only with "Connection: keep-alive".
+  [[nodiscard]] bool keep_alive() const noexcept { return keep_alive_; }
+
+  /// After a router's prefix route matched: the rest of the path after the prefix
+  /// (for prefix "/static/" and path "/static/a.css": "a.css"). Empty otherwise.
+  [[nodiscard]] std::string_view route_rest() const noexcept { return route_rest_; }
+
+  /// Forgets everything (the connection reuses one request object).
+  void clear() noexcept;
+  /// Re-points the views into [from, from + size) after those bytes moved to `to`.
+  void rebase(const char* from, std::size_t size, const char* to) noexcept;
+
+ private:
+  friend class request_parser;
+  friend class detail::connection;
+  friend class router;
+
+  std::string_view method_name_, target_, path_, query_, body_, route_rest_;
+  header_list headers_;
+  std::int64_t content_length_ = -1;
+  http::method method_ = http::method::unknown;
+  std::uint8_t version_minor_ = 1;
+  std::uint8_t host_count_ = 0;
+  bool chunked_ = false;
+  bool expect_continue_ = false;
+  bool keep_alive_ = true;
+  bool connection_close_ = false;
+  bool connection_keep_alive_ = false;
+  bool transfer_encoding_ = false;
+  bool other_coding_ = false;
+  bool expect_unknown_ = false;
+};
+
+}  // namespace ringio::http

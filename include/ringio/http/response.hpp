@@ -1,0 +1,79 @@
+// ringio/http/response.hpp — what a handler returns: a status, a Content-Type, extra
+// header fields, and a body that is fixed (owned or borrowed text), a file, or a stream
+// written chunk by chunk. The server adds Content-Length or Transfer-Encoding, Date
+// and Connection, and leaves the body out for HEAD, 204 and 304.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include "ringio/detail/fd_handle.hpp"
+#include "ringio/task.hpp"
+
+namespace ringio::http {
+
+class body_writer;
+namespace detail {
+class connection;
+}
+
+/// Writes a streamed body; runs after the head is sent. An exception escaping it
+/// aborts the connection (the client sees a truncated body).
+using body_stream = std::function<task<void>(body_writer&)>;
+
+/// An open file whose bytes [offset, offset + length) are the body.
+struct file_body {
+  ringio::detail::fd_handle fd;
+  std::uint64_t offset = 0;
+  std::uint64_t length = 0;
+};
+
+class response {
+ public:
+  /// A response with `status` and an empty body.
+  explicit response(int status = 200) noexcept : status_(status) {}
+
+  /// An owned body (short texts fit the string's inline storage: no allocation).
+  static response text(int status, std::string body, std::string_view content_type = "text/plain");
+  /// A borrowed body: `body` must stay valid until the response is sent (string
+  /// literals and other static data).
+  static response borrowed(int status, std::string_view body, std::string_view content_type = "text/plain");
+  /// A body produced by `fn` while it is sent: chunked for HTTP/1.1 clients; for
+  /// HTTP/1.0 clients the end of the body is the end of the connection.
+  static response stream(int status, std::string_view content_type, body_stream fn);
+  /// A file's bytes, read through the ring as they are sent.
+  static response file(int status, file_body f, std::string_view content_type);
+
+  /// Adds a header field. Throws std::invalid_argument for a name that is not a token
+  /// or a value with CR, LF or other control characters (no header injection).
+  response& set_header(std::string_view name, std::string_view value);
+  response& set_content_type(std::string_view content_type);
+  /// Closes the connection after this response ("Connection: close").
+  response& close_connection() noexcept {
+    close_ = true;
+    return *this;
+  }
+
+  [[nodiscard]] int status() const noexcept { return status_; }
+  [[nodiscard]] std::string_view content_type() const noexcept { return content_type_; }
+  /// The added fields, each as "Name: value\r\n".
+  [[nodiscard]] std::string_view extra_headers() const noexcept { return fields_; }
+  [[nodiscard]] bool closes_connection() const noexcept { return close_; }
+  /// The fixed body (empty for stream and file bodies).
+  [[nodiscard]] std::string_view body() const noexcept;
+  [[nodiscard]] bool is_stream() const noexcept { return std::holds_alternative<body_stream>(body_); }
+  [[nodiscard]] bool is_file() const noexcept { return std::holds_alternative<file_body>(body_); }
+
+ private:
+  friend class detail::connection;
+  int status_;
+  bool close_ = false;
+  std::string content_type_;
+  std::string fields_;
+  std::variant<std::monostate, std::string, std::string_view, file_body, body_stream> body_;
+};
+
+}  // namespace ringio::http

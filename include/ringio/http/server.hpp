@@ -1,0 +1,77 @@
+// ringio/http/server.hpp — an HTTP/1.1 server: keep-alive, pipelining (all responses
+// to one read go out in one write), Content-Length and chunked request bodies,
+// Expect: 100-continue, HEAD, streamed responses, and the limits that keep hostile
+// clients from hurting it. One server may be shared by every loop thread.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <stop_token>
+#include <string_view>
+
+#include "ringio/http/router.hpp"
+#include "ringio/net/stream_listener.hpp"
+#include "ringio/net/stream_socket.hpp"
+#include "ringio/task.hpp"
+
+namespace ringio::http {
+
+namespace detail {
+class server_core;
+}
+
+struct server_options {
+  /// Request line plus header fields; larger heads are answered 431.
+  std::size_t max_header_bytes = 16 * 1024;
+  /// Request bodies over this are answered 413 (before reading them when announced).
+  std::size_t max_body_bytes = 1024 * 1024;
+  /// From a request's first byte to the end of its head (slow clients: 408, close).
+  std::chrono::milliseconds header_timeout{10'000};
+  /// An idle keep-alive connection is closed after this; a body that stalls this long
+  /// is answered 408.
+  std::chrono::milliseconds idle_timeout{30'000};
+  /// One send (a response, or one part of a large body) must finish within this.
+  std::chrono::milliseconds send_timeout{30'000};
+  /// Connections served at once by this server (all threads); the next ones get 503
+  /// and a log line.
+  std::size_t max_connections = 10'000;
+  /// Where log lines go (connection limit, handler errors); stderr when empty.
+  std::function<void(std::string_view)> log;
+};
+
+class server {
+ public:
+  /// Serves with `h`.
+  explicit server(handler h, server_options opts = {});
+  /// Serves with `routes`, which must outlive the server.
+  explicit server(const router& routes, server_options opts = {});
+  ~server();
+  server(const server&) = delete;
+  server& operator=(const server&) = delete;
+
+  /// Serves one accepted connection until the client closes it, a limit or timeout
+  /// ends it, or the awaiting task's stop token cancels it. Callable on any loop
+  /// thread, concurrently. A handler's exception becomes a 500 response; the
+  /// connection goes on.
+  [[nodiscard]] task<void> serve_connection(stream_socket s);
+
+  /// Accepts on `listener` and serves every connection until `stop`: then it stops
+  /// accepting, closes idle connections, lets requests in progress finish, and
+  /// completes when every connection has ended.
+  [[nodiscard]] task<void> serve(stream_listener& listener, std::stop_token stop = {});
+
+  /// Begins a graceful stop of every connection of this server (also what serve()
+  /// does on stop): idle keep-alive connections close now, busy ones after their
+  /// current response. Thread-safe; cannot be undone.
+  void drain() noexcept;
+
+  /// Connections being served now.
+  [[nodiscard]] std::size_t connections() const noexcept;
+
+ private:
+  std::unique_ptr<detail::server_core> core_;
+};
+
+}  // namespace ringio::http

@@ -1,0 +1,41 @@
+// ringio/http/static_files.hpp — a handler serving the files under a directory: GET
+// and HEAD, Content-Type by extension, index.html for directories, ETag and
+// Last-Modified with 304 on If-None-Match / If-Modified-Since, single byte ranges
+// (206, 416, If-Range). No request can reach outside the root: ".." segments (also
+// percent-encoded) get 404, and paths are resolved by the kernel with
+// RESOLVE_BENEATH, so symlinks leading out of the root get 403.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "ringio/http/request.hpp"
+#include "ringio/http/response.hpp"
+#include "ringio/task.hpp"
+
+namespace ringio::http {
+
+namespace detail {
+struct static_root;
+}
+
+struct static_files_options {
+  /// Served for a directory path ending in '/'.
+  std::string index = "index.html";
+  /// A Cache-Control value added to file responses, if not empty.
+  std::string cache_control;
+};
+
+class static_files {
+ public:
+  /// Serves `root`. Throws std::system_error if it is not an accessible directory.
+  explicit static_files(const std::string& root, static_files_options opts = {});
+
+  /// Serves request::route_rest() when routed by prefix, else the request's path.
+  task<response> operator()(request& r) const;
+
+ private:
+  std::shared_ptr<const detail::static_root> root_;
+};
+
+}  // namespace ringio::http
