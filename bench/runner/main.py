@@ -245,7 +245,7 @@ def main(argv=None):
     outdir = a.out or os.path.join(bench_dir, "results", started.strftime("%Y%m%d-%H%M%S"))
     os.makedirs(outdir, exist_ok=True)
     res = {"version": 1, "mode": "full" if a.full else "quick", "started": started.isoformat(timespec="seconds"),
-           "command": "bench/run " + " ".join(sys.argv[1:] if argv is None else argv),
+           "command": " ".join(["bench/run"] + (sys.argv[1:] if argv is None else argv)),
            "repeats": a.repeats, "servers": a.servers, "scenarios": a.scenarios, "runs": [], "notes": []}
     if not a.no_plots:
         res["venv_python"], res["venv_note"] = venv.ensure(bench_dir, log)

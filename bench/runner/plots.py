@@ -33,6 +33,8 @@ def throughput(plt, res, scen, outdir):
     if not groups:
         return None
     xkey = X[scen]
+    if len({g["cell"][xkey] for g in groups}) == 1:
+        return throughput_bars(plt, groups, scen, xkey, outdir)
     panels = _panels(groups, xkey)
     fig, axes = plt.subplots(1, len(panels), figsize=(6.5 * len(panels), 4.5), squeeze=False)
     for ax, (key, gs) in zip(axes[0], sorted(panels.items())):
@@ -57,6 +59,23 @@ def throughput(plt, res, scen, outdir):
         ax.set_ylim(bottom=0)
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8)
+    return _save(plt, fig, outdir, f"throughput-{scen}.png")
+
+
+def throughput_bars(plt, groups, scen, xkey, outdir):
+    """One grid point (the quick matrix): a bar per server, min-max bars."""
+    cells = list(dict.fromkeys(g["cell_label"] for g in groups))
+    fig, axes = _bar_axes(plt, groups, cells)
+    for ax, cell in zip(axes, cells):
+        gs = [g for g in groups if g["cell_label"] == cell]
+        t = [g["throughput"] for g in gs]
+        ax.bar([g["subject"] for g in gs], [x["median"] for x in t],
+               color=["tab:blue" if g["subject"].startswith("ringio") else "tab:gray" for g in gs],
+               yerr=[[x["median"] - x["min"] for x in t], [x["max"] - x["median"] for x in t]], capsize=4)
+        ax.set_ylabel(f"throughput ({UNIT.get(scen, 'req/s')}), median, bars min-max")
+        ax.set_title(f"{scen} {cell}")
+        ax.tick_params(axis="x", rotation=45)
+        ax.grid(True, axis="y", alpha=0.3)
     return _save(plt, fig, outdir, f"throughput-{scen}.png")
 
 
