@@ -11,9 +11,11 @@ namespace {
 
 constexpr const char* usage =
     "usage: echo_server --port P [--host ADDR] [--threads N] [--backend uring|epoll|uring-poll]\n"
-    "                   [--drain-timeout SECONDS] [--single-accept]\n"
+    "                   [--drain-timeout SECONDS] [--single-accept] [--dispatch reuseport|acceptor]\n"
     "Echoes every byte back on every TCP connection. SIGINT/SIGTERM stop it gracefully:\n"
-    "no new connections, open ones get --drain-timeout (default 5) seconds, exit 0.\n";
+    "no new connections, open ones get --drain-timeout (default 5) seconds, exit 0.\n"
+    "--dispatch: one SO_REUSEPORT listener per thread (default), or one acceptor thread\n"
+    "handing each connection to the least-loaded thread.\n";
 
 ringio::task<void> echo(ringio::stream_socket s) {
   std::array<std::byte, 16384> buf;
@@ -39,6 +41,11 @@ int main(int argc, char** argv) {
   cfg.backend = args.backend();
   cfg.drain_timeout = std::chrono::milliseconds(static_cast<long long>(args.seconds("drain-timeout", 5, 0, 3600) * 1000));
   cfg.multishot_accept = !args.flag("single-accept");
+  auto dispatch = args.text("dispatch", "reuseport");
+  if (dispatch == "acceptor")
+    cfg.dispatch = apps::dispatch_mode::acceptor;
+  else if (dispatch != "reuseport")
+    args.fail("--dispatch must be reuseport or acceptor, got '" + dispatch + "'");
   args.done();
   return apps::serve(cfg, echo);
 }

@@ -3,10 +3,14 @@
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <atomic>
 #include <exception>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "common/cli.hpp"
+#include "ringio/channel.hpp"
 #include "ringio/io_context.hpp"
 #include "ringio/net/multishot_acceptor.hpp"
 #include "ringio/net/stream_listener.hpp"
@@ -35,8 +39,59 @@ ringio::task<void> drain_deadline(ringio::scope& conns, std::chrono::millisecond
   if (fired) conns.request_stop();
 }
 
+// One loop thread's share of the connections (acceptor mode): an inbox of accepted
+// descriptors and a count of live connections for the least-loaded choice.
+struct loop_slot {
+  ringio::channel<int> inbox{4096};
+  std::atomic<int> live{0};
+};
+
+// Connections each loop thread has served (printed at exit).
+std::vector<std::atomic<long>>* served_per_loop = nullptr;
+
+
+
+ringio::task<void> counted(std::atomic<int>& live, ringio::task<void> handler, unsigned loop) {
+  (*served_per_loop)[loop].fetch_add(1, std::memory_order_relaxed);
+  live.fetch_add(1, std::memory_order_relaxed);
+  try {
+    co_await std::move(handler);
+  } catch (...) {
+    live.fetch_sub(1, std::memory_order_relaxed);
+    throw;
+  }
+  live.fetch_sub(1, std::memory_order_relaxed);
+}
+
+// After accepting stopped: open connections get cfg.drain_timeout to finish.
+ringio::task<void> drain(ringio::scope& conns, const server_config& cfg) {
+  ringio::scope timer;
+  timer.spawn(drain_deadline(conns, cfg.drain_timeout));
+  co_await conns.join();
+  timer.request_stop();
+  co_await timer.join();
+}
+
+// Acceptor mode: the loop with the fewest live connections (ties: the lowest index).
+std::size_t least_loaded(std::vector<std::unique_ptr<loop_slot>>& slots) {
+  std::size_t best = 0;
+  int best_live = slots[0]->live.load(std::memory_order_relaxed);
+  for (std::size_t i = 1; i < slots.size(); ++i) {
+    int l = slots[i]->live.load(std::memory_order_relaxed);
+    if (l < best_live) {
+      best = i;
+      best_live = l;
+    }
+  }
+  return best;
+}
+
+// Accepts until `stop`. `slots` is empty in reuse-port mode (serve everything here);
+// in acceptor mode this is loop 0, which hands sockets to the least-loaded loop.
 ringio::task<void> accept_loop(ringio::stream_listener& listener, const server_config& cfg,
-                               const connection_handler& handler, std::stop_token stop) {
+                               const connection_handler& handler, std::stop_token stop,
+                               std::vector<std::unique_ptr<loop_slot>>& slots, std::atomic<int>& live,
+                               unsigned loop) {
   ringio::scope conns;
   std::optional<ringio::multishot_acceptor> acceptor;
   if (cfg.multishot_accept) acceptor.emplace(listener);
@@ -49,7 +104,13 @@ ringio::task<void> accept_loop(ringio::stream_listener& listener, const server_c
     else
       s = co_await listener.accept().with_stop(stop);
     if (s) {
-      conns.spawn(handler(std::move(*s)));
+      std::size_t target = slots.empty() ? 0 : least_loaded(slots);
+      if (target != 0) {
+        int fd = s->release();
+        if (slots[target]->inbox.try_send(fd)) continue;
+        *s = ringio::stream_socket(ringio::detail::fd_handle(fd));  // inbox full: serve it here
+      }
+      conns.spawn(counted(live, handler(std::move(*s)), loop));
       continue;
     }
     if (s.error() == std::errc::operation_canceled) break;
@@ -68,11 +129,21 @@ ringio::task<void> accept_loop(ringio::stream_listener& listener, const server_c
   }
   acceptor.reset();
   listener.close();  // refuse new connections while the open ones finish
-  ringio::scope timer;
-  timer.spawn(drain_deadline(conns, cfg.drain_timeout));
-  co_await conns.join();
-  timer.request_stop();
-  co_await timer.join();
+  co_await drain(conns, cfg);
+}
+
+// Acceptor mode, loops 1..N-1: serve the sockets loop 0 hands over.
+ringio::task<void> receive_loop(loop_slot& slot, const server_config& cfg, const connection_handler& handler,
+                                std::stop_token stop, unsigned loop) {
+  ringio::scope conns;
+  for (;;) {
+    auto fd = co_await slot.inbox.receive(stop);
+    if (!fd) break;
+    ringio::stream_socket s{ringio::detail::fd_handle(*fd)};
+    conns.spawn(counted(slot.live, handler(std::move(s)), loop));
+  }
+  while (auto fd = slot.inbox.try_receive()) ringio::detail::fd_handle close_it(*fd);
+  co_await drain(conns, cfg);
 }
 
 }  // namespace
@@ -92,10 +163,12 @@ int serve(const server_config& cfg, const connection_handler& handler) {
       return 1;
     }
   }
+  const bool acceptor_mode = cfg.dispatch == dispatch_mode::acceptor && cfg.threads > 1;
+  const unsigned listener_count = acceptor_mode ? 1 : cfg.threads;
   std::vector<ringio::stream_listener> listeners;
   ringio::socket_address bound = cfg.address;
-  for (unsigned i = 0; i < cfg.threads; ++i) {
-    auto l = ringio::stream_listener::bind(bound, {.reuse_port = cfg.threads > 1});
+  for (unsigned i = 0; i < listener_count; ++i) {
+    auto l = ringio::stream_listener::bind(bound, {.reuse_port = listener_count > 1});
     if (!l) {
       std::fprintf(stderr, "%s: cannot listen on %s: %s\n", cfg.name.c_str(), bound.to_string().c_str(),
                    l.error().message().c_str());
@@ -115,16 +188,25 @@ int serve(const server_config& cfg, const connection_handler& handler) {
     std::fprintf(stderr, "%s: %s\n", cfg.name.c_str(), e.what());
     return 1;
   }
-  std::printf("%s: listening on %s, %u thread%s, backend %s\n", cfg.name.c_str(), bound.to_string().c_str(),
-              cfg.threads, cfg.threads == 1 ? "" : "s", rt->context(0).describe().c_str());
+  std::printf("%s: listening on %s, %u thread%s (%s), backend %s\n", cfg.name.c_str(), bound.to_string().c_str(),
+              cfg.threads, cfg.threads == 1 ? "" : "s", acceptor_mode ? "one acceptor" : "SO_REUSEPORT per thread",
+              rt->context(0).describe().c_str());
   std::fflush(stdout);
 
   std::stop_source stop;
   std::exception_ptr failure;
+  std::vector<std::unique_ptr<loop_slot>> slots, no_slots;
+  if (acceptor_mode)
+    for (unsigned i = 0; i < cfg.threads; ++i) slots.push_back(std::make_unique<loop_slot>());
+  std::atomic<int> local_live{0};  // reuse-port mode keeps no per-loop counts
+  std::vector<std::atomic<long>> served(cfg.threads);
+  served_per_loop = &served;
   std::thread waiter([&] {
     try {
-      rt->run_on_each([&](ringio::io_context&, unsigned i) {
-        return accept_loop(listeners[i], cfg, handler, stop.get_token());
+      rt->run_on_each([&](ringio::io_context&, unsigned i) -> ringio::task<void> {
+        if (!acceptor_mode) return accept_loop(listeners[i], cfg, handler, stop.get_token(), no_slots, local_live, i);
+        if (i == 0) return accept_loop(listeners[0], cfg, handler, stop.get_token(), slots, slots[0]->live, 0);
+        return receive_loop(*slots[i], cfg, handler, stop.get_token(), i);
       });
     } catch (...) {
       failure = std::current_exception();
@@ -142,6 +224,9 @@ int serve(const server_config& cfg, const connection_handler& handler) {
   stop.request_stop();
   waiter.join();
   rt->stop();
+  std::string per_loop;
+  for (auto& n : served) per_loop += " " + std::to_string(n.load());
+  std::fprintf(stderr, "%s: connections served per thread:%s\n", cfg.name.c_str(), per_loop.c_str());
   if (failure) {
     try {
       std::rethrow_exception(failure);

@@ -16,6 +16,12 @@
 
 namespace apps {
 
+/// How connections reach the loop threads.
+enum class dispatch_mode {
+  reuse_port,  ///< one SO_REUSEPORT listener per thread: the kernel spreads connections
+  acceptor,    ///< thread 0 accepts and hands each socket to the least-loaded loop
+};
+
 struct server_config {
   std::string name;                 // program name for messages
   ringio::socket_address address;
@@ -23,6 +29,7 @@ struct server_config {
   std::optional<ringio::backend_kind> backend;
   std::chrono::milliseconds drain_timeout{5000};
   bool multishot_accept = true;
+  dispatch_mode dispatch = dispatch_mode::reuse_port;
 };
 
 /// Handles one connection; runs on the loop thread that accepted it.

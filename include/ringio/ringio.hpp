@@ -3,6 +3,7 @@
 
 #include "ringio/backend_kind.hpp"
 #include "ringio/buffer.hpp"
+#include "ringio/channel.hpp"
 #include "ringio/error.hpp"
 #include "ringio/fs/file.hpp"
 #include "ringio/io_context.hpp"

@@ -124,6 +124,34 @@ INSTANTIATE_TEST_SUITE_P(, EchoServerStop, ::testing::Values("uring", "epoll", "
                            return s;
                          });
 
+class EchoServerDispatch : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(EchoServerDispatch, ConnectionsSpreadOverAllThreads) {
+  child_process p({server, "--port", "0", "--threads", "2", "--dispatch", GetParam()});
+  auto port = start(p);
+  ASSERT_NE(port, 0) << p.stderr_text();
+  std::vector<int> conns;
+  for (int i = 0; i < 40; ++i) {
+    int c = connect_to(port);
+    ASSERT_GE(c, 0);
+    ASSERT_TRUE(echo_once(c, "hello " + std::to_string(i)));
+    conns.push_back(c);
+  }
+  for (int c : conns) ::close(c);
+  p.signal(SIGTERM);
+  ASSERT_EQ(p.wait(10s), std::optional<int>(0));
+  auto err = p.stderr_text();
+  auto pos = err.find("connections served per thread:");
+  ASSERT_NE(pos, std::string::npos) << err;
+  int a = -1, b = -1;
+  ASSERT_EQ(std::sscanf(err.c_str() + pos, "connections served per thread: %d %d", &a, &b), 2) << err;
+  EXPECT_EQ(a + b, 40);
+  EXPECT_GT(a, 0) << err;
+  EXPECT_GT(b, 0) << err;
+}
+
+INSTANTIATE_TEST_SUITE_P(, EchoServerDispatch, ::testing::Values("reuseport", "acceptor"));
+
 // xorshift stream: sender and checker generate the same bytes without storing them.
 struct byte_stream {
   std::uint64_t x;

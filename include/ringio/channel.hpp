@@ -1,0 +1,128 @@
+// ringio/channel.hpp — a bounded multi-producer, single-consumer channel between
+// threads: senders on any thread, one receiving task on one loop. A send is lock-free
+// and allocation-free; it wakes the receiver's loop only when the receiver is waiting
+// (with a ring-to-ring message from another io_uring loop, else the loop's eventfd).
+#pragma once
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <coroutine>
+#include <cstddef>
+#include <optional>
+#include <stop_token>
+
+#include "ringio/detail/io_operation.hpp"
+#include "ringio/detail/mpsc_ring.hpp"
+#include "ringio/detail/remote_item.hpp"
+#include "ringio/io_context.hpp"
+#include "ringio/result.hpp"
+#include "ringio/time/sleep.hpp"
+#include "ringio/yield.hpp"
+
+namespace ringio {
+
+template <class T>
+class channel;
+
+namespace detail {
+
+extern const op_vtable channel_wait_vtable;
+
+/// Waits (as an event operation) until the channel may hold something.
+class channel_wait_op : public io_operation<channel_wait_op> {
+ public:
+  channel_wait_op() noexcept : io_operation(&channel_wait_vtable, op_kind::event) {}
+  result<void> get_result() const noexcept { return void_result(*this); }
+};
+
+/// The channel's receiver side that other threads can wake.
+struct channel_waker {
+  std::atomic<bool> waiting{false};   // the receiver is (about to be) suspended
+  std::atomic<bool> wake_queued{false};
+  channel_wait_op* op = nullptr;       // loop thread only
+  io_context* ctx = nullptr;
+  remote_item item;
+
+  channel_waker() {
+    item.arg = this;
+    item.run = [](remote_item& it, io_context& ctx) noexcept {
+      auto* w = static_cast<channel_waker*>(it.arg);
+      w->wake_queued.store(false, std::memory_order_release);
+      if (w->op != nullptr) ctx.complete_event(*w->op, 0);
+    };
+  }
+  /// Any thread, after a push.
+  void notify() noexcept {
+    if (!waiting.load(std::memory_order_seq_cst)) return;
+    if (!waiting.exchange(false)) return;
+    wake_queued.store(true, std::memory_order_relaxed);
+    ctx->post_remote(item);
+  }
+};
+
+}  // namespace detail
+
+/// `capacity` is rounded up to a power of two. Destroy a channel only after its
+/// senders have stopped and its receiver's loop has run once since the last send.
+template <class T>
+class channel {
+ public:
+  explicit channel(std::size_t capacity) : ring_(capacity) {}
+
+  /// Any thread: queues v, or returns false if the channel is full.
+  bool try_send(T v) {
+    if (!ring_.try_push(v)) return false;
+    waker_.notify();
+    return true;
+  }
+
+  /// Any ringio task: waits (by yielding, then sleeping briefly) while the channel is
+  /// full. Fails only with operation_canceled (the task's stop token).
+  task<result<void>> send(T v) {
+    for (int spins = 0;; ++spins) {
+      if (ring_.try_push(v)) {
+        waker_.notify();
+        co_return result<void>{};
+      }
+      if (spins < 16) {
+        co_await yield();
+      } else {
+        auto s = co_await sleep_for(std::chrono::microseconds(50));
+        if (!s) co_return unexpected(s.error());
+      }
+    }
+  }
+
+  /// The receiving task (one at a time, on one loop): the next value, or
+  /// operation_canceled when `stop` (or else the task's own stop token) is requested.
+  task<result<T>> receive(std::stop_token stop = {}) {
+    for (;;) {
+      if (auto v = ring_.try_pop()) co_return std::move(*v);
+      detail::channel_waker& w = waker_;
+      w.ctx = io_context::current();
+      w.waiting.store(true, std::memory_order_seq_cst);
+      // Look again: a send that raced with us either sees waiting or is seen here.
+      if (auto v = ring_.try_pop()) {
+        w.waiting.store(false);
+        co_return std::move(*v);
+      }
+      detail::channel_wait_op op;
+      if (stop.stop_possible()) op.set_stop_token(stop);
+      w.op = &op;
+      auto r = co_await op;
+      w.op = nullptr;
+      w.waiting.store(false);
+      if (!r) co_return unexpected(r.error());
+    }
+  }
+
+  /// Receiver side, without waiting.
+  std::optional<T> try_receive() { return ring_.try_pop(); }
+
+ private:
+  detail::mpsc_ring<T> ring_;
+  detail::channel_waker waker_;
+};
+
+}  // namespace ringio
