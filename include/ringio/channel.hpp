@@ -41,23 +41,24 @@ struct channel_waker {
   std::atomic<bool> waiting{false};   // the receiver is (about to be) suspended
   std::atomic<bool> wake_queued{false};
   channel_wait_op* op = nullptr;       // loop thread only
-  io_context* ctx = nullptr;
+  std::atomic<io_context*> ctx{nullptr};  // the receiver's loop (set before waiting)
   remote_item item;
 
   channel_waker() {
     item.arg = this;
     item.run = [](remote_item& it, io_context& ctx) noexcept {
       auto* w = static_cast<channel_waker*>(it.arg);
-      w->wake_queued.store(false, std::memory_order_release);
+      w->wake_queued.store(false, std::memory_order_release);  // before looking at op
       if (w->op != nullptr) ctx.complete_event(*w->op, 0);
     };
   }
-  /// Any thread, after a push.
+  /// Any thread, after a push. The item is queued at most once at a time: a receiver
+  /// that waits again before it ran is completed by that same item.
   void notify() noexcept {
     if (!waiting.load(std::memory_order_seq_cst)) return;
     if (!waiting.exchange(false)) return;
-    wake_queued.store(true, std::memory_order_relaxed);
-    ctx->post_remote(item);
+    if (wake_queued.exchange(true, std::memory_order_acq_rel)) return;
+    ctx.load(std::memory_order_acquire)->post_remote(item);
   }
 };
 
@@ -100,7 +101,7 @@ class channel {
     for (;;) {
       if (auto v = ring_.try_pop()) co_return std::move(*v);
       detail::channel_waker& w = waker_;
-      w.ctx = io_context::current();
+      w.ctx.store(io_context::current(), std::memory_order_release);
       w.waiting.store(true, std::memory_order_seq_cst);
       // Look again: a send that raced with us either sees waiting or is seen here.
       if (auto v = ring_.try_pop()) {

@@ -32,6 +32,18 @@ class current_scope {
 
 std::atomic<bool> fallback_reported{false};
 
+// Counts a call from any thread into a context for the duration of a scope.
+class foreign_call {
+ public:
+  explicit foreign_call(std::atomic<int>& n) noexcept : n_(n) { n_.fetch_add(1, std::memory_order_acq_rel); }
+  ~foreign_call() { n_.fetch_sub(1, std::memory_order_acq_rel); }
+  foreign_call(const foreign_call&) = delete;
+  foreign_call& operator=(const foreign_call&) = delete;
+
+ private:
+  std::atomic<int>& n_;
+};
+
 struct backend_choice {
   backend_kind kind;
   bool forced;
@@ -90,7 +102,10 @@ io_context::io_context(io_context_options opts) : state_(std::make_unique<detail
   }
 }
 
-io_context::~io_context() { shutdown(); }
+io_context::~io_context() {
+  shutdown();
+  while (state_->foreign_calls.load(std::memory_order_acquire) != 0) std::this_thread::yield();
+}
 
 io_context* io_context::current() noexcept { return current_context; }
 
@@ -158,6 +173,7 @@ void io_context::schedule_completion(detail::op_base& op) {
 }
 
 void io_context::post_remote(detail::remote_item& item) noexcept {
+  foreign_call guard(state_->foreign_calls);
   detail::remote_item* head = state_->inbox.load(std::memory_order_relaxed);
   do {
     item.next = head;
@@ -175,6 +191,7 @@ void io_context::wake_from(io_context* sender) noexcept {
 }
 
 void io_context::stop() noexcept {
+  foreign_call guard(state_->foreign_calls);
   stop_requested_.store(true);
   if (state_->sleeping.exchange(false)) wake_from(current());
 }

@@ -44,6 +44,9 @@ class loop_state {
   std::atomic<remote_item*> inbox{nullptr};
   /// True while the loop is (about to be) blocked in the kernel: wakers must wake it.
   std::atomic<bool> sleeping{false};
+  /// Calls from other threads (stop, post) still touching the context: its
+  /// destructor waits for them, since such a call may be what made the loop return.
+  std::atomic<int> foreign_calls{0};
   /// Synchronous completions left before a readiness backend must yield to the loop.
   unsigned sync_budget = 0;
   static constexpr unsigned sync_budget_per_iteration = 64;
