@@ -12,7 +12,7 @@ void request::clear() noexcept {
   version_minor_ = 1;
   host_count_ = 0;
   chunked_ = expect_continue_ = connection_close_ = connection_keep_alive_ = false;
-  transfer_encoding_ = other_coding_ = expect_unknown_ = false;
+  transfer_encoding_ = other_coding_ = expect_unknown_ = prefix_routed_ = false;
   keep_alive_ = true;
 }
 
@@ -34,7 +34,7 @@ void request::rebase(const char* from, std::size_t size, const char* to) noexcep
   auto begin = reinterpret_cast<std::uintptr_t>(from);
   mover move{begin, begin + size, to};
   for (std::string_view* v : {&method_name_, &target_, &path_, &query_, &body_, &route_rest_}) move(*v);
-  header* h = headers_.data();
+  http::header* h = headers_.data();
   for (std::size_t i = 0; i < headers_.size(); ++i) {
     move(h[i].name);
     move(h[i].value);

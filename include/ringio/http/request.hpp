@@ -51,6 +51,8 @@ class request {
   /// After a router's prefix route matched: the rest of the path after the prefix
   /// (for prefix "/static/" and path "/static/a.css": "a.css"). Empty otherwise.
   [[nodiscard]] std::string_view route_rest() const noexcept { return route_rest_; }
+  /// Whether a router's prefix route matched (route_rest() is meaningful).
+  [[nodiscard]] bool prefix_routed() const noexcept { return prefix_routed_; }
 
   /// Forgets everything (the connection reuses one request object).
   void clear() noexcept;
@@ -76,6 +78,7 @@ class request {
   bool transfer_encoding_ = false;
   bool other_coding_ = false;
   bool expect_unknown_ = false;
+  bool prefix_routed_ = false;
 };
 
 }  // namespace ringio::http

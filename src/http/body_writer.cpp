@@ -1,0 +1,57 @@
+#include "ringio/http/body_writer.hpp"
+
+#include "output_buffer.hpp"
+#include "ringio/time/timeout.hpp"
+
+namespace ringio::http {
+namespace {
+constexpr std::size_t gather_limit = 16 * 1024;  // parts smaller than this are copied and gathered
+}
+
+task<result<void>> body_writer::write(std::string_view data) {
+  if (failed_) co_return unexpected(std::errc::broken_pipe);
+  if (data.empty()) co_return result<void>{};  // an empty chunk would end the body
+  written_ += data.size();
+  if (chunked_) {
+    out_.append_hex(data.size());
+    out_.append("\r\n");
+  }
+  if (data.size() < gather_limit) {
+    out_.append(data);
+    if (chunked_) out_.append("\r\n");
+    if (out_.size() < gather_limit) co_return result<void>{};
+    auto sent = co_await send_buffered();
+    co_return sent;
+  }
+  auto sent = co_await send_buffered();  // the chunk header and earlier parts
+  if (!sent) co_return sent;
+  auto w = co_await with_timeout(socket_.send_all(data), timeout_);
+  if (!w) {
+    failed_ = true;
+    co_return unexpected(w.error());
+  }
+  if (chunked_) out_.append("\r\n");
+  co_return result<void>{};
+}
+
+task<result<void>> body_writer::flush() {
+  auto sent = co_await send_buffered();
+  co_return sent;
+}
+
+void body_writer::finish() {
+  if (chunked_) out_.append("0\r\n\r\n");
+}
+
+task<result<void>> body_writer::send_buffered() {
+  if (out_.empty()) co_return result<void>{};
+  auto w = co_await with_timeout(socket_.send_all(out_.view()), timeout_);
+  out_.clear();
+  if (!w) {
+    failed_ = true;
+    co_return unexpected(w.error());
+  }
+  co_return result<void>{};
+}
+
+}  // namespace ringio::http

@@ -1,0 +1,64 @@
+// connection — one client connection: read, parse, call the handler, write; again
+// while keep-alive allows. Buffers are per connection and reused by every request.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <stop_token>
+#include <string_view>
+
+#include "output_buffer.hpp"
+#include "ringio/http/chunked_decoder.hpp"
+#include "ringio/http/request.hpp"
+#include "ringio/http/request_parser.hpp"
+#include "ringio/http/response.hpp"
+#include "ringio/net/stream_socket.hpp"
+#include "ringio/task.hpp"
+#include "server_core.hpp"
+
+namespace ringio::http::detail {
+
+class connection {
+ public:
+  connection(server_core& core, stream_socket s);
+  connection(const connection&) = delete;
+  connection& operator=(const connection&) = delete;
+
+  /// Serves requests until the connection ends.
+  task<void> run();
+  /// Answers 503 (connection limit) and closes.
+  task<void> refuse();
+
+ private:
+  enum class framing : std::uint8_t { length, chunked, until_close, none };
+
+  [[nodiscard]] std::string_view pending() const noexcept { return {in_.get() + start_, end_ - start_}; }
+  [[nodiscard]] mutable_buffer free_space() const noexcept { return {in_.get() + end_, cap_ - end_}; }
+  bool make_room(std::size_t min_free);
+  void consume(std::size_t n) noexcept;
+
+  task<int> read_body(std::size_t head_size, std::size_t& request_size);
+  void write_head(const response& r, framing f, std::uint64_t length, bool keep);
+  bool write_fixed(const response& r, bool keep);
+  task<bool> write_special(response& r, bool& keep);
+  task<bool> send_file(file_body& f);
+  task<bool> send_out();
+  task<void> fail(int status);
+  task<void> close_gracefully();
+  void log_handler_error(std::string_view what);
+
+  server_core& core_;
+  stream_socket sock_;
+  std::unique_ptr<char[]> in_;
+  std::size_t cap_;
+  std::size_t limit_;  // the receive buffer never grows beyond this
+  std::size_t start_ = 0, end_ = 0;
+  output_buffer out_;
+  request req_;
+  request_parser parser_;
+  chunked_decoder chunks_;
+  std::stop_source idle_;  // stops waits for a next request: server drain or our own stop
+};
+
+}  // namespace ringio::http::detail

@@ -1,0 +1,60 @@
+#include "file_path.hpp"
+
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "char_class.hpp"
+
+namespace ringio::http::detail {
+
+int decode_relative_path(std::string_view encoded, char* out, std::size_t cap, std::size_t& len) noexcept {
+  len = 0;
+  std::size_t segment = 0;  // where the current segment starts in out
+  auto end_segment = [&]() -> int {
+    std::string_view seg(out + segment, len - segment);
+    if (seg == "..") return 404;
+    if (seg.empty() || seg == ".") {
+      len = segment;  // drop it (and keep no trailing '/')
+    } else {
+      if (len + 1 >= cap) return 414;
+      out[len++] = '/';
+    }
+    segment = len;
+    return 0;
+  };
+  for (std::size_t i = 0; i < encoded.size(); ++i) {
+    char c = encoded[i];
+    if (c == '/') {
+      if (int st = end_segment()) return st;
+      continue;
+    }
+    if (c == '%') {
+      int hi = i + 2 < encoded.size() ? hex_value(encoded[i + 1]) : -1;
+      int lo = hi >= 0 ? hex_value(encoded[i + 2]) : -1;
+      if (lo < 0) return 400;
+      c = static_cast<char>(hi * 16 + lo);
+      if (c == '\0' || c == '/') return 400;  // an encoded '/' would hide a segment boundary
+      i += 2;
+    }
+    if (len + 1 >= cap) return 414;
+    out[len++] = c;
+  }
+  if (int st = end_segment()) return st;
+  if (len > 0 && out[len - 1] == '/') --len;  // "a/b/" names the directory a/b
+  out[len] = '\0';
+  return 0;
+}
+
+int open_beneath(int root_fd, const char* rel) noexcept {
+  open_how how{};
+  how.flags = O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY;
+  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+  long fd = ::syscall(SYS_openat2, root_fd, rel[0] == '\0' ? "." : rel, &how, sizeof how);
+  return fd >= 0 ? static_cast<int>(fd) : -errno;
+}
+
+}  // namespace ringio::http::detail

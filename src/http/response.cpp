@@ -1,0 +1,66 @@
+#include "ringio/http/response.hpp"
+
+#include <stdexcept>
+
+#include "char_class.hpp"
+
+namespace ringio::http {
+namespace {
+
+void check_value(std::string_view value) {
+  for (char c : value)
+    if (!detail::is(c, detail::cc_value)) throw std::invalid_argument("http: control character in a header value");
+}
+
+}  // namespace
+
+response response::text(int status, std::string body, std::string_view content_type) {
+  response r(status);
+  r.set_content_type(content_type);
+  r.body_.emplace<std::string>(std::move(body));
+  return r;
+}
+
+response response::borrowed(int status, std::string_view body, std::string_view content_type) {
+  response r(status);
+  r.set_content_type(content_type);
+  r.body_.emplace<std::string_view>(body);
+  return r;
+}
+
+response response::stream(int status, std::string_view content_type, body_stream fn) {
+  response r(status);
+  r.set_content_type(content_type);
+  r.body_.emplace<body_stream>(std::move(fn));
+  return r;
+}
+
+response response::file(int status, file_body f, std::string_view content_type) {
+  response r(status);
+  r.set_content_type(content_type);
+  r.body_.emplace<file_body>(std::move(f));
+  return r;
+}
+
+response& response::set_header(std::string_view name, std::string_view value) {
+  if (name.empty()) throw std::invalid_argument("http: empty header name");
+  for (char c : name)
+    if (!detail::is(c, detail::cc_token)) throw std::invalid_argument("http: invalid header name");
+  check_value(value);
+  fields_.append(name).append(": ").append(detail::trim_ows(value)).append("\r\n");
+  return *this;
+}
+
+response& response::set_content_type(std::string_view content_type) {
+  check_value(content_type);
+  content_type_.assign(content_type);
+  return *this;
+}
+
+std::string_view response::body() const noexcept {
+  if (const auto* s = std::get_if<std::string>(&body_)) return *s;
+  if (const auto* v = std::get_if<std::string_view>(&body_)) return *v;
+  return {};
+}
+
+}  // namespace ringio::http

@@ -1,0 +1,60 @@
+// server_core — what every connection of one http::server shares, across threads: the
+// handler, the options, the connection count, the drain signal, the log.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <stop_token>
+#include <string_view>
+
+#include "ringio/http/router.hpp"
+#include "ringio/http/server.hpp"
+
+namespace ringio::http::detail {
+
+class server_core {
+ public:
+  server_core(handler h, server_options o);
+
+  /// Counts a new connection in; false (and nothing counted) when at the limit.
+  bool admit() noexcept {
+    if (active_.fetch_add(1, std::memory_order_relaxed) < opts.max_connections) return true;
+    active_.fetch_sub(1, std::memory_order_relaxed);
+    return false;
+  }
+  void release() noexcept { active_.fetch_sub(1, std::memory_order_relaxed); }
+  [[nodiscard]] std::size_t active() const noexcept { return active_.load(std::memory_order_relaxed); }
+
+  void drain() noexcept { drain_.request_stop(); }
+  [[nodiscard]] const std::stop_token& drain_token() const noexcept { return drain_token_; }
+
+  /// Writes one line to the log.
+  void log(std::string_view line) const;
+  /// The same, at most once per second per `kind` (a busy server must not flood it).
+  void log_limited(std::atomic<std::int64_t>& last, std::string_view line) const;
+
+  const handler handle;
+  const server_options opts;
+  mutable std::atomic<std::int64_t> last_limit_log{0};
+  mutable std::atomic<std::int64_t> last_error_log{0};
+
+ private:
+  std::atomic<std::size_t> active_{0};
+  std::stop_source drain_;
+  std::stop_token drain_token_ = drain_.get_token();
+};
+
+/// Holds one admitted connection's place until the connection ends.
+class admission {
+ public:
+  explicit admission(server_core& core) noexcept : core_(core) {}
+  ~admission() { core_.release(); }
+  admission(const admission&) = delete;
+  admission& operator=(const admission&) = delete;
+
+ private:
+  server_core& core_;
+};
+
+}  // namespace ringio::http::detail
