@@ -2,7 +2,12 @@
 // stops requested from other threads while the loops are busy.
 #include <gtest/gtest.h>
 
+#include <dirent.h>
+
 #include <atomic>
+#include <fstream>
+#include <memory>
+#include <string>
 #include <chrono>
 #include <thread>
 #include <vector>
@@ -158,5 +163,51 @@ TEST(CrossThread, PlainThreadsWakeALoopThroughItsEventfd) {
     EXPECT_EQ(ran.load(), 10);
     EXPECT_GE(st.eventfd_wakes, 5u) << to_string(kind);
     EXPECT_EQ(st.message_wakes, 0u);
+  }
+}
+
+namespace {
+int threads_named(const std::string& prefix) {
+  int n = 0;
+  DIR* d = opendir("/proc/self/task");
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    std::ifstream f(std::string("/proc/self/task/") + e->d_name + "/comm");
+    std::string comm;
+    std::getline(f, comm);
+    if (comm.rfind(prefix, 0) == 0) ++n;
+  }
+  closedir(d);
+  return n;
+}
+}  // namespace
+
+// With SQPOLL, attaching (IORING_SETUP_ATTACH_WQ) makes the rings of a runtime share
+// one kernel submission thread: counted here from the threads the kernel created.
+TEST(CrossThread, AttachedRingsShareOneKernelPollThread) {
+  for (bool attach : {true, false}) {
+    // The kernel retires a poll thread shortly after its last ring closes.
+    int baseline = threads_named("iou-sqp");
+    for (int i = 0; i < 200 && baseline > 0; ++i) {
+      std::this_thread::sleep_for(10ms);
+      baseline = threads_named("iou-sqp");
+    }
+    runtime_options o;
+    o.threads = 3;
+    o.context.backend = backend_kind::uring;
+    o.context.sqpoll = true;
+    o.attach_wq = attach;
+    std::unique_ptr<runtime> rt;
+    try {
+      rt = std::make_unique<runtime>(o);
+    } catch (const std::system_error& e) {
+      GTEST_SKIP() << "SQPOLL rings cannot be created here: " << e.what();
+    }
+    rt->run_on_each([](io_context&, unsigned) -> task<void> {
+      auto r = co_await nop();  // every ring runs, so its poll thread exists
+      EXPECT_TRUE(r);
+    });
+    EXPECT_EQ(threads_named("iou-sqp") - baseline, attach ? 1 : 3) << (attach ? "attached" : "separate");
+    EXPECT_EQ(rt->context(2).describe().find("ATTACH_WQ") != std::string::npos, attach);
   }
 }
