@@ -22,7 +22,9 @@ void recv_prepare(op_base& b, io_uring_sqe& sqe) noexcept {
 }
 int recv_attempt(op_base& b) noexcept {
   auto& op = static_cast<recv_op&>(b);
-  return syscall_result(::recv(op.fd, op.buf.data(), op.buf.size(), op.flags | MSG_DONTWAIT));
+  int r = syscall_result(::recv(op.fd, op.buf.data(), op.buf.size(), op.flags | MSG_DONTWAIT));
+  op.drained = op.stream && r > 0 && static_cast<std::size_t>(r) < op.buf.size() && (op.flags & MSG_PEEK) == 0;
+  return r;
 }
 
 // ---- recv_exact: recv into the unfilled rest until full or EOF ----
@@ -34,7 +36,9 @@ void recv_exact_prepare(op_base& b, io_uring_sqe& sqe) noexcept {
 int recv_exact_attempt(op_base& b) noexcept {
   auto& op = static_cast<recv_exact_op&>(b);
   mutable_buffer rest = op.buf.skip(op.done).first(max_io_size);
-  return syscall_result(::recv(op.fd, rest.data(), rest.size(), MSG_DONTWAIT));
+  int r = syscall_result(::recv(op.fd, rest.data(), rest.size(), MSG_DONTWAIT));
+  op.drained = r > 0 && static_cast<std::size_t>(r) < rest.size();
+  return r;
 }
 
 // ---- send ----

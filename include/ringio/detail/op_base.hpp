@@ -86,6 +86,7 @@ struct op_base {
   bool cancel_submitted = false;    ///< an ASYNC_CANCEL for it is in flight
   bool timed_out = false;           ///< its deadline expired (with_timeout)
   bool polling = false;             ///< uring-poll: the request in flight is a POLL_ADD
+  bool drained = false;             ///< attempt(): a short stream read emptied the socket
   bool remote_cancel_seen = false;  ///< the loop has drained its cross-thread cancel
   std::atomic<bool> remote_cancel{false};  ///< a stop callback on another thread queued it
   std::uint32_t heap_index = 0;            ///< position in the readiness timer heap (+1)

@@ -24,8 +24,9 @@ constexpr std::size_t max_io_size = 0x7ffff000;
 /// One recv(2): up to buf.size() bytes; 0 means the peer closed its side.
 class recv_op : public io_operation<recv_op> {
  public:
-  recv_op(int fd_, mutable_buffer b, int flags_) noexcept
-      : io_operation(&recv_vtable), buf(b.first(max_io_size)), flags(flags_) {
+  /// `stream`: a byte stream (a short read means the socket is empty), not datagrams.
+  recv_op(int fd_, mutable_buffer b, int flags_, bool stream_ = true) noexcept
+      : io_operation(&recv_vtable), buf(b.first(max_io_size)), flags(flags_), stream(stream_) {
     fd = fd_;
     want = interest::readable;
   }
@@ -33,6 +34,7 @@ class recv_op : public io_operation<recv_op> {
 
   mutable_buffer buf;
   int flags;
+  bool stream;
 };
 
 /// recv(2) until buf is full or the peer closes: the count is short only at EOF.

@@ -29,7 +29,7 @@ class udp_socket {
   /// Fixes the peer (connect(2), synchronous for UDP): then send/recv work.
   result<void> connect(const socket_address& peer) noexcept;
   [[nodiscard]] detail::send_op send(const_buffer buf) noexcept { return {fd_.get(), buf, 0}; }
-  [[nodiscard]] detail::recv_op recv(mutable_buffer buf) noexcept { return {fd_.get(), buf, 0}; }
+  [[nodiscard]] detail::recv_op recv(mutable_buffer buf) noexcept { return {fd_.get(), buf, 0, false}; }
 
   [[nodiscard]] result<socket_address> local_address() const;
   [[nodiscard]] bool is_open() const noexcept { return fd_.valid(); }

@@ -98,18 +98,39 @@ bool epoll_backend::start(op_base& op) {
     case op_kind::event:  // handled by io_context, never reaches a backend
       break;
   }
-  int r = op.vt->attempt(op);
-  if (r != -EAGAIN) return complete_now(op, r);
+  // Skip the syscall when this direction is known not to be ready (edge triggered:
+  // an edge since the last EAGAIN would have set the flag again).
+  fd_state* s = known(op.fd);
+  bool* ready = s == nullptr ? nullptr : (op.want == interest::writable ? &s->writable : &s->readable);
+  if (ready == nullptr || *ready) {
+    op.drained = false;
+    int r = op.vt->attempt(op);
+    // A short read of a stream leaves it empty: the next read can wait for an edge
+    // instead of asking the kernel and hearing EAGAIN (any later data brings an edge).
+    if (op.drained && ready != nullptr && !s->read_closed) *ready = false;
+    if (r != -EAGAIN) return complete_now(op, r);
+  }
   if (op.deadline_ns != 0 && op.deadline_ns <= monotonic_ns()) {
     op.timed_out = true;
     return complete_now(op, -ECANCELED);
   }
   if (!watch(op)) return complete_now(op, -errno);
+  fd_state& st = fds_[static_cast<std::size_t>(op.fd)];
+  if (op.want == interest::writable ? !st.write_closed : !st.read_closed)
+    (op.want == interest::writable ? st.writable : st.readable) = false;
   op.state = op_state::in_flight;
   ++in_flight_;
   list_of(op).push(op);
   if (op.deadline_ns != 0) timers_.push(op);
   return false;
+}
+
+// The fd's state if it is registered for the file it names now, else null.
+epoll_backend::fd_state* epoll_backend::known(int fd) noexcept {
+  auto idx = static_cast<std::size_t>(fd);
+  if (idx >= fds_.size()) return nullptr;
+  fd_state& s = fds_[idx];
+  return s.registered && s.generation == fd_generation(fd) ? &s : nullptr;
 }
 
 // Registers the fd with epoll once (edge triggered, both directions).
@@ -128,6 +149,8 @@ bool epoll_backend::watch(op_base& op) noexcept {
   }
   s.registered = true;
   s.generation = gen;
+  s.readable = s.writable = true;  // unknown until EAGAIN says otherwise
+  s.read_closed = s.write_closed = false;
   return true;
 }
 
@@ -160,7 +183,11 @@ void epoll_backend::run_waiters(std::size_t idx, bool writers) noexcept {
   auto list = [&]() -> wait_list& { return writers ? fds_[idx].writers : fds_[idx].readers; };
   op_base* last = list().tail;
   while (op_base* op = list().head) {
+    op->drained = false;
     int r = op->vt->attempt(*op);
+    fd_state& s = fds_[idx];
+    bool closed = writers ? s.write_closed : s.read_closed;
+    if ((op->drained || r == -EAGAIN) && !closed) (writers ? s.writable : s.readable) = false;
     if (r == -EAGAIN) return;
     list().unlink(*op);
     timers_.remove(*op);
@@ -203,6 +230,11 @@ void epoll_backend::poll(bool block) {
       continue;
     }
     auto idx = static_cast<std::size_t>(ev.data.u64);
+    fd_state& s = fds_[idx];
+    if (ev.events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) s.readable = true;
+    if (ev.events & (EPOLLOUT | EPOLLHUP | EPOLLERR)) s.writable = true;
+    if (ev.events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) s.read_closed = true;
+    if (ev.events & (EPOLLHUP | EPOLLERR)) s.write_closed = true;
     if (ev.events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) run_waiters(idx, false);
     if (ev.events & (EPOLLOUT | EPOLLHUP | EPOLLERR)) run_waiters(idx, true);
   }

@@ -39,10 +39,19 @@ class epoll_backend final : public backend {
     wait_list writers;
     std::uint32_t generation = 0;  // fd_generation() when registered
     bool registered = false;
+    // Readiness as last seen: cleared by an attempt that hit EAGAIN, set by an edge.
+    // An operation on a direction known not to be ready waits without trying first.
+    bool readable = true;
+    bool writable = true;
+    // The peer closed or the socket failed: the condition stays, and no further edge
+    // will announce it, so readiness is never cleared again.
+    bool read_closed = false;
+    bool write_closed = false;
   };
 
   bool complete_now(op_base& op, int res) noexcept;
   bool watch(op_base& op) noexcept;
+  fd_state* known(int fd) noexcept;
   void run_waiters(std::size_t idx, bool writers) noexcept;
   void expire_timers() noexcept;
   void finish(op_base& op) noexcept;
