@@ -115,3 +115,39 @@ TEST_P(Timeouts, NopCompletes) {
 RINGIO_ALL_BACKENDS(Timeouts);
 
 }  // namespace
+
+namespace {
+
+class TaskTimeouts : public backend_test {};
+
+TEST_P(TaskTimeouts, ATaskThatTakesTooLongIsCancelledAndTimesOut) {
+  std::vector<std::string> log;
+  auto r = run([](std::vector<std::string>& log) -> task<result<int>> {
+    auto slow = [](std::vector<std::string>& log) -> task<int> {
+      auto s = co_await sleep_for(10s);
+      log.push_back(s ? "finished" : "cancelled");
+      co_return 1;
+    };
+    co_return co_await with_timeout(slow(log), 30ms);
+  }(log));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error(), std::errc::timed_out);
+  EXPECT_EQ(log, std::vector<std::string>{"cancelled"}) << "the task was not awaited before returning";
+}
+
+TEST_P(TaskTimeouts, AFastTaskKeepsItsValueAndFlattensResults) {
+  auto r = run([]() -> task<result<std::size_t>> {
+    auto quick = []() -> task<result<std::size_t>> { co_return std::size_t{42}; };
+    co_return co_await with_timeout(quick(), 5s);
+  }());
+  ASSERT_TRUE(r);
+  EXPECT_EQ(*r, 42u);
+  auto v = run([]() -> task<result<void>> {
+    co_return co_await with_timeout([]() -> task<void> { co_await yield(); }(), 5s);
+  }());
+  EXPECT_TRUE(v);
+}
+
+RINGIO_ALL_BACKENDS(TaskTimeouts);
+
+}  // namespace

@@ -11,7 +11,9 @@
 
 #include "ringio/detail/clock.hpp"
 #include "ringio/detail/op_base.hpp"
+#include "ringio/task.hpp"
 #include "ringio/time/sleep.hpp"
+#include "ringio/when_any.hpp"
 
 namespace ringio {
 
@@ -30,6 +32,35 @@ template <class Op>
   static_assert(!std::is_same_v<Op, detail::sleep_op>, "a sleep needs no deadline");
   op.set_deadline(detail::to_monotonic_ns(t));
   return op;
+}
+
+namespace detail {
+template <class T>
+struct timed_result {
+  using type = result<T>;
+};
+template <class U>
+struct timed_result<result<U>> {  // flatten: a task that already returns result<U>
+  using type = result<U>;
+};
+}  // namespace detail
+
+/// A whole task with a deadline: if `t` has not finished within `d`, its stop token is
+/// requested (its operations fail with operation_canceled), it is awaited, and the
+/// result is std::errc::timed_out. A task returning result<U> gives result<U>.
+template <class T>
+  requires(!std::is_void_v<T>)
+[[nodiscard]] task<typename detail::timed_result<T>::type> with_timeout(task<T> t, std::chrono::nanoseconds d) {
+  auto v = co_await when_any(std::move(t), sleep_for(d));
+  if (v.index() == 1) co_return unexpected(std::errc::timed_out);
+  co_return std::get<0>(std::move(v));
+}
+
+/// The same for a task<void>: result<void>.
+[[nodiscard]] inline task<result<void>> with_timeout(task<void> t, std::chrono::nanoseconds d) {
+  auto v = co_await when_any(std::move(t), sleep_for(d));
+  if (v.index() == 1) co_return unexpected(std::errc::timed_out);
+  co_return result<void>{};
 }
 
 }  // namespace ringio
