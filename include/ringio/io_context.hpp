@@ -31,8 +31,12 @@ struct io_context_options {
   /// Completion queue entries; 0 picks 65536 (the kernel's maximum), so that one
   /// thread can keep tens of thousands of operations in flight without overflow.
   unsigned cq_entries = 0;
-  /// Upper bound of operations in flight; beyond it operations wait in a backlog
-  /// until completions make room. 0: the CQ size.
+  /// Upper bound of pending completions; beyond it operations wait in a backlog until
+  /// completions make room (one line on stderr says so the first time). 0: the CQ
+  /// size, so the CQ can never overflow. Operations that wait long (reads on idle
+  /// connections) hold their slot: a thread serving more idle connections than this
+  /// starves new work, so raise it above the CQ size for such servers; the kernel
+  /// then keeps overflowing completions in its own list (IORING_FEAT_NODROP).
   unsigned max_in_flight = 0;
   /// Use IORING_SETUP_SQPOLL (a kernel thread polls the SQ; costs a core).
   bool sqpoll = false;

@@ -46,8 +46,7 @@ uring_backend::uring_backend(io_context& ctx, loop_state& st, const io_context_o
                              bool poll_mode)
     : ctx_(ctx), st_(st), poll_mode_(poll_mode) {
   setup_ = create_ring(ring_, opts);
-  cap_ = setup_.cq_entries;
-  if (opts.max_in_flight != 0 && opts.max_in_flight < cap_) cap_ = opts.max_in_flight;
+  cap_ = opts.max_in_flight != 0 ? opts.max_in_flight : setup_.cq_entries;
   wake_fd_ = ::eventfd(0, EFD_CLOEXEC);
   if (wake_fd_ < 0) {
     int err = errno;
@@ -106,6 +105,13 @@ bool uring_backend::start(op_base& op) {
   ++user_in_flight_;
   if (cqes_expected_ + 3 > cap_) {
     // Too many CQEs could be pending: wait for completions to make room.
+    if (!backlog_reported_) {
+      backlog_reported_ = true;
+      std::fprintf(stderr,
+                   "ringio: %zu operations in flight reached the limit (%zu); further ones wait for "
+                   "completions (io_context_options::max_in_flight)\n",
+                   cqes_expected_, cap_);
+    }
     op.state = op_state::backlogged;
     op.next = nullptr;
     op.prev = backlog_tail_;

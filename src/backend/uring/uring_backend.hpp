@@ -63,6 +63,7 @@ class uring_backend final : public backend {
   int wake_fd_ = -1;
   wake_op wake_;
   bool wake_armed_ = false;
+  bool backlog_reported_ = false;
 };
 
 }  // namespace ringio::detail
