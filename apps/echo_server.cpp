@@ -12,10 +12,12 @@ namespace {
 constexpr const char* usage =
     "usage: echo_server --port P [--host ADDR] [--threads N] [--backend uring|epoll|uring-poll]\n"
     "                   [--drain-timeout SECONDS] [--single-accept] [--dispatch reuseport|acceptor]\n"
+    "                   [--sqpoll]\n"
     "Echoes every byte back on every TCP connection. SIGINT/SIGTERM stop it gracefully:\n"
     "no new connections, open ones get --drain-timeout (default 5) seconds, exit 0.\n"
     "--dispatch: one SO_REUSEPORT listener per thread (default), or one acceptor thread\n"
-    "handing each connection to the least-loaded thread.\n";
+    "handing each connection to the least-loaded thread.\n"
+    "--sqpoll: a kernel thread polls each ring's submission queue (io_uring; costs a core).\n";
 
 ringio::task<void> echo(ringio::stream_socket s) {
   std::array<std::byte, 16384> buf;
@@ -29,7 +31,7 @@ ringio::task<void> echo(ringio::stream_socket s) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  apps::cli args(argc, argv, usage, {"single-accept"});
+  apps::cli args(argc, argv, usage, {"single-accept", "sqpoll"});
   apps::server_config cfg;
   cfg.name = "echo_server";
   auto port = static_cast<std::uint16_t>(args.required_integer("port", 0, 65535));
@@ -41,6 +43,7 @@ int main(int argc, char** argv) {
   cfg.backend = args.backend();
   cfg.drain_timeout = std::chrono::milliseconds(static_cast<long long>(args.seconds("drain-timeout", 5, 0, 3600) * 1000));
   cfg.multishot_accept = !args.flag("single-accept");
+  cfg.sqpoll = args.flag("sqpoll");
   auto dispatch = args.text("dispatch", "reuseport");
   if (dispatch == "acceptor")
     cfg.dispatch = apps::dispatch_mode::acceptor;

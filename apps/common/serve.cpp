@@ -183,6 +183,7 @@ int serve(const server_config& cfg, const connection_handler& handler) {
     ringio::runtime_options ro;
     ro.threads = cfg.threads;
     ro.context = context_options(cfg.backend);
+    ro.context.sqpoll = cfg.sqpoll;
     rt = std::make_unique<ringio::runtime>(ro);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: %s\n", cfg.name.c_str(), e.what());

@@ -30,6 +30,7 @@ struct server_config {
   std::chrono::milliseconds drain_timeout{5000};
   bool multishot_accept = true;
   dispatch_mode dispatch = dispatch_mode::reuse_port;
+  bool sqpoll = false;  // IORING_SETUP_SQPOLL on the loop threads' rings
 };
 
 /// Handles one connection; runs on the loop thread that accepted it.
