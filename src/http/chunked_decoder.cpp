@@ -64,14 +64,19 @@ chunked_decoder::status chunked_decoder::step_framing(char* raw, char c) noexcep
       if (is(c, cc_token)) state_ = st::ext_name;
       else if (!is_ws(c)) return fail(400);
       break;
+    // Whitespace (BWS) may come only before ';' or '=' or after '=', never before CRLF.
     case st::ext_name:
-    case st::ext_after_name:
-      if (state_ == st::ext_name && is(c, cc_token)) break;
-      if (is_ws(c)) state_ = st::ext_after_name;
+      if (is(c, cc_token)) break;
+      if (c == '\r') state_ = st::size_lf;
       else if (c == '=') state_ = st::ext_value_start;
       else if (c == ';') state_ = st::ext_name_start;
-      else if (c == '\r') state_ = st::size_lf;
+      else if (is_ws(c)) state_ = st::ext_after_name;
       else return fail(400);
+      break;
+    case st::ext_after_name:
+      if (c == '=') state_ = st::ext_value_start;
+      else if (c == ';') state_ = st::ext_name_start;
+      else if (!is_ws(c)) return fail(400);
       break;
     case st::ext_value_start:
       if (c == '"') state_ = st::ext_quoted;
@@ -79,15 +84,19 @@ chunked_decoder::status chunked_decoder::step_framing(char* raw, char c) noexcep
       else if (!is_ws(c)) return fail(400);
       break;
     case st::ext_token:
-    case st::ext_after_value:
+    case st::ext_value_end:
       if (state_ == st::ext_token && is(c, cc_token)) break;
-      if (is_ws(c)) state_ = st::ext_after_value;
+      if (c == '\r') state_ = st::size_lf;
       else if (c == ';') state_ = st::ext_name_start;
-      else if (c == '\r') state_ = st::size_lf;
+      else if (is_ws(c)) state_ = st::ext_after_value;
       else return fail(400);
       break;
+    case st::ext_after_value:
+      if (c == ';') state_ = st::ext_name_start;
+      else if (!is_ws(c)) return fail(400);
+      break;
     case st::ext_quoted:
-      if (c == '"') state_ = st::ext_after_value;
+      if (c == '"') state_ = st::ext_value_end;
       else if (c == '\\') state_ = st::ext_quoted_pair;
       else if (!is(c, cc_qdtext)) return fail(400);
       break;

@@ -305,8 +305,9 @@ task<void> connection::close_gracefully() {
     auto sent = co_await send_out();
     if (!sent) co_return;
   }
-  auto shut = co_await sock_.shutdown(SHUT_WR);
-  if (!shut) co_return;
+  // shutdown(2) never blocks; called directly because the readiness backends park a
+  // shutdown operation until the socket is readable, which a silent client never is.
+  if (::shutdown(sock_.native_handle(), SHUT_WR) != 0) co_return;
   auto deadline = clock::now() + linger_time;
   std::size_t discarded = 0;
   while (discarded < linger_bytes) {

@@ -113,10 +113,13 @@ int request_parser::parse_field(std::string_view line, request& req) const noexc
       break;
     case 10:
       if (iequals(name, "connection")) {
+        bool bad = false;  // RFC 9110 7.6.1: a list of tokens
         detail::for_each_list_element(value, [&](std::string_view token) {
+          for (char c : token) bad = bad || !is(c, cc_token);
           if (iequals(token, "close")) req.connection_close_ = true;
           else if (iequals(token, "keep-alive")) req.connection_keep_alive_ = true;
         });
+        if (bad) return 400;
       }
       break;
     case 14:

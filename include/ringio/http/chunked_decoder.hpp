@@ -35,7 +35,7 @@ class chunked_decoder {
  private:
   enum class st : std::uint8_t {
     size, size_ws, ext_name_start, ext_name, ext_after_name, ext_value_start, ext_token,
-    ext_quoted, ext_quoted_pair, ext_after_value, size_lf, data, data_cr, data_lf,
+    ext_quoted, ext_quoted_pair, ext_value_end, ext_after_value, size_lf, data, data_cr, data_lf,
     trailer_start, trailer_line, final_lf, done,
   };
   status fail(int code) noexcept {

@@ -1,0 +1,62 @@
+// A real browser against http_server --root: headless Chromium loads tests/http/site
+// (HTML, a stylesheet, a deferred script and a PNG) and the script writes what it
+// found into the DOM, which Chromium dumps. Skipped only when chromium is missing.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+
+#include "support/child_process.hpp"
+
+using namespace ringio_test;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::string find_chromium() {
+  for (const char* p : {"/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"})
+    if (::access(p, X_OK) == 0) return p;
+  return {};
+}
+
+TEST(HttpServerBrowser, ChromiumRendersThePageWithItsCssScriptAndImage) {
+  std::string chromium = find_chromium();
+  if (chromium.empty()) GTEST_SKIP() << "chromium is not installed (scripts/install-deps.sh test installs it)";
+
+  child_process srv({HTTP_SERVER_PATH, "--port", "0", "--root", HTTP_SITE_DIR});
+  auto line = srv.read_line(10s);
+  ASSERT_TRUE(line) << srv.stderr_text();
+  auto pos = line->find("127.0.0.1:");
+  ASSERT_NE(pos, std::string::npos) << *line;
+  std::string url = "http://127.0.0.1:" + std::to_string(std::stoi(line->substr(pos + 10))) + "/";
+
+  char tmpl[] = "/tmp/ringio-chromium-XXXXXX";
+  std::string profile = ::mkdtemp(tmpl);
+  // Through sh so that Chromium's chatty stderr goes nowhere (a full pipe would stall it).
+  std::string cmd = "exec '" + chromium +
+                    "' --headless --no-sandbox --disable-gpu --no-first-run --disable-background-networking"
+                    " --disable-component-update --disable-sync --disable-quic --user-data-dir='" +
+                    profile + "' --virtual-time-budget=10000 --dump-dom '" + url + "' 2>/dev/null";
+  child_process browser({"/bin/sh", "-c", cmd});
+  std::string dom;
+  auto deadline = std::chrono::steady_clock::now() + 90s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto l = browser.read_line(5s);
+    if (l) dom += *l + "\n";
+    else if (browser.wait(0ms)) break;
+  }
+  auto status = browser.wait(10s);
+  std::filesystem::remove_all(profile);
+  EXPECT_EQ(status, std::optional<int>(0));
+  EXPECT_NE(dom.find("<title>ringio http_server test site</title>"), std::string::npos) << dom;
+  EXPECT_NE(dom.find("<p id=\"result\">css:ok js:ok img:4x3</p>"), std::string::npos)
+      << "the stylesheet, the script or the image did not load:\n" << dom;
+
+  srv.signal(SIGTERM);
+  EXPECT_EQ(srv.wait(10s), std::optional<int>(0)) << srv.stderr_text();
+}
+
+}  // namespace

@@ -1,0 +1,229 @@
+// Hostile and broken clients, on every backend: each gets its exact status code and a
+// closed connection, and the server stays healthy; slow clients time out; handler
+// errors become 500; the connection limit holds; a graceful stop lets requests in
+// progress finish; no descriptor leaks.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "http/http_client.hpp"
+#include "http/server_fixture.hpp"
+#include "http/test_routes.hpp"
+#include "support/fd_count.hpp"
+
+using namespace ringio_test;
+using namespace std::chrono_literals;
+
+namespace {
+
+ringio::http::server_options small_limits() {
+  ringio::http::server_options o;
+  o.max_body_bytes = 64 * 1024;
+  o.header_timeout = 300ms;
+  o.idle_timeout = 500ms;
+  return o;
+}
+
+class HttpHardening : public http_server_test {
+ protected:
+  void start(ringio::http::server_options o = small_limits()) { start_server(routes_, std::move(o)); }
+  void expect_healthy() {
+    http_client c(port());
+    auto r = c.exchange(get_request("/"));
+    ASSERT_TRUE(r) << "the server no longer answers";
+    EXPECT_EQ(r->status, 200);
+  }
+  ringio::http::router routes_ = make_test_routes();
+};
+
+struct bad_case {
+  const char* name;
+  std::string request;
+  int status;
+};
+
+std::vector<bad_case> bad_requests() {
+  std::string many_fields = "GET / HTTP/1.1\r\nHost: t\r\n";
+  for (int i = 0; i < 101; ++i) many_fields += "X-" + std::to_string(i) + ": v\r\n";
+  return {
+      {"field without colon", "GET / HTTP/1.1\r\nHost: t\r\nNo colon here\r\n\r\n", 400},
+      {"space before colon", "GET / HTTP/1.1\r\nHost : t\r\n\r\n", 400},
+      {"bare LF line ends", "GET / HTTP/1.1\nHost: t\n\n", 400},
+      {"space in target", "GET /a b HTTP/1.1\r\nHost: t\r\n\r\n", 400},
+      {"TLS handshake on the plain port", std::string("\x16\x03\x01\x02\x00\x01", 6), 400},
+      {"HTTP/1.1 without Host", "GET / HTTP/1.1\r\n\r\n", 400},
+      {"Content-Length with Transfer-Encoding",
+       "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n", 400},
+      {"conflicting Content-Lengths", "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
+       400},
+      {"obs-fold", "GET / HTTP/1.1\r\nHost: t\r\nX: a\r\n b\r\n\r\n", 400},
+      {"control character in a value", "GET / HTTP/1.1\r\nHost: t\r\nX: a\x01z\r\n\r\n", 400},
+      {"bad chunk size", "POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 400},
+      {"header section over 16 KiB", "GET / HTTP/1.1\r\nHost: t\r\nX-Big: " + std::string(17000, 'a') + "\r\n\r\n",
+       431},
+      {"101 header fields", many_fields + "\r\n", 431},
+      {"announced body over the limit", "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 65537\r\n\r\n", 413},
+      {"chunked body over the limit",
+       "POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n10001\r\n" + std::string(70000, 'c'), 413},
+      {"HTTP/2.0", "GET / HTTP/2.0\r\nHost: t\r\n\r\n", 505},
+      {"HTTP/0.9", "GET / HTTP/0.9\r\n\r\n", 505},
+      {"unknown method", "BREW /pot HTTP/1.1\r\nHost: t\r\n\r\n", 501},
+      {"lower-case method", "get / HTTP/1.1\r\nHost: t\r\n\r\n", 501},
+      {"unsupported transfer coding", "POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", 501},
+      {"unknown expectation", "GET / HTTP/1.1\r\nHost: t\r\nExpect: tea\r\n\r\n", 417},
+  };
+}
+
+TEST_P(HttpHardening, EveryMalformedRequestGetsItsStatusAndAClosedConnection) {
+  start();
+  for (const auto& bad : bad_requests()) {
+    SCOPED_TRACE(bad.name);
+    http_client c(port());
+    auto r = c.exchange(bad.request);
+    ASSERT_TRUE(r) << "no response";
+    EXPECT_EQ(r->status, bad.status);
+    EXPECT_EQ(r->header("Connection"), "close");
+    EXPECT_TRUE(c.closed_by_peer());
+  }
+  expect_healthy();
+}
+
+TEST_P(HttpHardening, SlowHeadersGet408AndAreClosed) {
+  start();
+  http_client c(port());
+  auto begun = std::chrono::steady_clock::now();
+  ASSERT_TRUE(c.send("GET / HTTP/1.1\r\nHo"));
+  for (int i = 0; i < 6; ++i) {  // a byte every 100 ms: each one alone would reset a per-read timer
+    std::this_thread::sleep_for(100ms);
+    if (!c.send("s")) break;
+  }
+  auto r = c.read_reply();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 408);
+  EXPECT_LT(std::chrono::steady_clock::now() - begun, 2s);
+  EXPECT_TRUE(c.closed_by_peer());
+  expect_healthy();
+}
+
+TEST_P(HttpHardening, IdleKeepAliveConnectionIsClosedSilently) {
+  start();
+  http_client c(port());
+  ASSERT_TRUE(c.exchange(get_request("/")));
+  auto begun = std::chrono::steady_clock::now();
+  EXPECT_TRUE(c.closed_by_peer());
+  auto waited = std::chrono::steady_clock::now() - begun;
+  EXPECT_GT(waited, 300ms);
+  EXPECT_LT(waited, 3s);
+}
+
+TEST_P(HttpHardening, StalledBodyGets408) {
+  start();
+  http_client c(port());
+  auto r = c.exchange("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\nonly");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 408);
+  EXPECT_TRUE(c.closed_by_peer());
+}
+
+TEST_P(HttpHardening, HandlerExceptionGives500AndTheConnectionGoesOn) {
+  start();
+  http_client c(port());
+  auto r = c.exchange(get_request("/throw"));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 500);
+  auto next = c.exchange(get_request("/"));
+  ASSERT_TRUE(next) << "the connection did not survive the handler's exception";
+  EXPECT_EQ(next->body, "Hello world!");
+  auto lines = log_lines();
+  ASSERT_FALSE(lines.empty());
+  EXPECT_NE(lines[0].find("handler failed on purpose"), std::string::npos) << lines[0];
+}
+
+TEST_P(HttpHardening, ConnectionLimitRefusesWith503AndSaysSoInTheLog) {
+  auto o = small_limits();
+  o.max_connections = 2;
+  o.idle_timeout = 10s;
+  start(std::move(o));
+  auto a = std::make_unique<http_client>(port());
+  http_client b(port());
+  ASSERT_TRUE(a->exchange(get_request("/")));
+  ASSERT_TRUE(b.exchange(get_request("/")));
+  {
+    http_client over(port());
+    auto r = over.read_reply();  // refused before it even sends a request
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 503);
+    EXPECT_TRUE(over.closed_by_peer());
+  }
+  auto lines = log_lines();
+  ASSERT_FALSE(lines.empty());
+  EXPECT_NE(lines[0].find("connection limit reached (2 open)"), std::string::npos) << lines[0];
+  a.reset();  // frees a place
+  bool served = false;
+  for (int i = 0; i < 100 && !served; ++i) {
+    http_client c(port());
+    auto r = c.exchange(get_request("/"));
+    served = r && r->status == 200;
+    if (!served) std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_TRUE(served) << "a closed connection did not give its place back";
+}
+
+TEST_P(HttpHardening, GracefulStopFinishesRequestsInProgressAndClosesIdleOnes) {
+  auto o = small_limits();
+  o.idle_timeout = 30s;
+  o.header_timeout = 30s;
+  start(std::move(o));
+  http_client idle(port());
+  auto partial = std::make_unique<http_client>(port()), slow = std::make_unique<http_client>(port());
+  ASSERT_TRUE(idle.exchange(get_request("/")));
+  ASSERT_TRUE(partial->send("GET / HTTP/1.1\r\nHost: t\r\n"));
+  ASSERT_TRUE(slow->send(get_request("/slow?300")));
+  std::this_thread::sleep_for(50ms);
+  auto begun = std::chrono::steady_clock::now();
+  std::thread stopper([this] { stop_server(); });
+  EXPECT_TRUE(idle.closed_by_peer()) << "an idle keep-alive connection was kept open";
+  EXPECT_LT(std::chrono::steady_clock::now() - begun, 250ms);
+  EXPECT_FALSE(http_client(port()).exchange(get_request("/"))) << "still accepting after the stop";
+  auto r = partial->exchange("\r\n");
+  ASSERT_TRUE(r) << "a request in progress was cut";
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->header("Connection"), "close");
+  EXPECT_TRUE(partial->closed_by_peer());
+  partial.reset();  // the server lingers until the client closes too
+  auto s = slow->read_reply();
+  ASSERT_TRUE(s) << "a running handler was cut";
+  EXPECT_EQ(s->body, "slow");
+  slow.reset();
+  stopper.join();
+}
+
+TEST_P(HttpHardening, NoDescriptorLeaksAfterGoodBadAndTimedOutConnections) {
+  std::size_t before = open_fd_count();
+  start();
+  for (int round = 0; round < 3; ++round) {
+    std::vector<std::unique_ptr<http_client>> clients;
+    for (int i = 0; i < 10; ++i) {
+      clients.push_back(std::make_unique<http_client>(port()));
+      auto& c = *clients.back();
+      switch (i % 5) {
+        case 0: ASSERT_TRUE(c.exchange(get_request("/"))); break;
+        case 1: ASSERT_TRUE(c.exchange("GARBAGE\r\n\r\n")); break;
+        case 2: ASSERT_TRUE(c.send("GET / HTTP/1.1\r\n")); break;  // left to time out
+        case 3: ASSERT_TRUE(c.exchange(get_request("/throw"))); break;
+        case 4: ASSERT_TRUE(c.exchange(get_request("/stream"))); break;
+      }
+    }
+  }
+  std::this_thread::sleep_for(700ms);  // header and idle timeouts fire
+  EXPECT_EQ(server().connections(), 0u);
+  stop_server();
+  EXPECT_EQ(open_fd_count(), before);
+}
+
+RINGIO_ALL_BACKENDS(HttpHardening);
+
+}  // namespace

@@ -1,0 +1,147 @@
+// The http_server program, driven from outside: its CLI contract, hello world and
+// static files on every backend, the connection limit's log line, and its graceful
+// stop on SIGTERM.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "http/http_client.hpp"
+#include "support/child_process.hpp"
+#include "support/loopback.hpp"
+
+using namespace ringio_test;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr const char* server = HTTP_SERVER_PATH;
+constexpr const char* site = HTTP_SITE_DIR;
+
+// Reads the start-up line ("... listening on 127.0.0.1:PORT ..., backend B ...").
+std::uint16_t start(child_process& p, std::string* line_out = nullptr) {
+  auto line = p.read_line(10s);
+  if (!line) return 0;
+  if (line_out) *line_out = *line;
+  auto pos = line->find("127.0.0.1:");
+  return pos == std::string::npos ? 0 : static_cast<std::uint16_t>(std::stoi(line->substr(pos + 10)));
+}
+
+int run_to_exit(std::vector<std::string> argv, std::string* err = nullptr) {
+  child_process p(std::move(argv));
+  auto st = p.wait(10s);
+  if (err) *err = p.stderr_text();
+  return st.value_or(-1);
+}
+
+TEST(HttpServerCli, HelpExitsZero) { EXPECT_EQ(run_to_exit({server, "--help"}), 0); }
+
+TEST(HttpServerCli, BadArgumentsPrintUsageAndExitTwo) {
+  std::string err;
+  EXPECT_EQ(run_to_exit({server}, &err), 2);
+  EXPECT_NE(err.find("usage:"), std::string::npos);
+  EXPECT_EQ(run_to_exit({server, "--port", "70000"}), 2);
+  EXPECT_EQ(run_to_exit({server, "--port", "1", "--backend", "kqueue"}), 2);
+  EXPECT_EQ(run_to_exit({server, "--port", "1", "--threads", "0"}), 2);
+  EXPECT_EQ(run_to_exit({server, "--port", "1", "--root", "/no/such/dir"}, &err), 2);
+  EXPECT_NE(err.find("/no/such/dir"), std::string::npos);
+  EXPECT_EQ(run_to_exit({server, "--port", "1", "--frobnicate", "2"}), 2);
+}
+
+TEST(HttpServerCli, PortInUseExitsOne) {
+  auto busy = listen_loopback({.reuse_port = false});
+  std::string err;
+  EXPECT_EQ(run_to_exit({server, "--port", std::to_string(address_of(busy).port())}, &err), 1);
+  EXPECT_NE(err.find("in use"), std::string::npos) << err;
+}
+
+class HttpServerApp : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(HttpServerApp, AnswersHelloWorldAndServesARoot) {
+  child_process p({server, "--port", "0", "--backend", GetParam(), "--threads", "2"});
+  std::string line;
+  auto port = start(p, &line);
+  ASSERT_NE(port, 0) << p.stderr_text();
+  EXPECT_NE(line.find(std::string("backend ") + GetParam()), std::string::npos) << line;
+  {
+    http_client c(port);
+    auto r = c.exchange(get_request("/"));
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->body, "Hello world!");
+    EXPECT_EQ(r->header("Content-Type"), "text/plain");
+  }  // closed before the stop: no drain deadline to wait for
+  p.signal(SIGTERM);
+  EXPECT_EQ(p.wait(10s), std::optional<int>(0));
+
+  child_process files({server, "--port", "0", "--backend", GetParam(), "--root", site});
+  port = start(files);
+  ASSERT_NE(port, 0) << files.stderr_text();
+  {
+    http_client f(port);
+    auto r = f.exchange(get_request("/style.css"));
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->header("Content-Type"), "text/css; charset=utf-8");
+    EXPECT_NE(r->body.find("rgb(1, 2, 3)"), std::string::npos);
+  }
+  files.signal(SIGINT);
+  EXPECT_EQ(files.wait(10s), std::optional<int>(0));
+}
+
+TEST_P(HttpServerApp, SigtermLetsARequestInProgressFinishThenExitsZero) {
+  child_process p({server, "--port", "0", "--backend", GetParam(), "--drain-timeout", "10"});
+  auto port = start(p);
+  ASSERT_NE(port, 0) << p.stderr_text();
+  http_client c(port);
+  ASSERT_TRUE(c.send("GET / HTTP/1.1\r\nHost: t\r\n"));  // the request has begun
+  std::this_thread::sleep_for(100ms);
+  p.signal(SIGTERM);
+  std::this_thread::sleep_for(200ms);
+  EXPECT_FALSE(http_client(port).connected()) << "still accepting after SIGTERM";
+  auto r = c.exchange("\r\n");
+  ASSERT_TRUE(r) << "the request in progress was cut";
+  EXPECT_EQ(r->body, "Hello world!");
+  EXPECT_FALSE(p.wait(100ms).has_value()) << "exited before the open connection finished";
+  EXPECT_TRUE(c.exchange("GET / HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"));
+  EXPECT_TRUE(c.closed_by_peer());
+  ::shutdown(c.fd(), SHUT_WR);  // the server lingers until the client is done too
+  EXPECT_EQ(p.wait(10s), std::optional<int>(0)) << p.stderr_text();
+}
+
+TEST_P(HttpServerApp, IdleConnectionsAreClosedAtTheDrainDeadline) {
+  child_process p({server, "--port", "0", "--backend", GetParam(), "--drain-timeout", "0.3"});
+  auto port = start(p);
+  ASSERT_NE(port, 0);
+  http_client c(port);
+  ASSERT_TRUE(c.exchange(get_request("/")));
+  p.signal(SIGINT);
+  EXPECT_EQ(p.wait(5s), std::optional<int>(0));
+  EXPECT_TRUE(c.closed_by_peer());
+}
+
+INSTANTIATE_TEST_SUITE_P(, HttpServerApp, ::testing::Values("uring", "epoll", "uring-poll"), [](const auto& info) {
+  std::string s = info.param;
+  for (char& ch : s)
+    if (ch == '-') ch = '_';
+  return s;
+});
+
+TEST(HttpServerLimits, ConnectionLimitIsLoggedAndAnswered503) {
+  child_process p({server, "--port", "0", "--max-connections", "1"});
+  auto port = start(p);
+  ASSERT_NE(port, 0);
+  {
+    http_client first(port);
+    ASSERT_TRUE(first.exchange(get_request("/")));
+    http_client second(port);
+    auto r = second.read_reply();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 503);
+  }
+  std::this_thread::sleep_for(100ms);
+  EXPECT_NE(p.stderr_text().find("connection limit reached (1 open)"), std::string::npos);
+  p.signal(SIGTERM);
+  EXPECT_EQ(p.wait(10s), std::optional<int>(0));
+}
+
+}  // namespace

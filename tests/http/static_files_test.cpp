@@ -1,0 +1,171 @@
+// Static files over real sockets, on every backend: content types, index files,
+// validators and 304, byte ranges, and paths that try to leave the root.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "http/http_client.hpp"
+#include "http/server_fixture.hpp"
+#include "ringio/http/static_files.hpp"
+
+using namespace ringio_test;
+namespace fs = std::filesystem;
+
+namespace {
+
+void write_file(const fs::path& p, const std::string& data) { std::ofstream(p, std::ios::binary) << data; }
+
+std::string pattern(std::size_t n) {
+  std::string s(n, '\0');
+  for (std::size_t i = 0; i < n; ++i) s[i] = static_cast<char>('a' + (i * 7 + i / 251) % 26);
+  return s;
+}
+
+class HttpStaticFiles : public http_server_test {
+ protected:
+  void SetUp() override {
+    http_server_test::SetUp();
+    if (IsSkipped()) return;
+    char tmpl[] = "/tmp/ringio-static-XXXXXX";
+    base_ = mkdtemp(tmpl);
+    root_ = base_ / "root";
+    fs::create_directories(root_ / "sub");
+    fs::create_directories(root_ / "empty");
+    write_file(root_ / "index.html", "<h1>home</h1>");
+    write_file(root_ / "style.css", "body{}");
+    write_file(root_ / "data.bin", pattern(100));
+    write_file(root_ / "big.dat", pattern(5 * 1024 * 1024 + 17));
+    write_file(root_ / "sub" / "index.html", "<p>sub</p>");
+    write_file(base_ / "secret.txt", "top secret");
+    fs::create_symlink(base_ / "secret.txt", root_ / "link-out");
+    fs::create_symlink("style.css", root_ / "link-in");
+    routes_.prefix("/", ringio::http::static_files(root_.string()));
+    routes_.prefix("/static/", ringio::http::static_files(root_.string()));
+    start_server(routes_);
+  }
+  void TearDown() override {
+    http_server_test::TearDown();
+    if (!base_.empty()) fs::remove_all(base_);
+  }
+  std::optional<http_reply> get(const std::string& path, const std::string& extra = {}) {
+    http_client c(port());
+    return c.exchange(get_request(path, extra));
+  }
+  int status_of(const std::string& path) {
+    auto r = get(path);
+    return r ? r->status : -1;
+  }
+
+  fs::path base_, root_;
+  ringio::http::router routes_;
+};
+
+TEST_P(HttpStaticFiles, ServesFilesWithTheirContentType) {
+  auto r = get("/style.css");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->body, "body{}");
+  EXPECT_EQ(r->header("Content-Type"), "text/css; charset=utf-8");
+  EXPECT_EQ(r->header("Accept-Ranges"), "bytes");
+  r = get("/data.bin");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->header("Content-Type"), "application/octet-stream");
+  EXPECT_EQ(r->body, pattern(100));
+  r = get("/static/sub/index.html");  // through the second prefix route
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->body, "<p>sub</p>");
+  EXPECT_EQ(status_of("/missing.txt"), 404);
+}
+
+TEST_P(HttpStaticFiles, DirectoriesServeTheirIndexAndGetASlash) {
+  auto r = get("/");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->body, "<h1>home</h1>");
+  EXPECT_EQ(r->header("Content-Type"), "text/html; charset=utf-8");
+  r = get("/sub?q=1");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 301);
+  EXPECT_EQ(r->header("Location"), "/sub/?q=1");
+  r = get("/sub/");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->body, "<p>sub</p>");
+  EXPECT_EQ(status_of("/empty/"), 404) << "no directory listings";
+}
+
+TEST_P(HttpStaticFiles, ValidatorsGive304) {
+  auto r = get("/style.css");
+  ASSERT_TRUE(r);
+  std::string etag = r->header("ETag"), modified = r->header("Last-Modified");
+  ASSERT_FALSE(etag.empty());
+  ASSERT_EQ(modified.size(), 29u);
+  auto nm = get("/style.css", "If-None-Match: \"other\", " + etag + "\r\n");
+  ASSERT_TRUE(nm);
+  EXPECT_EQ(nm->status, 304);
+  EXPECT_TRUE(nm->body.empty());
+  EXPECT_EQ(nm->header("ETag"), etag);
+  EXPECT_EQ(get("/style.css", "If-None-Match: W/" + etag + "\r\n")->status, 304) << "weak comparison";
+  EXPECT_EQ(get("/style.css", "If-Modified-Since: " + modified + "\r\n")->status, 304);
+  EXPECT_EQ(get("/style.css", "If-Modified-Since: Sat, 01 Jan 2000 00:00:00 GMT\r\n")->status, 200);
+  EXPECT_EQ(get("/style.css", "If-None-Match: \"other\"\r\nIf-Modified-Since: " + modified + "\r\n")->status, 200)
+      << "If-None-Match takes precedence";
+}
+
+TEST_P(HttpStaticFiles, ByteRanges) {
+  std::string all = pattern(100);
+  auto r = get("/data.bin", "Range: bytes=10-19\r\n");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 206);
+  EXPECT_EQ(r->header("Content-Range"), "bytes 10-19/100");
+  EXPECT_EQ(r->body, all.substr(10, 10));
+  r = get("/data.bin", "Range: bytes=-5\r\n");
+  EXPECT_EQ(r->body, all.substr(95));
+  r = get("/data.bin", "Range: bytes=90-500\r\n");
+  EXPECT_EQ(r->header("Content-Range"), "bytes 90-99/100");
+  r = get("/data.bin", "Range: bytes=100-\r\n");
+  EXPECT_EQ(r->status, 416);
+  EXPECT_EQ(r->header("Content-Range"), "bytes */100");
+  EXPECT_EQ(get("/data.bin", "Range: bytes=0-1,5-6\r\n")->status, 200) << "several ranges: the whole file";
+  EXPECT_EQ(get("/data.bin", "Range: items=0-1\r\n")->status, 200);
+  std::string etag = get("/data.bin")->header("ETag");
+  EXPECT_EQ(get("/data.bin", "Range: bytes=0-1\r\nIf-Range: " + etag + "\r\n")->status, 206);
+  EXPECT_EQ(get("/data.bin", "Range: bytes=0-1\r\nIf-Range: \"stale\"\r\n")->status, 200);
+}
+
+TEST_P(HttpStaticFiles, LargeFileAndItsMiddleArriveExactly) {
+  std::string all = pattern(5 * 1024 * 1024 + 17);
+  auto r = get("/big.dat");
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(r->body == all) << "body differs (" << r->body.size() << " bytes)";
+  r = get("/big.dat", "Range: bytes=1000000-3000000\r\n");
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(r->body == all.substr(1000000, 2000001));
+  http_client c(port());
+  r = c.exchange("HEAD /big.dat HTTP/1.1\r\nHost: t\r\n\r\n", true);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->header("Content-Length"), std::to_string(all.size()));
+  EXPECT_EQ(c.exchange(get_request("/style.css"))->body, "body{}") << "HEAD sent body bytes";
+}
+
+TEST_P(HttpStaticFiles, NothingOutsideTheRootIsReachable) {
+  EXPECT_EQ(status_of("/../secret.txt"), 404);
+  EXPECT_EQ(status_of("/%2e%2e/secret.txt"), 404);
+  EXPECT_EQ(status_of("/sub/%2E%2e/%2e%2E/secret.txt"), 404);
+  EXPECT_EQ(status_of("/static/../../secret.txt"), 404);
+  EXPECT_EQ(status_of("/..%2fsecret.txt"), 400) << "an encoded slash";
+  EXPECT_EQ(status_of("/link-out"), 403) << "a symlink leading out of the root";
+  EXPECT_EQ(status_of("/link-in"), 200) << "a symlink inside the root";
+  http_client c(port());
+  auto r = c.exchange("GET http://t/../secret.txt HTTP/1.1\r\nHost: t\r\n\r\n");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 404);
+  r = c.exchange("POST /style.css HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 405);
+}
+
+RINGIO_ALL_BACKENDS(HttpStaticFiles);
+
+}  // namespace
