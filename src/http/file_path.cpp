@@ -37,9 +37,10 @@ int decode_relative_path(std::string_view encoded, char* out, std::size_t cap, s
       int lo = hi >= 0 ? hex_value(encoded[i + 2]) : -1;
       if (lo < 0) return 400;
       c = static_cast<char>(hi * 16 + lo);
-      if (c == '\0' || c == '/') return 400;  // an encoded '/' would hide a segment boundary
+      if (c == '/') return 400;  // an encoded '/' would hide a segment boundary
       i += 2;
     }
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return 400;  // NUL and other controls
     if (len + 1 >= cap) return 414;
     out[len++] = c;
   }

@@ -8,7 +8,7 @@ namespace ringio::http::detail {
 
 /// Percent-decodes `encoded` into `out` (capacity `cap`, NUL-terminated) as a path
 /// relative to the root: empty and "." segments dropped. Returns 0, or the status to
-/// answer: 400 (bad %-escape or an encoded NUL or '/'), 404 (a ".." segment: never
+/// answer: 400 (bad %-escape, an encoded '/', a control character), 404 (a ".." segment: never
 /// walk up), 414 (too long). An empty result means the root itself.
 int decode_relative_path(std::string_view encoded, char* out, std::size_t cap, std::size_t& len) noexcept;
 

@@ -55,8 +55,10 @@ parse_result request_parser::parse(std::string_view data, request& req) noexcept
     const void* nl = from < data.size() ? std::memchr(data.data() + from, '\n', data.size() - from) : nullptr;
     if (nl == nullptr) {
       scanned_ = data.size();
-      if (data.size() > max_) return fail(431);
+      // Garbage first: once a prefix is implausible every longer input is, so the
+      // verdict does not depend on how the bytes were split into reads.
       if (!have_request_line_ && !plausible_start(data.substr(pos_))) return fail(400);
+      if (data.size() > max_) return fail(431);
       return {};
     }
     std::size_t lf = static_cast<std::size_t>(static_cast<const char*>(nl) - data.data());

@@ -1,0 +1,52 @@
+// Fuzzes what static files make of request paths, Range values and HTTP dates: a
+// decoded path never holds a ".." segment, an absolute start or a NUL; a range lies
+// inside the file; a parsed date formats back to the same text.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+#include "byte_range.hpp"
+#include "file_path.hpp"
+#include "http_date.hpp"
+
+using namespace ringio::http::detail;
+
+namespace {
+void require(bool ok) {
+  if (!ok) std::abort();
+}
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string_view in(reinterpret_cast<const char*>(data), size);
+
+  char out[256];
+  std::size_t len = 0;
+  if (decode_relative_path(in, out, sizeof out, len) == 0) {
+    std::string_view path(out, len);
+    require(len < sizeof out && out[len] == '\0' && path.find('\0') == std::string_view::npos);
+    require(!path.starts_with('/') && !path.ends_with('/') && path.find("//") == std::string_view::npos);
+    std::size_t from = 0;
+    while (from <= path.size()) {
+      auto slash = path.find('/', from);
+      std::string_view seg = path.substr(from, slash == std::string_view::npos ? std::string_view::npos : slash - from);
+      require(seg != ".." && seg != "." && (seg.size() > 0 || path.empty()));
+      if (slash == std::string_view::npos) break;
+      from = slash + 1;
+    }
+  }
+
+  std::uint64_t file_size = size == 0 ? 0 : data[0] * 1000u + size;
+  byte_range r;
+  if (parse_range(in, file_size, r) == range_kind::satisfiable) require(r.first <= r.last && r.last < file_size);
+
+  if (auto t = parse_http_date(in)) {
+    char text[http_date_size];
+    format_http_date(*t, text);
+    auto again = parse_http_date(std::string_view(text, http_date_size));
+    require(again && *again == *t);
+  }
+  return 0;
+}
