@@ -146,6 +146,12 @@ ringio::task<void> receive_loop(loop_slot& slot, const server_config& cfg, const
   co_await drain(conns, cfg);
 }
 
+// Keeps the loop's resources (cfg.loop_setup) alive until its serving task is done.
+ringio::task<void> with_loop_resources(std::shared_ptr<void> resources, ringio::task<void> body) {
+  co_await std::move(body);
+  resources.reset();
+}
+
 }  // namespace
 
 int serve(const server_config& cfg, const connection_handler& handler) {
@@ -204,10 +210,16 @@ int serve(const server_config& cfg, const connection_handler& handler) {
   served_per_loop = &served;
   std::thread waiter([&] {
     try {
-      rt->run_on_each([&](ringio::io_context&, unsigned i) -> ringio::task<void> {
-        if (!acceptor_mode) return accept_loop(listeners[i], cfg, handler, stop.get_token(), no_slots, local_live, i);
-        if (i == 0) return accept_loop(listeners[0], cfg, handler, stop.get_token(), slots, slots[0]->live, 0);
-        return receive_loop(*slots[i], cfg, handler, stop.get_token(), i);
+      rt->run_on_each([&](ringio::io_context& ctx, unsigned i) -> ringio::task<void> {
+        std::shared_ptr<void> resources = cfg.loop_setup ? cfg.loop_setup(ctx) : nullptr;
+        ringio::task<void> body;
+        if (!acceptor_mode)
+          body = accept_loop(listeners[i], cfg, handler, stop.get_token(), no_slots, local_live, i);
+        else if (i == 0)
+          body = accept_loop(listeners[0], cfg, handler, stop.get_token(), slots, slots[0]->live, 0);
+        else
+          body = receive_loop(*slots[i], cfg, handler, stop.get_token(), i);
+        return with_loop_resources(std::move(resources), std::move(body));
       });
     } catch (...) {
       failure = std::current_exception();

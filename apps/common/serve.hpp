@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <stop_token>
 #include <string>
@@ -31,6 +32,9 @@ struct server_config {
   bool multishot_accept = true;
   dispatch_mode dispatch = dispatch_mode::reuse_port;
   bool sqpoll = false;  // IORING_SETUP_SQPOLL on the loop threads' rings
+  /// Runs on each loop thread before it serves; what it returns lives until that loop
+  /// has drained its connections (per-loop resources such as a buffer_pool).
+  std::function<std::shared_ptr<void>(ringio::io_context&)> loop_setup;
 };
 
 /// Handles one connection; runs on the loop thread that accepted it.

@@ -10,6 +10,7 @@ from . import clients, env, execute, measure, procs, report, scenarios, servers,
 
 USAGE_EPILOG = """\
 servers:   """ + ", ".join(servers.ORDER) + """
+           (named only: """ + ", ".join(servers.VARIANTS) + """)
 scenarios: """ + ", ".join(scenarios.ORDER) + """
 
 `make bench` runs `bench/run` (quick); `make bench FULL=1` adds --full.
@@ -33,16 +34,16 @@ def parse_args(argv):
     ap.add_argument("--build-dir", default="build/bench", help="ringio/peer build directory (default build/bench)")
     ap.add_argument("--report-from", metavar="DIR", help="rewrite report.md and plots from DIR/results.json")
     a = ap.parse_args(argv)
-    a.servers = _names(ap, a.servers, servers.ORDER, "server")
+    a.servers = _names(ap, a.servers, servers.KNOWN, "server", servers.ORDER)
     a.scenarios = _names(ap, a.scenarios, scenarios.ORDER, "scenario")
     if a.repeats < 1:
         ap.error("--repeats must be at least 1")
     return a
 
 
-def _names(ap, text, known, what):
+def _names(ap, text, known, what, default=None):
     if not text:
-        return list(known)
+        return list(default if default is not None else known)
     names = [n.strip() for n in text.split(",") if n.strip()]
     bad = [n for n in names if n not in known]
     if bad:

@@ -13,7 +13,15 @@ PEERS = {  # name -> (binary, extra arguments)
     "tokio-mt": ("tokio_server", ["--runtime", "mt"]),
     "tokio-percore": ("tokio_server", ["--runtime", "per-core"]),
 }
+# ringio-uring with one fast-path option changed; run only when named in --servers.
+VARIANTS = {  # name -> (backend, extra echo_server arguments)
+    "ringio-uring-acceptor": ("uring", ["--dispatch", "acceptor"]),
+    "ringio-uring-sqpoll": ("uring", ["--sqpoll"]),
+    "ringio-uring-single-accept": ("uring", ["--single-accept"]),
+    "ringio-uring-single-recv": ("uring", ["--recv", "single"]),
+}
 ORDER = list(RINGIO) + list(PEERS) + ["nginx"]
+KNOWN = ORDER + list(VARIANTS)
 BASELINE = "ringio-uring"
 RINGIO_APP = {"echo": "echo_server", "pong": "pong", "http": "http_server"}
 
@@ -53,12 +61,14 @@ class Layout:
 
 
 def supports(name, mode):
+    if name in VARIANTS:
+        return mode == "echo"
     return name != "nginx" or mode == "http"
 
 
 def binary_for(layout, name, mode):
     """Path of the binary that serves `mode` as `name` (may not exist)."""
-    if name in RINGIO:
+    if name in RINGIO or name in VARIANTS:
         return layout.app(RINGIO_APP[mode])
     if name in PEERS:
         return layout.peer(PEERS[name][0])
@@ -89,6 +99,10 @@ def spec(layout, name, mode, port, cell, tmpdir):
                     "--backend", backend, "--keep-running"]
         else:
             argv = [path, "--port", str(port), "--threads", str(threads), "--backend", backend]
+        return ServerSpec(name, mode, argv, path)
+    if name in VARIANTS:
+        backend, extra = VARIANTS[name]
+        argv = [path, "--port", str(port), "--threads", str(threads), "--backend", backend] + extra
         return ServerSpec(name, mode, argv, path)
     if name in PEERS:
         argv = [path, "--mode", mode, "--port", str(port), "--threads", str(threads)]

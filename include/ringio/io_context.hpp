@@ -113,6 +113,9 @@ class io_context {
   void cancel(detail::op_base& op) noexcept;
   /// Completes an operation of kind event that is waiting; false if it is not.
   bool complete_event(detail::op_base& op, int res) noexcept;
+  /// Provided-buffer rings (buffer_pool): group id or -errno; and its removal.
+  int register_buffer_ring(void* ring_addr, unsigned entries) noexcept;
+  void unregister_buffer_ring(int group) noexcept;
   /// Queues a coroutine to be resumed by the loop.
   void schedule(std::coroutine_handle<> h);
   /// Queues an operation whose result is already set; the loop finishes it.

@@ -33,6 +33,14 @@ class backend {
   /// (IORING_OP_MSG_RING: no syscall of its own, sent with this loop's next submit).
   /// False when this backend cannot (then the target's wake() is used).
   virtual bool send_wake(int ring_fd) noexcept { (void)ring_fd; return false; }
+  /// Registers a provided-buffer ring of `entries` at `ring_addr` (page aligned);
+  /// returns its buffer group id, or -errno (-EOPNOTSUPP without io_uring).
+  virtual int register_buffer_ring(void* ring_addr, unsigned entries) noexcept {
+    (void)ring_addr;
+    (void)entries;
+    return -95;  // EOPNOTSUPP
+  }
+  virtual void unregister_buffer_ring(int group) noexcept { (void)group; }
   /// The io_uring fd, or -1 (for IORING_SETUP_ATTACH_WQ and MSG_RING).
   [[nodiscard]] virtual int ring_fd() const noexcept { return -1; }
 };

@@ -165,6 +165,11 @@ void io_context::cancel(detail::op_base& op) noexcept {
   backend_->cancel(op);
 }
 
+int io_context::register_buffer_ring(void* ring_addr, unsigned entries) noexcept {
+  return backend_->register_buffer_ring(ring_addr, entries);
+}
+void io_context::unregister_buffer_ring(int group) noexcept { backend_->unregister_buffer_ring(group); }
+
 void io_context::schedule(std::coroutine_handle<> h) { state_->ready.push(h); }
 
 void io_context::schedule_completion(detail::op_base& op) {

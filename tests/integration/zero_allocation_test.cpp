@@ -128,6 +128,30 @@ TEST_P(ZeroAllocation, TimedOperationsAllocateNothing) {
   EXPECT_EQ(allocs, 0);
 }
 
+TEST_P(ZeroAllocation, MultishotReceiverEchoAllocatesNothing) {
+  auto l = listen_loopback();
+  auto at = address_of(l);
+  long allocs = run([](stream_listener& l, socket_address at) -> task<long> {
+    buffer_pool pool(*io_context::current(), 64, 4096);
+    scope server;
+    server.spawn([](stream_listener& l, buffer_pool& pool) -> task<void> {
+      auto s = co_await l.accept();
+      if (!s) co_return;
+      multishot_receiver rx(*s, pool);
+      for (;;) {
+        auto chunk = co_await rx.next();
+        if (!chunk || chunk->empty()) co_return;
+        auto w = co_await s->send_all(chunk->bytes());
+        if (!w) co_return;
+      }
+    }(l, pool));
+    long n = co_await client(at, 1000, 10'000, 128);
+    co_await server.join();
+    co_return n;
+  }(l, at));
+  EXPECT_EQ(allocs, 0);
+}
+
 RINGIO_ALL_BACKENDS(ZeroAllocation);
 
 }  // namespace

@@ -328,6 +328,19 @@ void uring_backend::drain_backlog() noexcept {
   }
 }
 
+int uring_backend::register_buffer_ring(void* ring_addr, unsigned entries) noexcept {
+  if (poll_mode_) return -EOPNOTSUPP;  // uring-poll does its own recv: no kernel selection
+  io_uring_buf_reg reg{};
+  reg.ring_addr = reinterpret_cast<std::uint64_t>(ring_addr);
+  reg.ring_entries = entries;
+  reg.bgid = static_cast<__u16>(next_buffer_group_);
+  int r = io_uring_register_buf_ring(&ring_, &reg, 0);
+  if (r < 0) return r;
+  return static_cast<int>(next_buffer_group_++);
+}
+
+void uring_backend::unregister_buffer_ring(int group) noexcept { io_uring_unregister_buf_ring(&ring_, group); }
+
 bool uring_backend::send_wake(int target_ring_fd) noexcept {
   if (!enabled_ || !setup_.msg_ring) return false;  // a running loop's next submit sends it
   io_uring_sqe* sqe = get_sqe();

@@ -30,6 +30,8 @@ class uring_backend final : public backend {
   [[nodiscard]] std::string describe() const override;
   [[nodiscard]] int ring_fd() const noexcept override { return ring_.ring_fd; }
   bool send_wake(int ring_fd) noexcept override;
+  int register_buffer_ring(void* ring_addr, unsigned entries) noexcept override;
+  void unregister_buffer_ring(int group) noexcept override;
 
  private:
   struct wake_op : op_base {
@@ -64,6 +66,7 @@ class uring_backend final : public backend {
   wake_op wake_;
   bool wake_armed_ = false;
   bool backlog_reported_ = false;
+  unsigned next_buffer_group_ = 0;
 };
 
 }  // namespace ringio::detail

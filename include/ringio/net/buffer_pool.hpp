@@ -1,0 +1,82 @@
+// ringio/net/buffer_pool.hpp — equal-sized receive buffers that the kernel picks from
+// (an io_uring provided-buffer ring), so a connection holds a buffer only while data
+// waits in it, not for its whole life. Used by multishot_receiver.
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <utility>
+
+namespace ringio {
+
+class io_context;
+
+namespace detail {
+class buffer_pool_core;  // shared by the pool, its receivers and its buffers
+}
+
+/// One buffer of a pool, holding received bytes; goes back to the pool when destroyed.
+/// Move-only. Destroy it on the loop thread that owns the pool. An empty one (size 0)
+/// marks the end of the stream.
+class pooled_buffer {
+ public:
+  pooled_buffer() noexcept = default;
+  pooled_buffer(detail::buffer_pool_core* core, unsigned id, std::size_t size) noexcept;
+  pooled_buffer(pooled_buffer&& o) noexcept
+      : core_(std::exchange(o.core_, nullptr)), data_(o.data_), id_(o.id_), size_(std::exchange(o.size_, 0)) {}
+  pooled_buffer& operator=(pooled_buffer&& o) noexcept {
+    if (this != &o) {
+      release();
+      core_ = std::exchange(o.core_, nullptr);
+      data_ = o.data_;
+      id_ = o.id_;
+      size_ = std::exchange(o.size_, 0);
+    }
+    return *this;
+  }
+  pooled_buffer(const pooled_buffer&) = delete;
+  pooled_buffer& operator=(const pooled_buffer&) = delete;
+  ~pooled_buffer() { release(); }
+
+  [[nodiscard]] std::span<std::byte> bytes() const noexcept { return {data_, size_}; }
+  [[nodiscard]] std::byte* data() const noexcept { return data_; }
+  [[nodiscard]] std::size_t size() const noexcept { return size_; }
+  [[nodiscard]] bool empty() const noexcept { return size_ == 0; }
+  /// Returns the buffer to the pool now.
+  void release() noexcept;
+
+ private:
+  detail::buffer_pool_core* core_ = nullptr;
+  std::byte* data_ = nullptr;
+  unsigned id_ = 0;
+  std::size_t size_ = 0;
+};
+
+/// `count` buffers (rounded up to a power of two, at most 32768) of `size` bytes for
+/// the io_context `ctx`. On io_uring they form a provided-buffer ring
+/// (IORING_REGISTER_PBUF_RING) the kernel receives into; on the readiness backends a
+/// free list. Create it, and the receivers and buffers that use it, on the loop's
+/// thread; it may be destroyed before them (the memory lives until the last one goes).
+/// Throws std::invalid_argument for a zero or oversized count or size,
+/// std::system_error if memory cannot be mapped.
+class buffer_pool {
+ public:
+  buffer_pool(io_context& ctx, unsigned count, std::size_t size);
+  ~buffer_pool();
+  buffer_pool(const buffer_pool&) = delete;
+  buffer_pool& operator=(const buffer_pool&) = delete;
+
+  [[nodiscard]] unsigned count() const noexcept;
+  [[nodiscard]] std::size_t buffer_size() const noexcept;
+  /// Buffers neither held by a pooled_buffer nor queued in a receiver.
+  [[nodiscard]] unsigned available() const noexcept;
+  /// True when the kernel selects the buffers (io_uring).
+  [[nodiscard]] bool in_kernel() const noexcept;
+
+  detail::buffer_pool_core& core() noexcept { return *core_; }
+
+ private:
+  detail::buffer_pool_core* core_;
+};
+
+}  // namespace ringio

@@ -1,0 +1,125 @@
+#include "ringio/net/buffer_pool.hpp"
+
+#include <liburing.h>
+#include <sys/mman.h>
+
+#include <cerrno>
+#include <stdexcept>
+#include <system_error>
+
+#include "net/buffer_pool_core.hpp"
+#include "net/multishot_recv_state.hpp"
+
+namespace ringio {
+namespace detail {
+namespace {
+
+void* map(std::size_t bytes) {
+  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw std::system_error(errno, std::system_category(), "mmap (buffer_pool)");
+  return p;
+}
+
+}  // namespace
+
+buffer_pool_core::buffer_pool_core(io_context& ctx, unsigned count, std::size_t size) : ctx_(ctx), size_(size) {
+  if (count == 0 || count > 32768) throw std::invalid_argument("buffer_pool: count must be in 1..32768");
+  if (size == 0 || size > (std::size_t{1} << 31)) throw std::invalid_argument("buffer_pool: size must be in 1..2^31");
+  count_ = 1;
+  while (count_ < count) count_ <<= 1;
+  available_ = count_;
+  memory_ = static_cast<std::byte*>(map(std::size_t{count_} * size_));
+  // Kernel mode: a ring of buffer descriptors the kernel consumes and we refill.
+  ring_bytes_ = std::size_t{count_} * sizeof(io_uring_buf);
+  ring_ = map(ring_bytes_);
+  int g = ctx_.register_buffer_ring(ring_, count_);
+  if (g >= 0) {
+    group_ = g;
+    auto* br = static_cast<io_uring_buf_ring*>(ring_);
+    io_uring_buf_ring_init(br);
+    const int mask = static_cast<int>(count_ - 1);
+    for (unsigned i = 0; i < count_; ++i)
+      io_uring_buf_ring_add(br, address(i), static_cast<unsigned>(size_), static_cast<unsigned short>(i), mask,
+                            static_cast<int>(i));
+    io_uring_buf_ring_advance(br, static_cast<int>(count_));
+    return;
+  }
+  // Readiness backends (or a kernel without buffer rings): a plain free list.
+  ::munmap(ring_, ring_bytes_);
+  ring_ = nullptr;
+  free_.reserve(count_);
+  for (unsigned i = count_; i > 0; --i) free_.push_back(i - 1);
+}
+
+buffer_pool_core::~buffer_pool_core() {
+  if (group_ >= 0) ctx_.unregister_buffer_ring(group_);
+  if (ring_ != nullptr) ::munmap(ring_, ring_bytes_);
+  ::munmap(memory_, std::size_t{count_} * size_);
+}
+
+int buffer_pool_core::take_free() noexcept {
+  if (free_.empty()) return -1;
+  unsigned id = free_.back();
+  free_.pop_back();
+  --available_;
+  return static_cast<int>(id);
+}
+
+void buffer_pool_core::give_back(unsigned id) noexcept {
+  ++available_;
+  if (group_ >= 0) {
+    auto* br = static_cast<io_uring_buf_ring*>(ring_);
+    io_uring_buf_ring_add(br, address(id), static_cast<unsigned>(size_), static_cast<unsigned short>(id),
+                          static_cast<int>(count_ - 1), 0);
+    io_uring_buf_ring_advance(br, 1);
+  } else {
+    free_.push_back(id);
+  }
+  if (!starved_.empty()) {
+    std::vector<multishot_recv_state*> waiting;
+    waiting.swap(starved_);
+    for (multishot_recv_state* r : waiting) r->buffers_returned();
+  }
+}
+
+void buffer_pool_core::wait_for_buffer(multishot_recv_state& r) {
+  for (multishot_recv_state* s : starved_)
+    if (s == &r) return;
+  starved_.push_back(&r);
+}
+
+void buffer_pool_core::forget(multishot_recv_state& r) noexcept {
+  for (auto& s : starved_)
+    if (s == &r) {
+      s = starved_.back();
+      starved_.pop_back();
+      return;
+    }
+}
+
+}  // namespace detail
+
+pooled_buffer::pooled_buffer(detail::buffer_pool_core* core, unsigned id, std::size_t size) noexcept
+    : core_(core), data_(core->address(id)), id_(id), size_(size) {
+  core_->acquire();
+}
+
+void pooled_buffer::release() noexcept {
+  if (core_ != nullptr) {
+    detail::buffer_pool_core* c = std::exchange(core_, nullptr);
+    c->give_back(id_);
+    c->release();
+  }
+  size_ = 0;
+  data_ = nullptr;
+}
+
+buffer_pool::buffer_pool(io_context& ctx, unsigned count, std::size_t size)
+    : core_(new detail::buffer_pool_core(ctx, count, size)) {}
+buffer_pool::~buffer_pool() { core_->release(); }
+unsigned buffer_pool::count() const noexcept { return core_->count(); }
+std::size_t buffer_pool::buffer_size() const noexcept { return core_->size(); }
+unsigned buffer_pool::available() const noexcept { return core_->available(); }
+bool buffer_pool::in_kernel() const noexcept { return core_->group() >= 0; }
+
+}  // namespace ringio

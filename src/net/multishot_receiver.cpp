@@ -1,0 +1,213 @@
+// multishot recv with kernel-selected buffers (IORING_RECV_MULTISHOT + IOSQE_BUFFER_SELECT).
+#include "ringio/net/multishot_receiver.hpp"
+
+#include <liburing.h>
+
+#include <cerrno>
+
+#include "net/multishot_recv_state.hpp"
+#include "ringio/io_context.hpp"
+
+namespace ringio::detail {
+namespace {
+
+void ms_prepare(op_base& b, io_uring_sqe& sqe) noexcept {
+  auto& s = static_cast<multishot_recv_state&>(b);
+  io_uring_prep_recv_multishot(&sqe, s.fd, nullptr, 0, 0);
+  sqe.flags |= IOSQE_BUFFER_SELECT;
+  sqe.buf_group = static_cast<__u16>(s.pool.group());
+}
+void ms_on_cqe(op_base& b, int res, unsigned flags) noexcept { static_cast<multishot_recv_state&>(b).on_cqe(res, flags); }
+void ms_complete(op_base& b) noexcept { static_cast<multishot_recv_state&>(b).on_final(); }
+
+const op_vtable multishot_recv_vtable = {.prepare = ms_prepare, .attempt = nullptr, .on_cqe = ms_on_cqe,
+                                         .step = nullptr, .complete = ms_complete};
+
+void next_complete(op_base& b) noexcept {
+  auto& op = static_cast<recv_next_op&>(b);
+  if (!op.use_fallback) op.owner->consumer_done(op);
+  resume_waiter(op);
+}
+
+}  // namespace
+
+const op_vtable recv_next_vtable = {.prepare = nullptr, .attempt = nullptr, .on_cqe = nullptr, .step = nullptr,
+                                    .complete = next_complete};
+
+multishot_recv_state::multishot_recv_state(buffer_pool_core& p, int socket_fd) noexcept
+    : op_base(&multishot_recv_vtable), pool(p) {
+  fd = socket_fd;
+  pool.acquire();
+}
+
+multishot_recv_state::~multishot_recv_state() {
+  for (std::size_t i = head_; i < queue_.size(); ++i) pool.give_back(queue_[i].id);
+  pool.forget(*this);
+  pool.release();
+}
+
+void multishot_recv_state::arm(io_context& ctx) noexcept {
+  if (armed_ || starved_ || ended_) return;
+  armed_ = true;
+  loop_ = &ctx;
+  cancel_requested = cancel_submitted = false;
+  state = op_state::idle;
+  if (ctx.start(*this)) {  // refused at once: the context is shutting down
+    armed_ = false;
+    ended_ = true;
+    end_res_ = res < 0 ? res : -ECANCELED;
+  }
+}
+
+bool multishot_recv_state::take_ready(recv_next_op& c) noexcept {
+  if (head_ < queue_.size()) {
+    c.buffer_id = queue_[head_].id;
+    c.res = queue_[head_].len;
+    if (++head_ == queue_.size()) queue_.clear(), head_ = 0;
+    return true;
+  }
+  if (ended_) {
+    c.res = end_res_;
+    return true;
+  }
+  return false;
+}
+
+void multishot_recv_state::wait(recv_next_op& c) noexcept {
+  consumer_ = &c;
+  loop_ = c.ctx;
+  if (starved_ && pool.available() == 0) {
+    pool.wait_for_buffer(*this);
+    return;
+  }
+  starved_ = false;  // buffers came back meanwhile
+  arm(*loop_);
+  if (ended_) finish_consumer(end_res_, 0);  // could not arm: say why now
+}
+
+void multishot_recv_state::finish_consumer(int r, unsigned id) noexcept {
+  recv_next_op* c = consumer_;
+  consumer_ = nullptr;
+  c->buffer_id = id;
+  loop_->complete_event(*c, r);
+}
+
+// One CQE of the armed request: a buffer of data, the end of the stream, or an error.
+void multishot_recv_state::on_cqe(int r, unsigned flags) noexcept {
+  const bool has_buffer = (flags & IORING_CQE_F_BUFFER) != 0;
+  const unsigned id = flags >> IORING_CQE_BUFFER_SHIFT;
+  if (has_buffer) pool.taken();
+  if (r > 0 && has_buffer) {
+    if (orphaned_) {
+      pool.give_back(id);
+    } else if (consumer_ != nullptr && head_ == queue_.size()) {
+      finish_consumer(r, id);
+    } else {
+      queue_.push_back({id, r});
+    }
+    return;
+  }
+  if (has_buffer) pool.give_back(id);  // a buffer picked for a failed receive
+  if (r == -ENOBUFS) {
+    starved_ = true;  // the request ends; data waits in the socket
+  } else if (r == 0 || (r < 0 && r != -ECANCELED)) {
+    ended_ = true;
+    end_res_ = r;
+  }
+}
+
+// The request ended (its CQE without F_MORE).
+void multishot_recv_state::on_final() noexcept {
+  armed_ = false;
+  if (orphaned_) {
+    delete this;
+    return;
+  }
+  if (consumer_ == nullptr || head_ < queue_.size()) return;
+  if (ended_) {
+    finish_consumer(end_res_, 0);
+  } else if (starved_ && pool.available() == 0) {
+    pool.wait_for_buffer(*this);
+  } else {
+    starved_ = false;  // buffers came back while the last CQEs were in flight
+    arm(*loop_);  // ended without a reason (e.g. a cancel racing the consumer): re-arm
+    if (ended_) finish_consumer(end_res_, 0);
+  }
+}
+
+void multishot_recv_state::buffers_returned() noexcept {
+  starved_ = false;
+  if (consumer_ != nullptr && loop_ != nullptr) {
+    arm(*loop_);
+    if (ended_) finish_consumer(end_res_, 0);
+  }
+}
+
+void multishot_recv_state::consumer_done(recv_next_op& c) noexcept {
+  if (consumer_ == &c) consumer_ = nullptr;  // cancelled while waiting
+}
+
+void multishot_recv_state::detach() noexcept {
+  consumer_ = nullptr;
+  pool.forget(*this);
+  if (!armed_) {
+    delete this;
+    return;
+  }
+  orphaned_ = true;
+  if (io_context::current() == ctx) ctx->cancel(*this);  // else the context's shutdown does
+}
+
+bool recv_next_op::kernel_mode() const noexcept {
+  io_context* c = io_context::current();
+  return core->group() >= 0 && c != nullptr && c->backend() == backend_kind::uring;
+}
+
+bool recv_next_op::take_fallback_buffer() noexcept {
+  fallback_id = core->take_free();
+  if (fallback_id < 0) {
+    res = -ENOBUFS;
+    return false;
+  }
+  fallback.buf = mutable_buffer(core->address(static_cast<unsigned>(fallback_id)), core->size());
+  return true;
+}
+
+bool recv_next_op::take_ready() noexcept { return owner->take_ready(*this); }
+
+bool recv_next_op::wait(bool suspended) noexcept {
+  if (!suspended) return false;  // stopped before it started
+  owner->wait(*this);
+  return true;
+}
+
+result<pooled_buffer> recv_next_op::get_result() noexcept {
+  if (use_fallback) {
+    if (fallback_id < 0) return unexpected(errno_code(res));
+    auto id = static_cast<unsigned>(fallback_id);
+    if (fallback.res <= 0) {
+      core->give_back(id);
+      if (fallback.res < 0) return unexpected(op_error(fallback));
+      return pooled_buffer{};
+    }
+    return pooled_buffer(core, id, static_cast<std::size_t>(fallback.res));
+  }
+  if (res < 0) return unexpected(op_error(*this));
+  if (res == 0) return pooled_buffer{};
+  return pooled_buffer(core, buffer_id, static_cast<std::size_t>(res));
+}
+
+}  // namespace ringio::detail
+
+namespace ringio {
+
+multishot_receiver::multishot_receiver(stream_socket& socket, buffer_pool& pool)
+    : state_(new detail::multishot_recv_state(pool.core(), socket.native_handle())),
+      core_(&pool.core()),
+      fd_(socket.native_handle()) {}
+
+multishot_receiver::~multishot_receiver() { state_->detach(); }
+
+detail::recv_next_op multishot_receiver::next() noexcept { return {state_, core_, fd_}; }
+
+}  // namespace ringio

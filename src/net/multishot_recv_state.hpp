@@ -1,0 +1,56 @@
+// multishot_recv_state — the armed multishot recv of one multishot_receiver. It is
+// heap-allocated so that, when the receiver is destroyed while the kernel still holds
+// the request, it can live on (orphaned) until the request's last CQE.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "net/buffer_pool_core.hpp"
+#include "ringio/detail/op_base.hpp"
+#include "ringio/net/multishot_receiver.hpp"
+
+namespace ringio::detail {
+
+class multishot_recv_state : public op_base {
+ public:
+  multishot_recv_state(buffer_pool_core& pool, int socket_fd) noexcept;
+  ~multishot_recv_state();
+
+  /// Submits the multishot recv unless it is armed (or waiting for buffers).
+  void arm(io_context& ctx) noexcept;
+  /// Hands a queued chunk (or the sticky end) to `c`; false if there is none.
+  bool take_ready(recv_next_op& c) noexcept;
+  /// `c` waits: remember it and make sure a request is armed.
+  void wait(recv_next_op& c) noexcept;
+  /// The pool has buffers again (we ran out before).
+  void buffers_returned() noexcept;
+  /// The receiver is gone: cancel the request; the last CQE frees this object.
+  void detach() noexcept;
+
+  // CQE handling
+  void on_cqe(int res, unsigned flags) noexcept;
+  void on_final() noexcept;
+  void consumer_done(recv_next_op& c) noexcept;
+
+  buffer_pool_core& pool;
+
+ private:
+  struct chunk {
+    unsigned id;
+    int len;
+  };
+  void finish_consumer(int res, unsigned id) noexcept;
+
+  std::vector<chunk> queue_;  // received, not yet taken (grows only under bursts)
+  std::size_t head_ = 0;
+  bool ended_ = false;  // end of stream (res 0) or an error: sticky
+  int end_res_ = 0;
+  bool armed_ = false;
+  bool starved_ = false;  // stopped with ENOBUFS: re-arm when a buffer returns
+  bool orphaned_ = false;
+  recv_next_op* consumer_ = nullptr;
+  io_context* loop_ = nullptr;
+};
+
+}  // namespace ringio::detail
