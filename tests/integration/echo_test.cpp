@@ -11,22 +11,13 @@
 
 #include "ringio/ringio.hpp"
 #include "support/backend_test.hpp"
+#include "support/echo.hpp"
 #include "support/loopback.hpp"
 
 using namespace ringio;
 using namespace ringio_test;
 
 namespace {
-
-task<void> echo_connection(stream_socket s) {
-  std::vector<std::byte> buf(64 * 1024);
-  for (;;) {
-    auto n = co_await s.recv(buf);
-    if (!n || *n == 0) co_return;
-    auto w = co_await s.send_all(std::span(buf).first(*n));
-    if (!w) co_return;
-  }
-}
 
 task<void> echo_server(stream_listener& l, std::size_t connections) {
   scope conns;
@@ -36,7 +27,7 @@ task<void> echo_server(stream_listener& l, std::size_t connections) {
       ADD_FAILURE() << "accept: " << s.error().message();
       break;
     }
-    conns.spawn(echo_connection(std::move(*s)));
+    conns.spawn(echo_until_eof(std::move(*s)));
   }
   co_await conns.join();
 }

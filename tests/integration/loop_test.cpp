@@ -5,6 +5,7 @@
 
 #include "ringio/ringio.hpp"
 #include "support/backend_test.hpp"
+#include "support/echo.hpp"
 #include "support/loopback.hpp"
 
 using namespace ringio;
@@ -26,13 +27,7 @@ TEST_P(Loop, OneKernelCallPerIteration) {
     for (int c = 0; c < connections; ++c) {
       s.spawn([](stream_listener& l) -> task<void> {
         auto conn = co_await l.accept();
-        std::array<std::byte, 64> buf;
-        for (;;) {
-          auto n = co_await conn->recv(buf);
-          if (!n || *n == 0) co_return;
-          auto w = co_await conn->send_all(std::span(buf).first(*n));
-          if (!w) co_return;
-        }
+        if (conn) co_await echo_until_eof(std::move(*conn));
       }(l));
       s.spawn([](socket_address at) -> task<void> {
         auto conn = co_await stream_socket::connect(at);
@@ -91,13 +86,7 @@ TEST(LoopLimits, EchoThroughATinyRing) {
     for (int c = 0; c < 30; ++c) {
       s.spawn([](stream_listener& l) -> task<void> {
         auto conn = co_await l.accept();
-        std::array<std::byte, 256> buf;
-        for (;;) {
-          auto n = co_await conn->recv(buf);
-          if (!n || *n == 0) co_return;
-          auto w = co_await conn->send_all(std::span(buf).first(*n));
-          if (!w) co_return;
-        }
+        if (conn) co_await echo_until_eof(std::move(*conn));
       }(l));
       s.spawn([](socket_address at, int& ok) -> task<void> {
         auto conn = co_await stream_socket::connect(at);

@@ -15,16 +15,6 @@ using clock_type = std::chrono::steady_clock;
 
 namespace {
 
-struct socket_pair {
-  stream_socket a, b;
-  socket_pair() {
-    int sv[2];
-    EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
-    a = stream_socket(detail::fd_handle(sv[0]));
-    b = stream_socket(detail::fd_handle(sv[1]));
-  }
-};
-
 class Timeouts : public backend_test {};
 
 TEST_P(Timeouts, RecvTimesOutWhenNothingArrives) {

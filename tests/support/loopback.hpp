@@ -2,6 +2,7 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -10,6 +11,7 @@
 
 #include "ringio/net/socket_address.hpp"
 #include "ringio/net/stream_listener.hpp"
+#include "ringio/net/stream_socket.hpp"
 
 namespace ringio_test {
 
@@ -25,6 +27,17 @@ inline ringio::socket_address address_of(const ringio::stream_listener& l) {
   EXPECT_TRUE(a) << a.error().message();
   return *a;
 }
+
+/// Two connected Unix stream sockets (a socketpair), owned by ringio sockets.
+struct socket_pair {
+  ringio::stream_socket a, b;
+  socket_pair() {
+    int sv[2];
+    EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    a = ringio::stream_socket(ringio::detail::fd_handle(sv[0]));
+    b = ringio::stream_socket(ringio::detail::fd_handle(sv[1]));
+  }
+};
 
 /// Deterministic pseudo-random bytes.
 inline std::vector<std::byte> random_bytes(std::size_t n, std::uint64_t seed) {
