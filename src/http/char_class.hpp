@@ -3,6 +3,7 @@
 
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <string_view>
 
 namespace ringio::http::detail {
@@ -41,6 +42,35 @@ constexpr int hex_value(char c) noexcept {
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
   if (c >= 'A' && c <= 'F') return c - 'A' + 10;
   return -1;
+}
+
+/// The first byte in [p, end) below `limit` or equal to DEL, or end. Eight bytes per
+/// step: with limit 0x20 it finds the control characters (HTAB included) that end a
+/// field value; with 0x21 also the SP that ends a request-target.
+template <unsigned char limit>
+inline const char* find_below(const char* p, const char* end) noexcept {
+  static_assert(limit <= 0x80, "the word test is exact only for limits up to 0x80");
+  constexpr std::uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
+  while (end - p >= 8) {
+    std::uint64_t w;
+    std::memcpy(&w, p, 8);
+    std::uint64_t below = (w - ones * limit) & ~w & high;  // some byte < limit (exact as a whole)
+    std::uint64_t del = w ^ (ones * 0x7f);
+    del = (del - ones) & ~del & high;                       // some byte == 0x7f
+    if ((below | del) != 0) break;
+    p += 8;
+  }
+  while (p < end && static_cast<unsigned char>(*p) >= limit && *p != 0x7f) ++p;
+  return p;
+}
+inline const char* find_control(const char* p, const char* end) noexcept { return find_below<0x20>(p, end); }
+
+/// Whether every byte of s is a field-value byte (HTAB, SP, VCHAR, obs-text).
+inline bool valid_value(std::string_view s) noexcept {
+  const char* end = s.data() + s.size();
+  for (const char* p = find_control(s.data(), end); p != end; p = find_control(p + 1, end))
+    if (*p != '\t') return false;
+  return true;
 }
 
 /// Removes leading and trailing SP/HTAB.

@@ -30,9 +30,43 @@ chunked_decoder::status chunked_decoder::decode(char* raw, std::size_t size) noe
       if (chunk_ == 0) state_ = st::data_cr;
       continue;
     }
+    // Fast paths for the usual framing: "HEX\r\n" whole, and the CRLF after data.
+    if (state_ == st::size && digits_ == 0) {
+      std::size_t i = in_;
+      std::uint64_t v = 0;
+      for (int h; i < size && i - in_ < 16 && (h = detail::hex_value(raw[i])) >= 0; ++i) v = v * 16 + static_cast<unsigned>(h);
+      if (i > in_ && i + 1 < size && raw[i] == '\r' && raw[i + 1] == '\n') {
+        chunk_ = v;
+        in_ = i + 2;
+        if (end_size_line() == status::error) return status::error;
+        continue;
+      }
+    } else if (state_ == st::data_cr && size - in_ >= 2 && raw[in_] == '\r' && raw[in_ + 1] == '\n') {
+      in_ += 2;
+      begin_size_line();
+      continue;
+    }
     if (step_framing(raw, raw[in_++]) == status::error) return status::error;
   }
   return state_ == st::done ? status::done : status::need_more;
+}
+
+void chunked_decoder::begin_size_line() noexcept {
+  state_ = st::size;
+  chunk_ = 0;
+  digits_ = 0;
+  line_start_ = in_;
+}
+
+chunked_decoder::status chunked_decoder::end_size_line() noexcept {
+  if (chunk_ == 0) {
+    state_ = st::trailer_start;
+    line_start_ = in_;
+  } else {
+    if (chunk_ > max_body_ - out_) return fail(413);
+    state_ = st::data;
+  }
+  return status::need_more;
 }
 
 // One byte of framing: chunk-size [ chunk-ext ] CRLF, the CRLF after data, trailer
@@ -106,24 +140,14 @@ chunked_decoder::status chunked_decoder::step_framing(char* raw, char c) noexcep
       break;
     case st::size_lf:
       if (c != '\n') return fail(400);
-      if (chunk_ == 0) {
-        state_ = st::trailer_start;
-        line_start_ = in_;
-      } else {
-        if (chunk_ > max_body_ - out_) return fail(413);
-        state_ = st::data;
-      }
-      return status::need_more;
+      return end_size_line();
     case st::data_cr:
       if (c != '\r') return fail(400);
       state_ = st::data_lf;
       break;
     case st::data_lf:
       if (c != '\n') return fail(400);
-      state_ = st::size;
-      chunk_ = 0;
-      digits_ = 0;
-      line_start_ = in_;
+      begin_size_line();
       return status::need_more;
     case st::trailer_start:
       if (++trailer_bytes_ > max_trailer_) return fail(431);

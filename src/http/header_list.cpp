@@ -35,8 +35,7 @@ bool split_field_line(std::string_view line, std::string_view& name, std::string
   if (i == 0 || i == line.size() || line[i] != ':') return false;
   name = line.substr(0, i);
   std::string_view v = trim_ows(line.substr(i + 1));
-  for (char c : v)
-    if (!is(c, cc_value)) return false;
+  if (!valid_value(v)) return false;
   value = v;
   return true;
 }

@@ -1,6 +1,5 @@
 #include "ringio/http/request_parser.hpp"
 
-#include <algorithm>
 #include <cstring>
 
 #include "char_class.hpp"
@@ -8,32 +7,14 @@
 namespace ringio::http {
 namespace {
 
-using detail::cc_target;
 using detail::cc_token;
 using detail::is;
+
+constexpr int incomplete = -1;  // a line result: more bytes are needed
 
 parse_result fail(int status) noexcept { return {parse_state::error, status, 0}; }
 
 constexpr bool is_digit(char c) noexcept { return c >= '0' && c <= '9'; }
-
-// While the request line is incomplete: could `rest` still start a valid one? Lets
-// garbage (a TLS handshake on the plain port) be refused at its first byte.
-bool plausible_start(std::string_view rest) noexcept {
-  if (!rest.empty() && rest[0] == '\r') return true;  // an empty line before the request
-  std::size_t i = 0;
-  while (i < rest.size() && is(rest[i], cc_token)) ++i;
-  return i == rest.size() || rest[i] == ' ';
-}
-
-// The path of a target: origin-form "/p?q" or absolute-form "http://host/p?q".
-std::string_view path_of(std::string_view target) noexcept {
-  std::string_view path = target.substr(0, target.find('?'));
-  if (path.empty() || path[0] == '/' || path == "*") return path;
-  auto scheme_end = path.find("://");
-  if (scheme_end == std::string_view::npos || scheme_end == 0) return path;  // authority-form or other
-  auto slash = path.find('/', scheme_end + 3);
-  return slash == std::string_view::npos ? std::string_view("/") : path.substr(slash);
-}
 
 // 1*DIGIT, at most 18 digits (so it fits an int64 without overflow checks).
 bool parse_length(std::string_view s, std::int64_t& out) noexcept {
@@ -49,62 +30,91 @@ bool parse_length(std::string_view s, std::int64_t& out) noexcept {
 
 }  // namespace
 
+// Each line is parsed in one left-to-right pass that validates as it looks for the
+// CR; a line cut short by the end of the input is parsed again on the next call.
+// Only the first max_ bytes are looked at, so a verdict never depends on how the
+// bytes were split into reads.
 parse_result request_parser::parse(std::string_view data, request& req) noexcept {
+  const std::string_view d = data.substr(0, max_);
   for (;;) {
-    std::size_t from = std::max(pos_, scanned_);
-    const void* nl = from < data.size() ? std::memchr(data.data() + from, '\n', data.size() - from) : nullptr;
-    if (nl == nullptr) {
-      scanned_ = data.size();
-      // Garbage first: once a prefix is implausible every longer input is, so the
-      // verdict does not depend on how the bytes were split into reads.
-      if (!have_request_line_ && !plausible_start(data.substr(pos_))) return fail(400);
-      if (data.size() > max_) return fail(431);
-      return {};
-    }
-    std::size_t lf = static_cast<std::size_t>(static_cast<const char*>(nl) - data.data());
-    if (lf + 1 > max_) return fail(431);
-    if (lf == pos_ || data[lf - 1] != '\r') return fail(400);  // a bare LF ends no line here
-    std::string_view line = data.substr(pos_, lf - 1 - pos_);
-    pos_ = scanned_ = lf + 1;
-    int status = 0;
-    if (!have_request_line_) {
-      if (line.empty()) continue;  // RFC 9112 2.2: ignore empty lines before the request line
-      status = parse_request_line(line, req);
-      have_request_line_ = true;
-    } else if (line.empty()) {
+    int status;
+    if (pos_ + 1 < d.size() && d[pos_] == '\r' && d[pos_ + 1] == '\n') {  // an empty line
+      pos_ += 2;
+      if (!have_request_line_) continue;  // RFC 9112 2.2: ignore empty lines before the request
       status = finish(req);
       if (status == 0) return {parse_state::complete, 0, pos_};
+    } else if (pos_ < d.size() && d[pos_] == '\r' && pos_ + 1 == d.size()) {
+      status = incomplete;
+    } else if (!have_request_line_) {
+      status = parse_request_line(d, req);
+      if (status == 0) have_request_line_ = true;
     } else {
-      status = parse_field(line, req);
+      status = parse_field(d, req);
     }
+    if (status == incomplete) return data.size() > max_ ? fail(431) : parse_result{};
     if (status != 0) return fail(status);
   }
 }
 
-int request_parser::parse_request_line(std::string_view line, request& req) const noexcept {
-  // method SP request-target SP HTTP-version, single spaces only.
-  std::size_t n = line.size(), i = 0;
-  while (i < n && is(line[i], cc_token)) ++i;
-  if (i == 0 || i == n || line[i] != ' ') return 400;
-  std::size_t t = i + 1, j = t;
-  while (j < n && is(line[j], cc_target)) ++j;
-  if (j == t || j == n || line[j] != ' ') return 400;
-  std::string_view v = line.substr(j + 1);
-  if (v.size() != 8 || v.substr(0, 5) != "HTTP/" || !is_digit(v[5]) || v[6] != '.' || !is_digit(v[7])) return 400;
+int request_parser::parse_request_line(std::string_view d, request& req) noexcept {
+  // method SP request-target SP HTTP-version CRLF, single spaces only.
+  const char *start = d.data() + pos_, *end = d.data() + d.size(), *p = start;
+  while (p < end && is(*p, cc_token)) ++p;
+  if (p == end) return incomplete;
+  if (p == start || *p != ' ') return 400;
+  const char* target = ++p;
+  p = detail::find_below<0x21>(p, end);  // the target ends at SP and holds no control
+  if (p == end) return incomplete;
+  if (p == target || *p != ' ') return 400;
+  const char* v = p + 1;
+  if (end - v < 10) return incomplete;
+  if (std::memcmp(v, "HTTP/", 5) != 0 || !is_digit(v[5]) || v[6] != '.' || !is_digit(v[7])) return 400;
+  if (v[8] != '\r' || v[9] != '\n') return 400;
   if (v[5] != '1' || v[7] > '1') return 505;
-  req.method_name_ = line.substr(0, i);
-  req.target_ = line.substr(t, j - t);
+  pos_ = static_cast<std::size_t>(v + 10 - d.data());
+
+  req.method_name_ = {start, static_cast<std::size_t>(target - 1 - start)};
+  req.target_ = {target, static_cast<std::size_t>(p - target)};
   req.version_minor_ = static_cast<std::uint8_t>(v[7] - '0');
-  req.path_ = path_of(req.target_);
-  if (auto q = req.target_.find('?'); q != std::string_view::npos) req.query_ = req.target_.substr(q + 1);
+  // Origin-form "/p?q", absolute-form "http://host/p?q", asterisk-form, authority-form.
+  std::string_view path = req.target_;
+  if (const void* q = std::memchr(target, '?', req.target_.size())) {
+    auto at = static_cast<std::size_t>(static_cast<const char*>(q) - target);
+    req.query_ = req.target_.substr(at + 1);
+    path = path.substr(0, at);
+  }
+  if (!path.empty() && path[0] != '/' && path != "*") {
+    auto scheme_end = path.find("://");
+    if (scheme_end != std::string_view::npos && scheme_end != 0) {
+      auto slash = path.find('/', scheme_end + 3);
+      path = slash == std::string_view::npos ? std::string_view("/") : path.substr(slash);
+    }
+  }
+  req.path_ = path;
   req.method_ = parse_method(req.method_name_);
   return req.method_ == method::unknown ? 501 : 0;
 }
 
-int request_parser::parse_field(std::string_view line, request& req) const noexcept {
-  std::string_view name, value;
-  if (!detail::split_field_line(line, name, value)) return 400;
+int request_parser::parse_field(std::string_view d, request& req) noexcept {
+  // name ":" OWS value OWS CRLF; no whitespace before the colon, no obs-fold.
+  const char *start = d.data() + pos_, *end = d.data() + d.size(), *p = start;
+  while (p < end && is(*p, cc_token)) ++p;
+  if (p == end) return incomplete;
+  if (p == start || *p != ':') return 400;
+  std::string_view name(start, static_cast<std::size_t>(p - start));
+  ++p;
+  while (p < end && detail::is_ws(*p)) ++p;
+  const char* v = p;
+  for (p = detail::find_control(p, end); p < end && *p == '\t'; p = detail::find_control(p + 1, end)) {
+  }
+  if (p == end || p + 1 == end) return incomplete;
+  if (p[0] != '\r' || p[1] != '\n') return 400;
+  const char* ve = p;
+  while (ve > v && detail::is_ws(ve[-1])) --ve;
+  std::string_view value(v, static_cast<std::size_t>(ve - v));
+  pos_ = static_cast<std::size_t>(p + 2 - d.data());
   if (!req.headers_.push({name, value})) return 431;
+
   // The fields that frame the message or steer the connection, picked by length first.
   switch (name.size()) {
     case 4:

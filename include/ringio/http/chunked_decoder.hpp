@@ -43,6 +43,8 @@ class chunked_decoder {
     return status::error;
   }
   status step_framing(char* raw, char c) noexcept;
+  void begin_size_line() noexcept;
+  status end_size_line() noexcept;
 
   std::uint64_t max_body_;
   std::size_t max_trailer_;

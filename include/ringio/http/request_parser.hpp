@@ -35,25 +35,24 @@ class request_parser {
 
   /// Parses the head at the start of `data`, which holds everything received so far
   /// for this request: each call sees the previous call's bytes plus new ones (if the
-  /// bytes moved in memory, call req.rebase() first). Each line is examined once.
+  /// bytes moved in memory, call req.rebase() first). A line is examined once when it
+  /// arrives whole; one cut short by the end of `data` is examined again next time.
   parse_result parse(std::string_view data, request& req) noexcept;
 
   /// Prepares for the next request (call req.clear() too).
   void reset() noexcept {
     pos_ = 0;
-    scanned_ = 0;
     have_request_line_ = false;
   }
 
   [[nodiscard]] std::size_t max_head_bytes() const noexcept { return max_; }
 
  private:
-  int parse_request_line(std::string_view line, request& req) const noexcept;
-  int parse_field(std::string_view line, request& req) const noexcept;
+  int parse_request_line(std::string_view d, request& req) noexcept;
+  int parse_field(std::string_view d, request& req) noexcept;
   static int finish(request& req) noexcept;
 
-  std::size_t pos_ = 0;      // start of the first line not parsed yet
-  std::size_t scanned_ = 0;  // bytes already searched for the end of that line
+  std::size_t pos_ = 0;  // start of the first line not parsed yet
   std::size_t max_;
   bool have_request_line_ = false;
 };
