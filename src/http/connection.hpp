@@ -27,11 +27,19 @@ class connection {
 
   /// Serves requests until the connection ends.
   task<void> run();
+  /// Enforces the idle and send timeouts of run() (run it beside it; stop it after).
+  task<void> watchdog();
   /// Answers 503 (connection limit) and closes.
   task<void> refuse();
 
  private:
   enum class framing : std::uint8_t { length, chunked, until_close, none };
+  // What run() waits for; every change counts as progress for the watchdog.
+  enum class phase : std::uint8_t { busy, idle, sending };
+  void enter(phase p) noexcept {
+    phase_ = p;
+    ++progress_;
+  }
 
   [[nodiscard]] std::string_view pending() const noexcept { return {in_.get() + start_, end_ - start_}; }
   [[nodiscard]] mutable_buffer free_space() const noexcept { return {in_.get() + end_, cap_ - end_}; }
@@ -45,7 +53,7 @@ class connection {
   task<bool> send_file(file_body& f);
   task<bool> send_out();
   task<void> fail(int status);
-  task<void> close_gracefully();
+  task<void> close_gracefully(bool linger);
   void log_handler_error(std::string_view what);
 
   server_core& core_;
@@ -58,7 +66,10 @@ class connection {
   request req_;
   request_parser parser_;
   chunked_decoder chunks_;
-  std::stop_source idle_;  // stops waits for a next request: server drain or our own stop
+  std::stop_source idle_;  // stops waits for a next request: drain, idle timeout, our own stop
+  std::stop_source kill_;  // stops sends: send timeout, our own stop
+  std::uint32_t progress_ = 0;
+  phase phase_ = phase::busy;
 };
 
 }  // namespace ringio::http::detail

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <exception>
 #include <string>
 
 #include "connection.hpp"
@@ -73,7 +74,17 @@ task<void> server::serve_connection(stream_socket s) {
     co_return;
   }
   detail::admission held(core);
-  co_await conn.run();
+  scope watch;
+  watch.spawn(conn.watchdog());
+  std::exception_ptr failure;
+  try {
+    co_await conn.run();
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  watch.request_stop();
+  co_await watch.join();
+  if (failure) std::rethrow_exception(failure);
 }
 
 task<void> server::serve(stream_listener& listener, std::stop_token stop) {

@@ -128,6 +128,23 @@ TEST_P(HttpHardening, StalledBodyGets408) {
   EXPECT_TRUE(c.closed_by_peer());
 }
 
+TEST_P(HttpHardening, ClientThatStopsReadingIsCutAfterTheSendTimeout) {
+  auto o = small_limits();
+  o.send_timeout = 300ms;
+  start(std::move(o));
+  http_client c(port());
+  std::string many;
+  for (int i = 0; i < 64; ++i) many += get_request("/big");  // 19 MiB of responses, never read
+  ASSERT_TRUE(c.send(many));
+  bool cut = false;
+  for (int i = 0; i < 100 && !cut; ++i) {
+    std::this_thread::sleep_for(20ms);
+    cut = server().connections() == 0;
+  }
+  EXPECT_TRUE(cut) << "a connection stuck in a send was not closed";
+  expect_healthy();
+}
+
 TEST_P(HttpHardening, HandlerExceptionGives500AndTheConnectionGoesOn) {
   start();
   http_client c(port());
