@@ -1,40 +1,20 @@
+// connection — the receiving half of a connection and its request loop: buffers,
+// the head and body reads, the handler call, the watchdog. Sending: connection_send.cpp.
 #include "connection.hpp"
-
-#include <sys/socket.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <exception>
-#include <string>
 
-#include "http_date.hpp"
-#include "ringio/fs/file.hpp"
-#include "ringio/http/body_writer.hpp"
 #include "ringio/http/status.hpp"
 #include "ringio/stop.hpp"
 #include "ringio/time/sleep.hpp"
 #include "ringio/time/timeout.hpp"
 
 namespace ringio::http::detail {
-namespace {
 
 using clock = std::chrono::steady_clock;
-
-constexpr std::size_t initial_input = 4096;
-constexpr std::size_t min_receive = 1024;
-constexpr std::size_t flush_threshold = 64 * 1024;  // gathered pipelined responses
-constexpr std::size_t inline_body = 64 * 1024;      // larger fixed bodies are sent directly
-constexpr std::size_t file_chunk = 64 * 1024;
-constexpr auto linger_time = std::chrono::seconds(2);
-constexpr std::size_t linger_bytes = 1 << 20;
-
-struct forward_stop {
-  std::stop_source* target;
-  void operator()() const noexcept { target->request_stop(); }
-};
-
-}  // namespace
 
 connection::connection(server_core& core, stream_socket s)
     : core_(core),
@@ -217,148 +197,6 @@ task<int> connection::read_body(std::size_t head_size, std::size_t& request_size
     if (*n == 0) co_return -1;
     end_ += *n;
   }
-}
-
-void connection::write_head(const response& r, framing f, std::uint64_t length, bool keep) {
-  char status[3] = {static_cast<char>('0' + r.status_ / 100 % 10), static_cast<char>('0' + r.status_ / 10 % 10),
-                    static_cast<char>('0' + r.status_ % 10)};
-  out_.append("HTTP/1.1 ");
-  out_.append({status, 3});
-  out_.append(" ");
-  out_.append(reason_phrase(r.status_));
-  if (!r.content_type_.empty() && f != framing::none) {
-    out_.append("\r\nContent-Type: ");
-    out_.append(r.content_type_);
-  }
-  if (f == framing::length) {
-    out_.append("\r\nContent-Length: ");
-    out_.append_decimal(length);
-  } else if (f == framing::chunked) {
-    out_.append("\r\nTransfer-Encoding: chunked");
-  }
-  out_.append("\r\nDate: ");
-  out_.append(current_http_date());
-  if (!keep) out_.append("\r\nConnection: close");
-  else if (req_.version_minor_ == 0) out_.append("\r\nConnection: keep-alive");
-  out_.append("\r\n");
-  out_.append(r.fields_);
-  out_.append("\r\n");
-}
-
-// Fixed bodies small enough to copy: formatted into out_, sent with the next write.
-bool connection::write_fixed(const response& r, bool keep) {
-  bool no_body = status_has_no_body(r.status_);
-  bool head_only = no_body || req_.method_ == method::head;
-  if (r.is_stream() || (r.is_file() && !head_only)) return false;
-  std::string_view body = r.body();
-  if (body.size() > inline_body && !head_only) return false;
-  std::uint64_t length = body.size();
-  if (const auto* f = std::get_if<file_body>(&r.body_)) length = f->length;
-  write_head(r, no_body ? framing::none : framing::length, length, keep);
-  if (!head_only) out_.append(body);
-  return true;
-}
-
-task<bool> connection::write_special(response& r, bool& keep) {
-  const bool head_only = req_.method_ == method::head;
-  if (auto* f = std::get_if<file_body>(&r.body_)) {
-    write_head(r, framing::length, f->length, keep);
-    auto ok = co_await send_file(*f);
-    co_return ok;
-  }
-  if (auto* fn = std::get_if<body_stream>(&r.body_)) {
-    const bool chunked = req_.version_minor_ == 1;
-    if (!chunked) keep = false;  // HTTP/1.0: the end of the connection ends the body
-    write_head(r, chunked ? framing::chunked : framing::until_close, 0, keep);
-    if (head_only || status_has_no_body(r.status_)) co_return true;
-    body_writer writer(sock_, out_, core_.opts.send_timeout, chunked);
-    bool threw = false;
-    try {
-      co_await (*fn)(writer);
-    } catch (const std::exception& e) {
-      threw = true;
-      log_handler_error(e.what());
-    }
-    if (threw || writer.failed()) co_return false;
-    writer.finish();
-    co_return true;
-  }
-  std::string_view body = r.body();  // a large fixed body: sent from where it is
-  write_head(r, framing::length, body.size(), keep);
-  auto sent = co_await send_out();
-  if (!sent) co_return false;
-  enter(phase::sending);
-  auto w = co_await sock_.send_all(body).with_stop(kill_.get_token());
-  enter(phase::busy);
-  co_return static_cast<bool>(w);
-}
-
-task<bool> connection::send_file(file_body& f) {
-  std::uint64_t offset = f.offset, left = f.length;
-  while (left > 0) {
-    std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(left, file_chunk));
-    char* at = out_.reserve(want);
-    auto n = co_await ::ringio::detail::read_at_op(f.fd.get(), mutable_buffer(at, want), offset);
-    if (!n || *n == 0) co_return false;  // the file shrank: the promised length cannot be kept
-    out_.commit(*n);
-    offset += *n;
-    left -= *n;
-    if (out_.size() >= file_chunk) {
-      auto sent = co_await send_out();
-      if (!sent) co_return false;
-    }
-  }
-  co_return true;
-}
-
-task<bool> connection::send_out() {
-  enter(phase::sending);
-  auto sent = co_await sock_.send_all(out_.view()).with_stop(kill_.get_token());
-  enter(phase::busy);
-  out_.clear();
-  co_return static_cast<bool>(sent);
-}
-
-task<void> connection::fail(int status) {
-  write_head(response::borrowed(status, reason_phrase(status)), framing::length, reason_phrase(status).size(), false);
-  out_.append(reason_phrase(status));
-  co_await close_gracefully(true);
-}
-
-task<void> connection::refuse() {
-  std::stop_token outer = co_await current_stop_token();
-  std::stop_callback<forward_stop> kill_on_outer(outer, forward_stop{&kill_});
-  core_.log_limited(core_.last_limit_log,
-                    "http: connection limit reached (" + std::to_string(core_.opts.max_connections) +
-                        " open); refusing new connections with 503");
-  co_await fail(503);
-}
-
-// Sends what is pending. With `linger`, then half-closes and reads what the client
-// still sends (the rest of a refused body) for a moment: closing with unread input
-// would reset the connection, and the client could lose the response.
-task<void> connection::close_gracefully(bool linger) {
-  if (!out_.empty()) {
-    auto sent = co_await send_out();
-    if (!sent) co_return;
-  }
-  if (!linger) co_return;  // the socket closes with the connection: FIN after the data
-  // shutdown(2) never blocks; called directly because the readiness backends park a
-  // shutdown operation until the socket is readable, which a silent client never is.
-  if (::shutdown(sock_.native_handle(), SHUT_WR) != 0) co_return;
-  auto deadline = clock::now() + linger_time;
-  std::size_t discarded = 0;
-  while (discarded < linger_bytes) {
-    auto n = co_await with_deadline(sock_.recv({in_.get(), cap_}), deadline);
-    if (!n || *n == 0) break;
-    discarded += *n;
-  }
-}
-
-void connection::log_handler_error(std::string_view what) {
-  std::string line = "http: handler for ";
-  line.append(req_.method_name_).append(" ").append(req_.target_.substr(0, 200)).append(" failed: ").append(what);
-  core_.log_limited(core_.last_error_log, line);
 }
 
 }  // namespace ringio::http::detail

@@ -2,6 +2,7 @@
 // while keep-alive allows. Buffers are per connection and reused by every request.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -19,6 +20,12 @@
 
 namespace ringio::http::detail {
 
+/// Stops `target` when the stop token it is registered on is stopped.
+struct forward_stop {
+  std::stop_source* target;
+  void operator()() const noexcept { target->request_stop(); }
+};
+
 class connection {
  public:
   connection(server_core& core, stream_socket s);
@@ -33,6 +40,14 @@ class connection {
   task<void> refuse();
 
  private:
+  static constexpr std::size_t initial_input = 4096;
+  static constexpr std::size_t min_receive = 1024;
+  static constexpr std::size_t flush_threshold = 64 * 1024;  // gathered pipelined responses
+  static constexpr std::size_t inline_body = 64 * 1024;      // larger fixed bodies go out directly
+  static constexpr std::size_t file_chunk = 64 * 1024;
+  static constexpr auto linger_time = std::chrono::seconds(2);
+  static constexpr std::size_t linger_bytes = 1 << 20;
+
   enum class framing : std::uint8_t { length, chunked, until_close, none };
   // What run() waits for; every change counts as progress for the watchdog.
   enum class phase : std::uint8_t { busy, idle, sending };
