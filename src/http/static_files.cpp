@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <stdexcept>
 #include <string>
 #include <system_error>
 
@@ -93,7 +94,9 @@ response serve(const static_root& root, request& r) {
   if (S_ISDIR(st.st_mode)) {
     if (!r.path().ends_with('/')) {  // relative links in the index resolve against the directory
       response res = page(301);
-      std::string location(r.path());
+      std::string_view path = r.path();
+      while (path.starts_with("//")) path.remove_prefix(1);  // "//host/x/" would leave the site
+      std::string location(path);
       location.append("/");
       if (!r.query().empty()) location.append("?").append(r.query());
       res.set_header("Location", location);
@@ -164,6 +167,8 @@ response serve(const static_root& root, request& r) {
 }  // namespace detail
 
 static_files::static_files(const std::string& root, static_files_options opts) {
+  if (opts.index.empty() || opts.index.size() > 255 || opts.index.find('/') != std::string::npos)
+    throw std::invalid_argument("http: static files index must be a file name");
   int fd = ::open(root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) throw std::system_error(errno, std::system_category(), "http: static files root '" + root + "'");
   root_ = std::make_shared<const detail::static_root>(detail::static_root{ringio::detail::fd_handle(fd), std::move(opts)});

@@ -93,6 +93,9 @@ TEST_P(HttpStaticFiles, DirectoriesServeTheirIndexAndGetASlash) {
   ASSERT_TRUE(r);
   EXPECT_EQ(r->body, "<p>sub</p>");
   EXPECT_EQ(status_of("/empty/"), 404) << "no directory listings";
+  r = get("//sub");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->header("Location"), "/sub/") << "a protocol-relative redirect would leave the site";
 }
 
 TEST_P(HttpStaticFiles, ValidatorsGive304) {

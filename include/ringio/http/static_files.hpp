@@ -28,7 +28,8 @@ struct static_files_options {
 
 class static_files {
  public:
-  /// Serves `root`. Throws std::system_error if it is not an accessible directory.
+  /// Serves `root`. Throws std::system_error if it is not an accessible directory,
+  /// std::invalid_argument if opts.index is not a plain file name.
   explicit static_files(const std::string& root, static_files_options opts = {});
 
   /// Serves request::route_rest() when routed by prefix, else the request's path.
