@@ -144,3 +144,32 @@ TEST_P(Echo, RecvExactIsShortOnlyAtEndOfStream) {
 RINGIO_ALL_BACKENDS(Echo);
 
 }  // namespace
+
+namespace {
+
+class Shutdown : public backend_test {};
+
+// shutdown(2) never waits: here the peer is silent and the socket was just found empty.
+TEST_P(Shutdown, CompletesAtOnceOnASilentSocket) {
+  socket_pair p;
+  auto r = run([](socket_pair& p) -> task<std::pair<bool, std::size_t>> {
+    std::array<char, 16> buf;
+    // The receive waits first (the backend starts watching the socket), then a short
+    // read leaves the socket known to be empty.
+    auto late_send = [](stream_socket& s) -> task<result<std::size_t>> {
+      co_await yield();
+      co_return co_await s.send_all(std::string_view("x"));
+    };
+    auto [got, first] = co_await when_all(p.a.recv(buf), late_send(p.b));
+    EXPECT_TRUE(first && got);
+    auto sh = co_await with_timeout(p.a.shutdown(SHUT_WR), std::chrono::seconds(2));
+    auto eof = co_await with_timeout(p.b.recv(buf), std::chrono::seconds(2));
+    co_return std::pair{static_cast<bool>(sh), eof.value_or(99)};
+  }(p));
+  EXPECT_TRUE(r.first) << "shutdown did not complete";
+  EXPECT_EQ(r.second, 0u) << "the peer did not see the end of stream";
+}
+
+RINGIO_ALL_BACKENDS(Shutdown);
+
+}  // namespace

@@ -100,7 +100,7 @@ bool epoll_backend::start(op_base& op) {
   }
   // Skip the syscall when this direction is known not to be ready (edge triggered:
   // an edge since the last EAGAIN would have set the flag again).
-  fd_state* s = known(op.fd);
+  fd_state* s = op.want == interest::none ? nullptr : known(op.fd);  // (shutdown, close: no wait)
   bool* ready = s == nullptr ? nullptr : (op.want == interest::writable ? &s->writable : &s->readable);
   if (ready == nullptr || *ready) {
     op.drained = false;
