@@ -235,6 +235,7 @@ int serve(const server_config& cfg, const connection_handler& handler) {
   std::fprintf(stderr, "%s: %s received, finishing open connections (up to %lld ms)\n", cfg.name.c_str(),
                signo == SIGINT ? "SIGINT" : "SIGTERM", static_cast<long long>(cfg.drain_timeout.count()));
   stop.request_stop();
+  if (cfg.on_stop) cfg.on_stop();
   waiter.join();
   rt->stop();
   std::string per_loop;

@@ -35,6 +35,9 @@ struct server_config {
   /// Runs on each loop thread before it serves; what it returns lives until that loop
   /// has drained its connections (per-loop resources such as a buffer_pool).
   std::function<std::shared_ptr<void>(ringio::io_context&)> loop_setup;
+  /// Called (on the main thread) when SIGINT/SIGTERM arrives, after accepting
+  /// stopped: e.g. to close idle keep-alive connections at once.
+  std::function<void()> on_stop;
 };
 
 /// Handles one connection; runs on the loop thread that accepted it.
