@@ -2,6 +2,7 @@
 #include <array>
 #include <cstddef>
 #include <span>
+#include <string>
 
 #include "common/cli.hpp"
 #include "common/serve.hpp"
@@ -11,17 +12,13 @@
 
 namespace {
 
-constexpr const char* usage =
-    "usage: echo_server --port P [--host ADDR] [--threads N] [--backend uring|epoll|uring-poll]\n"
-    "                   [--drain-timeout SECONDS] [--single-accept] [--dispatch reuseport|acceptor]\n"
-    "                   [--sqpoll] [--recv single|multishot]\n"
+const std::string usage = std::string(
+    "usage: echo_server --port P [options]\n"
     "Echoes every byte back on every TCP connection. SIGINT/SIGTERM stop it gracefully:\n"
-    "no new connections, open ones get --drain-timeout (default 5) seconds, exit 0.\n"
-    "--dispatch: one SO_REUSEPORT listener per thread (default), or one acceptor thread\n"
-    "handing each connection to the least-loaded thread.\n"
-    "--sqpoll: a kernel thread polls each ring's submission queue (io_uring; costs a core).\n"
-    "--recv: one recv per message into a per-connection buffer (single), or one armed\n"
-    "multishot recv per connection into buffers shared by the thread (multishot, default).\n";
+    "no new connections, open ones get --drain-timeout seconds, exit 0.\n"
+    "options:\n") + apps::server_options_usage +
+    "  --recv MODE              multishot (default: one armed recv per connection into\n"
+    "                           buffers shared by the thread) or single (a recv per message)\n";
 
 // One recv per message into the connection's own buffer.
 ringio::task<void> echo(ringio::stream_socket s) {
@@ -51,24 +48,10 @@ ringio::task<void> echo_multishot(ringio::stream_socket s) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  apps::cli args(argc, argv, usage, {"single-accept", "sqpoll"});
+  apps::cli args(argc, argv, usage, apps::server_flags());
   apps::server_config cfg;
   cfg.name = "echo_server";
-  auto port = static_cast<std::uint16_t>(args.required_integer("port", 0, 65535));
-  auto host = args.text("host", "127.0.0.1");
-  auto addr = ringio::socket_address::from_host(host, port);
-  if (!addr) args.fail("invalid --host '" + host + "': " + addr.error().message());
-  cfg.address = *addr;
-  cfg.threads = static_cast<unsigned>(args.integer("threads", 1, 1, 1024));
-  cfg.backend = args.backend();
-  cfg.drain_timeout = std::chrono::milliseconds(static_cast<long long>(args.seconds("drain-timeout", 5, 0, 3600) * 1000));
-  cfg.multishot_accept = !args.flag("single-accept");
-  cfg.sqpoll = args.flag("sqpoll");
-  auto dispatch = args.text("dispatch", "reuseport");
-  if (dispatch == "acceptor")
-    cfg.dispatch = apps::dispatch_mode::acceptor;
-  else if (dispatch != "reuseport")
-    args.fail("--dispatch must be reuseport or acceptor, got '" + dispatch + "'");
+  apps::read_server_options(args, cfg);
   auto recv_mode = args.text("recv", "multishot");
   if (recv_mode != "single" && recv_mode != "multishot")
     args.fail("--recv must be single or multishot, got '" + recv_mode + "'");

@@ -17,32 +17,24 @@
 
 namespace {
 
-constexpr const char* usage =
-    "usage: http_server --port P [--host ADDR] [--threads N] [--backend uring|epoll|uring-poll]\n"
-    "                   [--root DIR] [--max-connections N] [--idle-timeout SECONDS]\n"
-    "                   [--drain-timeout SECONDS]\n"
+const std::string usage = std::string(
+    "usage: http_server --port P [options] [--root DIR] [--max-connections N]\n"
+    "                   [--idle-timeout SECONDS]\n"
     "Serves HTTP/1.1 (keep-alive, pipelining). Without --root, GET / answers \"Hello world!\"\n"
     "(text/plain); with --root, the files under DIR (index.html for directories, ETag,\n"
     "Last-Modified, 304, byte ranges). SIGINT/SIGTERM stop it gracefully: no new\n"
-    "connections, requests in progress get --drain-timeout (default 5) seconds, exit 0.\n";
+    "connections, idle ones close, requests in progress get --drain-timeout seconds, exit 0.\n"
+    "options:\n") + apps::server_options_usage;
 
 constexpr std::string_view hello = "Hello world!";
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  apps::cli args(argc, argv, usage);
+  apps::cli args(argc, argv, usage, apps::server_flags());
   apps::server_config cfg;
   cfg.name = "http_server";
-  auto port = static_cast<std::uint16_t>(args.required_integer("port", 0, 65535));
-  auto host = args.text("host", "127.0.0.1");
-  auto addr = ringio::socket_address::from_host(host, port);
-  if (!addr) args.fail("invalid --host '" + host + "': " + addr.error().message());
-  cfg.address = *addr;
-  cfg.threads = static_cast<unsigned>(args.integer("threads", 1, 1, 1024));
-  cfg.backend = args.backend();
-  cfg.drain_timeout =
-      std::chrono::milliseconds(static_cast<long long>(args.seconds("drain-timeout", 5, 0, 3600) * 1000));
+  apps::read_server_options(args, cfg);
   std::string root = args.text("root", "");
   ringio::http::server_options opts;
   opts.max_connections = static_cast<std::size_t>(args.integer("max-connections", 10000, 1, 10'000'000));

@@ -154,6 +154,30 @@ ringio::task<void> with_loop_resources(std::shared_ptr<void> resources, ringio::
 
 }  // namespace
 
+std::set<std::string> server_flags(std::set<std::string> extra) {
+  extra.insert({"single-accept", "sqpoll"});
+  return extra;
+}
+
+void read_server_options(cli& args, server_config& cfg) {
+  auto port = static_cast<std::uint16_t>(args.required_integer("port", 0, 65535));
+  auto host = args.text("host", "127.0.0.1");
+  auto addr = ringio::socket_address::from_host(host, port);
+  if (!addr) args.fail("invalid --host '" + host + "': " + addr.error().message());
+  cfg.address = *addr;
+  cfg.threads = static_cast<unsigned>(args.integer("threads", 1, 1, 1024));
+  cfg.backend = args.backend();
+  cfg.drain_timeout =
+      std::chrono::milliseconds(static_cast<long long>(args.seconds("drain-timeout", 5, 0, 3600) * 1000));
+  cfg.multishot_accept = !args.flag("single-accept");
+  cfg.sqpoll = args.flag("sqpoll");
+  auto dispatch = args.text("dispatch", "reuseport");
+  if (dispatch == "acceptor")
+    cfg.dispatch = dispatch_mode::acceptor;
+  else if (dispatch != "reuseport")
+    args.fail("--dispatch must be reuseport or acceptor, got '" + dispatch + "'");
+}
+
 int serve(const server_config& cfg, const connection_handler& handler) {
   raise_fd_limit();
   // Block the signals before any thread starts, so every thread inherits the mask.

@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <stop_token>
 #include <string>
 
@@ -42,6 +43,27 @@ struct server_config {
 
 /// Handles one connection; runs on the loop thread that accepted it.
 using connection_handler = std::function<ringio::task<void>(ringio::stream_socket)>;
+
+class cli;
+
+/// The options every server app takes, for its usage text.
+constexpr const char* server_options_usage =
+    "  --port P                 TCP port on --host (0: the kernel picks one)\n"
+    "  --host ADDR              IPv4 or IPv6 address to listen on (default 127.0.0.1)\n"
+    "  --threads N              loop threads (default 1)\n"
+    "  --backend B              uring, epoll or uring-poll (default: RINGIO_BACKEND, else\n"
+    "                           io_uring with a fall back to epoll)\n"
+    "  --drain-timeout SECONDS  after SIGINT/SIGTERM, time open connections get (default 5)\n"
+    "  --dispatch MODE          reuseport (a listener per thread, default) or acceptor\n"
+    "                           (thread 0 hands connections to the least-loaded thread)\n"
+    "  --single-accept          one accept per connection instead of a multishot accept\n"
+    "  --sqpoll                 a kernel thread polls each ring's submissions (io_uring)\n";
+
+/// Flags (options without a value) among the server options, for cli's constructor.
+std::set<std::string> server_flags(std::set<std::string> extra = {});
+
+/// Reads the options above into `cfg` (exits with usage on bad input).
+void read_server_options(cli& args, server_config& cfg);
 
 /// Binds (one SO_REUSEPORT listener per thread), prints one line with the address and
 /// the backend, serves until SIGINT/SIGTERM, drains, and returns the exit status:

@@ -14,11 +14,11 @@ PEERS = {  # name -> (binary, extra arguments)
     "tokio-percore": ("tokio_server", ["--runtime", "per-core"]),
 }
 # ringio-uring with one fast-path option changed; run only when named in --servers.
-VARIANTS = {  # name -> (backend, extra echo_server arguments)
-    "ringio-uring-acceptor": ("uring", ["--dispatch", "acceptor"]),
-    "ringio-uring-sqpoll": ("uring", ["--sqpoll"]),
-    "ringio-uring-single-accept": ("uring", ["--single-accept"]),
-    "ringio-uring-single-recv": ("uring", ["--recv", "single"]),
+VARIANTS = {  # name -> (backend, extra server arguments, modes that take them)
+    "ringio-uring-acceptor": ("uring", ["--dispatch", "acceptor"], {"echo", "http"}),
+    "ringio-uring-sqpoll": ("uring", ["--sqpoll"], {"echo", "http"}),
+    "ringio-uring-single-accept": ("uring", ["--single-accept"], {"echo", "http"}),
+    "ringio-uring-single-recv": ("uring", ["--recv", "single"], {"echo"}),
 }
 ORDER = list(RINGIO) + list(PEERS) + ["nginx"]
 KNOWN = ORDER + list(VARIANTS)
@@ -62,7 +62,7 @@ class Layout:
 
 def supports(name, mode):
     if name in VARIANTS:
-        return mode == "echo"
+        return mode in VARIANTS[name][2]
     return name != "nginx" or mode == "http"
 
 
@@ -101,7 +101,7 @@ def spec(layout, name, mode, port, cell, tmpdir):
             argv = [path, "--port", str(port), "--threads", str(threads), "--backend", backend]
         return ServerSpec(name, mode, argv, path)
     if name in VARIANTS:
-        backend, extra = VARIANTS[name]
+        backend, extra, _ = VARIANTS[name]
         argv = [path, "--port", str(port), "--threads", str(threads), "--backend", backend] + extra
         return ServerSpec(name, mode, argv, path)
     if name in PEERS:
