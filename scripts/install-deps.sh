@@ -4,7 +4,7 @@
 set -euo pipefail
 
 common=(build-essential cmake ninja-build pkg-config liburing-dev libgtest-dev
-        libgmock-dev clang-16 libclang-rt-16-dev libseccomp-dev python3 libboost-dev)
+        clang-16 libclang-rt-16-dev python3 libboost-dev)
 test_only=(chromium)
 bench_only=(libasio-dev libbenchmark-dev python3-venv wrk apache2-utils nginx-light
             cargo-web rustc-web linux-perf procps)
