@@ -33,11 +33,20 @@ def parse_args(argv):
     ap.add_argument("--no-plots", action="store_true", help="skip bench/.venv and the PNG plots")
     ap.add_argument("--build-dir", default="build/bench", help="ringio/peer build directory (default build/bench)")
     ap.add_argument("--report-from", metavar="DIR", help="rewrite report.md and plots from DIR/results.json")
+    ap.add_argument("--where", action="append", default=[], metavar="KEY=V1,V2",
+                    help="keep only grid cells whose KEY is one of the values (repeatable), "
+                         "e.g. --where connections=50,1000")
     a = ap.parse_args(argv)
     a.servers = _names(ap, a.servers, servers.KNOWN, "server", servers.ORDER)
     a.scenarios = _names(ap, a.scenarios, scenarios.ORDER, "scenario")
     if a.repeats < 1:
         ap.error("--repeats must be at least 1")
+    a.where_filter = {}
+    for w in a.where:
+        key, eq, vals = w.partition("=")
+        if not eq or not key or not vals:
+            ap.error(f"--where wants KEY=V1,V2, got '{w}'")
+        a.where_filter[key.strip()] = {v.strip() for v in vals.split(",") if v.strip()}
     return a
 
 
@@ -94,6 +103,8 @@ def make_plan(a, layout, ncpus, server_cpus, nofile, ports):
             else:
                 entry["subjects"] = usable
         for cell in scenarios.cells(name, a.full, a.seconds):
+            if any(k in cell and str(cell[k]) not in vs for k, vs in a.where_filter.items()):
+                continue
             lab = scenarios.label(name, cell)
             reason, notes = scenarios.mark(name, cell, ncpus, nofile, ports, len(server_cpus))
             entry["cells"].append({"cell": cell, "label": lab + "".join(f" [{n}]" for n in notes),
