@@ -88,4 +88,68 @@ def evaluate(summary, skipped, full, selected=None, servers=None):
                             + (f", {failed_runs} runs failed" if failed_runs else ""),
                    met=g["errors"] == 0 and failed_runs == 0)
     rows.append(row)
+    rows += _http_targets(summary, miss)
+    rows += _scaling_targets(summary, miss, full)
+    return rows
+
+
+def _http_targets(summary, miss):
+    """HTTP: parity with the raw liburing loop, cheaper than tokio and nginx, and a
+    p99 no worse than tokio's at 1,000 connections."""
+    rows = []
+    for scen in ("http-wrk", "http-ab"):
+        cells = _cells(summary, scen, lambda c: int(c.get("threads", 1)) == 1)
+        if not cells:
+            rows.append({"target": f"{scen}: throughput >= 0.95x, CPU per request <= 1.10x raw-uring; "
+                                   f"CPU <= 0.80x tokio and nginx", "cell": "-",
+                         "measured": "not measured: " + miss(scen, [ME, "raw-uring"]), "met": None})
+        for label, _ in cells:
+            rows.append(_compare(summary, miss, scen, label, "raw-uring", "throughput", 0.95, True, "throughput"))
+            rows.append(_compare(summary, miss, scen, label, "raw-uring", "server_us", 1.10, False,
+                                 "server CPU per request"))
+            for other in ("tokio-mt", "tokio-percore", "nginx"):
+                rows.append(_compare(summary, miss, scen, label, other, "server_us", 0.80, False,
+                                     "server CPU per request"))
+    for other in ("tokio-mt", "tokio-percore"):
+        row = {"target": f"http-wrk: p99 latency <= {other}'s", "cell": "connections=1000"}
+        mine = stats.find(summary, "http-wrk", "connections=1000", ME)
+        theirs = stats.find(summary, "http-wrk", "connections=1000", other)
+        m = (mine or {}).get("latency_us", {}).get("p99")
+        t = (theirs or {}).get("latency_us", {}).get("p99")
+        if m is None or t is None:
+            why = "full grid only (--full)" if not _cells(summary, "http-wrk", lambda c: True) or \
+                not mine else miss("http-wrk", [ME, other])
+            row.update(measured="not measured: " + why, met=None)
+        else:
+            row.update(measured=f"{m:.0f} us vs {t:.0f} us ({m / t:.2f}x)", ratio=m / t, met=m <= t)
+        rows.append(row)
+    return rows
+
+
+def _scaling_targets(summary, miss, full):
+    """Threads: 8 threads >= 6x one thread at 1,000+ sessions; ahead of Asio (both
+    backends) in every ping-pong cell with 100+ sessions."""
+    rows = []
+    cells = _cells(summary, "pingpong", lambda c: int(c.get("sessions", 0)) >= 1000 and int(c.get("threads", 1)) == 1)
+    for label, cell in cells:
+        row = {"target": "threads: ping-pong with 8 threads >= 6x 1 thread", "cell": f"sessions={cell['sessions']}"}
+        one = stats.find(summary, "pingpong", label, ME)
+        eight_label = label.replace("threads=1", "threads=8")
+        eight = stats.find(summary, "pingpong", eight_label, ME)
+        if not one or not eight or not one.get("throughput") or not eight.get("throughput"):
+            row.update(measured="not measured: no 8-thread run (needs 8+ cores; see the grid's marks)", met=None)
+        else:
+            r = eight["throughput"]["median"] / one["throughput"]["median"]
+            row.update(measured=f"{r:.2f}x", ratio=r, met=r >= 6)
+        rows.append(row)
+    if not cells:
+        rows.append({"target": "threads: ping-pong with 8 threads >= 6x 1 thread", "cell": "-",
+                     "measured": "not measured: " + ("no 1,000+ session cells" if full else "full grid only (--full)"),
+                     "met": None})
+    big = _cells(summary, "pingpong", lambda c: int(c.get("sessions", 0)) >= 100)
+    for other in ("asio-uring", "asio-epoll"):
+        for label, _ in big:
+            row = _compare(summary, miss, "pingpong", label, other, "throughput", 1.0, True, "throughput")
+            row["target"] = "threads: " + row["target"]
+            rows.append(row)
     return rows
