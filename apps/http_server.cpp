@@ -57,6 +57,6 @@ int main(int argc, char** argv) {
     }
   }
   ringio::http::server srv(routes, std::move(opts));
-  cfg.on_stop = [&srv] { srv.drain(); };  // idle keep-alive connections close at once
+  cfg.on_stop = [&srv](int) { srv.drain(); };  // idle keep-alive connections close at once
   return apps::serve(cfg, [&srv](ringio::stream_socket s) { return srv.serve_connection(std::move(s)); });
 }

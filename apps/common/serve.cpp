@@ -219,9 +219,10 @@ int serve(const server_config& cfg, const connection_handler& handler) {
     std::fprintf(stderr, "%s: %s\n", cfg.name.c_str(), e.what());
     return 1;
   }
-  std::printf("%s: listening on %s, %u thread%s (%s), backend %s\n", cfg.name.c_str(), bound.to_string().c_str(),
-              cfg.threads, cfg.threads == 1 ? "" : "s", acceptor_mode ? "one acceptor" : "SO_REUSEPORT per thread",
-              rt->context(0).describe().c_str());
+  std::printf("%s: listening on %s, %u thread%s (%s)%s%s, backend %s\n", cfg.name.c_str(),
+              bound.to_string().c_str(), cfg.threads, cfg.threads == 1 ? "" : "s",
+              acceptor_mode ? "one acceptor" : "SO_REUSEPORT per thread", cfg.banner.empty() ? "" : ", ",
+              cfg.banner.c_str(), rt->context(0).describe().c_str());
   std::fflush(stdout);
 
   std::stop_source stop;
@@ -252,14 +253,16 @@ int serve(const server_config& cfg, const connection_handler& handler) {
 
   // The main thread waits for the signal on a context of its own.
   ringio::io_context main_ctx(context_options(cfg.backend));
-  int signo = ringio::sync_wait(main_ctx, [](ringio::signal_set& s) -> ringio::task<int> {
-    auto r = co_await s.wait();
+  // (cfg.done, requested from a loop thread, cancels this wait: the remote cancel path.)
+  int signo = ringio::sync_wait(main_ctx, [](ringio::signal_set& s, std::stop_token done) -> ringio::task<int> {
+    auto r = co_await s.wait().with_stop(done);
     co_return r ? *r : 0;
-  }(signals));
-  std::fprintf(stderr, "%s: %s received, finishing open connections (up to %lld ms)\n", cfg.name.c_str(),
-               signo == SIGINT ? "SIGINT" : "SIGTERM", static_cast<long long>(cfg.drain_timeout.count()));
+  }(signals, cfg.done));
+  if (signo != 0)
+    std::fprintf(stderr, "%s: %s received, finishing open connections (up to %lld ms)\n", cfg.name.c_str(),
+                 signo == SIGINT ? "SIGINT" : "SIGTERM", static_cast<long long>(cfg.drain_timeout.count()));
   stop.request_stop();
-  if (cfg.on_stop) cfg.on_stop();
+  if (cfg.on_stop) cfg.on_stop(signo);
   waiter.join();
   rt->stop();
   std::string per_loop;

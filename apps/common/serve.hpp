@@ -10,6 +10,8 @@
 #include <set>
 #include <stop_token>
 #include <string>
+#include <stop_token>
+#include <string>
 
 #include "ringio/backend_kind.hpp"
 #include "ringio/net/socket_address.hpp"
@@ -36,9 +38,14 @@ struct server_config {
   /// Runs on each loop thread before it serves; what it returns lives until that loop
   /// has drained its connections (per-loop resources such as a buffer_pool).
   std::function<std::shared_ptr<void>(ringio::io_context&)> loop_setup;
-  /// Called (on the main thread) when SIGINT/SIGTERM arrives, after accepting
-  /// stopped: e.g. to close idle keep-alive connections at once.
-  std::function<void()> on_stop;
+  /// Called (on the main thread) once serving is to end, after accepting stopped: with
+  /// the signal number, or 0 when `done` asked for it. E.g. to close idle keep-alive
+  /// connections at once.
+  std::function<void(int signo)> on_stop;
+  /// When requested, the server stops as on a signal (pong: its sessions are over).
+  std::stop_token done;
+  /// Appended to the start-up line (", <text>").
+  std::string banner;
 };
 
 /// Handles one connection; runs on the loop thread that accepted it.

@@ -17,6 +17,7 @@ namespace ringio {
 
 namespace detail {
 class backend;
+class timer_heap;
 class loop_state;
 struct op_base;
 struct remote_item;
@@ -147,6 +148,8 @@ class io_context {
   std::thread::id owner_;  // the thread that first ran the loop
   detail::op_base* events_ = nullptr;  // waiting event operations (intrusive list)
   std::size_t events_waiting_ = 0;
+  std::unique_ptr<detail::timer_heap> event_deadlines_;  // events waiting with a deadline
+  void expire_events() noexcept;
 };
 
 }  // namespace ringio

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "ringio/detail/op_base.hpp"
@@ -18,9 +19,10 @@ class backend {
   virtual bool start(op_base& op) = 0;
   /// Asks for `op` to be cancelled (loop thread). It completes later, normally.
   virtual void cancel(op_base& op) noexcept = 0;
-  /// One loop iteration: submit what is queued, wait for an event when `block`,
-  /// dispatch every completion that is ready.
-  virtual void poll(bool block) = 0;
+  /// One loop iteration: submit what is queued, wait for an event when `block` (but
+  /// not past `wake_at_ns` on CLOCK_MONOTONIC, when not 0), dispatch every completion
+  /// that is ready.
+  virtual void poll(bool block, std::int64_t wake_at_ns) = 0;
   /// Interrupts a blocking poll(); safe from any thread.
   virtual void wake() noexcept = 0;
   /// Cancels everything in flight (shutdown).

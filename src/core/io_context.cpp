@@ -12,6 +12,8 @@
 #include "core/backend.hpp"
 #include "core/backend_factory.hpp"
 #include "core/loop_state.hpp"
+#include "core/timer_heap.hpp"
+#include "ringio/detail/clock.hpp"
 
 namespace ringio {
 namespace {
@@ -80,7 +82,8 @@ std::optional<backend_kind> parse_backend(std::string_view name) noexcept {
   return std::nullopt;
 }
 
-io_context::io_context(io_context_options opts) : state_(std::make_unique<detail::loop_state>()) {
+io_context::io_context(io_context_options opts)
+    : state_(std::make_unique<detail::loop_state>()), event_deadlines_(std::make_unique<detail::timer_heap>()) {
   backend_choice choice = choose_backend(opts);
   kind_ = choice.kind;
   if (kind_ == backend_kind::epoll) {
@@ -132,6 +135,8 @@ bool io_context::start(detail::op_base& op) {
     if (events_ != nullptr) events_->prev = &op;
     events_ = &op;
     ++events_waiting_;
+    // An event has no kernel request to link a timeout to: the loop watches its deadline.
+    if (op.deadline_ns != 0) event_deadlines_->push(op);
     return false;
   }
   return backend_->start(op);
@@ -143,7 +148,20 @@ bool io_context::take_event(detail::op_base& op) noexcept {
   if (op.next != nullptr) op.next->prev = op.prev;
   op.next = op.prev = nullptr;
   --events_waiting_;
+  event_deadlines_->remove(op);
   return true;
+}
+
+// Events whose deadline passed complete with timed_out (like a linked timeout).
+void io_context::expire_events() noexcept {
+  const std::int64_t now = detail::monotonic_ns();
+  while (!event_deadlines_->empty() && event_deadlines_->top()->deadline_ns <= now) {
+    detail::op_base& op = *event_deadlines_->top();
+    take_event(op);
+    op.timed_out = true;
+    op.res = -ECANCELED;
+    schedule_completion(op);
+  }
 }
 
 bool io_context::complete_event(detail::op_base& op, int res) noexcept {
@@ -231,8 +249,9 @@ void io_context::poll_backend(bool stoppable) {
     st.sleeping.store(true);
     if (st.inbox.load() != nullptr || (stoppable && stop_requested_.load())) block = false;
   }
-  backend_->poll(block);
+  backend_->poll(block, event_deadlines_->empty() ? 0 : event_deadlines_->top()->deadline_ns);
   st.sleeping.store(false, std::memory_order_relaxed);
+  if (!event_deadlines_->empty()) expire_events();
   if (st.inbox.load(std::memory_order_acquire) != nullptr) drain_remote();
 }
 

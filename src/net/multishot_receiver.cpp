@@ -3,6 +3,8 @@
 
 #include <liburing.h>
 
+#include <sys/socket.h>
+
 #include <cerrno>
 
 #include "net/multishot_recv_state.hpp"
@@ -33,6 +35,38 @@ void next_complete(op_base& b) noexcept {
 
 const op_vtable recv_next_vtable = {.prepare = nullptr, .attempt = nullptr, .on_cqe = nullptr, .step = nullptr,
                                     .complete = next_complete};
+
+namespace {
+
+// Completion backend without a buffer ring: the buffer was taken before the start.
+void pooled_prepare(op_base& b, io_uring_sqe& sqe) noexcept {
+  auto& op = static_cast<pooled_recv_op&>(b);
+  io_uring_prep_recv(&sqe, op.fd, op.core->address(static_cast<unsigned>(op.id)), op.core->size(), 0);
+}
+
+// Readiness: take a buffer only for data that is there.
+int pooled_attempt(op_base& b) noexcept {
+  auto& op = static_cast<pooled_recv_op&>(b);
+  if (op.id < 0) {
+    op.id = op.core->take_free();
+    if (op.id < 0) return -ENOBUFS;
+  }
+  const auto id = static_cast<unsigned>(op.id);
+  ssize_t r = ::recv(op.fd, op.core->address(id), op.core->size(), MSG_DONTWAIT);
+  if (r <= 0) {
+    int err = r < 0 ? -errno : 0;
+    op.core->give_back(id);
+    op.id = -1;
+    return err;
+  }
+  op.drained = static_cast<std::size_t>(r) < op.core->size();
+  return static_cast<int>(r);
+}
+
+}  // namespace
+
+const op_vtable pooled_recv_vtable = {.prepare = pooled_prepare, .attempt = pooled_attempt, .on_cqe = nullptr,
+                                      .step = nullptr, .complete = resume_waiter};
 
 multishot_recv_state::multishot_recv_state(buffer_pool_core& p, int socket_fd) noexcept
     : op_base(&multishot_recv_vtable), pool(p) {
@@ -163,13 +197,16 @@ bool recv_next_op::kernel_mode() const noexcept {
   return core->group() >= 0 && c != nullptr && c->backend() == backend_kind::uring;
 }
 
-bool recv_next_op::take_fallback_buffer() noexcept {
-  fallback_id = core->take_free();
-  if (fallback_id < 0) {
-    res = -ENOBUFS;
-    return false;
+bool recv_next_op::prepare_fallback() noexcept {
+  io_context* c = io_context::current();
+  if (c != nullptr && c->backend() == backend_kind::uring) {
+    // A completion backend needs the buffer at submission (no buffer ring here).
+    fallback.id = core->take_free();
+    if (fallback.id < 0) {
+      res = -ENOBUFS;
+      return false;
+    }
   }
-  fallback.buf = mutable_buffer(core->address(static_cast<unsigned>(fallback_id)), core->size());
   return true;
 }
 
@@ -183,14 +220,15 @@ bool recv_next_op::wait(bool suspended) noexcept {
 
 result<pooled_buffer> recv_next_op::get_result() noexcept {
   if (use_fallback) {
-    if (fallback_id < 0) return unexpected(errno_code(res));
-    auto id = static_cast<unsigned>(fallback_id);
+    if (res == -ENOBUFS && fallback.state == op_state::idle) return unexpected(errno_code(res));
+    const int id = fallback.id;
+    fallback.id = -1;
     if (fallback.res <= 0) {
-      core->give_back(id);
+      if (id >= 0) core->give_back(static_cast<unsigned>(id));
       if (fallback.res < 0) return unexpected(op_error(fallback));
       return pooled_buffer{};
     }
-    return pooled_buffer(core, id, static_cast<std::size_t>(fallback.res));
+    return pooled_buffer(core, static_cast<unsigned>(id), static_cast<std::size_t>(fallback.res));
   }
   if (res < 0) return unexpected(op_error(*this));
   if (res == 0) return pooled_buffer{};

@@ -92,6 +92,19 @@ TEST_P(MultishotAccept, DestroyingTheAcceptorClosesQueuedConnections) {
   for (int c : clients) ::close(c);
 }
 
+TEST_P(MultishotAccept, NextTimesOutWhenNobodyConnects) {
+  auto l = listen_loopback();
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = run([](stream_listener& l) -> task<result<stream_socket>> {
+    multishot_acceptor acc(l);
+    co_return co_await with_timeout(acc.next(), 30ms);
+  }(l));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error(), std::errc::timed_out);
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, 29ms);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
+}
+
 RINGIO_ALL_BACKENDS(MultishotAccept);
 
 }  // namespace

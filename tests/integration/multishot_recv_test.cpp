@@ -164,6 +164,50 @@ TEST_P(MultishotRecv, ManyConnectionsShareOneSmallPool) {
   EXPECT_EQ(ok, 20);
 }
 
+TEST_P(MultishotRecv, NextTimesOutOnASilentPeerAndTheDataStillArrivesLater) {
+  socket_pair p;
+  auto r = run([](socket_pair& p) -> task<std::pair<std::error_code, std::string>> {
+    buffer_pool pool(*io_context::current(), 4, 64);
+    multishot_receiver rx(p.a, pool);
+    auto first = co_await with_timeout(rx.next(), std::chrono::milliseconds(30));
+    auto w = co_await p.b.send_all(std::string_view("late"));
+    EXPECT_TRUE(w);
+    auto second = co_await with_timeout(rx.next(), std::chrono::seconds(5));
+    std::string got = second ? std::string(reinterpret_cast<const char*>(second->data()), second->size()) : "";
+    co_return std::pair{first.error(), got};
+  }(p));
+  EXPECT_EQ(r.first, std::errc::timed_out);
+  EXPECT_EQ(r.second, "late");
+}
+
+// Many idle connections wait on a pool much smaller than their number: waiting holds
+// no buffer (io_uring: the kernel picks one on arrival; readiness: taken on arrival).
+TEST_P(MultishotRecv, WaitingConnectionsHoldNoBuffers) {
+  constexpr int connections = 40;
+  std::vector<socket_pair> pairs(connections);
+  int ok = run([](std::vector<socket_pair>& pairs) -> task<int> {
+    buffer_pool pool(*io_context::current(), 4, 256);
+    int ok = 0;
+    scope s;
+    for (auto& p : pairs)
+      s.spawn([](socket_pair& p, buffer_pool& pool, int& ok) -> task<void> {
+        multishot_receiver rx(p.a, pool);
+        auto c = co_await with_timeout(rx.next(), std::chrono::seconds(5));
+        if (c && std::string_view(reinterpret_cast<const char*>(c->data()), c->size()) == "wake") ++ok;
+      }(p, pool, ok));
+    auto settle = co_await sleep_for(std::chrono::milliseconds(20));  // all forty are waiting now
+    EXPECT_TRUE(settle);
+    EXPECT_EQ(pool.available(), 4u) << "waiting receivers hold buffers";
+    for (auto& p : pairs) {
+      auto w = co_await p.b.send_all(std::string_view("wake"));
+      EXPECT_TRUE(w);
+    }
+    co_await s.join();
+    co_return ok;
+  }(pairs));
+  EXPECT_EQ(ok, connections);
+}
+
 RINGIO_ALL_BACKENDS(MultishotRecv);
 
 }  // namespace

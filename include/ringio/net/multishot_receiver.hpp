@@ -5,7 +5,6 @@
 #pragma once
 
 #include "ringio/detail/io_operation.hpp"
-#include "ringio/detail/stream_ops.hpp"
 #include "ringio/net/buffer_pool.hpp"
 #include "ringio/net/stream_socket.hpp"
 
@@ -14,12 +13,26 @@ namespace detail {
 
 class multishot_recv_state;
 extern const op_vtable recv_next_vtable;
+extern const op_vtable pooled_recv_vtable;
+
+/// One recv into a free buffer of a pool (the fallback without a kernel buffer ring).
+/// On the readiness backends the buffer is taken only when data is there, so a
+/// connection that waits holds none.
+class pooled_recv_op : public io_operation<pooled_recv_op> {
+ public:
+  pooled_recv_op(buffer_pool_core* c, int fd_) noexcept : io_operation(&pooled_recv_vtable), core(c) {
+    fd = fd_;
+    want = interest::readable;
+  }
+  buffer_pool_core* core;
+  int id = -1;  ///< the buffer holding the data (-1: none)
+};
 
 /// The next chunk of a multishot_receiver: a pooled_buffer (empty at end of stream).
 class recv_next_op : public io_operation<recv_next_op> {
  public:
   recv_next_op(multishot_recv_state* s, buffer_pool_core* pool, int fd_) noexcept
-      : io_operation(&recv_next_vtable, op_kind::event), owner(s), core(pool), fallback(fd_, {}, 0) {}
+      : io_operation(&recv_next_vtable, op_kind::event), owner(s), core(pool), fallback(pool, fd_) {}
   recv_next_op(const recv_next_op& o) noexcept
       : io_operation(o), owner(o.owner), core(o.core), fallback(o.fallback) {}
 
@@ -27,7 +40,7 @@ class recv_next_op : public io_operation<recv_next_op> {
   bool await_suspend(std::coroutine_handle<P> h) {
     if (!kernel_mode()) {
       use_fallback = true;
-      if (!take_fallback_buffer()) return false;  // no free buffer: res = -ENOBUFS
+      if (!prepare_fallback()) return false;  // no free buffer: res = -ENOBUFS
       fallback.deadline_ns = deadline_ns;
       fallback.set_stop_token(explicit_stop_token());
       return fallback.await_suspend(h);
@@ -39,14 +52,13 @@ class recv_next_op : public io_operation<recv_next_op> {
 
   multishot_recv_state* owner;
   buffer_pool_core* core;
-  recv_op fallback;
+  pooled_recv_op fallback;
   bool use_fallback = false;
-  int fallback_id = -1;
   unsigned buffer_id = 0;  // the kernel's choice (set before completion)
 
  private:
   bool kernel_mode() const noexcept;
-  bool take_fallback_buffer() noexcept;
+  bool prepare_fallback() noexcept;
   bool take_ready() noexcept;
   bool wait(bool suspended) noexcept;
 };

@@ -198,15 +198,17 @@ void epoll_backend::run_waiters(std::size_t idx, bool writers) noexcept {
   }
 }
 
-std::int64_t epoll_backend::wait_timeout_ns() const noexcept {
-  if (timers_.empty()) return -1;
-  std::int64_t d = timers_.top()->deadline_ns - monotonic_ns();
+std::int64_t epoll_backend::wait_timeout_ns(std::int64_t wake_at_ns) const noexcept {
+  std::int64_t until = timers_.empty() ? wake_at_ns : timers_.top()->deadline_ns;
+  if (wake_at_ns != 0 && wake_at_ns < until) until = wake_at_ns;
+  if (until == 0) return -1;
+  std::int64_t d = until - monotonic_ns();
   return d < 0 ? 0 : d;
 }
 
-void epoll_backend::poll(bool block) {
+void epoll_backend::poll(bool block, std::int64_t wake_at_ns) {
   epoll_event events[max_events];
-  std::int64_t timeout = block ? wait_timeout_ns() : 0;
+  std::int64_t timeout = block ? wait_timeout_ns(wake_at_ns) : 0;
   timespec ts{};
   timespec* tsp = nullptr;
   if (timeout >= 0) {

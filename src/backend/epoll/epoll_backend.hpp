@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/epoll/timer_heap.hpp"
+#include "core/timer_heap.hpp"
 #include "core/backend.hpp"
 #include "core/loop_state.hpp"
 
@@ -21,7 +21,7 @@ class epoll_backend final : public backend {
 
   bool start(op_base& op) override;
   void cancel(op_base& op) noexcept override;
-  void poll(bool block) override;
+  void poll(bool block, std::int64_t wake_at_ns) override;
   void wake() noexcept override;
   void cancel_all() noexcept override;
   [[nodiscard]] std::size_t in_flight() const noexcept override { return in_flight_; }
@@ -56,7 +56,7 @@ class epoll_backend final : public backend {
   void expire_timers() noexcept;
   void finish(op_base& op) noexcept;
   wait_list& list_of(op_base& op) noexcept;
-  std::int64_t wait_timeout_ns() const noexcept;
+  std::int64_t wait_timeout_ns(std::int64_t wake_at_ns) const noexcept;
 
   io_context& ctx_;
   loop_state& st_;

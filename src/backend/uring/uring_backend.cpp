@@ -12,6 +12,7 @@
 
 #include "backend/uring/uring_compat.hpp"
 #include "core/backend_factory.hpp"
+#include "ringio/detail/clock.hpp"
 #include "ringio/io_context.hpp"
 
 namespace ringio::detail {
@@ -143,7 +144,11 @@ bool uring_backend::start_readiness(op_base& op) {
 }
 
 void uring_backend::submit(op_base& op) noexcept {
-  const bool linked = op.deadline_ns != 0 && op.kind != op_kind::timer;
+  // A readiness wait (POLL_ADD) keeps its deadline in a heap instead of a linked
+  // timeout: the poll then ends with a single CQE, so the operation can finish (and
+  // give back what its attempt took) as soon as it is ready.
+  if (op.polling && op.deadline_ns != 0 && op.heap_index == 0) poll_deadlines_.push(op);
+  const bool linked = op.deadline_ns != 0 && op.kind != op_kind::timer && !op.polling;
   if (linked && io_uring_sq_space_left(&ring_) < 2) io_uring_submit(&ring_);
   io_uring_sqe* sqe = get_sqe();
   if (op.polling) {
@@ -213,7 +218,7 @@ void uring_backend::cancel_all() noexcept {
   io_uring_sqe_set_data64(sqe, 0);
 }
 
-void uring_backend::poll(bool block) {
+void uring_backend::poll(bool block, std::int64_t wake_at_ns) {
   if (!enabled_) {
     if (setup_.disabled) {
       int r = enable_rings(ring_);
@@ -223,7 +228,19 @@ void uring_backend::poll(bool block) {
     enabled_ = true;
   }
   drain_backlog();
-  int r = block ? io_uring_submit_and_wait(&ring_, 1) : io_uring_submit_and_get_events(&ring_);
+  if (!poll_deadlines_.empty() && (wake_at_ns == 0 || poll_deadlines_.top()->deadline_ns < wake_at_ns))
+    wake_at_ns = poll_deadlines_.top()->deadline_ns;
+  int r;
+  if (block && wake_at_ns != 0) {
+    // Still one enter: submit and wait, bounded (IORING_ENTER_EXT_ARG).
+    std::int64_t left = wake_at_ns - monotonic_ns();
+    if (left < 0) left = 0;
+    __kernel_timespec ts{left / 1'000'000'000, left % 1'000'000'000};
+    io_uring_cqe* cqe = nullptr;
+    r = io_uring_submit_and_wait_timeout(&ring_, &cqe, 1, &ts, nullptr);
+  } else {
+    r = block ? io_uring_submit_and_wait(&ring_, 1) : io_uring_submit_and_get_events(&ring_);
+  }
   ++st_.stats.kernel_waits;
   if (r < 0 && r != -EINTR && r != -ETIME && r != -EBUSY && r != -EAGAIN) {
     if (r == -EEXIST)
@@ -233,7 +250,20 @@ void uring_backend::poll(bool block) {
     throw std::system_error(-r, std::system_category(), "io_uring_enter");
   }
   reap();
+  if (!poll_deadlines_.empty()) expire_polls();
   drain_backlog();
+}
+
+// Readiness waits past their deadline are cancelled; the poll's CQE (-ECANCELED)
+// then finishes them as timed out.
+void uring_backend::expire_polls() noexcept {
+  const std::int64_t now = monotonic_ns();
+  while (!poll_deadlines_.empty() && poll_deadlines_.top()->deadline_ns <= now) {
+    op_base& op = *poll_deadlines_.top();
+    poll_deadlines_.remove(op);
+    op.timed_out = true;
+    cancel(op);
+  }
 }
 
 void uring_backend::reap() noexcept {
@@ -274,7 +304,10 @@ void uring_backend::dispatch(std::uint64_t ud, int res, unsigned flags) noexcept
         op->polling = false;
         --op->outstanding;
         on_poll_cqe(*op, res);
-        if (op->outstanding == 0) finish(*op);
+        if (op->outstanding == 0) {
+          poll_deadlines_.remove(*op);
+          finish(*op);
+        }
         return;
       } else {
         // A timer's expiry is its success.

@@ -13,6 +13,7 @@
 #include "backend/uring/uring_setup.hpp"
 #include "core/backend.hpp"
 #include "core/loop_state.hpp"
+#include "core/timer_heap.hpp"
 
 namespace ringio::detail {
 
@@ -23,7 +24,7 @@ class uring_backend final : public backend {
 
   bool start(op_base& op) override;
   void cancel(op_base& op) noexcept override;
-  void poll(bool block) override;
+  void poll(bool block, std::int64_t wake_at_ns) override;
   void wake() noexcept override;
   void cancel_all() noexcept override;
   [[nodiscard]] std::size_t in_flight() const noexcept override { return user_in_flight_; }
@@ -49,6 +50,7 @@ class uring_backend final : public backend {
   void drain_backlog() noexcept;
   void finish(op_base& op) noexcept;
   void arm_wake() noexcept;
+  void expire_polls() noexcept;
   static void wake_complete(op_base& op) noexcept;
 
   io_context& ctx_;
@@ -67,6 +69,7 @@ class uring_backend final : public backend {
   bool wake_armed_ = false;
   bool backlog_reported_ = false;
   unsigned next_buffer_group_ = 0;
+  timer_heap poll_deadlines_;  // uring-poll: readiness waits with a deadline
 };
 
 }  // namespace ringio::detail
