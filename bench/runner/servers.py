@@ -18,7 +18,7 @@ VARIANTS = {  # name -> (backend, extra server arguments, modes that take them)
     "ringio-uring-acceptor": ("uring", ["--dispatch", "acceptor"], {"echo", "http"}),
     "ringio-uring-sqpoll": ("uring", ["--sqpoll"], {"echo", "http"}),
     "ringio-uring-single-accept": ("uring", ["--single-accept"], {"echo", "http"}),
-    "ringio-uring-single-recv": ("uring", ["--recv", "single"], {"echo"}),
+    "ringio-uring-single-recv": ("uring", ["--recv", "single"], {"echo", "pong"}),
 }
 ORDER = list(RINGIO) + list(PEERS) + ["nginx"]
 KNOWN = ORDER + list(VARIANTS)
@@ -102,7 +102,11 @@ def spec(layout, name, mode, port, cell, tmpdir):
         return ServerSpec(name, mode, argv, path)
     if name in VARIANTS:
         backend, extra, _ = VARIANTS[name]
-        argv = [path, "--port", str(port), "--threads", str(threads), "--backend", backend] + extra
+        if mode == "pong":
+            argv = [path, str(port), str(threads), str(cell["blocksize"]), str(cell["sessions"]),
+                    "--backend", backend, "--keep-running"] + extra
+        else:
+            argv = [path, "--port", str(port), "--threads", str(threads), "--backend", backend] + extra
         return ServerSpec(name, mode, argv, path)
     if name in PEERS:
         argv = [path, "--mode", mode, "--port", str(port), "--threads", str(threads)]
