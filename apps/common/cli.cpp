@@ -138,6 +138,12 @@ void raise_fd_limit() {
 ringio::io_context_options context_options(std::optional<ringio::backend_kind> backend) {
   ringio::io_context_options o;
   o.backend = backend;
+  // The apps keep a receive armed on every connection (pong and echo_server with
+  // multishot receives hold one for the connection's life), and one thread may serve
+  // 100,000 connections: a cap at the CQ size would starve the connections past it.
+  // Completions beyond the CQ wait in the kernel's overflow list (IORING_FEAT_NODROP,
+  // required at start-up) instead.
+  o.max_in_flight = 1u << 20;
   return o;
 }
 

@@ -1,5 +1,7 @@
 #include "common/loadgen.hpp"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -28,6 +30,32 @@ ringio::socket_address target_address(cli& args, const std::string& host, std::u
   auto addr = ringio::socket_address::from_host(host, port);
   if (!addr) args.fail("invalid --host '" + host + "' (a numeric IPv4 or IPv6 address): " + addr.error().message());
   return *addr;
+}
+
+namespace {
+std::size_t ephemeral_port_count() {
+  unsigned lo = 32768, hi = 60999;  // the kernel's default range
+  if (FILE* f = std::fopen("/proc/sys/net/ipv4/ip_local_port_range", "r")) {
+    if (std::fscanf(f, "%u %u", &lo, &hi) != 2) lo = 32768, hi = 60999;
+    std::fclose(f);
+  }
+  return hi >= lo ? hi - lo + 1 : 0;
+}
+}  // namespace
+
+std::vector<ringio::socket_address> loopback_sources(const ringio::socket_address& to, std::size_t connections) {
+  std::vector<ringio::socket_address> out;
+  if (!to.is_ipv4()) return out;
+  const auto* in = reinterpret_cast<const sockaddr_in*>(to.native());
+  if ((ntohl(in->sin_addr.s_addr) >> 24) != 127) return out;
+  const std::size_t per_source = std::max<std::size_t>(1, ephemeral_port_count() * 3 / 4);
+  if (connections <= per_source) return out;
+  const std::size_t n = std::min<std::size_t>((connections + per_source - 1) / per_source, 250);
+  for (std::size_t k = 1; k <= n; ++k) {
+    auto a = ringio::socket_address::parse("127.0.0." + std::to_string(k) + ":0");
+    if (a) out.push_back(*a);
+  }
+  return out;
 }
 
 double process_cpu_seconds() noexcept {
@@ -161,7 +189,9 @@ struct alignas(64) thread_state {
 ringio::task<void> connect_worker(const roundtrip_config& cfg, thread_state& st, std::size_t& next) {
   while (next < st.sockets.size()) {
     const std::size_t i = next++;
-    auto s = co_await ringio::with_timeout(ringio::stream_socket::connect(cfg.address), cfg.connect_timeout);
+    ringio::socket_address from;  // empty: the kernel chooses
+    if (!cfg.sources.empty()) from = cfg.sources[(i + st.index) % cfg.sources.size()];
+    auto s = co_await ringio::with_timeout(ringio::stream_socket::connect(cfg.address, from), cfg.connect_timeout);
     if (s) {
       st.sockets[i] = std::move(*s);
     } else {
@@ -280,7 +310,14 @@ class cpu_sampler {
 
 }  // namespace
 
-roundtrip_report run_roundtrips(const roundtrip_config& cfg) {
+roundtrip_report run_roundtrips(const roundtrip_config& given) {
+  roundtrip_config cfg = given;
+  if (cfg.sources.empty()) {
+    cfg.sources = loopback_sources(cfg.address, cfg.connections);
+    if (!cfg.sources.empty())
+      std::printf("%s: %zu connections exceed one source address's ephemeral ports; spreading them over "
+                  "127.0.0.1-127.0.0.%zu\n", cfg.tool.c_str(), cfg.connections, cfg.sources.size());
+  }
   roundtrip_report report;
   const unsigned threads = std::max(1u, cfg.threads);
 

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/cli.hpp"
 #include "common/latency_histogram.hpp"
@@ -74,7 +75,16 @@ struct roundtrip_config {
   std::chrono::milliseconds connect_timeout{10000};
   /// Connects in flight at a time per thread (a listen backlog is finite).
   unsigned connect_parallel = 512;
+  /// Local addresses the connections take in turn; empty: the kernel chooses.
+  /// run_roundtrips fills it itself when more connections go to a 127.x.x.x server
+  /// than one source address has ephemeral ports (see loopback_sources).
+  std::vector<ringio::socket_address> sources;
 };
+
+/// Source addresses 127.0.0.1, 127.0.0.2, ... enough for `connections` connections
+/// towards one IPv4 loopback address and port, each source keeping a quarter of the
+/// ephemeral range free; empty when one source is enough or `to` is not loopback.
+std::vector<ringio::socket_address> loopback_sources(const ringio::socket_address& to, std::size_t connections);
 
 struct roundtrip_report {
   bool started = false;      // the runtime started (else `first_error` says why)

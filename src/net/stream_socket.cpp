@@ -64,6 +64,17 @@ int connect_op::open_socket() noexcept {
   if (s < 0) return -errno;
   sock = fd_handle(s, nonblocking);
   fd = s;
+  if (local.family() == AF_UNSPEC) return 0;
+  if ((local.is_ipv4() || local.is_ipv6()) && local.port() == 0) {
+    int on = 1;  // a best effort: without it the bind takes a port of its own
+    (void)::setsockopt(s, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &on, sizeof on);
+  }
+  if (::bind(s, local.native(), local.size()) < 0) {
+    int err = -errno;
+    sock = fd_handle();
+    fd = -1;
+    return err;
+  }
   return 0;
 }
 

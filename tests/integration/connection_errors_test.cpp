@@ -10,6 +10,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "ringio/ringio.hpp"
@@ -171,6 +173,39 @@ TEST_P(ConnectionErrors, BindingABusyPortReportsAddressInUse) {
   auto again = stream_listener::bind(address_of(l), {.reuse_port = false});
   ASSERT_FALSE(again);
   EXPECT_EQ(again.error(), std::errc::address_in_use);
+}
+
+TEST_P(ConnectionErrors, ConnectFromAChosenSourceAddress) {
+  auto l = listen_loopback();
+  auto from = socket_address::parse("127.0.0.2:0");
+  ASSERT_TRUE(from);
+  auto peers = run([](stream_listener& l, socket_address to, socket_address from) -> task<std::pair<std::string, std::string>> {
+    auto s = co_await stream_socket::connect(to, from);
+    EXPECT_TRUE(s) << s.error().message();
+    auto a = co_await l.accept();
+    EXPECT_TRUE(a);
+    if (!s || !a) co_return std::pair<std::string, std::string>{};
+    auto mine = s->local_address();
+    auto seen = a->peer_address();
+    EXPECT_TRUE(mine && seen);
+    EXPECT_NE(mine->port(), 0);
+    co_return std::pair{mine->to_string(), seen->to_string()};
+  }(l, address_of(l), *from));
+  EXPECT_EQ(peers.first.substr(0, 10), "127.0.0.2:");
+  EXPECT_EQ(peers.first, peers.second);
+}
+
+TEST_P(ConnectionErrors, ConnectFromAnAddressNotOnThisHostFailsAndLeaksNothing) {
+  auto l = listen_loopback();
+  auto from = socket_address::parse("192.0.2.1:0");  // TEST-NET-1: never a local address
+  ASSERT_TRUE(from);
+  const auto before = open_fd_count();
+  auto r = run([](socket_address to, socket_address from) -> task<result<stream_socket>> {
+    co_return co_await stream_socket::connect(to, from);
+  }(address_of(l), *from));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error(), std::errc::address_not_available);
+  EXPECT_EQ(open_fd_count(), before);
 }
 
 RINGIO_ALL_BACKENDS(ConnectionErrors);

@@ -14,7 +14,8 @@ class connect_op : public io_operation<connect_op> {
   explicit connect_op(const socket_address& to) noexcept : io_operation(&connect_vtable), addr(to) {
     want = interest::writable;
   }
-  connect_op(const connect_op& o) noexcept : io_operation(o), addr(o.addr) {}
+  connect_op(const socket_address& to, const socket_address& from) noexcept : connect_op(to) { local = from; }
+  connect_op(const connect_op& o) noexcept : io_operation(o), addr(o.addr), local(o.local) {}
 
   template <class P>
   bool await_suspend(std::coroutine_handle<P> h) {
@@ -27,6 +28,7 @@ class connect_op : public io_operation<connect_op> {
   result<stream_socket> get_result();
 
   socket_address addr;
+  socket_address local;  // AF_UNSPEC: let the kernel choose
   fd_handle sock;
   bool in_progress = false;  // readiness: connect(2) said EINPROGRESS
 
@@ -39,5 +41,8 @@ class connect_op : public io_operation<connect_op> {
 namespace ringio {
 inline detail::connect_op stream_socket::connect(const socket_address& to) noexcept {
   return detail::connect_op(to);
+}
+inline detail::connect_op stream_socket::connect(const socket_address& to, const socket_address& from) noexcept {
+  return detail::connect_op(to, from);
 }
 }  // namespace ringio

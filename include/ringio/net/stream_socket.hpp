@@ -27,6 +27,13 @@ class stream_socket {
   /// Connects to `to` (TCP: with TCP_NODELAY set). Errors: connection_refused,
   /// timed_out (with with_timeout), network_unreachable, ...
   [[nodiscard]] static detail::connect_op connect(const socket_address& to) noexcept;
+  /// Connects to `to` from the local address `from` (bound before connecting). With
+  /// port 0 in an IP `from`, the port is chosen at connect time for the full
+  /// four-tuple (IP_BIND_ADDRESS_NO_PORT), so many sources can each use the whole
+  /// ephemeral range towards one server port. An empty `from` (socket_address{}) is
+  /// the same as connect(to). Errors of the bind come back from the
+  /// await: address_not_available, address_in_use, address_family_not_supported, ...
+  [[nodiscard]] static detail::connect_op connect(const socket_address& to, const socket_address& from) noexcept;
 
   /// Receives up to buf.size() bytes. 0 means the peer closed its sending side.
   [[nodiscard]] detail::recv_op recv(mutable_buffer buf, int flags = 0) noexcept {
