@@ -18,7 +18,8 @@ VARIANTS = {  # name -> (backend, extra server arguments, modes that take them)
     "ringio-uring-acceptor": ("uring", ["--dispatch", "acceptor"], {"echo", "http"}),
     "ringio-uring-sqpoll": ("uring", ["--sqpoll"], {"echo", "http"}),
     "ringio-uring-single-accept": ("uring", ["--single-accept"], {"echo", "http"}),
-    "ringio-uring-single-recv": ("uring", ["--recv", "single"], {"echo", "pong"}),
+    "ringio-uring-single-recv": ("uring", ["--recv", "single"], {"echo"}),
+    "ringio-uring-multishot-recv": ("uring", ["--recv", "multishot"], {"pong"}),
 }
 ORDER = list(RINGIO) + list(PEERS) + ["nginx"]
 KNOWN = ORDER + list(VARIANTS)
