@@ -135,6 +135,7 @@ int main(int argc, char** argv) {
       std::chrono::milliseconds(static_cast<long long>(args.seconds("drain-timeout", 5, 0, 3600) * 1000));
   cfg.multishot_accept = !args.flag("single-accept");
   cfg.sqpoll = args.flag("sqpoll");
+  cfg.defer_taskrun = !args.flag("no-defer-taskrun");
   args.done(4);
 
   cfg.done = st.finished.get_token();

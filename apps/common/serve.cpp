@@ -155,7 +155,7 @@ ringio::task<void> with_loop_resources(std::shared_ptr<void> resources, ringio::
 }  // namespace
 
 std::set<std::string> server_flags(std::set<std::string> extra) {
-  extra.insert({"single-accept", "sqpoll"});
+  extra.insert({"single-accept", "sqpoll", "no-defer-taskrun"});
   return extra;
 }
 
@@ -171,6 +171,7 @@ void read_server_options(cli& args, server_config& cfg) {
       std::chrono::milliseconds(static_cast<long long>(args.seconds("drain-timeout", 5, 0, 3600) * 1000));
   cfg.multishot_accept = !args.flag("single-accept");
   cfg.sqpoll = args.flag("sqpoll");
+  cfg.defer_taskrun = !args.flag("no-defer-taskrun");
   auto dispatch = args.text("dispatch", "reuseport");
   if (dispatch == "acceptor")
     cfg.dispatch = dispatch_mode::acceptor;
@@ -214,6 +215,7 @@ int serve(const server_config& cfg, const connection_handler& handler) {
     ro.threads = cfg.threads;
     ro.context = context_options(cfg.backend);
     ro.context.sqpoll = cfg.sqpoll;
+    ro.context.defer_taskrun = cfg.defer_taskrun;
     rt = std::make_unique<ringio::runtime>(ro);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: %s\n", cfg.name.c_str(), e.what());

@@ -35,6 +35,7 @@ struct server_config {
   bool multishot_accept = true;
   dispatch_mode dispatch = dispatch_mode::reuse_port;
   bool sqpoll = false;  // IORING_SETUP_SQPOLL on the loop threads' rings
+  bool defer_taskrun = true;  // IORING_SETUP_DEFER_TASKRUN on the loop threads' rings
   /// Runs on each loop thread before it serves; what it returns lives until that loop
   /// has drained its connections (per-loop resources such as a buffer_pool).
   std::function<std::shared_ptr<void>(ringio::io_context&)> loop_setup;
@@ -64,7 +65,8 @@ constexpr const char* server_options_usage =
     "  --dispatch MODE          reuseport (a listener per thread, default) or acceptor\n"
     "                           (thread 0 hands connections to the least-loaded thread)\n"
     "  --single-accept          one accept per connection instead of a multishot accept\n"
-    "  --sqpoll                 a kernel thread polls each ring's submissions (io_uring)\n";
+    "  --sqpoll                 a kernel thread polls each ring's submissions (io_uring)\n"
+    "  --no-defer-taskrun       set up the rings without IORING_SETUP_DEFER_TASKRUN\n";
 
 /// Flags (options without a value) among the server options, for cli's constructor.
 std::set<std::string> server_flags(std::set<std::string> extra = {});

@@ -41,6 +41,11 @@ struct io_context_options {
   unsigned max_in_flight = 0;
   /// Use IORING_SETUP_SQPOLL (a kernel thread polls the SQ; costs a core).
   bool sqpoll = false;
+  /// Ask for IORING_SETUP_DEFER_TASKRUN (completion work runs only when this loop
+  /// enters the kernel to wait). Off: COOP_TASKRUN alone. Measured here (docs/
+  /// performance.md): HTTP keep-alive with 1,000 connections had a lower p99 without
+  /// it; echo and ping/pong showed no difference outside the noise.
+  bool defer_taskrun = true;
   /// Do not print the fall-back warning.
   bool quiet = false;
   /// Share the kernel's async worker pool with this context's ring

@@ -109,7 +109,9 @@ task<void> connection::run() {
       result<std::size_t> n;
       if (idle) {
         enter(phase::idle);
-        n = co_await sock_.recv(free_space()).with_stop(idle_token);
+        // Between requests: wait for readiness first, so that 1,000 keep-alive
+        // connections are answered in arrival order (see recv_op::poll_first).
+        n = co_await sock_.recv(free_space()).poll_first().with_stop(idle_token);
       } else {
         if (head_deadline == clock::time_point{}) head_deadline = clock::now() + o.header_timeout;
         n = co_await with_deadline(sock_.recv(free_space()), head_deadline);

@@ -19,6 +19,7 @@ int syscall_result(long r) noexcept { return r >= 0 ? static_cast<int>(r) : -err
 void recv_prepare(op_base& b, io_uring_sqe& sqe) noexcept {
   auto& op = static_cast<recv_op&>(b);
   io_uring_prep_recv(&sqe, op.fd, op.buf.data(), op.buf.size(), op.flags);
+  if (op.wait_first) sqe.ioprio |= IORING_RECVSEND_POLL_FIRST;
 }
 int recv_attempt(op_base& b) noexcept {
   auto& op = static_cast<recv_op&>(b);

@@ -12,6 +12,9 @@
 
 #include <string>
 #include <utility>
+#include <array>
+#include <thread>
+#include <chrono>
 #include <vector>
 
 #include "ringio/ringio.hpp"
@@ -206,6 +209,32 @@ TEST_P(ConnectionErrors, ConnectFromAnAddressNotOnThisHostFailsAndLeaksNothing) 
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error(), std::errc::address_not_available);
   EXPECT_EQ(open_fd_count(), before);
+}
+
+TEST_P(ConnectionErrors, PollFirstReceiveGetsDataSentBeforeAndAfterItStarts) {
+  auto l = listen_loopback();
+  int client = raw_connect(address_of(l));
+  ASSERT_EQ(::send(client, "early", 5, 0), 5);  // already queued when the receive starts
+  auto got = run([](stream_listener& l, int client) -> task<std::string> {
+    auto s = co_await l.accept();
+    EXPECT_TRUE(s);
+    std::array<char, 16> buf{};
+    auto a = co_await s->recv(mutable_buffer(buf.data(), buf.size())).poll_first();
+    EXPECT_TRUE(a);
+    std::string out(buf.data(), a ? *a : 0);
+    // Nothing queued now: the second arrives while the receive waits.
+    std::thread late([client] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      EXPECT_EQ(::send(client, "late", 4, 0), 4);
+    });
+    auto b = co_await s->recv(mutable_buffer(buf.data(), buf.size())).poll_first();
+    late.join();
+    EXPECT_TRUE(b);
+    out.append(buf.data(), b ? *b : 0);
+    co_return out;
+  }(l, client));
+  ::close(client);
+  EXPECT_EQ(got, "earlylate");
 }
 
 RINGIO_ALL_BACKENDS(ConnectionErrors);

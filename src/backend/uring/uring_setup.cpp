@@ -120,7 +120,7 @@ ring_setup create_ring(io_uring& ring, const io_context_options& opts) {
     // R_DISABLED: the thread that enables the ring (the loop's) becomes its only issuer,
     // so a context may be built on one thread and run on another.
     optional[n_optional++] = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_R_DISABLED;
-    optional[n_optional++] = IORING_SETUP_DEFER_TASKRUN;
+    if (opts.defer_taskrun) optional[n_optional++] = IORING_SETUP_DEFER_TASKRUN;
   }
 
   for (int keep = n_optional; keep >= 0; --keep) {
