@@ -76,6 +76,20 @@ TEST(LoopLimits, ManyMoreOperationsThanTheRingHoldsAllComplete) {
   EXPECT_NE(ctx.describe().find("max in flight 8"), std::string::npos) << ctx.describe();
 }
 
+TEST(LoopLimits, DeferTaskrunCanBeLeftOut) {
+  io_context with({.backend = backend_kind::uring});
+  io_context without({.backend = backend_kind::uring, .defer_taskrun = false});
+  EXPECT_NE(with.describe().find("DEFER_TASKRUN"), std::string::npos) << with.describe();
+  EXPECT_EQ(without.describe().find("DEFER_TASKRUN"), std::string::npos) << without.describe();
+  EXPECT_NE(without.describe().find("COOP_TASKRUN"), std::string::npos) << without.describe();
+  auto r = sync_wait(without, []() -> task<bool> {
+    auto slept = co_await sleep_for(std::chrono::milliseconds(1));
+    auto n = co_await nop();
+    co_return slept && n;
+  }());
+  EXPECT_TRUE(r);
+}
+
 TEST(LoopLimits, EchoThroughATinyRing) {
   io_context ctx({.backend = backend_kind::uring, .sq_entries = 4, .cq_entries = 8, .max_in_flight = 6});
   auto l = listen_loopback();
