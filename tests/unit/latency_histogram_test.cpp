@@ -15,22 +15,10 @@
 #include <vector>
 
 #include "../../apps/common/latency_histogram.hpp"
+#include "../support/counting_new.hpp"
 
-namespace {
-std::atomic<long> allocations{0};
-std::atomic<bool> counting{false};
-}  // namespace
-
-// The replacements pair malloc with free; GCC cannot see that and warns.
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-
-void* operator new(std::size_t n) {
-  if (counting.load(std::memory_order_relaxed)) allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+using ringio_test::allocations;
+using ringio_test::counting;
 
 using apps::latency_histogram;
 
