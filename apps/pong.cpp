@@ -26,10 +26,10 @@ const std::string usage = std::string(
     "Exits 0 once <sessions> sessions have connected and all have closed (--keep-running:\n"
     "serve until signalled), or on SIGINT/SIGTERM (graceful).\n"
     "options:\n"
-    "  --recv MODE              single (default: recv straight into the session's block\n"
-    "                           until it is full) or multishot (one armed recv per\n"
-    "                           connection into buffers shared by the thread, copied\n"
-    "                           into the block; measured slower for 16 KiB blocks)\n") +
+    "  --recv MODE              multishot (default: one armed recv per connection into\n"
+    "                           buffers shared by the thread; a block that arrives whole\n"
+    "                           is sent from there, pieces are gathered in the session's\n"
+    "                           block) or single (recv straight into the block until full)\n") +
     apps::server_options_usage;
 
 struct pong_state {
@@ -122,7 +122,7 @@ int main(int argc, char** argv) {
   st.block = static_cast<std::size_t>(args.positional_integer(2, "blocksize", 1, 64 << 20));
   st.sessions = args.positional_integer(3, "sessions", 1, 1'000'000'000);
   st.keep_running = args.flag("keep-running");
-  auto recv_mode = args.text("recv", "single");
+  auto recv_mode = args.text("recv", "multishot");
   if (recv_mode != "single" && recv_mode != "multishot")
     args.fail("--recv must be single or multishot, got '" + recv_mode + "'");
   apps::server_config cfg;

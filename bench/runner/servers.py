@@ -18,8 +18,7 @@ VARIANTS = {  # name -> (backend, extra server arguments, modes that take them)
     "ringio-uring-acceptor": ("uring", ["--dispatch", "acceptor"], {"echo", "http"}),
     "ringio-uring-sqpoll": ("uring", ["--sqpoll"], {"echo", "http"}),
     "ringio-uring-single-accept": ("uring", ["--single-accept"], {"echo", "http"}),
-    "ringio-uring-single-recv": ("uring", ["--recv", "single"], {"echo"}),
-    "ringio-uring-multishot-recv": ("uring", ["--recv", "multishot"], {"pong"}),
+    "ringio-uring-single-recv": ("uring", ["--recv", "single"], {"echo", "pong"}),
     "ringio-uring-nodefer": ("uring", ["--no-defer-taskrun"], {"echo", "pong", "http"}),
 }
 ORDER = list(RINGIO) + list(PEERS) + ["nginx"]
