@@ -64,6 +64,25 @@ TEST_P(Loadgen, PingAgainstPongMeasuresThroughputWithoutErrors) {
   EXPECT_EQ(pong.wait(10s), std::optional<int>(0)) << pong.stderr_text();
 }
 
+// Both receive modes, with blocks that fit a pool buffer, span several, or are tiny:
+// every echoed byte is checked (--verify).
+TEST_P(Loadgen, PongEchoesBlocksExactlyInBothReceiveModes) {
+  for (const char* mode : {"multishot", "single"}) {
+    for (const char* block : {"16384", "100000", "7"}) {
+      SCOPED_TRACE(std::string(mode) + " " + block);
+      child_process pong({PONG_PATH, "0", "2", block, "6", "--backend", GetParam(), "--recv", mode});
+      auto port = port_of(pong);
+      ASSERT_FALSE(port.empty()) << pong.stderr_text();
+      int st = -1;
+      auto r = run_client({PING_PATH, port, "2", block, "6", "1", "--backend", GetParam(), "--verify"}, &st);
+      EXPECT_EQ(st, 0);
+      EXPECT_GT(r["round_trips"], 10.0);
+      EXPECT_EQ(r["errors"], 0.0);
+      EXPECT_EQ(pong.wait(10s), std::optional<int>(0)) << pong.stderr_text();
+    }
+  }
+}
+
 TEST_P(Loadgen, EchoBenchReportsLatencyPercentiles) {
   child_process server({ECHO_SERVER_PATH, "--port", "0", "--backend", GetParam()});
   auto port = port_of(server);
