@@ -16,7 +16,7 @@ const std::string usage = std::string(
     "usage: echo_server --port P [options]\n"
     "Echoes every byte back on every TCP connection. SIGINT/SIGTERM stop it gracefully:\n"
     "no new connections, open ones get --drain-timeout seconds, exit 0.\n"
-    "options:\n") + apps::server_options_usage +
+    "options:\n") + apps::server_port_threads_usage + apps::server_options_usage +
     "  --recv MODE              multishot (default: one armed recv per connection into\n"
     "                           buffers shared by the thread) or single (a recv per message)\n";
 

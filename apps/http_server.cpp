@@ -24,7 +24,7 @@ const std::string usage = std::string(
     "(text/plain); with --root, the files under DIR (index.html for directories, ETag,\n"
     "Last-Modified, 304, byte ranges). SIGINT/SIGTERM stop it gracefully: no new\n"
     "connections, idle ones close, requests in progress get --drain-timeout seconds, exit 0.\n"
-    "options:\n") + apps::server_options_usage;
+    "options:\n") + apps::server_port_threads_usage + apps::server_options_usage;
 
 constexpr std::string_view hello = "Hello world!";
 

@@ -127,15 +127,7 @@ int main(int argc, char** argv) {
     args.fail("--recv must be single or multishot, got '" + recv_mode + "'");
   apps::server_config cfg;
   cfg.name = "pong";
-  auto host = args.text("host", "127.0.0.1");
-  cfg.address = apps::target_address(args, host, port);
-  cfg.threads = threads;
-  cfg.backend = args.backend();
-  cfg.drain_timeout =
-      std::chrono::milliseconds(static_cast<long long>(args.seconds("drain-timeout", 5, 0, 3600) * 1000));
-  cfg.multishot_accept = !args.flag("single-accept");
-  cfg.sqpoll = args.flag("sqpoll");
-  cfg.defer_taskrun = !args.flag("no-defer-taskrun");
+  apps::read_server_options(args, cfg, port, threads);
   args.done(4);
 
   cfg.done = st.finished.get_token();

@@ -161,11 +161,16 @@ std::set<std::string> server_flags(std::set<std::string> extra) {
 
 void read_server_options(cli& args, server_config& cfg) {
   auto port = static_cast<std::uint16_t>(args.required_integer("port", 0, 65535));
+  auto threads = static_cast<unsigned>(args.integer("threads", 1, 1, 1024));
+  read_server_options(args, cfg, port, threads);
+}
+
+void read_server_options(cli& args, server_config& cfg, std::uint16_t port, unsigned threads) {
   auto host = args.text("host", "127.0.0.1");
   auto addr = ringio::socket_address::from_host(host, port);
   if (!addr) args.fail("invalid --host '" + host + "': " + addr.error().message());
   cfg.address = *addr;
-  cfg.threads = static_cast<unsigned>(args.integer("threads", 1, 1, 1024));
+  cfg.threads = threads;
   cfg.backend = args.backend();
   cfg.drain_timeout =
       std::chrono::milliseconds(static_cast<long long>(args.seconds("drain-timeout", 5, 0, 3600) * 1000));

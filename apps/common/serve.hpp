@@ -54,11 +54,15 @@ using connection_handler = std::function<ringio::task<void>(ringio::stream_socke
 
 class cli;
 
+/// --port and --threads, for the usage text of the apps that take them as options
+/// (pong takes them as positional arguments).
+constexpr const char* server_port_threads_usage =
+    "  --port P                 TCP port on --host (0: the kernel picks one)\n"
+    "  --threads N              loop threads (default 1)\n";
+
 /// The options every server app takes, for its usage text.
 constexpr const char* server_options_usage =
-    "  --port P                 TCP port on --host (0: the kernel picks one)\n"
     "  --host ADDR              IPv4 or IPv6 address to listen on (default 127.0.0.1)\n"
-    "  --threads N              loop threads (default 1)\n"
     "  --backend B              uring, epoll or uring-poll (default: RINGIO_BACKEND, else\n"
     "                           io_uring with a fall back to epoll)\n"
     "  --drain-timeout SECONDS  after SIGINT/SIGTERM, time open connections get (default 5)\n"
@@ -73,6 +77,8 @@ std::set<std::string> server_flags(std::set<std::string> extra = {});
 
 /// Reads the options above into `cfg` (exits with usage on bad input).
 void read_server_options(cli& args, server_config& cfg);
+/// The same without --port and --threads: the caller has them already.
+void read_server_options(cli& args, server_config& cfg, std::uint16_t port, unsigned threads);
 
 /// Binds (one SO_REUSEPORT listener per thread), prints one line with the address and
 /// the backend, serves until SIGINT/SIGTERM, drains, and returns the exit status:
