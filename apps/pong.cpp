@@ -83,29 +83,25 @@ ringio::task<void> pong_multishot(ringio::stream_socket s) {
       if (!chunk || chunk->empty()) break;
       std::size_t used = 0;
       while (used < chunk->size()) {
+        const std::byte* block = nullptr;
         if (filled == 0 && chunk->size() - used >= st.block) {
-          // A whole block in the pool buffer: send it from there, no copy.
-          auto sent = co_await s.send_all(ringio::const_buffer(chunk->data() + used, st.block));
-          if (!sent) {
-            open = false;
-            break;
-          }
-          echoed += st.block;
+          block = chunk->data() + used;  // a whole block in the pool buffer: no copy
           used += st.block;
-          continue;
+        } else {
+          std::size_t n = std::min(chunk->size() - used, st.block - filled);
+          std::memcpy(storage.get() + filled, chunk->data() + used, n);
+          used += n;
+          filled += n;
+          if (filled < st.block) continue;
+          block = storage.get();
+          filled = 0;
         }
-        std::size_t n = std::min(chunk->size() - used, st.block - filled);
-        std::memcpy(storage.get() + filled, chunk->data() + used, n);
-        used += n;
-        filled += n;
-        if (filled < st.block) continue;
-        auto sent = co_await s.send_all(ringio::const_buffer(storage.get(), st.block));
+        auto sent = co_await s.send_all(ringio::const_buffer(block, st.block));
         if (!sent) {
           open = false;
           break;
         }
         echoed += st.block;
-        filled = 0;
       }
     }
   }

@@ -1,7 +1,10 @@
 // counting_new — replaces the global operator new with one that counts allocations
 // while `counting` is set, for the zero-allocation tests. It defines the replacement
-// functions: include it in exactly one source file of a test program.
+// functions (and a test that they are in effect): include it in exactly one source
+// file of a test program.
 #pragma once
+
+#include <gtest/gtest.h>
 
 #include <atomic>
 #include <cstdlib>
@@ -23,3 +26,13 @@ void* operator new(std::size_t n) {
 }
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+
+// Every program that counts checks first that the replacement is the one in use.
+TEST(AllocationCounter, SeesAllocationsWhileCounting) {
+  ringio_test::allocations = 0;
+  ringio_test::counting = true;
+  auto* p = new int(1);
+  ringio_test::counting = false;
+  delete p;
+  EXPECT_EQ(ringio_test::allocations.load(), 1) << "the replaced operator new is not in effect";
+}
