@@ -117,6 +117,9 @@ class io_context {
   /// Requests cancellation of a started operation (loop thread only). The operation
   /// still completes through its normal path, later.
   void cancel(detail::op_base& op) noexcept;
+  /// Cancels every operation of this loop on `fd` (loop thread only); each completes
+  /// later through its normal path.
+  void cancel_fd(int fd) noexcept;
   /// Completes an operation of kind event that is waiting; false if it is not.
   bool complete_event(detail::op_base& op, int res) noexcept;
   /// Provided-buffer rings (buffer_pool): group id or -errno; and its removal.

@@ -27,6 +27,9 @@ class backend {
   virtual void wake() noexcept = 0;
   /// Cancels everything in flight (shutdown).
   virtual void cancel_all() noexcept = 0;
+  /// Cancels every operation of this loop waiting on `fd` (stream_socket::cancel()).
+  /// Each completes later, normally, with -ECANCELED unless it already had a result.
+  virtual void cancel_fd(int fd) noexcept = 0;
   /// Operations in flight, not counting the backend's own.
   [[nodiscard]] virtual std::size_t in_flight() const noexcept = 0;
   /// One line: backend name, flags, sizes.

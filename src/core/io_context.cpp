@@ -183,6 +183,8 @@ void io_context::cancel(detail::op_base& op) noexcept {
   backend_->cancel(op);
 }
 
+void io_context::cancel_fd(int fd) noexcept { backend_->cancel_fd(fd); }
+
 int io_context::register_buffer_ring(void* ring_addr, unsigned entries) noexcept {
   return backend_->register_buffer_ring(ring_addr, entries);
 }

@@ -171,6 +171,10 @@ void epoll_backend::cancel_all() noexcept {
   while (!timers_.empty()) cancel(*timers_.top());
 }
 
+void epoll_backend::cancel_fd(int fd) noexcept {
+  (void)fd;  // TODO(stream cancel): fail the waiters of fds_[fd]
+}
+
 void epoll_backend::finish(op_base& op) noexcept {
   --in_flight_;
   finish_operation(op);

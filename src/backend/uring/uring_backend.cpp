@@ -218,6 +218,23 @@ void uring_backend::cancel_all() noexcept {
   io_uring_sqe_set_data64(sqe, 0);
 }
 
+void uring_backend::cancel_fd(int fd) noexcept {
+  // Operations still waiting for room under the cap never reached the kernel.
+  for (op_base* op = backlog_head_; op != nullptr;) {
+    op_base* next = op->next;
+    if (op->fd == fd && op->kind == op_kind::io) {
+      op->cancel_requested = true;
+      cancel(*op);
+    }
+    op = next;
+  }
+  // Everything the kernel holds on this fd (uring-poll: the POLL_ADDs) fails with
+  // -ECANCELED; a request that already finished keeps its result.
+  io_uring_sqe* sqe = get_sqe();
+  io_uring_prep_cancel_fd(sqe, fd, IORING_ASYNC_CANCEL_ALL);
+  io_uring_sqe_set_data64(sqe, 0);
+}
+
 void uring_backend::poll(bool block, std::int64_t wake_at_ns) {
   if (!enabled_) {
     if (setup_.disabled) {

@@ -27,6 +27,7 @@ class uring_backend final : public backend {
   void poll(bool block, std::int64_t wake_at_ns) override;
   void wake() noexcept override;
   void cancel_all() noexcept override;
+  void cancel_fd(int fd) noexcept override;
   [[nodiscard]] std::size_t in_flight() const noexcept override { return user_in_flight_; }
   [[nodiscard]] std::string describe() const override;
   [[nodiscard]] int ring_fd() const noexcept override { return ring_.ring_fd; }
