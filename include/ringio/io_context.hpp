@@ -122,6 +122,8 @@ class io_context {
   void cancel_fd(int fd) noexcept;
   /// Completes an operation of kind event that is waiting; false if it is not.
   bool complete_event(detail::op_base& op, int res) noexcept;
+  /// The same, but the completion runs from the ready queue, not inside this call.
+  bool complete_event_later(detail::op_base& op, int res) noexcept;
   /// Provided-buffer rings (buffer_pool): group id or -errno; and its removal.
   int register_buffer_ring(void* ring_addr, unsigned entries) noexcept;
   void unregister_buffer_ring(int group) noexcept;

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdio>
 #include <exception>
+#include <optional>
 #include <stop_token>
 
 #include "ringio/detail/promise_base.hpp"
@@ -14,12 +15,21 @@
 namespace ringio {
 
 /// Owns spawned tasks until they finish. Children obey the scope's stop token
-/// (request_stop() cancels their operations). The first exception escaping a child is
-/// rethrown by join(). Destroying a scope whose children still run terminates the
-/// program: always `co_await join()` first.
+/// (request_stop() cancels their operations). A scope created inside a task inherits
+/// that task's stop token: stopping the task (its scope, when_any, with_timeout)
+/// stops the children too. The first exception escaping a child is rethrown by
+/// join(). Destroying a scope whose children still run terminates the program:
+/// always `co_await join()` first.
 class scope final : private detail::completion_sink {
  public:
-  scope() = default;
+  /// Inherits the stop token of the task creating it (none outside a task).
+  scope() {
+    if (detail::running_task != nullptr) {
+      if (const std::stop_token* t = detail::running_task->stop_token()) link(*t);
+    }
+  }
+  /// Obeys `parent` instead (an empty token: only request_stop() stops the children).
+  explicit scope(std::stop_token parent) { link(parent); }
   scope(const scope&) = delete;
   scope& operator=(const scope&) = delete;
   ~scope() {
@@ -36,7 +46,7 @@ class scope final : private detail::completion_sink {
     h.promise().set_sink(this);
     h.promise().set_stop_token(&token_);
     ++live_;
-    h.resume();
+    detail::resume_inline(h);
   }
 
   /// Cancels the operations of every child (they see operation_canceled).
@@ -64,8 +74,17 @@ class scope final : private detail::completion_sink {
     return std::noop_coroutine();
   }
 
+  struct forward_to_source {
+    std::stop_source* target;
+    void operator()() const noexcept { target->request_stop(); }
+  };
+  void link(const std::stop_token& parent) {
+    if (parent.stop_possible()) parent_link_.emplace(parent, forward_to_source{&source_});
+  }
+
   std::stop_source source_;
   std::stop_token token_ = source_.get_token();
+  std::optional<std::stop_callback<forward_to_source>> parent_link_;
   std::size_t live_ = 0;
   std::coroutine_handle<> joiner_;
   std::exception_ptr error_;

@@ -23,6 +23,9 @@ class backend {
   /// not past `wake_at_ns` on CLOCK_MONOTONIC, when not 0), dispatch every completion
   /// that is ready.
   virtual void poll(bool block, std::int64_t wake_at_ns) = 0;
+  /// Submits what is queued without waiting (a loop about to return must not keep a
+  /// wake-up message for another loop in its queue).
+  virtual void flush() noexcept {}
   /// Interrupts a blocking poll(); safe from any thread.
   virtual void wake() noexcept = 0;
   /// Cancels everything in flight (shutdown).

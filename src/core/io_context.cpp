@@ -171,6 +171,13 @@ bool io_context::complete_event(detail::op_base& op, int res) noexcept {
   return true;
 }
 
+bool io_context::complete_event_later(detail::op_base& op, int res) noexcept {
+  if (!take_event(op)) return false;
+  op.res = res;
+  schedule_completion(op);
+  return true;
+}
+
 void io_context::cancel(detail::op_base& op) noexcept {
   op.cancel_requested = true;
   if (op.kind == detail::op_kind::event) {
@@ -260,6 +267,12 @@ void io_context::poll_backend(bool stoppable) {
 template <class Done>
 void io_context::loop(Done done, bool stoppable) {
   if (owner_ == std::thread::id{}) owner_ = std::this_thread::get_id();
+  // Whatever the last iteration queued (a wake-up message for another loop among
+  // it) goes to the kernel before the loop returns: it may not run again soon.
+  struct flush_on_exit {
+    detail::backend& b;
+    ~flush_on_exit() { b.flush(); }
+  } flush{*backend_};
   for (;;) {
     if (done()) return;
     run_ready();

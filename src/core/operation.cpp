@@ -29,7 +29,7 @@ void run_remote_cancel(remote_item& item, io_context& ctx) noexcept {
 
 }  // namespace
 
-void resume_waiter(op_base& op) noexcept { op.waiter.resume(); }
+void resume_waiter(op_base& op) noexcept { resume_inline(op.waiter); }
 
 void stop_canceller::operator()() const noexcept {
   op_base& o = *op;
@@ -39,19 +39,21 @@ void stop_canceller::operator()() const noexcept {
   }
   // Another thread: the ring belongs to the loop's thread, so hand the request over.
   // finish_operation() waits for this request before the operation may be destroyed.
+  // With two tokens both callbacks may fire: the item is queued only once.
+  if (o.remote_cancel.exchange(true, std::memory_order_acq_rel)) return;
   o.remote.run = &run_remote_cancel;
   o.remote.arg = &o;
-  o.remote_cancel.store(true, std::memory_order_release);
   o.ctx->post_remote(o.remote);
 }
 
-bool start_operation(op_base& op, std::coroutine_handle<> h, const std::stop_token* token) {
+bool start_operation(op_base& op, std::coroutine_handle<> h, const std::stop_token* token,
+                     const std::stop_token* also) {
   io_context* ctx = io_context::current();
   if (ctx == nullptr)
     throw std::logic_error("ringio: an operation was awaited outside a running io_context");
   op.waiter = h;
   op.ctx = ctx;
-  if (token != nullptr && token->stop_requested()) {
+  if ((token != nullptr && token->stop_requested()) || (also != nullptr && also->stop_requested())) {
     // Stopped before it started: no SQE is sent.
     op.res = -ECANCELED;
     op.cancel_requested = true;
@@ -62,6 +64,7 @@ bool start_operation(op_base& op, std::coroutine_handle<> h, const std::stop_tok
   // Registered after the start so that a callback firing right now finds the
   // operation in flight. Cancellation is always delivered later, never from here.
   if (token != nullptr && token->stop_possible()) op.stop_cb.emplace(*token, stop_canceller{&op});
+  if (also != nullptr && also->stop_possible()) op.stop_cb2.emplace(*also, stop_canceller{&op});
   return true;
 }
 
@@ -70,6 +73,7 @@ void finish_operation(op_base& op) noexcept {
   // Destroying the callback waits for a concurrent invocation on another thread, so
   // after this line remote_cancel tells whether a request is still queued.
   op.stop_cb.reset();
+  op.stop_cb2.reset();
   if (op.remote_cancel.load(std::memory_order_acquire) && !op.remote_cancel_seen) {
     op.state = op_state::done_deferred;  // RACE: completes when the request is drained
     return;

@@ -65,7 +65,7 @@ class countdown_sink : public completion_sink {
     auto& p = t.handle().promise();
     p.set_sink(this);
     p.set_stop_token(token);
-    t.handle().resume();
+    resume_inline(t.handle());
   }
   /// Drop the parent's count; true if children are still running (suspend).
   bool end_launch() noexcept { return --remaining_ != 0; }

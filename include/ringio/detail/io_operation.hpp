@@ -47,24 +47,22 @@ class io_operation : public op_base {
 
   template <class P>
   bool await_suspend(std::coroutine_handle<P> h) {
-    const std::stop_token* tok = nullptr;
-    if (token_.stop_possible()) {
-      tok = &token_;
-    } else if constexpr (std::is_base_of_v<promise_base, P>) {
-      tok = h.promise().stop_token();
-    }
-    return start_operation(*this, h, tok);
+    const std::stop_token* inherited = nullptr;
+    if constexpr (std::is_base_of_v<promise_base, P>) inherited = h.promise().stop_token();
+    if (!token_.stop_possible()) return start_operation(*this, h, inherited);
+    return start_operation(*this, h, &token_, inherited);
   }
 
   auto await_resume() { return static_cast<Derived*>(this)->get_result(); }
 
-  /// Makes the operation obey `t` instead of the awaiting task's stop token.
+  /// Makes the operation obey `t` as well as the awaiting task's stop token: a stop of
+  /// either cancels it.
   [[nodiscard]] Derived with_stop(std::stop_token t) && {
     token_ = std::move(t);
     return std::move(static_cast<Derived&>(*this));
   }
 
-  /// Makes the operation obey `t` (before it starts).
+  /// Makes the operation obey `t` too (before it starts).
   void set_stop_token(std::stop_token t) noexcept { token_ = std::move(t); }
   [[nodiscard]] const std::stop_token& explicit_stop_token() const noexcept { return token_; }
 

@@ -95,6 +95,8 @@ struct op_base {
   kernel_timespec ts;  ///< deadline_ns as the kernel reads it, alive until submission
   remote_item remote;  ///< queued on the loop when a stop arrives from another thread
   std::optional<std::stop_callback<stop_canceller>> stop_cb;
+  /// An operation given its own token (.with_stop) obeys the task's token too.
+  std::optional<std::stop_callback<stop_canceller>> stop_cb2;
 
   op_base() noexcept = default;
   explicit op_base(const op_vtable* v, op_kind k = op_kind::io) noexcept : vt(v), kind(k) {}
@@ -109,9 +111,11 @@ struct op_base {
 void resume_waiter(op_base& op) noexcept;
 
 /// Starts `op` on the current thread's io_context for the coroutine `h`, obeying
-/// `token` (may be null). Returns false when the coroutine should not suspend (the
-/// operation finished at once). Throws std::logic_error outside a running context.
-bool start_operation(op_base& op, std::coroutine_handle<> h, const std::stop_token* token);
+/// `token` and `also` (either may be null): a stop of either cancels it. Returns false
+/// when the coroutine should not suspend (the operation finished at once). Throws
+/// std::logic_error outside a running context.
+bool start_operation(op_base& op, std::coroutine_handle<> h, const std::stop_token* token,
+                     const std::stop_token* also = nullptr);
 
 /// Delivers the final result of `op` (called by backends): unregisters its stop
 /// callback, then runs vt->complete unless a cross-thread cancel still holds it.

@@ -5,12 +5,47 @@
 #include <coroutine>
 #include <exception>
 #include <stop_token>
+#include <utility>
 
 #include "ringio/detail/frame_allocator.hpp"
 
 namespace ringio::detail {
 
 class promise_base;
+
+/// The ringio task running on this thread right now (null between tasks). Set each
+/// time a task resumes, cleared when it suspends or ends; a scope created inside a
+/// task reads it to inherit that task's stop token.
+inline thread_local promise_base* running_task = nullptr;
+
+template <class A>
+concept has_member_co_await = requires(A&& a) { std::forward<A>(a).operator co_await(); };
+
+/// Wraps what a task awaits so that resuming the task marks it as the running one.
+/// `Aw` is a reference (the awaited temporary lives until the end of the full
+/// expression, across the suspension) or, for operator co_await results, a value.
+template <class Aw>
+struct resume_marker {
+  Aw inner;
+  promise_base* task;
+  bool await_ready() { return inner.await_ready(); }
+  template <class H>
+  decltype(auto) await_suspend(H h) {
+    running_task = nullptr;
+    return inner.await_suspend(h);
+  }
+  decltype(auto) await_resume() {
+    running_task = task;
+    return inner.await_resume();
+  }
+};
+
+/// Resumes `h` inline from inside a task and restores the running-task mark after.
+inline void resume_inline(std::coroutine_handle<> h) {
+  promise_base* saved = running_task;
+  h.resume();
+  running_task = saved;
+}
 
 /// Receives a finished task instead of a continuation (scope children, when_all
 /// branches, sync_wait roots). Returns the coroutine to run next (noop if none).
@@ -25,10 +60,18 @@ class completion_sink {
 
 class promise_base {
  public:
+  struct initial_awaiter {
+    promise_base* self;
+    bool await_ready() const noexcept { return false; }
+    void await_suspend(std::coroutine_handle<>) const noexcept {}
+    void await_resume() const noexcept { running_task = self; }
+  };
+
   struct final_awaiter {
     bool await_ready() const noexcept { return false; }
     template <class P>
     std::coroutine_handle<> await_suspend(std::coroutine_handle<P> h) noexcept {
+      running_task = nullptr;
       promise_base& p = h.promise();
       if (p.sink_ != nullptr) return p.sink_->on_task_done(h, p);
       return p.continuation_ ? p.continuation_ : std::noop_coroutine();
@@ -36,8 +79,18 @@ class promise_base {
     void await_resume() const noexcept {}
   };
 
-  std::suspend_always initial_suspend() const noexcept { return {}; }
+  initial_awaiter initial_suspend() noexcept { return {this}; }
   final_awaiter final_suspend() const noexcept { return {}; }
+
+  template <class A>
+  auto await_transform(A&& a) noexcept {
+    if constexpr (has_member_co_await<A>) {
+      using Aw = decltype(std::forward<A>(a).operator co_await());
+      return resume_marker<Aw>{std::forward<A>(a).operator co_await(), this};
+    } else {
+      return resume_marker<A&&>{std::forward<A>(a), this};
+    }
+  }
   void unhandled_exception() noexcept { exception_ = std::current_exception(); }
 
   static void* operator new(std::size_t n) { return frame_allocate(n); }

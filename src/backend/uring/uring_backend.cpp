@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <system_error>
 
 #include "backend/uring/uring_compat.hpp"
@@ -36,7 +37,28 @@ __kernel_timespec* as_kernel(kernel_timespec& ts) noexcept {
 
 const op_vtable wake_vtable = {nullptr, nullptr, nullptr, nullptr, nullptr};
 
+// Every live ring of the process, so that a failed ring-to-ring wake-up can fall back
+// to the target's eventfd. Touched only at construction, destruction and on failure.
+std::mutex registry_mutex;
+std::vector<backend*> registry;
+
+void register_ring(backend* b) {
+  std::lock_guard lock(registry_mutex);
+  registry.push_back(b);
+}
+
+void unregister_ring(backend* b) noexcept {
+  std::lock_guard lock(registry_mutex);
+  std::erase(registry, b);
+}
+
 }  // namespace
+
+void wake_ring_by_fd(int ring_fd) noexcept {
+  std::lock_guard lock(registry_mutex);
+  for (backend* b : registry)
+    if (b->ring_fd() == ring_fd) b->wake();
+}
 
 std::unique_ptr<backend> make_uring_backend(io_context& ctx, loop_state& st,
                                             const io_context_options& opts, bool poll_mode) {
@@ -57,9 +79,11 @@ uring_backend::uring_backend(io_context& ctx, loop_state& st, const io_context_o
   wake_.vt = &wake_vtable;
   wake_.self = this;
   arm_wake();
+  register_ring(this);
 }
 
 uring_backend::~uring_backend() {
+  unregister_ring(this);
   // The io_context has drained every user operation; only the wake-up read can remain.
   if (enabled_ && wake_armed_) {
     if (io_uring_sqe* sqe = get_sqe()) {
@@ -90,21 +114,50 @@ io_uring_sqe* uring_backend::get_sqe() noexcept {
   io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
   if (sqe != nullptr) return sqe;
   // SQ full: submit what is queued, then take the slot that frees.
-  io_uring_submit(&ring_);
-  ++st_.stats.kernel_waits;
-  sqe = io_uring_get_sqe(&ring_);
-  if (sqe == nullptr) {
-    std::fprintf(stderr, "ringio: io_uring submission queue stays full\n");
-    std::abort();
+  if (!enabled_) {
+    try {
+      enable();  // full before the loop's first poll (operations start on its thread)
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "ringio: %s\n", e.what());
+      std::abort();
+    }
   }
-  return sqe;
+  for (unsigned tries = 0;; ++tries) {
+    int r = io_uring_submit(&ring_);
+    ++st_.stats.kernel_waits;
+    if (r == -EBUSY || r == -EAGAIN) {
+      // The kernel holds back submissions until completions are reaped: take them
+      // off the CQ now (they are dispatched by the next reap, in order).
+      stash_completions();
+    } else if ((setup_.flags & IORING_SETUP_SQPOLL) != 0) {
+      // The kernel thread consumes the SQ on its own time: wait until it has.
+      io_uring_sqring_wait(&ring_);
+    }
+    sqe = io_uring_get_sqe(&ring_);
+    if (sqe != nullptr) return sqe;
+    if (tries == 100000) {
+      std::fprintf(stderr, "ringio: io_uring submission queue stays full (last submit: %d)\n", r);
+      std::abort();
+    }
+  }
+}
+
+void uring_backend::stash_completions() noexcept {
+  io_uring_cqe* cqes[reap_batch];
+  unsigned n;
+  while ((n = io_uring_peek_batch_cqe(&ring_, cqes, reap_batch)) != 0) {
+    for (unsigned i = 0; i < n; ++i) stash_.push_back({cqes[i]->user_data, cqes[i]->res, cqes[i]->flags});
+    io_uring_cq_advance(&ring_, n);
+  }
 }
 
 bool uring_backend::start(op_base& op) {
   op.outstanding = 0;
   if (poll_mode_ && op.kind == op_kind::io && op.vt->attempt != nullptr) return start_readiness(op);
   ++user_in_flight_;
-  if (cqes_expected_ + 3 > cap_) {
+  // Room for the most an operation can post (itself, a linked timeout, a cancel); a
+  // cap smaller than that still lets one operation at a time through.
+  if (user_cqes() != 0 && user_cqes() + 3 > cap_) {
     // Too many CQEs could be pending: wait for completions to make room.
     if (!backlog_reported_) {
       backlog_reported_ = true;
@@ -118,10 +171,37 @@ bool uring_backend::start(op_base& op) {
     op.prev = backlog_tail_;
     (backlog_tail_ != nullptr ? backlog_tail_->next : backlog_head_) = &op;
     backlog_tail_ = &op;
+    // Its deadline (or a sleep's wake time) runs while it waits for room.
+    if (op.deadline_ns != 0) backlog_deadlines_.push(op);
     return false;
   }
   submit(op);
   return false;
+}
+
+void uring_backend::unlink_backlog(op_base& op) noexcept {
+  (op.prev != nullptr ? op.prev->next : backlog_head_) = op.next;
+  (op.next != nullptr ? op.next->prev : backlog_tail_) = op.prev;
+  op.next = op.prev = nullptr;
+  backlog_deadlines_.remove(op);
+}
+
+// Backlogged operations whose time has come finish without reaching the kernel: a
+// sleep with success, an operation with a deadline as timed out.
+void uring_backend::expire_backlog() noexcept {
+  const std::int64_t now = monotonic_ns();
+  while (!backlog_deadlines_.empty() && backlog_deadlines_.top()->deadline_ns <= now) {
+    op_base& op = *backlog_deadlines_.top();
+    unlink_backlog(op);
+    --user_in_flight_;
+    if (op.kind == op_kind::timer) {
+      op.res = 0;
+    } else {
+      op.timed_out = true;
+      op.res = -ECANCELED;
+    }
+    ctx_.schedule_completion(op);
+  }
 }
 
 bool uring_backend::start_readiness(op_base& op) {
@@ -181,8 +261,7 @@ void uring_backend::link_timeout(op_base& op, io_uring_sqe& main) noexcept {
 void uring_backend::cancel(op_base& op) noexcept {
   switch (op.state) {
     case op_state::backlogged:
-      (op.prev != nullptr ? op.prev->next : backlog_head_) = op.next;
-      (op.next != nullptr ? op.next->prev : backlog_tail_) = op.prev;
+      unlink_backlog(op);
       --user_in_flight_;
       op.res = -ECANCELED;
       ctx_.schedule_completion(op);
@@ -206,7 +285,7 @@ void uring_backend::cancel(op_base& op) noexcept {
 void uring_backend::cancel_all() noexcept {
   while (backlog_head_ != nullptr) {
     op_base* op = backlog_head_;
-    backlog_head_ = op->next;
+    unlink_backlog(*op);
     --user_in_flight_;
     op->res = -ECANCELED;
     op->cancel_requested = true;
@@ -235,18 +314,22 @@ void uring_backend::cancel_fd(int fd) noexcept {
   io_uring_sqe_set_data64(sqe, 0);
 }
 
-void uring_backend::poll(bool block, std::int64_t wake_at_ns) {
-  if (!enabled_) {
-    if (setup_.disabled) {
-      int r = enable_rings(ring_);
-      if (r < 0) throw std::system_error(-r, std::system_category(), "io_uring_enable_rings");
-    }
-    io_uring_register_ring_fd(&ring_);  // optional: saves a file lookup per enter
-    enabled_ = true;
+// The loop's thread enables the ring (created disabled so that any thread may build
+// the context) at its first submission and becomes its single issuer.
+void uring_backend::enable() {
+  if (setup_.disabled) {
+    int r = enable_rings(ring_);
+    if (r < 0) throw std::system_error(-r, std::system_category(), "io_uring_enable_rings");
   }
+  io_uring_register_ring_fd(&ring_);  // optional: saves a file lookup per enter
+  enabled_ = true;
+}
+
+void uring_backend::poll(bool block, std::int64_t wake_at_ns) {
+  if (!enabled_) enable();
   drain_backlog();
-  if (!poll_deadlines_.empty() && (wake_at_ns == 0 || poll_deadlines_.top()->deadline_ns < wake_at_ns))
-    wake_at_ns = poll_deadlines_.top()->deadline_ns;
+  for (const timer_heap* h : {&poll_deadlines_, &backlog_deadlines_})
+    if (!h->empty() && (wake_at_ns == 0 || h->top()->deadline_ns < wake_at_ns)) wake_at_ns = h->top()->deadline_ns;
   int r;
   if (block && wake_at_ns != 0) {
     // Still one enter: submit and wait, bounded (IORING_ENTER_EXT_ARG).
@@ -259,16 +342,45 @@ void uring_backend::poll(bool block, std::int64_t wake_at_ns) {
     r = block ? io_uring_submit_and_wait(&ring_, 1) : io_uring_submit_and_get_events(&ring_);
   }
   ++st_.stats.kernel_waits;
-  if (r < 0 && r != -EINTR && r != -ETIME && r != -EBUSY && r != -EAGAIN) {
-    if (r == -EEXIST)
+  if (r < 0) enter_failed(r);
+  reap();
+  if (!poll_deadlines_.empty()) expire_polls();
+  if (!backlog_deadlines_.empty()) expire_backlog();
+  drain_backlog();
+}
+
+// io_uring_enter failed. Transient conditions are handled by the reap that follows:
+// EINTR, ETIME (the wait timed out), EBUSY/EAGAIN (completions must be reaped before
+// more submissions go in), EBADR (the kernel could not keep an overflowed completion:
+// reported once; the in-flight cap exists to prevent it).
+void uring_backend::enter_failed(int r) {
+  switch (r) {
+    case -EINTR:
+    case -ETIME:
+    case -EBUSY:
+    case -EAGAIN:
+      return;
+    case -EBADR:
+      if (!overflow_reported_) {
+        overflow_reported_ = true;
+        std::fprintf(stderr, "ringio: io_uring dropped completions on CQ overflow (raise cq_entries or "
+                             "lower max_in_flight)\n");
+      }
+      return;
+    case -EEXIST:
       throw std::system_error(-r, std::system_category(),
                               "io_uring_enter: io_context run on a second thread (the ring is "
                               "SINGLE_ISSUER: run and destroy it on one thread)");
-    throw std::system_error(-r, std::system_category(), "io_uring_enter");
+    default:
+      throw std::system_error(-r, std::system_category(), "io_uring_enter");
   }
-  reap();
-  if (!poll_deadlines_.empty()) expire_polls();
-  drain_backlog();
+}
+
+void uring_backend::flush() noexcept {
+  if (enabled_ && io_uring_sq_ready(&ring_) > 0) {
+    io_uring_submit(&ring_);
+    ++st_.stats.kernel_waits;
+  }
 }
 
 // Readiness waits past their deadline are cancelled; the poll's CQE (-ECANCELED)
@@ -284,11 +396,12 @@ void uring_backend::expire_polls() noexcept {
 }
 
 void uring_backend::reap() noexcept {
-  struct completion {
-    std::uint64_t ud;
-    int res;
-    unsigned flags;
-  };
+  if (!stash_.empty()) {
+    std::vector<completion> taken;
+    taken.swap(stash_);
+    st_.stats.completions += taken.size();
+    for (const completion& c : taken) dispatch(c.ud, c.res, c.flags);
+  }
   for (;;) {
     io_uring_cqe* cqes[reap_batch];
     unsigned n = io_uring_peek_batch_cqe(&ring_, cqes, reap_batch);
@@ -308,6 +421,12 @@ void uring_backend::dispatch(std::uint64_t ud, int res, unsigned flags) noexcept
   // another loop needs no action: the inbox is drained after every poll.
   if (ud == ud_wake_message) ++st_.stats.message_wakes;
   if (ud == 0 || ud == ud_wake_message) return;
+  if ((ud & ud_tag_mask) == ud_tag_wake_failed) {
+    // The message could not be posted (e.g. the target ring was not enabled yet):
+    // wake the target through its eventfd instead, or the wake-up is lost.
+    wake_ring_by_fd(static_cast<int>(ud >> 3));
+    return;
+  }
   auto* op = reinterpret_cast<op_base*>(ud & ~static_cast<std::uint64_t>(ud_tag_mask));
   const bool final_cqe = (flags & IORING_CQE_F_MORE) == 0;
   if (final_cqe) --cqes_expected_;
@@ -365,15 +484,15 @@ void uring_backend::on_poll_cqe(op_base& op, int res) noexcept {
 }
 
 void uring_backend::finish(op_base& op) noexcept {
+  poll_deadlines_.remove(op);  // whichever of its CQEs came last
   --user_in_flight_;
   finish_operation(op);
 }
 
 void uring_backend::drain_backlog() noexcept {
-  while (backlog_head_ != nullptr && cqes_expected_ + 3 <= cap_) {
+  while (backlog_head_ != nullptr && (user_cqes() == 0 || user_cqes() + 3 <= cap_)) {
     op_base* op = backlog_head_;
-    backlog_head_ = op->next;
-    (backlog_head_ != nullptr ? backlog_head_->prev : backlog_tail_) = nullptr;
+    unlink_backlog(*op);
     submit(*op);
   }
 }
@@ -396,7 +515,7 @@ bool uring_backend::send_wake(int target_ring_fd) noexcept {
   io_uring_sqe* sqe = get_sqe();
   io_uring_prep_msg_ring(sqe, target_ring_fd, 0, ud_wake_message, 0);
   sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;  // no CQE here unless it fails
-  io_uring_sqe_set_data64(sqe, 0);
+  io_uring_sqe_set_data64(sqe, (static_cast<std::uint64_t>(target_ring_fd) << 3) | ud_tag_wake_failed);
   return true;
 }
 

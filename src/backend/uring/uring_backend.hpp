@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "backend/uring/uring_setup.hpp"
 #include "core/backend.hpp"
@@ -16,6 +17,9 @@
 #include "core/timer_heap.hpp"
 
 namespace ringio::detail {
+
+/// Wakes the loop whose ring is `ring_fd` through its eventfd, if it still exists.
+void wake_ring_by_fd(int ring_fd) noexcept;
 
 class uring_backend final : public backend {
  public:
@@ -28,6 +32,7 @@ class uring_backend final : public backend {
   void wake() noexcept override;
   void cancel_all() noexcept override;
   void cancel_fd(int fd) noexcept override;
+  void flush() noexcept override;
   [[nodiscard]] std::size_t in_flight() const noexcept override { return user_in_flight_; }
   [[nodiscard]] std::string describe() const override;
   [[nodiscard]] int ring_fd() const noexcept override { return ring_.ring_fd; }
@@ -41,7 +46,19 @@ class uring_backend final : public backend {
     uring_backend* self = nullptr;
   };
 
+  struct completion {
+    std::uint64_t ud;
+    int res;
+    unsigned flags;
+  };
+
+  void enable();
   io_uring_sqe* get_sqe() noexcept;
+  void stash_completions() noexcept;
+  void enter_failed(int r);
+  void expire_backlog() noexcept;
+  void unlink_backlog(op_base& op) noexcept;
+  [[nodiscard]] std::size_t user_cqes() const noexcept { return cqes_expected_ - (wake_armed_ ? 1 : 0); }
   void submit(op_base& op) noexcept;
   void link_timeout(op_base& op, io_uring_sqe& main) noexcept;
   bool start_readiness(op_base& op);
@@ -70,7 +87,10 @@ class uring_backend final : public backend {
   bool wake_armed_ = false;
   bool backlog_reported_ = false;
   unsigned next_buffer_group_ = 0;
-  timer_heap poll_deadlines_;  // uring-poll: readiness waits with a deadline
+  timer_heap poll_deadlines_;     // uring-poll: readiness waits with a deadline
+  timer_heap backlog_deadlines_;  // backlogged operations with a deadline (or wake time)
+  std::vector<completion> stash_;  // CQEs taken off a full CQ to let a submit through
+  bool overflow_reported_ = false;
 };
 
 }  // namespace ringio::detail

@@ -32,6 +32,9 @@ enum : unsigned long long {
   ud_tag_mask = 7,
   /// A CQE another ring posted here with IORING_OP_MSG_RING to wake this loop.
   ud_wake_message = 4,
+  /// Our MSG_RING towards another ring failed (the CQE comes only on failure); the
+  /// target's ring fd is in the bits above the tag.
+  ud_tag_wake_failed = 5,
 };
 
 /// io_uring_enable_rings() is missing from liburing 2.3's shared library; call the
