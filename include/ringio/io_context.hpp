@@ -21,6 +21,7 @@ class timer_heap;
 class loop_state;
 struct op_base;
 struct remote_item;
+struct foreign_wait;
 }  // namespace detail
 
 struct io_context_options {
@@ -72,7 +73,9 @@ class io_context {
  public:
   explicit io_context(io_context_options opts = {});
   /// Cancels every operation in flight and runs the loop until all of them have
-  /// completed (their coroutines see operation_canceled). Destroy a context on the
+  /// completed (their coroutines see operation_canceled). A task waiting in spawn_on
+  /// has its child stopped and is resumed when the child has finished on its own
+  /// loop, which must therefore keep running (or be destroyed). Destroy a context on the
   /// thread that ran it: on another thread nothing can be drained and suspended
   /// tasks are abandoned (with a warning on stderr).
   ~io_context();
@@ -131,6 +134,9 @@ class io_context {
   void schedule(std::coroutine_handle<> h);
   /// Queues an operation whose result is already set; the loop finishes it.
   void schedule_completion(detail::op_base& op);
+  /// A task of this loop waits for a child on another loop (loop thread only).
+  void add_foreign_wait(detail::foreign_wait& w) noexcept;
+  void remove_foreign_wait(detail::foreign_wait& w) noexcept;
   /// Pushes an item to be run on the loop's thread; safe from any thread.
   void post_remote(detail::remote_item& item) noexcept;
   /// The loop's internal state (backends use it; not part of the API).
@@ -157,6 +163,7 @@ class io_context {
   std::atomic<bool> stop_requested_{false};
   std::thread::id owner_;  // the thread that first ran the loop
   detail::op_base* events_ = nullptr;  // waiting event operations (intrusive list)
+  detail::foreign_wait* foreign_ = nullptr;  // tasks parked in spawn_on (intrusive list)
   std::size_t events_waiting_ = 0;
   std::unique_ptr<detail::timer_heap> event_deadlines_;  // events waiting with a deadline
   void expire_events() noexcept;

@@ -14,6 +14,7 @@
 #include "core/loop_state.hpp"
 #include "core/timer_heap.hpp"
 #include "ringio/detail/clock.hpp"
+#include "ringio/detail/foreign_wait.hpp"
 
 namespace ringio {
 namespace {
@@ -204,6 +205,20 @@ void io_context::schedule_completion(detail::op_base& op) {
   state_->ready.push(op);
 }
 
+void io_context::add_foreign_wait(detail::foreign_wait& w) noexcept {
+  w.prev = nullptr;
+  w.next = foreign_;
+  if (foreign_ != nullptr) foreign_->prev = &w;
+  foreign_ = &w;
+  if (state_->shutting_down) w.child_stop->request_stop();
+}
+
+void io_context::remove_foreign_wait(detail::foreign_wait& w) noexcept {
+  (w.prev != nullptr ? w.prev->next : foreign_) = w.next;
+  if (w.next != nullptr) w.next->prev = w.prev;
+  w.next = w.prev = nullptr;
+}
+
 void io_context::post_remote(detail::remote_item& item) noexcept {
   foreign_call guard(state_->foreign_calls);
   detail::remote_item* head = state_->inbox.load(std::memory_order_relaxed);
@@ -283,7 +298,7 @@ void io_context::loop(Done done, bool stoppable) {
 }
 
 bool io_context::idle() const noexcept {
-  return state_->ready.empty() && backend_->in_flight() == 0 && events_waiting_ == 0 &&
+  return state_->ready.empty() && backend_->in_flight() == 0 && events_waiting_ == 0 && foreign_ == nullptr &&
          state_->inbox.load(std::memory_order_acquire) == nullptr;
 }
 
@@ -335,12 +350,15 @@ void io_context::shutdown() noexcept {
   state_->shutting_down = true;
   backend_->cancel_all();
   while (events_ != nullptr) cancel(*events_);
+  // Children on other loops: stop them; their completion comes back through the inbox.
+  for (detail::foreign_wait* w = foreign_; w != nullptr; w = w->next) w->child_stop->request_stop();
   // Tasks that keep yielding without any I/O would keep the loop busy forever: after
   // this many such rounds they are abandoned.
   constexpr int max_idle_io_rounds = 100000;
   int rounds = 0;
   try {
-    loop([&] { return idle() || (backend_->in_flight() == 0 && ++rounds > max_idle_io_rounds); }, false);
+    loop([&] { return idle() || (backend_->in_flight() == 0 && foreign_ == nullptr && ++rounds > max_idle_io_rounds); },
+         false);
   } catch (...) {
     std::fprintf(stderr, "ringio: exception while shutting down an io_context\n");
     std::terminate();

@@ -7,9 +7,14 @@
 
 #include <chrono>
 #include <concepts>
+#include <exception>
+#include <optional>
+#include <stop_token>
 #include <type_traits>
 
 #include "ringio/detail/clock.hpp"
+#include "ringio/scope.hpp"
+#include "ringio/stop.hpp"
 #include "ringio/detail/op_base.hpp"
 #include "ringio/task.hpp"
 #include "ringio/time/sleep.hpp"
@@ -43,24 +48,80 @@ template <class U>
 struct timed_result<result<U>> {  // flatten: a task that already returns result<U>
   using type = result<U>;
 };
+template <class T>
+struct is_result : std::false_type {};
+template <class U>
+struct is_result<result<U>> : std::true_type {};
+
+/// Awaits a task that obeys `token` (instead of inheriting the awaiter's).
+template <class T>
+struct token_awaiter {
+  task<T>& t;
+  const std::stop_token* token;
+  bool await_ready() const noexcept { return false; }
+  std::coroutine_handle<> await_suspend(std::coroutine_handle<> parent) noexcept {
+    t.handle().promise().set_continuation(parent);
+    t.handle().promise().set_stop_token(token);
+    return t.handle();
+  }
+  T await_resume() { return t.handle().promise().take(); }
+};
+
+/// The timer of with_timeout(task): requests `target` when `d` has passed.
+inline task<void> stop_after(std::chrono::nanoseconds d, std::stop_source& target, bool& fired) {
+  auto slept = co_await sleep_for(d);
+  if (slept) {
+    fired = true;
+    target.request_stop();
+  }
+}
+
+struct request_stop_of {
+  std::stop_source* target;
+  void operator()() const noexcept { target->request_stop(); }
+};
 }  // namespace detail
 
 /// A whole task with a deadline: if `t` has not finished within `d`, its stop token is
-/// requested (its operations fail with operation_canceled), it is awaited, and the
-/// result is std::errc::timed_out. A task returning result<U> gives result<U>.
+/// requested (its operations fail with operation_canceled) and it is awaited. Its own
+/// result always comes back when it has one: a task returning result<U> that finishes
+/// with anything but operation_canceled (data it read, a connection it accepted, even
+/// after the deadline) gives that; one that was cancelled by the deadline gives
+/// std::errc::timed_out. Other tasks give result<T>: their value, or timed_out if the
+/// deadline fired before they finished. A stop of the awaiting task's token is passed
+/// on to `t` as well.
 template <class T>
-  requires(!std::is_void_v<T>)
 [[nodiscard]] task<typename detail::timed_result<T>::type> with_timeout(task<T> t, std::chrono::nanoseconds d) {
-  auto v = co_await when_any(std::move(t), sleep_for(d));
-  if (v.index() == 1) co_return unexpected(std::errc::timed_out);
-  co_return std::get<0>(std::move(v));
-}
-
-/// The same for a task<void>: result<void>.
-[[nodiscard]] inline task<result<void>> with_timeout(task<void> t, std::chrono::nanoseconds d) {
-  auto v = co_await when_any(std::move(t), sleep_for(d));
-  if (v.index() == 1) co_return unexpected(std::errc::timed_out);
-  co_return result<void>{};
+  std::stop_source stop;
+  std::stop_token outer = co_await current_stop_token();
+  std::stop_callback<detail::request_stop_of> link(outer, detail::request_stop_of{&stop});
+  const std::stop_token token = stop.get_token();
+  bool fired = false;
+  scope timer(std::stop_token{});
+  timer.spawn(detail::stop_after(d, stop, fired));
+  std::exception_ptr failure;
+  std::optional<typename detail::timed_result<T>::type> out;
+  try {
+    if constexpr (std::is_void_v<T>) {
+      co_await detail::token_awaiter<T>{t, &token};
+      if (fired) out.emplace(unexpected(std::errc::timed_out));
+      else out.emplace();
+    } else if constexpr (detail::is_result<T>::value) {
+      T r = co_await detail::token_awaiter<T>{t, &token};
+      if (!r && fired && r.error() == std::errc::operation_canceled) out.emplace(unexpected(std::errc::timed_out));
+      else out.emplace(std::move(r));
+    } else {
+      T v = co_await detail::token_awaiter<T>{t, &token};
+      if (fired) out.emplace(unexpected(std::errc::timed_out));
+      else out.emplace(std::move(v));
+    }
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  timer.request_stop();
+  co_await timer.join();
+  if (failure) std::rethrow_exception(failure);
+  co_return std::move(*out);
 }
 
 }  // namespace ringio
