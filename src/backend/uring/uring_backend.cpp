@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <thread>
 #include <system_error>
 
 #include "backend/uring/uring_compat.hpp"
@@ -85,7 +86,9 @@ uring_backend::uring_backend(io_context& ctx, loop_state& st, const io_context_o
 uring_backend::~uring_backend() {
   unregister_ring(this);
   // The io_context has drained every user operation; only the wake-up read can remain.
-  if (enabled_ && wake_armed_) {
+  // Only the thread that enabled the ring can wait on it (SINGLE_ISSUER with
+  // DEFER_TASKRUN: elsewhere the wait never ends); elsewhere closing the ring cancels it.
+  if (enabled_ && wake_armed_ && issuer_ == std::this_thread::get_id()) {
     if (io_uring_sqe* sqe = get_sqe()) {
       io_uring_prep_cancel64(sqe, tagged(wake_, ud_tag_internal), 0);
       io_uring_sqe_set_data64(sqe, 0);
@@ -323,6 +326,7 @@ void uring_backend::enable() {
   }
   io_uring_register_ring_fd(&ring_);  // optional: saves a file lookup per enter
   enabled_ = true;
+  issuer_ = std::this_thread::get_id();
 }
 
 void uring_backend::poll(bool block, std::int64_t wake_at_ns) {

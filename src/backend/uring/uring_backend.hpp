@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "backend/uring/uring_setup.hpp"
@@ -77,6 +78,7 @@ class uring_backend final : public backend {
   ring_setup setup_;
   bool poll_mode_;
   bool enabled_ = false;
+  std::thread::id issuer_;  // the thread that enabled the ring
   std::size_t cqes_expected_ = 0;   // every request that will post a CQE
   std::size_t user_in_flight_ = 0;  // user operations started and not finished
   std::size_t cap_ = 0;
