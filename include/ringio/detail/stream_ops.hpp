@@ -49,7 +49,11 @@ class recv_op : public io_operation<recv_op> {
   bool wait_first = false;
 };
 
-/// recv(2) until buf is full or the peer closes: the count is short only at EOF.
+/// recv(2) until buf is full or the peer closes. Like read(2), it never loses a count:
+/// if it stops early (end of stream, a stop or cancel(), a timeout, an error) after
+/// some bytes arrived, the result is the short count of bytes received (they are at
+/// the start of buf); the error (operation_canceled, timed_out, ...) is reported only
+/// when nothing was received.
 class recv_exact_op : public io_operation<recv_exact_op> {
  public:
   recv_exact_op(int fd_, mutable_buffer b) noexcept : io_operation(&recv_exact_vtable), buf(b) {
@@ -57,7 +61,7 @@ class recv_exact_op : public io_operation<recv_exact_op> {
     want = interest::readable;
   }
   result<std::size_t> get_result() const noexcept {
-    if (res < 0) return unexpected(op_error(*this));
+    if (res < 0 && done == 0) return unexpected(op_error(*this));
     return done;
   }
 
@@ -79,7 +83,10 @@ class send_op : public io_operation<send_op> {
   int flags;
 };
 
-/// send(2) until every byte is sent; the result is buf.size() or an error.
+/// send(2) until every byte is sent. Like write(2), it never loses a count: if it stops
+/// early (a stop or cancel(), a timeout, an error such as broken_pipe) after some bytes
+/// were sent, the result is the short count of bytes handed to the kernel (the first
+/// ones of buf); the error is reported only when nothing was sent.
 class send_all_op : public io_operation<send_all_op> {
  public:
   send_all_op(int fd_, const_buffer b) noexcept : io_operation(&send_all_vtable), buf(b) {
@@ -87,7 +94,7 @@ class send_all_op : public io_operation<send_all_op> {
     want = interest::writable;
   }
   result<std::size_t> get_result() const noexcept {
-    if (res < 0) return unexpected(op_error(*this));
+    if (res < 0 && done == 0) return unexpected(op_error(*this));
     return done;
   }
 

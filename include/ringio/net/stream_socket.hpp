@@ -39,7 +39,10 @@ class stream_socket {
   [[nodiscard]] detail::recv_op recv(mutable_buffer buf, int flags = 0) noexcept {
     return {fd_.get(), buf, flags};
   }
-  /// Receives until buf is full; a shorter count means the peer closed the stream.
+  /// Receives until buf is full. A shorter count means the stream ended, or that the
+  /// operation stopped early (a stop, cancel(), a timeout or an error) after some bytes
+  /// had arrived: like read(2), the bytes received are never lost, and the error is
+  /// reported only when nothing was received.
   [[nodiscard]] detail::recv_exact_op recv_exact(mutable_buffer buf) noexcept {
     return {fd_.get(), buf};
   }
@@ -47,12 +50,24 @@ class stream_socket {
   [[nodiscard]] detail::send_op send(const_buffer buf, int flags = 0) noexcept {
     return {fd_.get(), buf, flags};
   }
-  /// Sends all of buf, looping over short sends. The result is buf.size() or an error.
+  /// Sends all of buf, looping over short sends. The result is buf.size(), or, like
+  /// write(2), a shorter count when it stopped early (a stop, cancel(), a timeout or an
+  /// error such as broken_pipe) after sending some bytes: that many bytes from the start
+  /// of buf were sent. The error is reported only when nothing was sent.
   [[nodiscard]] detail::send_all_op send_all(const_buffer buf) noexcept { return {fd_.get(), buf}; }
   /// shutdown(2): SHUT_WR sends FIN after the data already queued.
   [[nodiscard]] detail::shutdown_op shutdown(int how = SHUT_WR) noexcept { return {fd_.get(), how}; }
   /// Closes the socket through the ring; the socket is empty afterwards.
   [[nodiscard]] detail::close_op close() noexcept;
+  /// Cancels every operation of the calling thread's loop that waits on this socket
+  /// (recv, send, recv_exact, send_all, connect, and the next() of a multishot_receiver
+  /// reading it): each completes with operation_canceled, or with its real result if
+  /// that had already arrived (recv_exact and send_all: the bytes moved so far, if
+  /// any). Data not yet received stays in the socket; the socket remains usable. Call
+  /// it on the thread that runs the loop those operations were started on; elsewhere
+  /// (or on a closed socket) it does nothing. Operations started after the call are
+  /// not affected.
+  void cancel() noexcept;
 
   [[nodiscard]] result<socket_address> local_address() const;
   [[nodiscard]] result<socket_address> peer_address() const;
