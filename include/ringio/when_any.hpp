@@ -123,6 +123,10 @@ class when_any_vector_awaiter final : public when_any_base {
 /// finished. Returns a variant whose index() is the winner; the winner's exception
 /// is rethrown. A stop of the awaiting task's token is passed on to every child.
 /// Arguments may be tasks or operations (which are wrapped in tasks).
+/// The losers' results are discarded, even a real one whose cancel lost the race (bytes
+/// a recv had already read): to bound one operation or task in time use with_timeout,
+/// which always delivers the real result, and prefer operations whose cancellation
+/// keeps data where it was (a multishot_receiver's next(), an acceptor's next()).
 template <class... Ts>
 [[nodiscard]] detail::when_any_awaiter<Ts...> when_any(task<Ts>... ts) {
   static_assert(sizeof...(Ts) > 0, "when_any needs at least one task");
