@@ -8,6 +8,7 @@
 #include <cerrno>
 
 #include "net/socket_util.hpp"
+#include "ringio/io_context.hpp"
 
 namespace ringio {
 namespace detail {
@@ -57,6 +58,11 @@ result<stream_listener> stream_listener::bind(const socket_address& at, listen_o
   if (::bind(s, at.native(), at.size()) < 0) return fail();
   if (::listen(s, opts.backlog) < 0) return fail();
   return stream_listener(std::move(fd));
+}
+
+void stream_listener::cancel() noexcept {
+  io_context* ctx = io_context::current();
+  if (ctx != nullptr && fd_.valid()) ctx->cancel_fd(fd_.get());
 }
 
 result<socket_address> stream_listener::local_address() const { return detail::address_of(fd_.get(), false); }

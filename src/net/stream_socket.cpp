@@ -92,6 +92,11 @@ detail::close_op stream_socket::close() noexcept {
   return detail::close_op(fd);
 }
 
+void stream_socket::cancel() noexcept {
+  io_context* ctx = io_context::current();
+  if (ctx != nullptr && fd_.valid()) ctx->cancel_fd(fd_.get());
+}
+
 result<socket_address> stream_socket::local_address() const { return detail::address_of(fd_.get(), false); }
 result<socket_address> stream_socket::peer_address() const { return detail::address_of(fd_.get(), true); }
 

@@ -67,6 +67,11 @@ class stream_listener {
   [[nodiscard]] int native_handle() const noexcept { return fd_.get(); }
   /// Closes the listener now.
   void close() noexcept { fd_.reset(); }
+  /// Cancels every accept of the calling thread's loop waiting on this listener (and
+  /// the next() of a multishot_acceptor on it): each completes with
+  /// operation_canceled, or with the connection it had already accepted. Connections
+  /// not yet accepted stay in the backlog. Loop thread only; elsewhere it does nothing.
+  void cancel() noexcept;
 
  private:
   friend class multishot_acceptor;

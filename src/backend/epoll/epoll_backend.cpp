@@ -140,6 +140,8 @@ bool epoll_backend::watch(op_base& op) noexcept {
   fd_state& s = fds_[idx];
   std::uint32_t gen = fd_generation(op.fd);
   if (s.registered && s.generation == gen) return true;
+  // The number names another file now: whoever waited on the old one must not touch it.
+  fail_waiters(s, -EBADF);
   epoll_event ev{};
   ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
   ev.data.u64 = idx;
@@ -171,8 +173,33 @@ void epoll_backend::cancel_all() noexcept {
   while (!timers_.empty()) cancel(*timers_.top());
 }
 
+// Fails every operation waiting in `s` with `res` (their completions run later, from
+// the ready queue).
+void epoll_backend::fail_waiters(fd_state& s, int res) noexcept {
+  for (wait_list* l : {&s.readers, &s.writers}) {
+    while (op_base* op = l->head) {
+      l->unlink(*op);
+      timers_.remove(*op);
+      --in_flight_;
+      op->res = res;
+      ctx_.schedule_completion(*op);
+    }
+  }
+}
+
+// The waiters of a slot whose fd was closed by ringio (its generation moved on) waited
+// on a file that is gone from this number. Returns true if the slot was stale.
+bool epoll_backend::drop_stale(std::size_t idx) noexcept {
+  fd_state& s = fds_[idx];
+  if (!s.registered || s.generation == fd_generation(static_cast<int>(idx))) return false;
+  fail_waiters(s, -EBADF);
+  return true;
+}
+
 void epoll_backend::cancel_fd(int fd) noexcept {
-  (void)fd;  // TODO(stream cancel): fail the waiters of fds_[fd]
+  auto idx = static_cast<std::size_t>(fd);
+  if (fd < 0 || idx >= fds_.size()) return;
+  fail_waiters(fds_[idx], -ECANCELED);
 }
 
 void epoll_backend::finish(op_base& op) noexcept {
@@ -236,6 +263,9 @@ void epoll_backend::poll(bool block, std::int64_t wake_at_ns) {
       continue;
     }
     auto idx = static_cast<std::size_t>(ev.data.u64);
+    // An event of a file that ringio closed under this number (a duplicate kept it
+    // open): its waiters are stale, and the number's new file (if any) saw no event.
+    if (drop_stale(idx)) continue;
     fd_state& s = fds_[idx];
     if (ev.events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) s.readable = true;
     if (ev.events & (EPOLLOUT | EPOLLHUP | EPOLLERR)) s.writable = true;

@@ -2,6 +2,13 @@
 // EAGAIN it waits in its fd's reader or writer list until epoll reports the fd ready
 // (edge triggered, registered once per fd), then tries again. Deadlines live in a heap
 // and bound the epoll wait.
+//
+// Closed descriptors: when ringio closes an fd its generation moves on
+// (fd_generation.hpp). Operations still waiting on the old file under that number
+// complete with -EBADF (bad_file_descriptor) as soon as the number is watched again
+// (a new socket reusing it) or an event of the old file arrives; they never run their
+// syscall on the number's new file. cancel_fd() fails every waiter of a number with
+// -ECANCELED.
 #pragma once
 
 #include <cstdint>
@@ -51,6 +58,8 @@ class epoll_backend final : public backend {
   };
 
   bool complete_now(op_base& op, int res) noexcept;
+  void fail_waiters(fd_state& s, int res) noexcept;
+  bool drop_stale(std::size_t idx) noexcept;
   bool watch(op_base& op) noexcept;
   fd_state* known(int fd) noexcept;
   void run_waiters(std::size_t idx, bool writers) noexcept;
