@@ -1,6 +1,8 @@
 // One armed multishot accept serving many connections; cancellation and destruction
 // with connections still queued inside.
 #include <gtest/gtest.h>
+#include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -103,6 +105,86 @@ TEST_P(MultishotAccept, NextTimesOutWhenNobodyConnects) {
   EXPECT_EQ(r.error(), std::errc::timed_out);
   EXPECT_GE(std::chrono::steady_clock::now() - t0, 29ms);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
+}
+
+// An error that ends the multishot request (EMFILE) while the waiting next() has just
+// been cancelled is kept for the next call, never dropped.
+TEST_P(MultishotAccept, AnErrorRightAfterACancelledNextIsReportedByTheNextCall) {
+  auto l = listen_loopback();
+  auto at = address_of(l);
+  int client = raw_connect(at);  // waits in the backlog
+  rlimit saved;
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &saved), 0);
+  // No room for one more descriptor: accepting fails with EMFILE.
+  int lowest_free = 0;
+  while (::fcntl(lowest_free, F_GETFD) >= 0) ++lowest_free;
+  rlimit tight = saved;
+  tight.rlim_cur = static_cast<rlim_t>(lowest_free);
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &tight), 0);
+  struct outcome {
+    std::error_code first, second, third;
+  };
+  auto o = run([](stream_listener& l, rlimit saved) -> task<outcome> {
+    outcome o;
+    multishot_acceptor acc(l);
+    co_await yield();  // from here on, this task runs from the loop's ready queue
+    std::stop_source stop;
+    auto waiter = [](multishot_acceptor& acc, std::stop_token t) -> task<result<stream_socket>> {
+      co_return co_await acc.next().with_stop(t);
+    };
+    auto stopper = [](std::stop_source& s) -> task<void> {
+      // The next() above has armed the request but nothing was submitted yet; its
+      // completion runs after the loop's next trip to the kernel, which reaps EMFILE.
+      s.request_stop();
+      co_return;
+    };
+    auto [first, unused] = co_await when_all(waiter(acc, stop.get_token()), stopper(stop));
+    (void)unused;
+    setrlimit(RLIMIT_NOFILE, &saved);
+    auto code = [](const result<stream_socket>& r) { return r ? std::error_code{} : r.error(); };
+    o.first = code(first);
+    auto second = co_await with_timeout(acc.next(), 2s);
+    o.second = code(second);
+    if (!second) {
+      auto third = co_await with_timeout(acc.next(), 2s);
+      o.third = code(third);
+    }
+    co_return o;
+  }(l, saved));
+  setrlimit(RLIMIT_NOFILE, &saved);
+  ::close(client);
+  // Readiness backends try the accept at once (first: EMFILE); io_uring's first next()
+  // is cancelled and the error comes with the second. Then the connection is accepted.
+  if (o.first == std::errc::too_many_files_open) {
+    EXPECT_FALSE(o.second) << o.second.message();
+  } else {
+    EXPECT_EQ(o.first, std::errc::operation_canceled) << o.first.message();
+    EXPECT_EQ(o.second, std::errc::too_many_files_open) << "the EMFILE was lost: " << o.second.message();
+    EXPECT_FALSE(o.third) << o.third.message();
+  }
+}
+
+// stream_listener::cancel() ends a waiting next() with operation_canceled; the
+// connection that comes later is accepted.
+TEST_P(MultishotAccept, ListenerCancelEndsAWaitingNext) {
+  auto l = listen_loopback();
+  auto at = address_of(l);
+  auto o = run([](stream_listener& l, socket_address at) -> task<std::pair<std::error_code, bool>> {
+    multishot_acceptor acc(l);
+    auto canceller = [](stream_listener& l) -> task<void> {
+      auto slept = co_await sleep_for(20ms);  // the next() waits by now
+      EXPECT_TRUE(slept);
+      l.cancel();
+    };
+    auto [first, unused] = co_await when_all(with_timeout(acc.next(), 2s), canceller(l));
+    (void)unused;
+    int c = raw_connect(at);
+    auto second = co_await with_timeout(acc.next(), 2s);
+    ::close(c);
+    co_return std::pair{first ? std::error_code{} : first.error(), static_cast<bool>(second)};
+  }(l, at));
+  EXPECT_EQ(o.first, std::errc::operation_canceled) << o.first.message();
+  EXPECT_TRUE(o.second);
 }
 
 RINGIO_ALL_BACKENDS(MultishotAccept);
