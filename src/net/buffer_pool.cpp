@@ -22,7 +22,7 @@ void* map(std::size_t bytes) {
 
 }  // namespace
 
-buffer_pool_core::buffer_pool_core(io_context& ctx, unsigned count, std::size_t size) : ctx_(ctx), size_(size) {
+buffer_pool_core::buffer_pool_core(io_context& ctx, unsigned count, std::size_t size) : ctx_(&ctx), size_(size) {
   if (count == 0 || count > 32768) throw std::invalid_argument("buffer_pool: count must be in 1..32768");
   if (size == 0 || size > (std::size_t{1} << 31)) throw std::invalid_argument("buffer_pool: size must be in 1..2^31");
   count_ = 1;
@@ -32,9 +32,10 @@ buffer_pool_core::buffer_pool_core(io_context& ctx, unsigned count, std::size_t 
   // Kernel mode: a ring of buffer descriptors the kernel consumes and we refill.
   ring_bytes_ = std::size_t{count_} * sizeof(io_uring_buf);
   ring_ = map(ring_bytes_);
-  int g = ctx_.register_buffer_ring(ring_, count_);
+  int g = ctx_->register_buffer_ring(ring_, count_);
   if (g >= 0) {
     group_ = g;
+    kernel_selected_ = true;
     auto* br = static_cast<io_uring_buf_ring*>(ring_);
     io_uring_buf_ring_init(br);
     const int mask = static_cast<int>(count_ - 1);
@@ -52,9 +53,19 @@ buffer_pool_core::buffer_pool_core(io_context& ctx, unsigned count, std::size_t 
 }
 
 buffer_pool_core::~buffer_pool_core() {
-  if (group_ >= 0) ctx_.unregister_buffer_ring(group_);
+  // The ring was unregistered when the pool went (detach_from_context): the context
+  // may be gone by now, so nothing here may touch it.
   if (ring_ != nullptr) ::munmap(ring_, ring_bytes_);
   ::munmap(memory_, std::size_t{count_} * size_);
+}
+
+void buffer_pool_core::detach_from_context() noexcept {
+  if (ctx_ == nullptr) return;
+  // The kernel stops selecting from the ring (a multishot recv still armed on it ends
+  // with ENOBUFS); buffers it already filled stay valid in memory_ until released.
+  if (group_ >= 0) ctx_->unregister_buffer_ring(group_);
+  group_ = -1;
+  ctx_ = nullptr;
 }
 
 int buffer_pool_core::take_free() noexcept {
@@ -116,7 +127,10 @@ void pooled_buffer::release() noexcept {
 
 buffer_pool::buffer_pool(io_context& ctx, unsigned count, std::size_t size)
     : core_(new detail::buffer_pool_core(ctx, count, size)) {}
-buffer_pool::~buffer_pool() { core_->release(); }
+buffer_pool::~buffer_pool() {
+  core_->detach_from_context();
+  core_->release();
+}
 unsigned buffer_pool::count() const noexcept { return core_->count(); }
 std::size_t buffer_pool::buffer_size() const noexcept { return core_->size(); }
 unsigned buffer_pool::available() const noexcept { return core_->available(); }

@@ -16,6 +16,12 @@ class buffer_pool_core {
   buffer_pool_core(io_context& ctx, unsigned count, std::size_t size);
   ~buffer_pool_core();
 
+  /// The buffer_pool itself is being destroyed (on its loop, before the io_context):
+  /// removes the buffer ring from the kernel and forgets the context. The receivers and
+  /// pooled_buffers that keep this object alive never touch the context again.
+  void detach_from_context() noexcept;
+  [[nodiscard]] bool detached() const noexcept { return ctx_ == nullptr; }
+
   void acquire() noexcept { ++users_; }
   /// Drops one user; frees everything with the last one.
   void release() noexcept {
@@ -25,7 +31,10 @@ class buffer_pool_core {
   [[nodiscard]] unsigned count() const noexcept { return count_; }
   [[nodiscard]] std::size_t size() const noexcept { return size_; }
   [[nodiscard]] unsigned available() const noexcept { return available_; }
+  /// The kernel's buffer group, or -1 (readiness backends, or the pool is gone).
   [[nodiscard]] int group() const noexcept { return group_; }
+  /// The kernel selected the buffers (io_uring) while the pool lived.
+  [[nodiscard]] bool kernel_selected() const noexcept { return kernel_selected_; }
   [[nodiscard]] std::byte* address(unsigned id) const noexcept { return memory_ + std::size_t{id} * size_; }
 
   /// The kernel picked buffer `id`: one fewer available.
@@ -39,13 +48,14 @@ class buffer_pool_core {
   void forget(multishot_recv_state& r) noexcept;
 
  private:
-  io_context& ctx_;
+  io_context* ctx_;  // null once the pool is gone
   unsigned count_;
   std::size_t size_;
   std::byte* memory_ = nullptr;
   void* ring_ = nullptr;  // io_uring_buf_ring, kernel mode
   std::size_t ring_bytes_ = 0;
   int group_ = -1;
+  bool kernel_selected_ = false;
   unsigned available_;
   unsigned users_ = 1;  // the pool itself
   std::vector<unsigned> free_;

@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 
 #include <cerrno>
+#include <utility>
 
 #include "net/multishot_recv_state.hpp"
 #include "ringio/io_context.hpp"
@@ -47,6 +48,10 @@ void pooled_prepare(op_base& b, io_uring_sqe& sqe) noexcept {
 // Readiness: take a buffer only for data that is there.
 int pooled_attempt(op_base& b) noexcept {
   auto& op = static_cast<pooled_recv_op&>(b);
+  // A cancelled next() reads nothing, even when readiness won the race against the
+  // cancel (uring-poll): the data stays in the socket for the next call, instead of
+  // being delivered to a caller that may no longer want it (when_any drops a loser).
+  if (op.cancel_requested) return -ECANCELED;
   if (op.id < 0) {
     op.id = op.core->take_free();
     if (op.id < 0) return -ENOBUFS;
@@ -82,6 +87,11 @@ multishot_recv_state::~multishot_recv_state() {
 
 void multishot_recv_state::arm(io_context& ctx) noexcept {
   if (armed_ || starved_ || ended_) return;
+  if (pool.group() < 0) {  // the pool is gone: nothing more can be received through it
+    ended_ = true;
+    end_res_ = -ENOBUFS;
+    return;
+  }
   armed_ = true;
   loop_ = &ctx;
   cancel_requested = cancel_submitted = false;
@@ -110,7 +120,7 @@ bool multishot_recv_state::take_ready(recv_next_op& c) noexcept {
 void multishot_recv_state::wait(recv_next_op& c) noexcept {
   consumer_ = &c;
   loop_ = c.ctx;
-  if (starved_ && pool.available() == 0) {
+  if (starved_ && pool.available() == 0 && !pool.detached()) {
     pool.wait_for_buffer(*this);
     return;
   }
@@ -119,11 +129,13 @@ void multishot_recv_state::wait(recv_next_op& c) noexcept {
   if (ended_) finish_consumer(end_res_, 0);  // could not arm: say why now
 }
 
-void multishot_recv_state::finish_consumer(int r, unsigned id) noexcept {
+// False when the consumer no longer waits (it was cancelled and its completion has not
+// run yet): then the caller keeps what it wanted to hand over.
+bool multishot_recv_state::finish_consumer(int r, unsigned id) noexcept {
   recv_next_op* c = consumer_;
   consumer_ = nullptr;
   c->buffer_id = id;
-  loop_->complete_event(*c, r);
+  return loop_->complete_event(*c, r);
 }
 
 // One CQE of the armed request: a buffer of data, the end of the stream, or an error.
@@ -134,17 +146,18 @@ void multishot_recv_state::on_cqe(int r, unsigned flags) noexcept {
   if (r > 0 && has_buffer) {
     if (orphaned_) {
       pool.give_back(id);
-    } else if (consumer_ != nullptr && head_ == queue_.size()) {
-      finish_consumer(r, id);
-    } else {
-      queue_.push_back({id, r});
+    } else if (consumer_ == nullptr || head_ != queue_.size() || !finish_consumer(r, id)) {
+      queue_.push_back({id, r});  // (also when the consumer was cancelled a moment ago)
     }
     return;
   }
   if (has_buffer) pool.give_back(id);  // a buffer picked for a failed receive
   if (r == -ENOBUFS) {
     starved_ = true;  // the request ends; data waits in the socket
-  } else if (r == 0 || (r < 0 && r != -ECANCELED)) {
+  } else if (r == -ECANCELED) {
+    // Not asked for by the receiver: stream_socket::cancel() (or a shutdown).
+    if (!cancel_requested) interrupted_ = true;
+  } else if (r <= 0) {
     ended_ = true;
     end_res_ = r;
   }
@@ -157,10 +170,15 @@ void multishot_recv_state::on_final() noexcept {
     delete this;
     return;
   }
+  const bool interrupted = std::exchange(interrupted_, false);
   if (consumer_ == nullptr || head_ < queue_.size()) return;
   if (ended_) {
     finish_consumer(end_res_, 0);
-  } else if (starved_ && pool.available() == 0) {
+  } else if (interrupted) {
+    // The socket's operations were cancelled: so is the waiting next(). The next call
+    // re-arms; nothing was lost (data not yet received is still in the socket).
+    finish_consumer(-ECANCELED, 0);
+  } else if (starved_ && pool.available() == 0 && !pool.detached()) {
     pool.wait_for_buffer(*this);
   } else {
     starved_ = false;  // buffers came back while the last CQEs were in flight
@@ -192,9 +210,11 @@ void multishot_recv_state::detach() noexcept {
   if (io_context::current() == ctx) ctx->cancel(*this);  // else the context's shutdown does
 }
 
+// The kernel picks the buffers (io_uring with a registered ring). Stays true after the
+// pool is gone, so the chunks already queued are still delivered first.
 bool recv_next_op::kernel_mode() const noexcept {
   io_context* c = io_context::current();
-  return core->group() >= 0 && c != nullptr && c->backend() == backend_kind::uring;
+  return core->kernel_selected() && c != nullptr && c->backend() == backend_kind::uring;
 }
 
 bool recv_next_op::prepare_fallback() noexcept {

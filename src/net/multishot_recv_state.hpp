@@ -40,7 +40,7 @@ class multishot_recv_state : public op_base {
     unsigned id;
     int len;
   };
-  void finish_consumer(int res, unsigned id) noexcept;
+  bool finish_consumer(int res, unsigned id) noexcept;
 
   std::vector<chunk> queue_;  // received, not yet taken (grows only under bursts)
   std::size_t head_ = 0;
@@ -48,6 +48,7 @@ class multishot_recv_state : public op_base {
   int end_res_ = 0;
   bool armed_ = false;
   bool starved_ = false;  // stopped with ENOBUFS: re-arm when a buffer returns
+  bool interrupted_ = false;  // ended by a cancel this receiver did not ask for
   bool orphaned_ = false;
   recv_next_op* consumer_ = nullptr;
   io_context* loop_ = nullptr;

@@ -3,8 +3,12 @@
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <chrono>
+#include <memory>
+#include <optional>
 #include <span>
+#include <thread>
 #include <vector>
 
 #include "ringio/ringio.hpp"
@@ -206,6 +210,158 @@ TEST_P(MultishotRecv, WaitingConnectionsHoldNoBuffers) {
     co_return ok;
   }(pairs));
   EXPECT_EQ(ok, connections);
+}
+
+// when_any(next(), sleep) cancels next() on the loop's thread whenever the sleep wins;
+// a chunk reaped before that next()'s completion runs must be queued, not dropped. A
+// busy task on the same loop lets timer and data completions pile up between trips to
+// the kernel, so they are often reaped together (a timer's just before a chunk's).
+TEST_P(MultishotRecv, NextCancelledByRacingSleepsLosesNoByte) {
+  socket_pair p;
+  constexpr std::size_t total = 512 * 1024;
+  auto data = random_bytes(total, 24);
+  const int wfd = p.b.native_handle();
+  std::thread writer([&data, wfd] {
+    std::size_t off = 0;
+    for (unsigned i = 0; off < total; ++i) {
+      std::size_t n = std::min<std::size_t>(total - off, 1 + (i * 37) % 300);
+      ssize_t w = ::send(wfd, data.data() + off, n, MSG_NOSIGNAL);
+      if (w <= 0) break;
+      off += static_cast<std::size_t>(w);
+      if (i % 2 == 0) std::this_thread::sleep_for(std::chrono::microseconds(10));
+    }
+    ::shutdown(wfd, SHUT_WR);
+  });
+  struct outcome {
+    std::vector<std::byte> got;
+    int cancelled = 0;
+    unsigned available = 0, count = 0;
+  };
+  auto o = run([](socket_pair& p) -> task<outcome> {
+    outcome o;
+    buffer_pool pool(*io_context::current(), 8, 512);
+    bool done = false;
+    auto reader = [](stream_socket& s, buffer_pool& pool, outcome& o, bool& done) -> task<void> {
+      multishot_receiver rx(s, pool);
+      const auto give_up = std::chrono::steady_clock::now() + 20s;
+      for (unsigned i = 0; std::chrono::steady_clock::now() < give_up; ++i) {
+        auto r = co_await when_any(rx.next(), sleep_for(std::chrono::microseconds(5 + (i % 8) * 10)));
+        if (r.index() == 1) {
+          ++o.cancelled;
+          continue;
+        }
+        auto& c = std::get<0>(r);
+        if (!c) {
+          ADD_FAILURE() << c.error().message();
+          break;
+        }
+        if (c->empty()) break;
+        o.got.insert(o.got.end(), c->bytes().begin(), c->bytes().end());
+      }
+      done = true;
+    };
+    auto busy = [](const bool& done) -> task<void> {
+      while (!done) {
+        const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(40);
+        while (std::chrono::steady_clock::now() < until) {
+        }
+        co_await yield();
+      }
+    };
+    co_await when_all(reader(p.a, pool, o, done), busy(done));
+    o.available = pool.available();
+    o.count = pool.count();
+    co_return o;
+  }(p));
+  ::shutdown(p.a.native_handle(), SHUT_RDWR);  // never leave the writer blocked
+  writer.join();
+  EXPECT_GT(o.cancelled, 0);
+  EXPECT_EQ(o.got.size(), data.size());
+  EXPECT_TRUE(o.got == data) << "bytes lost or out of order";
+  EXPECT_EQ(o.available, o.count) << "buffers were lost";
+}
+
+// stream_socket::cancel() ends a waiting next() with operation_canceled; what was
+// received before or arrives after is still delivered, in order.
+TEST_P(MultishotRecv, SocketCancelEndsAWaitingNextAndLosesNoData) {
+  socket_pair p;
+  struct outcome {
+    result<pooled_buffer> cancelled = pooled_buffer{};
+    std::string after;
+    unsigned available = 0, count = 0;
+  };
+  auto o = run([](socket_pair& p) -> task<outcome> {
+    outcome o;
+    buffer_pool pool(*io_context::current(), 8, 256);
+    {
+      multishot_receiver rx(p.a, pool);
+      auto canceller = [](stream_socket& s) -> task<void> {
+        auto slept = co_await sleep_for(20ms);  // the next() waits by now
+        EXPECT_TRUE(slept);
+        s.cancel();
+      };
+      auto [first, unused] = co_await when_all(with_timeout(rx.next(), 2s), canceller(p.a));
+      (void)unused;
+      o.cancelled = std::move(first);
+      // Data queued while nobody waits survives a cancel() too.
+      auto w = co_await p.b.send_all(std::string_view("before"));
+      EXPECT_TRUE(w);
+      auto slept = co_await sleep_for(10ms);
+      EXPECT_TRUE(slept);
+      p.a.cancel();
+      w = co_await p.b.send_all(std::string_view("|after"));
+      EXPECT_TRUE(w);
+      auto shut = co_await p.b.shutdown();
+      EXPECT_TRUE(shut);
+      for (;;) {
+        auto c = co_await with_timeout(rx.next(), 2s);
+        if (!c) {
+          ADD_FAILURE() << c.error().message();
+          break;
+        }
+        if (c->empty()) break;
+        o.after.append(reinterpret_cast<const char*>(c->data()), c->size());
+      }
+    }
+    o.available = pool.available();
+    o.count = pool.count();
+    co_return o;
+  }(p));
+  ASSERT_FALSE(o.cancelled) << "cancel() did not release next()";
+  EXPECT_EQ(o.cancelled.error(), std::errc::operation_canceled) << o.cancelled.error().message();
+  EXPECT_EQ(o.after, "before|after");
+  EXPECT_EQ(o.available, o.count);
+}
+
+// The pool must go before its io_context; its buffers and receivers may outlive both
+// (the last of them frees the memory without touching the context; ASan checks).
+TEST_P(MultishotRecv, BuffersAndReceiversMayOutliveTheContext) {
+  socket_pair p;
+  std::optional<multishot_receiver> rx;
+  pooled_buffer kept;
+  {
+    auto ctx = std::make_unique<io_context>(io_context_options{.backend = GetParam(), .quiet = true});
+    buffer_pool pool(*ctx, 8, 256);
+    rx.emplace(p.a, pool);
+    kept = sync_wait(*ctx, [](multishot_receiver& rx, stream_socket& b) -> task<pooled_buffer> {
+      auto w = co_await b.send_all(std::string_view("kept"));
+      EXPECT_TRUE(w);
+      auto c = co_await with_timeout(rx.next(), 5s);
+      if (!c) {
+        ADD_FAILURE() << c.error().message();
+        co_return pooled_buffer{};
+      }
+      // More data: on io_uring it waits queued inside the receiver.
+      w = co_await b.send_all(std::string_view("queued"));
+      EXPECT_TRUE(w);
+      auto slept = co_await sleep_for(10ms);
+      EXPECT_TRUE(slept);
+      co_return std::move(*c);
+    }(*rx, p.b));
+  }  // the pool goes, then the context
+  EXPECT_EQ(std::string_view(reinterpret_cast<const char*>(kept.data()), kept.size()), "kept");
+  kept.release();
+  rx.reset();
 }
 
 RINGIO_ALL_BACKENDS(MultishotRecv);

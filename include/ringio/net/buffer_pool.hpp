@@ -16,8 +16,9 @@ class buffer_pool_core;  // shared by the pool, its receivers and its buffers
 }
 
 /// One buffer of a pool, holding received bytes; goes back to the pool when destroyed.
-/// Move-only. Destroy it on the loop thread that owns the pool. An empty one (size 0)
-/// marks the end of the stream.
+/// Move-only. Destroy it on the loop thread that owns the pool (it may outlive the pool
+/// and the io_context: see buffer_pool). An empty one (size 0) marks the end of the
+/// stream.
 class pooled_buffer {
  public:
   pooled_buffer() noexcept = default;
@@ -56,7 +57,15 @@ class pooled_buffer {
 /// the io_context `ctx`. On io_uring they form a provided-buffer ring
 /// (IORING_REGISTER_PBUF_RING) the kernel receives into; on the readiness backends a
 /// free list. Create it, and the receivers and buffers that use it, on the loop's
-/// thread; it may be destroyed before them (the memory lives until the last one goes).
+/// thread.
+///
+/// Lifetime: the pool must be destroyed before its io_context (destroying it removes
+/// its buffer ring from the context; a pool that outlives its context is an error).
+/// Its pooled_buffers and multishot_receivers may outlive the pool, and the context
+/// too: the memory lives until the last of them goes, and they never touch the
+/// context once the pool is gone. A receiver whose pool is gone still delivers what it
+/// had already received, then its next() fails with no_buffer_space (io_uring); on the
+/// readiness backends it keeps working with the buffers that come back.
 /// Throws std::invalid_argument for a zero or oversized count or size,
 /// std::system_error if memory cannot be mapped.
 class buffer_pool {
