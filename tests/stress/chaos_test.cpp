@@ -32,6 +32,7 @@
 #include <cstring>
 #include <deque>
 #include <map>
+#include <memory>
 #include <optional>
 #include <random>
 #include <sstream>
@@ -104,10 +105,9 @@ struct conn_ledger {
   bool scope_stopped = false;
   std::string trace;
   void note(const std::string& s) {
-    if (trace.size() < 6000) {
-      trace += s;
-      trace += ' ';
-    }
+    if (trace.size() > 8000) trace.erase(0, 4000);  // keep the latest events
+    trace += s;
+    trace += ' ';
   }
 };
 
@@ -1223,6 +1223,414 @@ TEST_P(ChaosRun, SeededScenarios) {
 }
 
 RINGIO_ALL_BACKENDS(ChaosRun);
+
+}  // namespace
+
+namespace {
+
+// ---------------------------------------------------------------------------------------
+// Fault injection: one squeezed resource per test, the same checked traffic each time.
+
+struct workload_result {
+  int streams_ok = 0, sleeps_ok = 0, accepted = 0;
+  std::vector<std::string> errors;
+};
+
+task<void> pump(stream_socket s, const std::vector<std::byte>& data, std::uint64_t seed, workload_result& res) {
+  rng r(seed);
+  std::size_t off = 0;
+  while (off < data.size()) {
+    const std::size_t len = std::min<std::size_t>(data.size() - off, 1 + r() % 20000);
+    auto w = co_await s.send_all(const_buffer(data.data() + off, len));
+    if (!w || *w != len) {
+      res.errors.push_back("send_all: " + (w ? std::to_string(*w) + " of " + std::to_string(len) : w.error().message()));
+      co_return;
+    }
+    off += len;
+  }
+  auto sh = co_await s.shutdown();
+  if (!sh) res.errors.push_back("shutdown: " + sh.error().message());
+}
+
+task<void> drain(stream_socket s, const std::vector<std::byte>& data, workload_result& res) {
+  std::vector<std::byte> buf(7000);
+  std::size_t off = 0;
+  for (;;) {
+    auto n = co_await s.recv(buf);
+    if (!n) {
+      res.errors.push_back("recv: " + n.error().message());
+      co_return;
+    }
+    if (*n == 0) break;
+    if (off + *n > data.size() || std::memcmp(buf.data(), data.data() + off, *n) != 0) {
+      res.errors.push_back("stream corrupted at offset " + std::to_string(off));
+      co_return;
+    }
+    off += *n;
+  }
+  if (off == data.size())
+    ++res.streams_ok;
+  else
+    res.errors.push_back("stream ended after " + std::to_string(off) + " of " + std::to_string(data.size()) + " bytes");
+}
+
+task<void> nap(std::chrono::nanoseconds d, workload_result& res) {
+  const auto t0 = clock_type::now();
+  auto z = co_await sleep_for(d);
+  if (z && clock_type::now() - t0 >= d)
+    ++res.sleeps_ok;
+  else
+    res.errors.push_back(z ? "a sleep ended early" : "sleep: " + z.error().message());
+}
+
+task<void> accept_n(stream_listener& l, int n, std::vector<stream_socket>& out, workload_result& res) {
+  for (int i = 0; i < n; ++i) {
+    auto s = co_await l.accept();  // no linked timeout: under a cap of 4 it would take a slot
+    if (!s) {
+      res.errors.push_back("accept: " + s.error().message());
+      co_return;
+    }
+    ++res.accepted;
+    out.push_back(std::move(*s));
+  }
+}
+
+/// `pairs` socketpair streams and `tcp` loopback streams of `bytes` each, both ways
+/// checked byte for byte, with `sleeps` timers running alongside, all at once.
+task<void> workload(int pairs, int tcp, std::size_t bytes, int sleeps, workload_result& res) {
+  std::vector<std::vector<std::byte>> data;
+  for (int i = 0; i < pairs + tcp; ++i) data.push_back(chaos::stream_pattern(99, static_cast<std::uint64_t>(i), bytes));
+  scope s;
+  for (int i = 0; i < sleeps; ++i) s.spawn(nap(std::chrono::microseconds(100 + 37 * i % 3000), res));
+  for (int i = 0; i < pairs; ++i) {
+    ringio_test::socket_pair p;
+    s.spawn(pump(std::move(p.a), data[static_cast<std::size_t>(i)], static_cast<std::uint64_t>(i), res));
+    s.spawn(drain(std::move(p.b), data[static_cast<std::size_t>(i)], res));
+  }
+  auto l = stream_listener::bind(socket_address::loopback(0));
+  if (!l) {
+    res.errors.push_back("bind: " + l.error().message());
+  } else {
+    std::vector<stream_socket> servers;
+    std::vector<stream_socket> clients;
+    auto at = l->local_address();
+    scope acc;
+    acc.spawn(accept_n(*l, tcp, servers, res));
+    for (int i = 0; i < tcp; ++i) {
+      auto c = co_await stream_socket::connect(*at);
+      if (!c) {
+        res.errors.push_back("connect: " + c.error().message());
+        break;
+      }
+      clients.push_back(std::move(*c));
+    }
+    co_await acc.join();
+    for (std::size_t i = 0; i < std::min(servers.size(), clients.size()); ++i) {
+      auto& d = data[static_cast<std::size_t>(pairs) + i];
+      s.spawn(pump(std::move(clients[i]), d, 1000 + i, res));
+      s.spawn(drain(std::move(servers[i]), d, res));
+    }
+  }
+  co_await s.join();
+}
+
+class ChaosFault : public ::testing::TestWithParam<backend_kind> {
+ protected:
+  /// A context with `opts` on this test's backend, or nullopt (and the reason) if the
+  /// kernel refuses it.
+  std::unique_ptr<io_context> make(io_context_options opts, std::string& why) {
+    opts.backend = GetParam();
+    opts.quiet = true;
+    std::unique_ptr<io_context> c;
+    try {
+      c = std::make_unique<io_context>(opts);
+    } catch (const std::system_error& e) {
+      why = e.what();
+    }
+    return c;
+  }
+  void check_workload(io_context_options opts, const std::string& what) {
+    const auto before = ringio_test::open_fd_count();
+    std::string why;
+    workload_result res;
+    const int pairs = chaos::sanitized ? 16 : 48, tcp = chaos::sanitized ? 4 : 16, sleeps = chaos::sanitized ? 50 : 300;
+    const std::size_t bytes = chaos::sanitized ? 16384 : 65536;
+    {
+      auto ctx = make(opts, why);
+      if (!ctx) GTEST_SKIP() << what << ": the kernel refused the context: " << why;
+      the_watchdog().arm(what + " on " + std::string(to_string(GetParam())), 120);
+      sync_wait(*ctx, workload(pairs, tcp, bytes, sleeps, res));
+      the_watchdog().disarm();
+      EXPECT_EQ(ctx->in_flight(), 0u) << what;
+    }
+    for (const auto& e : res.errors) ADD_FAILURE() << what << ": " << e;
+    EXPECT_EQ(res.streams_ok, pairs + tcp) << what;
+    EXPECT_EQ(res.accepted, tcp) << what;
+    EXPECT_EQ(res.sleeps_ok, sleeps) << what;
+    EXPECT_EQ(ringio_test::open_fd_count(), before) << what;
+  }
+};
+
+// A 16-entry completion queue under a few hundred operations in flight: the in-flight
+// cap (the CQ size by default) holds the rest in the backlog, nothing overflows or is lost.
+TEST_P(ChaosFault, TinyCompletionQueue) {
+  check_workload({.sq_entries = 8, .cq_entries = 16}, "cq_entries 16");
+}
+
+TEST_P(ChaosFault, TinyInFlightCap) {
+  for (unsigned cap : {4u, 8u}) check_workload({.max_in_flight = cap}, "max_in_flight " + std::to_string(cap));
+}
+
+TEST_P(ChaosFault, EightEntrySubmissionQueue) {
+  check_workload({.sq_entries = 8}, "sq_entries 8");
+}
+
+TEST_P(ChaosFault, EightEntrySubmissionQueueWithSqpoll) {
+  if (GetParam() == backend_kind::epoll) GTEST_SKIP() << "SQPOLL is an io_uring setting";
+  check_workload({.sq_entries = 8, .sqpoll = true}, "sq_entries 8 with SQPOLL");
+}
+
+task<void> pooled_drain(stream_socket s, buffer_pool& pool, const std::vector<std::byte>& data, std::uint64_t seed,
+                        workload_result& res) {
+  rng r(seed);
+  std::size_t off = 0;
+  {
+    multishot_receiver rx(s, pool);
+    for (;;) {
+      auto c = co_await with_timeout(rx.next(), 20s);
+      if (!c && c.error() == std::errc::no_buffer_space) {  // readiness fallback: the pool is empty now
+        co_await yield();
+        continue;
+      }
+      if (!c) {
+        res.errors.push_back("next: " + c.error().message() + " after " + std::to_string(off) + " bytes");
+        break;
+      }
+      if (c->empty()) break;
+      if (c->size() > pool.buffer_size()) res.errors.push_back("a chunk larger than a pool buffer");
+      if (off + c->size() > data.size() || std::memcmp(c->data(), data.data() + off, c->size()) != 0) {
+        res.errors.push_back("pooled stream corrupted at offset " + std::to_string(off));
+        break;
+      }
+      off += c->size();
+      if (r() % 3 == 0) co_await yield();  // hold the buffer: the others starve meanwhile
+    }
+  }
+  if (off == data.size()) ++res.streams_ok;
+}
+
+// Two buffers shared by sixteen multishot receivers: receivers pause while the pool is
+// dry and resume as buffers come back; every byte arrives, every buffer returns.
+TEST_P(ChaosFault, BufferRingExhaustion) {
+  const int streams = 16;
+  const std::size_t bytes = chaos::sanitized ? 8192 : 32768;
+  workload_result res;
+  unsigned available = 0, count = 0;
+  {
+    std::string why;
+    auto ctx = make({}, why);
+    ASSERT_TRUE(ctx) << why;
+    the_watchdog().arm("BufferRingExhaustion on " + std::string(to_string(GetParam())), 120);
+    sync_wait(*ctx, [](int streams, std::size_t bytes, workload_result& res, unsigned& available,
+                       unsigned& count) -> task<void> {
+      std::vector<std::vector<std::byte>> data;
+      for (int i = 0; i < streams; ++i) data.push_back(chaos::stream_pattern(7, static_cast<std::uint64_t>(i), bytes));
+      buffer_pool pool(*io_context::current(), 2, 256);
+      {
+        scope s;
+        for (int i = 0; i < streams; ++i) {
+          ringio_test::socket_pair p;
+          s.spawn(pump(std::move(p.a), data[static_cast<std::size_t>(i)], static_cast<std::uint64_t>(i), res));
+          s.spawn(pooled_drain(std::move(p.b), pool, data[static_cast<std::size_t>(i)], static_cast<std::uint64_t>(i), res));
+        }
+        co_await s.join();
+      }
+      for (int i = 0; i < 2000 && pool.available() != pool.count(); ++i) {
+        auto z = co_await sleep_for(1ms);
+        (void)z;
+      }
+      available = pool.available();
+      count = pool.count();
+    }(streams, bytes, res, available, count));
+    the_watchdog().disarm();
+  }
+  for (const auto& e : res.errors) ADD_FAILURE() << e;
+  EXPECT_EQ(res.streams_ok, streams);
+  EXPECT_EQ(available, count) << "buffers missing from the pool";
+}
+
+/// Restores RLIMIT_NOFILE when it goes.
+struct nofile_limit {
+  rlimit saved{};
+  nofile_limit() { ::getrlimit(RLIMIT_NOFILE, &saved); }
+  ~nofile_limit() { ::setrlimit(RLIMIT_NOFILE, &saved); }
+  bool lower_to(rlim_t n) {
+    rlimit l = saved;
+    l.rlim_cur = n;
+    return ::setrlimit(RLIMIT_NOFILE, &l) == 0;
+  }
+};
+
+int highest_open_fd() {
+  int hi = -1;
+  for (const auto& [fd, what] : open_fds()) hi = std::max(hi, fd);
+  return hi;
+}
+
+// Clients wait in the backlog while the process is out of descriptors: accept (plain
+// and multishot) reports too_many_files_open, loses no connection, and once
+// descriptors are free again the same listener accepts every waiting client.
+TEST_P(ChaosFault, EmfileStorm) {
+  for (bool multishot : {false, true}) {
+    const auto before = ringio_test::open_fd_count();
+    const std::string label = multishot ? "multishot accept" : "accept";
+    {
+    std::string why;
+    auto ctx = make({}, why);
+    ASSERT_TRUE(ctx) << why;
+    auto l = ringio_test::listen_loopback();
+    auto at = ringio_test::address_of(l);
+    constexpr int clients = 12, room = 3;
+    std::vector<int> raw;
+    for (int i = 0; i < clients; ++i) {
+      int c = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      ASSERT_EQ(::connect(c, at.native(), at.size()), 0);
+      ASSERT_EQ(::send(c, "ping", 4, MSG_NOSIGNAL), 4);
+      raw.push_back(c);
+    }
+    struct outcome {
+      int accepted_before = 0, emfile = 0, accepted_after = 0, echoed = 0;
+      std::string other;
+    } out;
+    {
+      nofile_limit lim;
+      // Close the gaps: the next descriptors come from the lowest free numbers.
+      std::vector<int> fillers;
+      const int hi = highest_open_fd();
+      for (;;) {
+        int f = ::dup(0);
+        if (f < 0 || f > hi) {
+          if (f >= 0) ::close(f);
+          break;
+        }
+        fillers.push_back(f);
+      }
+      ASSERT_TRUE(lim.lower_to(static_cast<rlim_t>(hi + 1 + room)));
+      sync_wait(*ctx, [](stream_listener& l, bool multishot, outcome& out, nofile_limit& lim,
+                         std::vector<int>& fillers) -> task<void> {
+        std::optional<multishot_acceptor> ma;
+        if (multishot) ma.emplace(l);
+        std::vector<stream_socket> held;
+        for (int i = 0; i < room + 2; ++i) {
+          result<stream_socket> s = unexpected(std::errc::operation_canceled);
+          if (multishot)
+            s = co_await with_timeout(ma->next(), 5s);
+          else
+            s = co_await with_timeout(l.accept(), 5s);
+          if (s) {
+            ++out.accepted_before;
+            held.push_back(std::move(*s));
+          } else if (s.error() == std::errc::too_many_files_open) {
+            ++out.emfile;
+          } else {
+            out.other += " " + s.error().message();
+          }
+        }
+        // Descriptors come back; the server carries on with every client left waiting.
+        held.clear();
+        for (int f : fillers) ::close(f);
+        fillers.clear();
+        ::setrlimit(RLIMIT_NOFILE, &lim.saved);
+        std::vector<stream_socket> later;
+        while (out.accepted_before + out.accepted_after < clients) {
+          result<stream_socket> s = unexpected(std::errc::operation_canceled);
+          if (multishot)
+            s = co_await with_timeout(ma->next(), 5s);
+          else
+            s = co_await with_timeout(l.accept(), 5s);
+          if (!s) {
+            out.other += " after: " + s.error().message();
+            break;
+          }
+          ++out.accepted_after;
+          later.push_back(std::move(*s));
+        }
+        // Each one served: echo a word back.
+        for (auto& s : later) {
+          std::array<char, 4> word{};
+          auto r = co_await with_timeout(s.recv_exact(word), 5s);
+          if (!r || *r != 4) continue;
+          auto w = co_await s.send_all(word);
+          if (w) ++out.echoed;
+        }
+      }(l, multishot, out, lim, fillers));
+      for (int f : fillers) ::close(f);
+    }
+    EXPECT_EQ(out.accepted_before, room) << label;
+    EXPECT_GE(out.emfile, 1) << label << ": no too_many_files_open while out of descriptors;" << out.other;
+    EXPECT_EQ(out.accepted_before + out.accepted_after, clients) << label << ": connections lost;" << out.other;
+    EXPECT_EQ(out.echoed, out.accepted_after) << label << ": connections accepted after the storm were not served";
+    for (int c : raw) ::close(c);
+    ctx.reset();
+    }
+    EXPECT_EQ(ringio_test::open_fd_count(), before) << label;
+  }
+}
+
+// A context being destroyed still runs what it is handed while it drains: functions
+// posted from its own tasks and from another thread, tasks spawned then, channel sends
+// into it; operations started then fail at once with operation_canceled.
+TEST_P(ChaosFault, PostAndChannelToAShuttingDownContext) {
+  std::atomic<int> phase{0};
+  std::atomic<int> remote_ran{0};
+  int local_ran = 0, spawned_ran = 0, spawned_canceled = 0;
+  std::vector<std::string> log;
+  channel<int> ch(8);
+  std::thread poster;
+  {
+    std::string why;
+    auto ctx = make({}, why);
+    ASSERT_TRUE(ctx) << why;
+    io_context* c = &*ctx;
+    poster = std::thread([&, c] {
+      while (phase.load() != 1) std::this_thread::yield();
+      for (int i = 0; i < 100; ++i) post(*c, [&] { ++remote_ran; });
+      for (int i = 0; i < 4; ++i) (void)ch.try_send(i);
+      phase = 2;
+    });
+    ctx->spawn([](io_context& c, std::atomic<int>& phase, int& local_ran, int& spawned_ran, int& spawned_canceled,
+                  channel<int>& ch, std::vector<std::string>& log) -> task<void> {
+      auto z = co_await sleep_for(1h);  // cancelled by the shutdown
+      log.push_back(z ? "sleep ok" : "sleep " + z.error().message());
+      // Now the context is shutting down: hand it work from here and from another thread.
+      post(c, [&local_ran] { ++local_ran; });
+      c.spawn([](int& ran, int& canceled) -> task<void> {
+        ++ran;
+        auto s = co_await sleep_for(1ms);
+        if (!s && s.error() == std::errc::operation_canceled) ++canceled;
+      }(spawned_ran, spawned_canceled));
+      phase = 1;
+      while (phase.load() != 2) std::this_thread::yield();  // the other thread posts meanwhile
+      auto v = co_await ch.receive();  // values are there: they are delivered
+      log.push_back(v ? "received " + std::to_string(*v) : "receive " + v.error().message());
+      while (ch.try_receive()) {
+      }
+      auto again = co_await ch.receive();  // nothing left: fails at once
+      log.push_back(again ? "received again" : "receive again " + again.error().message());
+    }(*ctx, phase, local_ran, spawned_ran, spawned_canceled, ch, log));
+    sync_wait(*ctx, pause_for(1ms));
+    the_watchdog().arm("PostAndChannelToAShuttingDownContext on " + std::string(to_string(GetParam())), 60);
+  }
+  the_watchdog().disarm();
+  poster.join();
+  EXPECT_EQ(remote_ran.load(), 100) << "functions posted from another thread during the shutdown were dropped";
+  EXPECT_EQ(local_ran, 1);
+  EXPECT_EQ(spawned_ran, 1);
+  EXPECT_EQ(spawned_canceled, 1);
+  EXPECT_EQ(log, (std::vector<std::string>{"sleep Operation canceled", "received 0", "receive again Operation canceled"}));
+}
+
+RINGIO_ALL_BACKENDS(ChaosFault);
 
 }  // namespace
 
