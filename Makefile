@@ -3,7 +3,7 @@
 #   make bench FULL=1   the full grids
 #   make test       build and run every test: release (GCC), ASan+UBSan (clang-16), and
 #                   the threaded tests under TSan (clang-16)
-.PHONY: bench test deps-test deps-bench build-release build-sanitize build-tsan build-bench test-release test-sanitize test-tsan clean
+.PHONY: bench test soak deps-test deps-bench build-release build-sanitize build-tsan build-bench test-release test-sanitize test-tsan clean
 
 JOBS ?= $(shell nproc)
 BENCH_ARGS ?=
@@ -58,3 +58,32 @@ bench: build-bench
 
 clean:
 	rm -rf build
+
+# The chaos run for a long time (docs/testing.md): SOAK_MINUTES (default 30) over a moving
+# range of seeds, SOAK_BATCH seeds per run of the binary; prints the range covered and the
+# seed of every failure, and fails if any seed failed. SOAK_SEED chooses the first seed.
+SOAK_MINUTES ?= 30
+SOAK_BATCH ?= 50
+soak: deps-test
+	cmake -S . -B build/chaos -G Ninja -DCMAKE_BUILD_TYPE=Release -DRINGIO_BUILD_APPS=OFF
+	cmake --build build/chaos -j $(JOBS) --target chaos_tests
+	@end=$$(( $$(date +%s) + $(SOAK_MINUTES) * 60 )); first=$${SOAK_SEED:-$$(date +%s)}; seed=$$first; \
+	failed=""; log=build/chaos/soak.log; : > $$log; \
+	while [ $$(date +%s) -lt $$end ]; do \
+	  if ! RINGIO_CHAOS_SEED=$$seed RINGIO_CHAOS_SEEDS=$(SOAK_BATCH) RINGIO_CHAOS_SECONDS=100000 \
+	       build/chaos/tests/stress/chaos_tests --gtest_filter='ChaosRun.*' > build/chaos/soak-batch.log 2>&1; then \
+	    cat build/chaos/soak-batch.log >> $$log; \
+	    grep -E '^chaos failure|^chaos: HANG' build/chaos/soak-batch.log; \
+	    failed="$$failed $$(grep -oE '^chaos failure: backend [a-z-]+, seed [0-9]+|HANG: chaos run, backend [a-z-]+, seed [0-9]+' build/chaos/soak-batch.log | sed -E 's/.*backend ([a-z-]+),? seed ([0-9]+)/\1:\2/' | tr '\n' ' ')"; \
+	    if ! grep -qE '^chaos failure|HANG' build/chaos/soak-batch.log; then failed="$$failed batch-$$seed(crash)"; tail -20 build/chaos/soak-batch.log; fi; \
+	  fi; \
+	  grep -E '^chaos (uring|epoll|uring-poll): seeds' build/chaos/soak-batch.log | cut -c1-120; \
+	  seed=$$(( seed + $(SOAK_BATCH) )); \
+	done; \
+	echo "soak: seeds $$first..$$(( seed - 1 )) on uring, epoll and uring-poll ($(SOAK_MINUTES) min); full log: $$log"; \
+	if [ -n "$$failed" ]; then \
+	  echo "soak: FAILED (backend:seed):$$failed"; \
+	  echo "reproduce one: RINGIO_CHAOS_SEED=<seed> RINGIO_CHAOS_SEEDS=1 RINGIO_CHAOS_TRACE=1 build/chaos/tests/stress/chaos_tests --gtest_filter='ChaosRun.*'"; \
+	  exit 1; \
+	fi; \
+	echo "soak: no failure"

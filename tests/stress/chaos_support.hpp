@@ -37,7 +37,7 @@ inline constexpr bool sanitized = false;
 /// connection of a failing scenario), RINGIO_CHAOS_HANG_SECONDS (watchdog, default 60).
 struct config {
   std::uint64_t first_seed = 1;
-  std::uint64_t seeds = sanitized ? 6 : 40;
+  std::uint64_t seeds = sanitized ? 20 : 40;
   double seconds = sanitized ? 30.0 : 5.0;
   double hang_seconds = 60.0;
   bool trace = false;
