@@ -19,6 +19,7 @@
 #include "ringio/net/stream_socket.hpp"
 #include "ringio/runtime.hpp"
 #include "ringio/scope.hpp"
+#include "ringio/stop.hpp"
 #include "ringio/sync_wait.hpp"
 #include "ringio/time/sleep.hpp"
 #include "ringio/time/timeout.hpp"
@@ -87,9 +88,9 @@ ringio::task<void> slot(const config& cfg, std::atomic<std::int64_t>& tickets, t
           const std::uint64_t stamp = (static_cast<std::uint64_t>(ticket) << 16) | static_cast<std::uint64_t>(m);
           std::memcpy(out.data(), &stamp, sizeof stamp);
           auto sent = co_await conn->send_all(out);
-          if (!sent) {
+          if (!sent || *sent != out.size()) {  // a short count: stopped part-way
             ok = false;
-            canceled = sent.error() == std::errc::operation_canceled;
+            canceled = !sent ? sent.error() == std::errc::operation_canceled : true;
             if (!canceled) st.note_error("send", sent.error().message());
             break;
           }
@@ -102,6 +103,9 @@ ringio::task<void> slot(const config& cfg, std::atomic<std::int64_t>& tickets, t
           }
           if (*got != message_size) {
             ok = false;
+            std::stop_token stop = co_await ringio::current_stop_token();
+            canceled = stop.stop_requested();  // stopped part-way: not the server's doing
+            if (canceled) break;
             st.note_error("recv", "the server closed the connection");
             break;
           }

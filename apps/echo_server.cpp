@@ -27,7 +27,7 @@ ringio::task<void> echo(ringio::stream_socket s) {
     auto n = co_await s.recv(buf);
     if (!n || *n == 0) co_return;  // error or EOF: the socket closes with the frame
     auto sent = co_await s.send_all(std::span(buf).first(*n));
-    if (!sent) co_return;
+    if (!sent || *sent != *n) co_return;  // error, or stopped part-way
   }
 }
 
@@ -41,7 +41,7 @@ ringio::task<void> echo_multishot(ringio::stream_socket s) {
     auto chunk = co_await rx.next();
     if (!chunk || chunk->empty()) co_return;
     auto sent = co_await s.send_all(chunk->bytes());
-    if (!sent) co_return;
+    if (!sent || *sent != chunk->size()) co_return;
   }
 }
 

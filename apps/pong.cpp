@@ -61,7 +61,7 @@ ringio::task<void> pong_single(ringio::stream_socket s) {
     auto got = co_await s.recv_exact(block);
     if (!got || *got != st.block) break;  // EOF (maybe mid-block), error or cancel
     auto sent = co_await s.send_all(block);
-    if (!sent) break;
+    if (!sent || *sent != block.size()) break;
     echoed += st.block;
   }
   s = ringio::stream_socket{};
@@ -97,7 +97,7 @@ ringio::task<void> pong_multishot(ringio::stream_socket s) {
           filled = 0;
         }
         auto sent = co_await s.send_all(ringio::const_buffer(block, st.block));
-        if (!sent) {
+        if (!sent || *sent != st.block) {
           open = false;
           break;
         }

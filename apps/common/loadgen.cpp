@@ -222,8 +222,8 @@ ringio::task<void> session(const roundtrip_config& cfg, thread_state& st, std::s
     if (cfg.verify) stamp_payload(out, len, seq);
     const std::int64_t t0 = now_ns();
     auto sent = co_await s.send_all(ringio::const_buffer(out, len));
-    if (!sent) {
-      if (sent.error() != std::errc::operation_canceled) {
+    if (!sent || *sent != len) {  // a short count: stopped part-way
+      if (!sent && sent.error() != std::errc::operation_canceled) {
         ++st.session_errors;
         st.note_error("send", sent.error().message());
       }
@@ -238,6 +238,8 @@ ringio::task<void> session(const roundtrip_config& cfg, thread_state& st, std::s
       break;
     }
     if (*got != len) {
+      std::stop_token stop = co_await ringio::current_stop_token();
+      if (stop.stop_requested()) break;  // stopped part-way: not the server's doing
       ++st.session_errors;
       st.note_error("recv", "the server closed the connection after " + std::to_string(*got) + " of " +
                                 std::to_string(len) + " bytes");

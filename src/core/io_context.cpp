@@ -122,7 +122,9 @@ int io_context::ring_fd() const noexcept { return backend_->ring_fd(); }
 std::size_t io_context::in_flight() const noexcept { return backend_->in_flight(); }
 
 bool io_context::start(detail::op_base& op) {
-  op.ctx = this;
+  // RACE: a stop callback on another thread reads op.ctx while a multi-step operation
+  // starts its next step here; the value never changes, so it is written only once.
+  if (op.ctx != this) op.ctx = this;
   if (state_->shutting_down || op.cancel_requested) {
     op.res = -ECANCELED;
     op.state = detail::op_state::done;

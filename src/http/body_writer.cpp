@@ -26,9 +26,9 @@ task<result<void>> body_writer::write(std::string_view data) {
   auto sent = co_await send_buffered();  // the chunk header and earlier parts
   if (!sent) co_return sent;
   auto w = co_await with_timeout(socket_.send_all(data), timeout_);
-  if (!w) {
+  if (!w || *w != data.size()) {  // a short count: stopped part-way
     failed_ = true;
-    co_return unexpected(w.error());
+    co_return unexpected(w ? std::make_error_code(std::errc::timed_out) : w.error());
   }
   if (chunked_) out_.append("\r\n");
   co_return result<void>{};
@@ -45,11 +45,12 @@ void body_writer::finish() {
 
 task<result<void>> body_writer::send_buffered() {
   if (out_.empty()) co_return result<void>{};
+  const std::size_t size = out_.view().size();
   auto w = co_await with_timeout(socket_.send_all(out_.view()), timeout_);
   out_.clear();
-  if (!w) {
+  if (!w || *w != size) {  // a short count: stopped part-way
     failed_ = true;
-    co_return unexpected(w.error());
+    co_return unexpected(w ? std::make_error_code(std::errc::timed_out) : w.error());
   }
   co_return result<void>{};
 }

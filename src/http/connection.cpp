@@ -96,9 +96,10 @@ task<void> connection::run() {
       if (head.state != parse_state::incomplete) break;
       if (!out_.empty()) {  // answer every request parsed so far, in one write, before waiting
         enter(phase::sending);
+        const std::size_t size = out_.view().size();
         auto sent = co_await sock_.send_all(out_.view()).with_stop(kill_token);
         out_.clear();
-        if (!sent) co_return;
+        if (!sent || *sent != size) co_return;  // a short count: stopped part-way
       }
       bool idle = start_ == end_;
       if (idle && idle_token.stop_requested()) co_return;

@@ -90,7 +90,7 @@ task<bool> connection::write_special(response& r, bool& keep) {
   enter(phase::sending);
   auto w = co_await sock_.send_all(body).with_stop(kill_.get_token());
   enter(phase::busy);
-  co_return static_cast<bool>(w);
+  co_return w && *w == body.size();
 }
 
 task<bool> connection::send_file(file_body& f) {
@@ -113,10 +113,11 @@ task<bool> connection::send_file(file_body& f) {
 
 task<bool> connection::send_out() {
   enter(phase::sending);
+  const std::size_t size = out_.view().size();
   auto sent = co_await sock_.send_all(out_.view()).with_stop(kill_.get_token());
   enter(phase::busy);
   out_.clear();
-  co_return static_cast<bool>(sent);
+  co_return sent && *sent == size;
 }
 
 task<void> connection::fail(int status) {

@@ -95,6 +95,8 @@ int close_attempt(op_base& b) noexcept {
 
 }  // namespace
 
+int close_op::close_now() noexcept { return syscall_result(::close(fd)); }
+
 const op_vtable recv_vtable = {.prepare = recv_prepare, .attempt = recv_attempt, .on_cqe = nullptr,
                                .step = nullptr, .complete = resume_waiter};
 const op_vtable recv_exact_vtable = {.prepare = recv_exact_prepare, .attempt = recv_exact_attempt,

@@ -1689,7 +1689,7 @@ TEST_P(ChaosFound, MultishotReceiverDeliversEverythingAfterAStoppedNext) {
 // with operation_canceled without closing anything, but stream_socket::close() has
 // already given the descriptor up: it stays open for the life of the process (and a TCP
 // peer never sees the end of the stream).
-TEST_P(ChaosFound, DISABLED_CloseAwaitedWhileStoppedStillClosesTheDescriptor) {
+TEST_P(ChaosFound, CloseAwaitedWhileStoppedStillClosesTheDescriptor) {
   const auto before = ringio_test::open_fd_count();
   {
     ringio_test::socket_pair p;
@@ -1700,7 +1700,7 @@ TEST_P(ChaosFound, DISABLED_CloseAwaitedWhileStoppedStillClosesTheDescriptor) {
       co_return c;
     }(p.a));
     EXPECT_FALSE(p.a.is_open());
-    EXPECT_EQ(r.error(), std::errc::operation_canceled);
+    EXPECT_TRUE(r) << "a close obeys no stop token: " << r.error().message();
     // The peer should see the end of the stream.
     char byte = 0;
     EXPECT_EQ(::recv(p.b.native_handle(), &byte, 1, MSG_DONTWAIT), 0) << "the descriptor was not closed";

@@ -110,11 +110,26 @@ class shutdown_op : public io_operation<shutdown_op> {
   int how;
 };
 
-/// close(2) through the ring. The descriptor is released whatever the outcome.
+/// close(2) through the ring. The descriptor is released whatever the outcome: a close
+/// obeys no stop token (the descriptor was already taken from its owner), and one that
+/// the loop refuses (it is shutting down) is done with close(2) right away.
 class close_op : public io_operation<close_op> {
  public:
   explicit close_op(int fd_) noexcept : io_operation(&close_vtable) { fd = fd_; }
-  result<void> get_result() const noexcept { return void_result(*this); }
+  template <class P>
+  bool await_suspend(std::coroutine_handle<P> h) {
+    return start_operation(*this, h, nullptr);
+  }
+  result<void> get_result() noexcept {
+    if (res == -ECANCELED && fd >= 0) {  // refused at the start: close(2) cannot say ECANCELED
+      res = close_now();
+      fd = -1;
+    }
+    return void_result(*this);
+  }
+
+ private:
+  int close_now() noexcept;
 };
 
 }  // namespace ringio::detail
