@@ -193,7 +193,16 @@ void io_context::cancel(detail::op_base& op) noexcept {
   backend_->cancel(op);
 }
 
-void io_context::cancel_fd(int fd) noexcept { backend_->cancel_fd(fd); }
+void io_context::cancel_fd(int fd) noexcept {
+  // Waits that no kernel request stands for (a multishot receiver's or acceptor's
+  // next(), even one paused for lack of buffers) are cancelled here.
+  for (detail::op_base* op = events_; op != nullptr;) {
+    detail::op_base* next = op->next;
+    if (op->fd == fd) cancel(*op);
+    op = next;
+  }
+  backend_->cancel_fd(fd);
+}
 
 int io_context::register_buffer_ring(void* ring_addr, unsigned entries) noexcept {
   return backend_->register_buffer_ring(ring_addr, entries);

@@ -40,7 +40,6 @@ class multishot_accept_state : public op_base {
   std::deque<int> ready;  // accepted, not yet taken (grows only under bursts)
   int error = 0;          // the error that ended the last multishot request
   bool armed = false;
-  bool interrupted = false;  // ended by a cancel the acceptor did not ask for
   bool orphaned = false;
   accept_next_op* consumer = nullptr;
 };
@@ -55,10 +54,9 @@ void multishot_prepare(op_base& b, io_uring_sqe& sqe) noexcept {
 void multishot_on_cqe(op_base& b, int res, unsigned) noexcept {
   auto& s = static_cast<multishot_accept_state&>(b);
   if (res < 0) {
-    if (res != -ECANCELED)
-      s.error = res;
-    else if (!s.cancel_requested)
-      s.interrupted = true;  // stream_listener::cancel() (or a shutdown)
+    // -ECANCELED not asked for (stream_listener::cancel() cancels the waiting next()
+    // itself): the request is re-armed for the next consumer.
+    if (res != -ECANCELED) s.error = res;
     return;
   }
   if (s.consumer != nullptr && s.ready.empty()) {
@@ -77,7 +75,6 @@ void multishot_complete(op_base& b) noexcept {
     delete &s;
     return;
   }
-  const bool interrupted = std::exchange(s.interrupted, false);
   if (s.consumer == nullptr) return;
   accept_next_op* c = s.consumer;
   if (s.error != 0) {
@@ -85,11 +82,6 @@ void multishot_complete(op_base& b) noexcept {
     // A consumer cancelled a moment ago (its completion has not run yet) cannot take
     // the error: it stays for the next call.
     if (c->ctx->complete_event(*c, s.error)) s.error = 0;
-  } else if (interrupted) {
-    // The listener's operations were cancelled: so is the waiting next(); the next
-    // call re-arms (connections not yet accepted wait in the backlog).
-    s.consumer = nullptr;
-    c->ctx->complete_event(*c, -ECANCELED);
   } else {
     s.arm(*c->ctx);  // ended without a reason: try again
   }

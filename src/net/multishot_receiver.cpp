@@ -155,8 +155,9 @@ void multishot_recv_state::on_cqe(int r, unsigned flags) noexcept {
   if (r == -ENOBUFS) {
     starved_ = true;  // the request ends; data waits in the socket
   } else if (r == -ECANCELED) {
-    // Not asked for by the receiver: stream_socket::cancel() (or a shutdown).
-    if (!cancel_requested) interrupted_ = true;
+    // The request ended without the receiver asking (stream_socket::cancel() cancels
+    // the waiting next() itself; the kernel may also end a multishot request this
+    // way): on_final() re-arms for a waiting consumer, and nothing is lost.
   } else if (r <= 0) {
     ended_ = true;
     end_res_ = r;
@@ -170,14 +171,9 @@ void multishot_recv_state::on_final() noexcept {
     delete this;
     return;
   }
-  const bool interrupted = std::exchange(interrupted_, false);
   if (consumer_ == nullptr || head_ < queue_.size()) return;
   if (ended_) {
     finish_consumer(end_res_, 0);
-  } else if (interrupted) {
-    // The socket's operations were cancelled: so is the waiting next(). The next call
-    // re-arms; nothing was lost (data not yet received is still in the socket).
-    finish_consumer(-ECANCELED, 0);
   } else if (starved_ && pool.available() == 0 && !pool.detached()) {
     pool.wait_for_buffer(*this);
   } else {

@@ -48,7 +48,6 @@ class multishot_recv_state : public op_base {
   int end_res_ = 0;
   bool armed_ = false;
   bool starved_ = false;  // stopped with ENOBUFS: re-arm when a buffer returns
-  bool interrupted_ = false;  // ended by a cancel this receiver did not ask for
   bool orphaned_ = false;
   recv_next_op* consumer_ = nullptr;
   io_context* loop_ = nullptr;

@@ -21,7 +21,9 @@ extern const op_vtable accept_next_vtable;
 class accept_next_op : public io_operation<accept_next_op> {
  public:
   accept_next_op(multishot_accept_state* s, fd_handle* listener) noexcept
-      : io_operation(&accept_next_vtable, op_kind::event), owner(s), fallback(listener) {}
+      : io_operation(&accept_next_vtable, op_kind::event), owner(s), fallback(listener) {
+    fd = listener->get();  // stream_listener::cancel() finds the waiting next() by its socket
+  }
   accept_next_op(const accept_next_op& o) noexcept : io_operation(o), owner(o.owner), fallback(o.fallback) {}
 
   template <class P>

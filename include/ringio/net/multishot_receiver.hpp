@@ -32,7 +32,9 @@ class pooled_recv_op : public io_operation<pooled_recv_op> {
 class recv_next_op : public io_operation<recv_next_op> {
  public:
   recv_next_op(multishot_recv_state* s, buffer_pool_core* pool, int fd_) noexcept
-      : io_operation(&recv_next_vtable, op_kind::event), owner(s), core(pool), fallback(pool, fd_) {}
+      : io_operation(&recv_next_vtable, op_kind::event), owner(s), core(pool), fallback(pool, fd_) {
+    fd = fd_;  // stream_socket::cancel() finds the waiting next() by its socket
+  }
   recv_next_op(const recv_next_op& o) noexcept
       : io_operation(o), owner(o.owner), core(o.core), fallback(o.fallback) {}
 
