@@ -57,6 +57,77 @@ TEST(ChannelLifetime, DestroyedWhileItsLastWakeUpIsStillQueued) {
   }
 }
 
+// A channel owned by its receiving task: a send reaches the waiting receiver, the loop
+// returns before running the wake-up (sync_wait ends as soon as its task does), and the
+// context's shutdown then cancels the receiver, whose frame (and channel) goes away
+// before the queued wake-up runs. The wake-up must not touch the dead channel, whether
+// the send came from the loop's own thread or from another one.
+void channel_dies_at_shutdown(backend_kind k, bool from_other_thread) {
+  io_context ctx({.backend = k, .quiet = true});
+  channel<int>* ch = nullptr;
+  int received = 0;
+  ctx.spawn([](channel<int>*& out, int& received) -> task<void> {
+    channel<int> mine(4);
+    out = &mine;
+    for (;;) {
+      auto v = co_await mine.receive();
+      if (!v) break;
+      ++received;
+    }
+    out = nullptr;
+  }(ch, received));
+  sync_wait(ctx, [](channel<int>*& ch, bool other) -> task<void> {
+    co_await yield();  // the receiver waits
+    if (other) {
+      std::thread([c = ch] { c->try_send(1); }).join();
+    } else {
+      ch->try_send(1);
+    }
+    co_return;
+  }(ch, from_other_thread));
+  // ~io_context: cancels the receiver, runs what is queued
+}
+
+TEST_P(CoreGuarantees, ChannelOwnedByItsReceiverDiesAtShutdownAfterASend) {
+  channel_dies_at_shutdown(GetParam(), false);
+}
+
+TEST(ChannelLifetime, ChannelOwnedByItsReceiverDiesAtShutdownAfterASendFromAnotherThread) {
+  for (auto k : {backend_kind::uring, backend_kind::epoll, backend_kind::uring_poll}) channel_dies_at_shutdown(k, true);
+}
+
+// uring-poll without DEFER_TASKRUN: a cancelled readiness wait whose cancel's CQE
+// arrives after the poll's must still leave the deadline heap (its frame is freed
+// before the deadline passes, and expire_polls() would read it).
+TEST(CoreGuaranteesUringPoll, CancelledPollWithDeadlineLeavesTheHeapWhicheverCqeIsLast) {
+  for (bool defer : {false, true}) {
+    std::optional<io_context> ctx;
+    try {
+      ctx.emplace(io_context_options{.backend = backend_kind::uring_poll, .defer_taskrun = defer, .quiet = true});
+    } catch (const std::system_error& e) {
+      GTEST_SKIP() << "uring-poll cannot start here: " << e.what();
+    }
+    socket_pair p;
+    for (int i = 0; i < 20; ++i) {
+      auto err = sync_wait(*ctx, [](stream_socket& s) -> task<std::error_code> {
+        std::stop_source src;
+        std::array<char, 16> buf{};
+        auto stopper = [](std::stop_source& src) -> task<void> {
+          co_await yield();
+          src.request_stop();
+        };
+        auto [got, unused] =
+            co_await when_all(with_timeout(s.recv(buf), 20ms).with_stop(src.get_token()), stopper(src));
+        (void)unused;
+        co_return got.error();
+      }(p.a));
+      EXPECT_EQ(err, std::errc::operation_canceled);
+    }
+    auto slept = sync_wait(*ctx, []() -> task<result<void>> { co_return co_await sleep_for(40ms); }());
+    EXPECT_TRUE(slept);
+  }
+}
+
 // A send from the receiver's own loop completes the wait without the inbox, so the
 // channel may go away in the same loop iteration as the send (chat-server outboxes).
 TEST_P(CoreGuarantees, ChannelSentToAndDestroyedInTheSameIteration) {
