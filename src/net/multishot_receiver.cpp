@@ -244,6 +244,13 @@ result<pooled_buffer> recv_next_op::get_result() noexcept {
       if (fallback.res < 0) return unexpected(op_error(fallback));
       return pooled_buffer{};
     }
+    if (fallback.cancel_requested) {
+      // RACE: the receive had the data before the cancel reached it. A cancelled next()
+      // loses nothing: the chunk goes back to the receiver for the next call (when_any
+      // would otherwise discard it with the losing branch).
+      owner->requeue(static_cast<unsigned>(id), fallback.res);
+      return unexpected(errno_code(-ECANCELED));
+    }
     return pooled_buffer(core, static_cast<unsigned>(id), static_cast<std::size_t>(fallback.res));
   }
   if (res < 0) return unexpected(op_error(*this));

@@ -21,6 +21,8 @@ class multishot_recv_state : public op_base {
   void arm(io_context& ctx) noexcept;
   /// Hands a queued chunk (or the sticky end) to `c`; false if there is none.
   bool take_ready(recv_next_op& c) noexcept;
+  /// A chunk a cancelled next() had received goes back, to be taken first.
+  void requeue(unsigned id, int len) { queue_.push_back({id, len}); }
   /// `c` waits: remember it and make sure a request is armed.
   void wait(recv_next_op& c) noexcept;
   /// The pool has buffers again (we ran out before).

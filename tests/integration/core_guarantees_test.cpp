@@ -63,9 +63,9 @@ TEST(ChannelLifetime, DestroyedWhileItsLastWakeUpIsStillQueued) {
 // before the queued wake-up runs. The wake-up must not touch the dead channel, whether
 // the send came from the loop's own thread or from another one.
 void channel_dies_at_shutdown(backend_kind k, bool from_other_thread) {
-  io_context ctx({.backend = k, .quiet = true});
-  channel<int>* ch = nullptr;
+  channel<int>* ch = nullptr;  // outlive the context: the receiver writes them at shutdown
   int received = 0;
+  io_context ctx({.backend = k, .quiet = true});
   ctx.spawn([](channel<int>*& out, int& received) -> task<void> {
     channel<int> mine(4);
     out = &mine;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ringio/ringio.hpp"
+#include "support/sanitizer.hpp"
 #include "support/backend_test.hpp"
 #include "support/fd_count.hpp"
 #include "support/loopback.hpp"
@@ -110,6 +111,8 @@ TEST_P(MultishotAccept, NextTimesOutWhenNobodyConnects) {
 // An error that ends the multishot request (EMFILE) while the waiting next() has just
 // been cancelled is kept for the next call, never dropped.
 TEST_P(MultishotAccept, AnErrorRightAfterACancelledNextIsReportedByTheNextCall) {
+  if (ringio_test::under_sanitizer)
+    GTEST_SKIP() << "no free descriptor at all: the sanitizer runtime aborts without one of its own";
   auto l = listen_loopback();
   auto at = address_of(l);
   int client = raw_connect(at);  // waits in the backlog

@@ -41,6 +41,7 @@ class recv_next_op : public io_operation<recv_next_op> {
   template <class P>
   bool await_suspend(std::coroutine_handle<P> h) {
     if (!kernel_mode()) {
+      if (take_ready()) return false;  // data a cancelled next() put back
       use_fallback = true;
       if (!prepare_fallback()) return false;  // no free buffer: res = -ENOBUFS
       fallback.deadline_ns = deadline_ns;

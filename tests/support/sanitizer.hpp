@@ -1,0 +1,20 @@
+// sanitizer — whether this test binary runs under a sanitizer. Tests that exhaust the
+// descriptor table skip there: the sanitizer runtime needs descriptors of its own
+// (it reads /proc files when it inspects a thread or a type) and aborts without them.
+#pragma once
+
+namespace ringio_test {
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+inline constexpr bool under_sanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(undefined_behavior_sanitizer)
+inline constexpr bool under_sanitizer = true;
+#else
+inline constexpr bool under_sanitizer = false;
+#endif
+#else
+inline constexpr bool under_sanitizer = false;
+#endif
+
+}  // namespace ringio_test
