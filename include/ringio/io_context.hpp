@@ -137,6 +137,11 @@ class io_context {
   /// A task of this loop waits for a child on another loop (loop thread only).
   void add_foreign_wait(detail::foreign_wait& w) noexcept;
   void remove_foreign_wait(detail::foreign_wait& w) noexcept;
+  /// Calls op.vt->complete(op) on the loop once CLOCK_MONOTONIC passes op.deadline_ns
+  /// (loop thread only). Not an operation in flight: it keeps no loop running and
+  /// never delays shutdown; remove it with cancel_check before `op` goes away.
+  void schedule_check(detail::op_base& op);
+  void cancel_check(detail::op_base& op) noexcept;
   /// Pushes an item to be run on the loop's thread; safe from any thread.
   void post_remote(detail::remote_item& item) noexcept;
   /// The loop's internal state (backends use it; not part of the API).
@@ -166,7 +171,9 @@ class io_context {
   detail::foreign_wait* foreign_ = nullptr;  // tasks parked in spawn_on (intrusive list)
   std::size_t events_waiting_ = 0;
   std::unique_ptr<detail::timer_heap> event_deadlines_;  // events waiting with a deadline
+  std::unique_ptr<detail::timer_heap> checks_;           // schedule_check callbacks
   void expire_events() noexcept;
+  void run_checks() noexcept;
 };
 
 }  // namespace ringio

@@ -84,7 +84,9 @@ std::optional<backend_kind> parse_backend(std::string_view name) noexcept {
 }
 
 io_context::io_context(io_context_options opts)
-    : state_(std::make_unique<detail::loop_state>()), event_deadlines_(std::make_unique<detail::timer_heap>()) {
+    : state_(std::make_unique<detail::loop_state>()),
+      event_deadlines_(std::make_unique<detail::timer_heap>()),
+      checks_(std::make_unique<detail::timer_heap>()) {
   backend_choice choice = choose_backend(opts);
   kind_ = choice.kind;
   if (kind_ == backend_kind::epoll) {
@@ -167,6 +169,15 @@ void io_context::expire_events() noexcept {
   }
 }
 
+void io_context::run_checks() noexcept {
+  const std::int64_t now = detail::monotonic_ns();
+  while (!checks_->empty() && checks_->top()->deadline_ns <= now) {
+    detail::op_base& op = *checks_->top();
+    checks_->remove(op);
+    op.vt->complete(op);
+  }
+}
+
 bool io_context::complete_event(detail::op_base& op, int res) noexcept {
   if (!take_event(op)) return false;
   op.res = res;
@@ -230,6 +241,13 @@ void io_context::remove_foreign_wait(detail::foreign_wait& w) noexcept {
   w.next = w.prev = nullptr;
 }
 
+void io_context::schedule_check(detail::op_base& op) {
+  checks_->remove(op);
+  checks_->push(op);
+}
+
+void io_context::cancel_check(detail::op_base& op) noexcept { checks_->remove(op); }
+
 void io_context::post_remote(detail::remote_item& item) noexcept {
   foreign_call guard(state_->foreign_calls);
   detail::remote_item* head = state_->inbox.load(std::memory_order_relaxed);
@@ -284,9 +302,12 @@ void io_context::poll_backend(bool stoppable) {
     st.sleeping.store(true);
     if (st.inbox.load() != nullptr || (stoppable && stop_requested_.load())) block = false;
   }
-  backend_->poll(block, event_deadlines_->empty() ? 0 : event_deadlines_->top()->deadline_ns);
+  std::int64_t wake_at = event_deadlines_->empty() ? 0 : event_deadlines_->top()->deadline_ns;
+  if (!checks_->empty() && (wake_at == 0 || checks_->top()->deadline_ns < wake_at)) wake_at = checks_->top()->deadline_ns;
+  backend_->poll(block, wake_at);
   st.sleeping.store(false, std::memory_order_relaxed);
   if (!event_deadlines_->empty()) expire_events();
+  if (!checks_->empty()) run_checks();
   if (st.inbox.load(std::memory_order_acquire) != nullptr) drain_remote();
 }
 

@@ -61,6 +61,7 @@ buffer_pool_core::~buffer_pool_core() {
 
 void buffer_pool_core::detach_from_context() noexcept {
   if (ctx_ == nullptr) return;
+  sweep_.stop();
   // The kernel stops selecting from the ring (a multishot recv still armed on it ends
   // with ENOBUFS); buffers it already filled stay valid in memory_ until released.
   if (group_ >= 0) ctx_->unregister_buffer_ring(group_);

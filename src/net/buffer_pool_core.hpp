@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <vector>
 
+#include "net/missed_wakeup_sweep.hpp"
 #include "ringio/io_context.hpp"
 
 namespace ringio::detail {
@@ -46,6 +47,8 @@ class buffer_pool_core {
   /// `r` ran out of buffers: re-arm it when one comes back (once).
   void wait_for_buffer(multishot_recv_state& r);
   void forget(multishot_recv_state& r) noexcept;
+  /// Receivers waiting on armed multishot requests (see missed_wakeup_sweep).
+  missed_wakeup_sweep& sweep() noexcept { return sweep_; }
 
  private:
   io_context* ctx_;  // null once the pool is gone
@@ -60,6 +63,7 @@ class buffer_pool_core {
   unsigned users_ = 1;  // the pool itself
   std::vector<unsigned> free_;
   std::vector<multishot_recv_state*> starved_;
+  missed_wakeup_sweep sweep_;
 };
 
 }  // namespace ringio::detail

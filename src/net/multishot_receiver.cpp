@@ -80,6 +80,7 @@ multishot_recv_state::multishot_recv_state(buffer_pool_core& p, int socket_fd) n
 }
 
 multishot_recv_state::~multishot_recv_state() {
+  pool.sweep().unwatch(*this);
   for (std::size_t i = head_; i < queue_.size(); ++i) pool.give_back(queue_[i].id);
   pool.forget(*this);
   pool.release();
@@ -126,12 +127,21 @@ void multishot_recv_state::wait(recv_next_op& c) noexcept {
   }
   starved_ = false;  // buffers came back meanwhile
   arm(*loop_);
-  if (ended_) finish_consumer(end_res_, 0);  // could not arm: say why now
+  if (ended_) {
+    finish_consumer(end_res_, 0);  // could not arm: say why now
+    return;
+  }
+  if (armed_) pool.sweep().watch(*this);
+}
+
+void multishot_recv_state::rearm_after_missed_wakeup() noexcept {
+  if (waits_on_armed_request() && state == op_state::in_flight) ctx->cancel(*this);
 }
 
 // False when the consumer no longer waits (it was cancelled and its completion has not
 // run yet): then the caller keeps what it wanted to hand over.
 bool multishot_recv_state::finish_consumer(int r, unsigned id) noexcept {
+  pool.sweep().unwatch(*this);
   recv_next_op* c = consumer_;
   consumer_ = nullptr;
   c->buffer_id = id;
@@ -192,11 +202,13 @@ void multishot_recv_state::buffers_returned() noexcept {
 }
 
 void multishot_recv_state::consumer_done(recv_next_op& c) noexcept {
+  if (consumer_ == &c) pool.sweep().unwatch(*this);
   if (consumer_ == &c) consumer_ = nullptr;  // cancelled while waiting
 }
 
 void multishot_recv_state::detach() noexcept {
   consumer_ = nullptr;
+  pool.sweep().unwatch(*this);
   pool.forget(*this);
   if (!armed_) {
     delete this;

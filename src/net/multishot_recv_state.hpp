@@ -35,6 +35,12 @@ class multishot_recv_state : public op_base {
   void on_final() noexcept;
   void consumer_done(recv_next_op& c) noexcept;
 
+  /// A consumer waits and the request is in the kernel.
+  [[nodiscard]] bool waits_on_armed_request() const noexcept { return consumer_ != nullptr && armed_ && !orphaned_; }
+  /// The socket has something to report that the armed request never posted: cancel
+  /// the request; its end re-arms it for the waiting consumer.
+  void rearm_after_missed_wakeup() noexcept;
+
   buffer_pool_core& pool;
 
  private:
