@@ -13,9 +13,10 @@ missed_wakeup_sweep::missed_wakeup_sweep() noexcept {
   check_.self = this;
 }
 
+// O(1) both ways: each receiver remembers its slot (a wait per message must not scan).
 void missed_wakeup_sweep::watch(multishot_recv_state& r) {
-  for (const entry& e : watched_)
-    if (e.receiver == &r) return;
+  if (r.sweep_slot != multishot_recv_state::no_slot) return;
+  r.sweep_slot = watched_.size();
   watched_.push_back({&r, round_});
   if (!scheduled_) {
     check_.ctx = io_context::current();
@@ -24,17 +25,18 @@ void missed_wakeup_sweep::watch(multishot_recv_state& r) {
 }
 
 void missed_wakeup_sweep::unwatch(multishot_recv_state& r) noexcept {
-  for (entry& e : watched_)
-    if (e.receiver == &r) {
-      e = watched_.back();
-      watched_.pop_back();
-      return;
-    }
+  const std::size_t i = r.sweep_slot;
+  if (i == multishot_recv_state::no_slot) return;
+  r.sweep_slot = multishot_recv_state::no_slot;
+  watched_[i] = watched_.back();
+  watched_.pop_back();
+  if (i < watched_.size()) watched_[i].receiver->sweep_slot = i;
 }
 
 void missed_wakeup_sweep::stop() noexcept {
   if (scheduled_) check_.ctx->cancel_check(check_);
   scheduled_ = false;
+  for (const entry& e : watched_) e.receiver->sweep_slot = multishot_recv_state::no_slot;
   watched_.clear();
 }
 

@@ -42,6 +42,9 @@ class multishot_recv_state : public op_base {
   void rearm_after_missed_wakeup() noexcept;
 
   buffer_pool_core& pool;
+  /// Position in the pool's missed_wakeup_sweep list while watched.
+  static constexpr std::size_t no_slot = ~std::size_t{0};
+  std::size_t sweep_slot = no_slot;
 
  private:
   struct chunk {
