@@ -57,6 +57,19 @@ TEST(ChannelLifetime, DestroyedWhileItsLastWakeUpIsStillQueued) {
   }
 }
 
+// A receive with a deadline, waiting on an idle socket, stopped after a yield.
+task<std::error_code> recv_stopped_while_waiting(stream_socket& s, std::chrono::milliseconds deadline) {
+  std::stop_source src;
+  std::array<char, 16> buf{};
+  auto stopper = [](std::stop_source& src) -> task<void> {
+    co_await yield();
+    src.request_stop();
+  };
+  auto [got, unused] = co_await when_all(with_timeout(s.recv(buf), deadline).with_stop(src.get_token()), stopper(src));
+  (void)unused;
+  co_return got.error();
+}
+
 // A channel owned by its receiving task: a send reaches the waiting receiver, the loop
 // returns before running the wake-up (sync_wait ends as soon as its task does), and the
 // context's shutdown then cancels the receiver, whose frame (and channel) goes away
@@ -109,18 +122,7 @@ TEST(CoreGuaranteesUringPoll, CancelledPollWithDeadlineLeavesTheHeapWhicheverCqe
     }
     socket_pair p;
     for (int i = 0; i < 20; ++i) {
-      auto err = sync_wait(*ctx, [](stream_socket& s) -> task<std::error_code> {
-        std::stop_source src;
-        std::array<char, 16> buf{};
-        auto stopper = [](std::stop_source& src) -> task<void> {
-          co_await yield();
-          src.request_stop();
-        };
-        auto [got, unused] =
-            co_await when_all(with_timeout(s.recv(buf), 20ms).with_stop(src.get_token()), stopper(src));
-        (void)unused;
-        co_return got.error();
-      }(p.a));
+      auto err = sync_wait(*ctx, recv_stopped_while_waiting(p.a, 20ms));
       EXPECT_EQ(err, std::errc::operation_canceled);
     }
     auto slept = sync_wait(*ctx, []() -> task<result<void>> { co_return co_await sleep_for(40ms); }());
@@ -164,18 +166,7 @@ TEST_P(CoreGuarantees, ChannelSentToAndDestroyedInTheSameIteration) {
 TEST_P(CoreGuarantees, CancelledWaitWithDeadlineLeavesNothingBehind) {
   socket_pair p;
   for (int i = 0; i < 20; ++i) {
-    auto err = run([](stream_socket& s) -> task<std::error_code> {
-      std::stop_source src;
-      std::array<char, 16> buf{};
-      auto stopper = [](std::stop_source& src) -> task<void> {
-        co_await yield();
-        src.request_stop();
-      };
-      auto [got, unused] =
-          co_await when_all(with_timeout(s.recv(buf), 30ms).with_stop(src.get_token()), stopper(src));
-      (void)unused;
-      co_return got.error();
-    }(p.a));
+    auto err = run(recv_stopped_while_waiting(p.a, 30ms));
     EXPECT_EQ(err, std::errc::operation_canceled);
   }
   // Let every deadline pass while the loop runs other work.
