@@ -195,10 +195,7 @@ bool io_context::complete_event_later(detail::op_base& op, int res) noexcept {
 void io_context::cancel(detail::op_base& op) noexcept {
   op.cancel_requested = true;
   if (op.kind == detail::op_kind::event) {
-    if (take_event(op)) {
-      op.res = -ECANCELED;
-      schedule_completion(op);
-    }
+    complete_event_later(op, -ECANCELED);
     return;
   }
   backend_->cancel(op);

@@ -156,12 +156,16 @@ bool epoll_backend::watch(op_base& op) noexcept {
   return true;
 }
 
-void epoll_backend::cancel(op_base& op) noexcept {
+void epoll_backend::cancel(op_base& op) noexcept { fail(op, -ECANCELED); }
+
+// Takes a waiting operation out of its wait list and timer and completes it with `res`
+// later, from the ready queue.
+void epoll_backend::fail(op_base& op, int res) noexcept {
   if (op.state != op_state::in_flight) return;
   if (op.kind == op_kind::io) list_of(op).unlink(op);
   timers_.remove(op);
   --in_flight_;
-  op.res = -ECANCELED;
+  op.res = res;
   ctx_.schedule_completion(op);
 }
 
@@ -173,18 +177,10 @@ void epoll_backend::cancel_all() noexcept {
   while (!timers_.empty()) cancel(*timers_.top());
 }
 
-// Fails every operation waiting in `s` with `res` (their completions run later, from
-// the ready queue).
+// Fails every operation waiting in `s` with `res`.
 void epoll_backend::fail_waiters(fd_state& s, int res) noexcept {
-  for (wait_list* l : {&s.readers, &s.writers}) {
-    while (op_base* op = l->head) {
-      l->unlink(*op);
-      timers_.remove(*op);
-      --in_flight_;
-      op->res = res;
-      ctx_.schedule_completion(*op);
-    }
-  }
+  for (wait_list* l : {&s.readers, &s.writers})
+    while (op_base* op = l->head) fail(*op, res);
 }
 
 // The waiters of a slot whose fd was closed by ringio (its generation moved on) waited

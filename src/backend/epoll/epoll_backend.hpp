@@ -58,6 +58,7 @@ class epoll_backend final : public backend {
   };
 
   bool complete_now(op_base& op, int res) noexcept;
+  void fail(op_base& op, int res) noexcept;
   void fail_waiters(fd_state& s, int res) noexcept;
   bool drop_stale(std::size_t idx) noexcept;
   bool watch(op_base& op) noexcept;
