@@ -9,8 +9,10 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 #include "ringio/backend_kind.hpp"
+#include "ringio/detail/context_service.hpp"
 #include "ringio/task.hpp"
 
 namespace ringio {
@@ -142,6 +144,18 @@ class io_context {
   /// never delays shutdown; remove it with cancel_check before `op` goes away.
   void schedule_check(detail::op_base& op);
   void cancel_check(detail::op_base& op) noexcept;
+  /// The context's one instance of T (a detail::context_service constructible from
+  /// io_context&), created on first use (loop thread only). ~io_context destroys it
+  /// after the last task and before the backend, newest first.
+  template <class T>
+  T& service() {
+    static const char key = 0;
+    if (detail::context_service* s = find_service(&key)) return static_cast<T&>(*s);
+    auto fresh = std::make_unique<T>(*this);
+    T& ref = *fresh;
+    add_service(&key, std::move(fresh));
+    return ref;
+  }
   /// Pushes an item to be run on the loop's thread; safe from any thread.
   void post_remote(detail::remote_item& item) noexcept;
   /// The loop's internal state (backends use it; not part of the API).
@@ -161,6 +175,8 @@ class io_context {
   void drain_remote() noexcept;
   void wake_from(io_context* sender) noexcept;
   void shutdown() noexcept;
+  detail::context_service* find_service(const void* key) const noexcept;
+  void add_service(const void* key, std::unique_ptr<detail::context_service> s);
 
   backend_kind kind_;
   std::unique_ptr<detail::loop_state> state_;
@@ -174,6 +190,11 @@ class io_context {
   std::unique_ptr<detail::timer_heap> checks_;           // schedule_check callbacks
   void expire_events() noexcept;
   void run_checks() noexcept;
+  struct service_entry {
+    const void* key;
+    std::unique_ptr<detail::context_service> object;
+  };
+  std::vector<service_entry> services_;  // see service()
 };
 
 }  // namespace ringio

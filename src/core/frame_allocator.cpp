@@ -6,13 +6,22 @@
 namespace ringio::detail {
 namespace {
 
-// Classes: 64-byte steps up to 1 KiB, then powers of two up to 64 KiB.
+// Classes: 64-byte steps up to 1 KiB, 256-byte steps up to 4 KiB (where the frames of
+// connection handlers lie: rounding them to a power of two wasted up to half), then
+// powers of two up to 64 KiB.
 constexpr std::size_t small_step = 64;
 constexpr std::size_t small_limit = 1024;
+constexpr std::size_t medium_step = 256;
+constexpr std::size_t medium_limit = 4096;
 constexpr std::size_t large_limit = 64 * 1024;
-constexpr unsigned small_classes = small_limit / small_step;  // 16
-constexpr unsigned large_classes = 6;                         // 2K .. 64K
+constexpr unsigned small_classes = small_limit / small_step;                       // 16
+constexpr unsigned medium_classes = (medium_limit - small_limit) / medium_step;    // 12
+constexpr unsigned large_classes = 4;                                              // 8K .. 64K
+constexpr unsigned class_count = small_classes + medium_classes + large_classes;
 constexpr unsigned max_cached_per_class = 1024;
+// And at most this many bytes per class, so that large frames are not kept by the
+// thousand (1,024 frames of 64 KiB would be 64 MiB held for the life of the thread).
+constexpr std::size_t max_cached_bytes_per_class = 256 * 1024;
 
 struct free_block {
   free_block* next;
@@ -25,8 +34,13 @@ unsigned class_of(std::size_t n, std::size_t& rounded) {
     rounded = c * small_step;
     return c - 1;
   }
-  std::size_t size = 2048;
-  unsigned c = small_classes;
+  if (n <= medium_limit) {
+    unsigned c = static_cast<unsigned>((n - small_limit + medium_step - 1) / medium_step);
+    rounded = small_limit + c * medium_step;
+    return small_classes + c - 1;
+  }
+  std::size_t size = 2 * medium_limit;
+  unsigned c = small_classes + medium_classes;
   while (size < n) {
     size <<= 1;
     ++c;
@@ -36,15 +50,17 @@ unsigned class_of(std::size_t n, std::size_t& rounded) {
 }
 
 struct frame_cache {
-  free_block* head[small_classes + large_classes] = {};
-  unsigned count[small_classes + large_classes] = {};
-  ~frame_cache() {
-    for (free_block*& h : head) {
-      while (h != nullptr) {
-        free_block* next = h->next;
-        ::operator delete(h);
-        h = next;
+  free_block* head[class_count] = {};
+  unsigned count[class_count] = {};
+  ~frame_cache() { clear(); }
+  void clear() noexcept {
+    for (unsigned c = 0; c < class_count; ++c) {
+      while (head[c] != nullptr) {
+        free_block* next = head[c]->next;
+        ::operator delete(head[c]);
+        head[c] = next;
       }
+      count[c] = 0;
     }
   }
 };
@@ -78,7 +94,7 @@ void frame_deallocate(void* p, std::size_t n) noexcept {
   }
   std::size_t rounded = 0;
   unsigned c = class_of(n, rounded);
-  if (cache.count[c] >= max_cached_per_class) {
+  if (cache.count[c] >= max_cached_per_class || (cache.count[c] + 1) * rounded > max_cached_bytes_per_class) {
     ::operator delete(p);
     return;
   }
@@ -86,6 +102,10 @@ void frame_deallocate(void* p, std::size_t n) noexcept {
   b->next = cache.head[c];
   cache.head[c] = b;
   ++cache.count[c];
+}
+
+void frame_cache_trim() noexcept {
+  if (cache_enabled) cache.clear();
 }
 
 }  // namespace ringio::detail

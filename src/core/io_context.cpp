@@ -111,6 +111,19 @@ io_context::io_context(io_context_options opts)
 io_context::~io_context() {
   shutdown();
   while (state_->foreign_calls.load(std::memory_order_acquire) != 0) std::this_thread::yield();
+  // Services may still need the ring (a buffer pool unregisters its ring): newest first.
+  current_scope cs(this);
+  while (!services_.empty()) services_.pop_back();
+}
+
+detail::context_service* io_context::find_service(const void* key) const noexcept {
+  for (const service_entry& e : services_)
+    if (e.key == key) return e.object.get();
+  return nullptr;
+}
+
+void io_context::add_service(const void* key, std::unique_ptr<detail::context_service> s) {
+  services_.push_back({key, std::move(s)});
 }
 
 io_context* io_context::current() noexcept { return current_context; }

@@ -8,6 +8,8 @@
 #include <exception>
 
 #include "ringio/http/status.hpp"
+#include "ringio/io_context.hpp"
+#include "ringio/net/pooled_receive.hpp"
 #include "ringio/stop.hpp"
 #include "ringio/time/sleep.hpp"
 #include "ringio/time/timeout.hpp"
@@ -18,130 +20,177 @@ using clock = std::chrono::steady_clock;
 
 connection::connection(server_core& core, stream_socket s)
     : core_(core),
+      loop_(io_context::current()->service<loop_resources>()),
       sock_(std::move(s)),
-      in_(std::make_unique_for_overwrite<char[]>(initial_input)),
-      cap_(initial_input),
-      limit_(core.opts.max_header_bytes + core.opts.max_body_bytes + 16 * 1024),
-      parser_(core.opts.max_header_bytes) {}
+      limit_(core.opts.max_header_bytes + core.opts.max_body_bytes + 16 * 1024) {
+  loop_.connection_opened();
+  const server_options& o = core.opts;
+  const auto tick = std::clamp<std::chrono::milliseconds>(std::min(o.idle_timeout, o.send_timeout) / 4,
+                                                          std::chrono::milliseconds(10), std::chrono::seconds(1));
+  loop_.watch(*this, tick.count());
+}
+
+connection::~connection() {
+  loop_.unwatch(*this);
+  if (w_ != nullptr) loop_.release(w_);
+  loop_.connection_closed();
+}
+
+request_state& connection::work() {
+  if (w_ == nullptr) w_ = loop_.acquire(core_.opts.max_header_bytes);
+  return *w_;
+}
+
+void connection::put_work_back() noexcept {
+  if (w_ != nullptr && w_->start == w_->end && w_->out.empty()) loop_.release(std::exchange(w_, nullptr));
+}
 
 bool connection::make_room(std::size_t min_free) {
-  if (cap_ - end_ >= min_free) return true;
-  std::size_t used = end_ - start_;
-  if (start_ > 0 && cap_ - used >= min_free) {
+  if (w_->cap - w_->end >= min_free) return true;
+  std::size_t used = w_->end - w_->start;
+  if (w_->start > 0 && w_->cap - used >= min_free) {
     // Move the unparsed bytes to the front; views into them move along.
-    std::memmove(in_.get(), in_.get() + start_, used);
-    req_.rebase(in_.get() + start_, used, in_.get());
+    std::memmove(w_->in.get(), w_->in.get() + w_->start, used);
+    w_->req.rebase(w_->in.get() + w_->start, used, w_->in.get());
   } else {
     if (used + min_free > limit_) return false;
-    std::size_t cap = cap_ * 2;
+    std::size_t cap = w_->cap * 2;
     while (cap < used + min_free) cap *= 2;
     cap = std::min(cap, limit_);
     auto fresh = std::make_unique_for_overwrite<char[]>(cap);
-    std::memcpy(fresh.get(), in_.get() + start_, used);
-    req_.rebase(in_.get() + start_, used, fresh.get());
-    in_ = std::move(fresh);
-    cap_ = cap;
+    std::memcpy(fresh.get(), w_->in.get() + w_->start, used);
+    w_->req.rebase(w_->in.get() + w_->start, used, fresh.get());
+    w_->in = std::move(fresh);
+    w_->cap = cap;
   }
-  start_ = 0;
-  end_ = used;
+  w_->start = 0;
+  w_->end = used;
   return true;
 }
 
 void connection::consume(std::size_t n) noexcept {
-  start_ += n;
-  if (start_ == end_) start_ = end_ = 0;
+  w_->start += n;
+  if (w_->start == w_->end) w_->start = w_->end = 0;
 }
 
 // Timeouts of the hot path (waiting for a request, sending a response) are enforced
 // here rather than with a linked timeout per operation, which cost 12-15% of the
 // hello-world throughput on io_uring: run() counts progress, and a phase that makes
-// none for the timeout is cancelled. A timeout fires up to one tick late.
-task<void> connection::watchdog() {
+// none for the timeout is cancelled. The loop's sweep calls this every tick (one timer
+// for all the connections of a loop); a timeout fires up to one tick late.
+void connection::on_tick(std::chrono::milliseconds elapsed) noexcept {
   const server_options& o = core_.opts;
-  const auto tick = std::clamp<std::chrono::milliseconds>(std::min(o.idle_timeout, o.send_timeout) / 4,
-                                                          std::chrono::milliseconds(10), std::chrono::seconds(1));
-  std::uint32_t seen = progress_;
-  std::chrono::milliseconds stalled{0};
-  for (;;) {
-    auto slept = co_await sleep_for(tick);
-    if (!slept) co_return;  // the connection has ended
-    if (progress_ != seen) {
-      seen = progress_;
-      stalled = {};
-      continue;
-    }
-    stalled += tick;
-    if (phase_ == phase::idle && stalled >= o.idle_timeout) idle_.request_stop();
-    if (phase_ == phase::sending && stalled >= o.send_timeout) kill_.request_stop();
+  if (progress_ != seen_progress_) {
+    seen_progress_ = progress_;
+    stalled_ = {};
+    return;
   }
+  stalled_ += elapsed;
+  if (phase_ == phase::idle && stalled_ >= o.idle_timeout) idle_.request_stop();
+  if (phase_ == phase::sending && stalled_ >= o.send_timeout) kill_.request_stop();
 }
 
+void connection_tick(sweep_hook& h, std::chrono::milliseconds elapsed) noexcept {
+  static_cast<connection&>(h).on_tick(elapsed);
+}
+
+// Between requests the connection waits here with no buffer of its own: the kernel (or
+// the readiness backend) puts the first bytes into a buffer of the loop's pool, they are
+// copied into a borrowed request_state, and serve_requests() (whose frame is free while
+// the connection is idle) answers until everything received is answered. Arrivals are
+// served in order (the receive waits for readiness first, as recv_op::poll_first).
 task<void> connection::run() {
   // Waits for the next request obey idle_ (drain, idle timeout); sends obey kill_
   // (send timeout); both, and everything else, obey this task's own stop token.
   std::stop_token outer = co_await current_stop_token();
-  std::stop_callback<forward_stop> on_outer(outer, forward_stop{&idle_});
-  std::stop_callback<forward_stop> kill_on_outer(outer, forward_stop{&kill_});
+  std::stop_callback<forward_stop_both> on_outer(outer, forward_stop_both{&idle_, &kill_});
   std::stop_callback<forward_stop> on_drain(core_.drain_token(), forward_stop{&idle_});
+  for (;;) {
+    if (idle_.stop_requested()) co_return;
+    enter(phase::idle);
+    // One operation object in the frame (a .with_stop() temporary would be a second).
+    auto wait = receive_pooled(sock_, loop_.pool());
+    wait.set_stop_token(idle_.get_token());
+    auto chunk = co_await wait;
+    enter(phase::busy);
+    bool receive_first = false;
+    if (chunk) {
+      if (chunk->empty()) co_return;  // the client closed
+      request_state& w = work();
+      static_assert(loop_resources::pool_buffer_size <= request_state::initial_input);
+      std::memcpy(w.in.get(), chunk->data(), chunk->size());
+      w.end = chunk->size();
+      chunk->release();
+    } else if (chunk.error() == std::errc::no_buffer_space) {
+      work();  // every pool buffer was taken at once: receive into our own
+      receive_first = true;
+    } else {
+      co_return;
+    }
+    bool more = co_await serve_requests(receive_first);
+    if (!more) co_return;
+  }
+}
+
+task<bool> connection::serve_requests(bool receive_first) {
   const std::stop_token idle_token = idle_.get_token();
   const std::stop_token kill_token = kill_.get_token();
   const server_options& o = core_.opts;
   for (;;) {
-    req_.clear();
-    parser_.reset();
+    w_->req.clear();
+    w_->parser.reset();
     clock::time_point head_deadline{};
     parse_result head;
     for (;;) {
-      head = parser_.parse(pending(), req_);
+      head = w_->parser.parse(pending(), w_->req);
       if (head.state != parse_state::incomplete) break;
-      if (!out_.empty()) {  // answer every request parsed so far, in one write, before waiting
+      if (!w_->out.empty()) {  // answer every request parsed so far, in one write, before waiting
         enter(phase::sending);
-        const std::size_t size = out_.view().size();
-        auto sent = co_await sock_.send_all(out_.view()).with_stop(kill_token);
-        out_.clear();
-        if (!sent || *sent != size) co_return;  // a short count: stopped part-way
+        const std::size_t size = w_->out.view().size();
+        auto sent = co_await sock_.send_all(w_->out.view()).with_stop(kill_token);
+        w_->out.clear();
+        if (!sent || *sent != size) co_return false;  // a short count: stopped part-way
       }
-      bool idle = start_ == end_;
-      if (idle && idle_token.stop_requested()) co_return;
+      if (w_->start == w_->end && !receive_first) {  // everything received is answered
+        put_work_back();
+        co_return true;
+      }
       if (!make_room(min_receive)) {
         co_await fail(431);
-        co_return;
+        co_return false;
       }
       result<std::size_t> n;
-      if (idle) {
-        enter(phase::idle);
-        // Between requests: wait for readiness first, so that 1,000 keep-alive
-        // connections are answered in arrival order (see recv_op::poll_first).
-        n = co_await sock_.recv(free_space()).poll_first().with_stop(idle_token);
+      if (receive_first) {  // the data is there: no head deadline yet
+        receive_first = false;
+        n = co_await sock_.recv(free_space()).with_stop(idle_token);
       } else {
         if (head_deadline == clock::time_point{}) head_deadline = clock::now() + o.header_timeout;
         n = co_await with_deadline(sock_.recv(free_space()), head_deadline);
       }
-      enter(phase::busy);
       if (!n || *n == 0) {
-        if (!idle && !n && n.error() == std::errc::timed_out) co_await fail(408);
-        co_return;
+        if (!n && n.error() == std::errc::timed_out) co_await fail(408);
+        co_return false;
       }
-      end_ += *n;
+      w_->end += *n;
     }
     if (head.state == parse_state::error) {
       co_await fail(head.status);
-      co_return;
+      co_return false;
     }
 
     std::size_t request_size = head.size;
-    if (req_.chunked_ || req_.content_length_ > 0) {
+    if (w_->req.chunked_ || w_->req.content_length_ > 0) {
       int status = co_await read_body(head.size, request_size);
       if (status != 0) {
         if (status > 0) co_await fail(status);
-        co_return;
+        co_return false;
       }
     }
 
     response resp;
     bool threw = false;
     try {
-      resp = co_await core_.handle(req_);
+      resp = co_await core_.handle(w_->req);
     } catch (const std::exception& e) {
       threw = true;
       log_handler_error(e.what());
@@ -151,54 +200,54 @@ task<void> connection::run() {
     }
     if (threw) resp = response::borrowed(500, reason_phrase(500));
 
-    bool keep = req_.keep_alive_ && !resp.close_ && !idle_token.stop_requested();
+    bool keep = w_->req.keep_alive_ && !resp.close_ && !idle_token.stop_requested();
     bool written = write_fixed(resp, keep);
     if (!written) written = co_await write_special(resp, keep);
     consume(request_size);
-    if (!written) co_return;  // the client is gone, or a streamed body failed half way
+    if (!written) co_return false;  // the client is gone, or a streamed body failed half way
     if (!keep) {
       // Linger only if the client sent more than we read (pipelined after a close).
-      co_await close_gracefully(start_ != end_);
-      co_return;
+      co_await close_gracefully(w_->start != w_->end);
+      co_return false;
     }
-    if (out_.size() >= flush_threshold) {
+    if (w_->out.size() >= flush_threshold) {
       auto sent = co_await send_out();
-      if (!sent) co_return;
+      if (!sent) co_return false;
     }
   }
 }
 
 task<int> connection::read_body(std::size_t head_size, std::size_t& request_size) {
   const server_options& o = core_.opts;
-  if (req_.content_length_ > static_cast<std::int64_t>(o.max_body_bytes)) co_return 413;
+  if (w_->req.content_length_ > static_cast<std::int64_t>(o.max_body_bytes)) co_return 413;
   // RFC 9110 10.1.1: an HTTP/1.1 client waiting for 100 Continue gets it before we read.
-  if (req_.expect_continue_ && req_.version_minor_ == 1 && end_ - start_ == head_size) {
-    out_.append("HTTP/1.1 100 Continue\r\n\r\n");
+  if (w_->req.expect_continue_ && w_->req.version_minor_ == 1 && w_->end - w_->start == head_size) {
+    w_->out.append("HTTP/1.1 100 Continue\r\n\r\n");
     auto sent = co_await send_out();
     if (!sent) co_return -1;
   }
-  if (req_.chunked_) chunks_ = chunked_decoder(o.max_body_bytes, o.max_header_bytes);
-  const std::size_t length = static_cast<std::size_t>(std::max<std::int64_t>(req_.content_length_, 0));
+  if (w_->req.chunked_) w_->chunks = chunked_decoder(o.max_body_bytes, o.max_header_bytes);
+  const std::size_t length = static_cast<std::size_t>(std::max<std::int64_t>(w_->req.content_length_, 0));
   for (;;) {
-    if (req_.chunked_) {
-      auto st = chunks_.decode(in_.get() + start_ + head_size, end_ - start_ - head_size);
-      if (st == chunked_decoder::status::error) co_return chunks_.error_status();
+    if (w_->req.chunked_) {
+      auto st = w_->chunks.decode(w_->in.get() + w_->start + head_size, w_->end - w_->start - head_size);
+      if (st == chunked_decoder::status::error) co_return w_->chunks.error_status();
       if (st == chunked_decoder::status::done) {
-        req_.body_ = {in_.get() + start_ + head_size, chunks_.body_size()};
-        request_size = head_size + chunks_.consumed();
+        w_->req.body_ = {w_->in.get() + w_->start + head_size, w_->chunks.body_size()};
+        request_size = head_size + w_->chunks.consumed();
         co_return 0;
       }
-    } else if (end_ - start_ >= head_size + length) {
-      req_.body_ = {in_.get() + start_ + head_size, length};
+    } else if (w_->end - w_->start >= head_size + length) {
+      w_->req.body_ = {w_->in.get() + w_->start + head_size, length};
       request_size = head_size + length;
       co_return 0;
     }
-    std::size_t missing = req_.chunked_ ? min_receive : head_size + length - (end_ - start_);
+    std::size_t missing = w_->req.chunked_ ? min_receive : head_size + length - (w_->end - w_->start);
     if (!make_room(std::max(missing, min_receive)) && !make_room(missing)) co_return 413;
     auto n = co_await with_timeout(sock_.recv(free_space()), o.idle_timeout);
     if (!n) co_return n.error() == std::errc::timed_out ? 408 : -1;
     if (*n == 0) co_return -1;
-    end_ += *n;
+    w_->end += *n;
   }
 }
 

@@ -1,5 +1,7 @@
 // connection — one client connection: read, parse, call the handler, write; again
-// while keep-alive allows. Buffers are per connection and reused by every request.
+// while keep-alive allows. Between requests it holds no buffer: it waits with a
+// receive into its loop's shared pool, and borrows a request_state (buffers, parsed
+// request) from the loop only while a request is in progress.
 #pragma once
 
 #include <chrono>
@@ -9,10 +11,8 @@
 #include <stop_token>
 #include <string_view>
 
-#include "output_buffer.hpp"
-#include "ringio/http/chunked_decoder.hpp"
-#include "ringio/http/request.hpp"
-#include "ringio/http/request_parser.hpp"
+#include "loop_resources.hpp"
+#include "request_state.hpp"
 #include "ringio/http/response.hpp"
 #include "ringio/net/stream_socket.hpp"
 #include "ringio/task.hpp"
@@ -26,21 +26,31 @@ struct forward_stop {
   void operator()() const noexcept { target->request_stop(); }
 };
 
-class connection {
+/// Stops both targets (the task's own stop ends waits and sends alike).
+struct forward_stop_both {
+  std::stop_source* first;
+  std::stop_source* second;
+  void operator()() const noexcept {
+    first->request_stop();
+    second->request_stop();
+  }
+};
+
+class connection : public sweep_hook {
  public:
   connection(server_core& core, stream_socket s);
+  ~connection();
   connection(const connection&) = delete;
   connection& operator=(const connection&) = delete;
 
   /// Serves requests until the connection ends.
   task<void> run();
-  /// Enforces the idle and send timeouts of run() (run it beside it; stop it after).
-  task<void> watchdog();
+  /// Enforces the idle and send timeouts of run(); called by the loop's sweep.
+  void on_tick(std::chrono::milliseconds elapsed) noexcept;
   /// Answers 503 (connection limit) and closes.
   task<void> refuse();
 
  private:
-  static constexpr std::size_t initial_input = 4096;
   static constexpr std::size_t min_receive = 1024;
   static constexpr std::size_t flush_threshold = 64 * 1024;  // gathered pipelined responses
   static constexpr std::size_t inline_body = 64 * 1024;      // larger fixed bodies go out directly
@@ -56,10 +66,17 @@ class connection {
     ++progress_;
   }
 
-  [[nodiscard]] std::string_view pending() const noexcept { return {in_.get() + start_, end_ - start_}; }
-  [[nodiscard]] mutable_buffer free_space() const noexcept { return {in_.get() + end_, cap_ - end_}; }
+  [[nodiscard]] std::string_view pending() const noexcept { return {w_->in.get() + w_->start, w_->end - w_->start}; }
+  [[nodiscard]] mutable_buffer free_space() const noexcept { return {w_->in.get() + w_->end, w_->cap - w_->end}; }
   bool make_room(std::size_t min_free);
   void consume(std::size_t n) noexcept;
+  /// The request_state, borrowed from the loop if the connection holds none.
+  request_state& work();
+  /// Everything received is answered and sent: give the request_state back.
+  void put_work_back() noexcept;
+  /// Answers what was received (and what follows it) until everything received is
+  /// answered (true: wait for the next request) or the connection ends (false).
+  task<bool> serve_requests(bool receive_first);
 
   task<int> read_body(std::size_t head_size, std::size_t& request_size);
   void write_head(const response& r, framing f, std::uint64_t length, bool keep);
@@ -72,18 +89,15 @@ class connection {
   void log_handler_error(std::string_view what);
 
   server_core& core_;
+  loop_resources& loop_;
   stream_socket sock_;
-  std::unique_ptr<char[]> in_;
-  std::size_t cap_;
-  std::size_t limit_;  // the receive buffer never grows beyond this
-  std::size_t start_ = 0, end_ = 0;
-  output_buffer out_;
-  request req_;
-  request_parser parser_;
-  chunked_decoder chunks_;
+  request_state* w_ = nullptr;  // while a request is in progress
+  std::size_t limit_;           // the receive buffer never grows beyond this
   std::stop_source idle_;  // stops waits for a next request: drain, idle timeout, our own stop
   std::stop_source kill_;  // stops sends: send timeout, our own stop
   std::uint32_t progress_ = 0;
+  std::uint32_t seen_progress_ = 0;  // as of the last tick
+  std::chrono::milliseconds stalled_{0};
   phase phase_ = phase::busy;
 };
 

@@ -22,56 +22,56 @@ using clock = std::chrono::steady_clock;
 void connection::write_head(const response& r, framing f, std::uint64_t length, bool keep) {
   char status[3] = {static_cast<char>('0' + r.status_ / 100 % 10), static_cast<char>('0' + r.status_ / 10 % 10),
                     static_cast<char>('0' + r.status_ % 10)};
-  out_.append("HTTP/1.1 ");
-  out_.append({status, 3});
-  out_.append(" ");
-  out_.append(reason_phrase(r.status_));
+  w_->out.append("HTTP/1.1 ");
+  w_->out.append({status, 3});
+  w_->out.append(" ");
+  w_->out.append(reason_phrase(r.status_));
   if (!r.content_type_.empty() && f != framing::none) {
-    out_.append("\r\nContent-Type: ");
-    out_.append(r.content_type_);
+    w_->out.append("\r\nContent-Type: ");
+    w_->out.append(r.content_type_);
   }
   if (f == framing::length) {
-    out_.append("\r\nContent-Length: ");
-    out_.append_decimal(length);
+    w_->out.append("\r\nContent-Length: ");
+    w_->out.append_decimal(length);
   } else if (f == framing::chunked) {
-    out_.append("\r\nTransfer-Encoding: chunked");
+    w_->out.append("\r\nTransfer-Encoding: chunked");
   }
-  out_.append("\r\nDate: ");
-  out_.append(current_http_date());
-  if (!keep) out_.append("\r\nConnection: close");
-  else if (req_.version_minor_ == 0) out_.append("\r\nConnection: keep-alive");
-  out_.append("\r\n");
-  out_.append(r.fields_);
-  out_.append("\r\n");
+  w_->out.append("\r\nDate: ");
+  w_->out.append(current_http_date());
+  if (!keep) w_->out.append("\r\nConnection: close");
+  else if (w_->req.version_minor_ == 0) w_->out.append("\r\nConnection: keep-alive");
+  w_->out.append("\r\n");
+  w_->out.append(r.fields_);
+  w_->out.append("\r\n");
 }
 
-// Fixed bodies small enough to copy: formatted into out_, sent with the next write.
+// Fixed bodies small enough to copy: formatted into w_->out, sent with the next write.
 bool connection::write_fixed(const response& r, bool keep) {
   bool no_body = status_has_no_body(r.status_);
-  bool head_only = no_body || req_.method_ == method::head;
+  bool head_only = no_body || w_->req.method_ == method::head;
   if (r.is_stream() || (r.is_file() && !head_only)) return false;
   std::string_view body = r.body();
   if (body.size() > inline_body && !head_only) return false;
   std::uint64_t length = body.size();
   if (const auto* f = std::get_if<file_body>(&r.body_)) length = f->length;
   write_head(r, no_body ? framing::none : framing::length, length, keep);
-  if (!head_only) out_.append(body);
+  if (!head_only) w_->out.append(body);
   return true;
 }
 
 task<bool> connection::write_special(response& r, bool& keep) {
-  const bool head_only = req_.method_ == method::head;
+  const bool head_only = w_->req.method_ == method::head;
   if (auto* f = std::get_if<file_body>(&r.body_)) {
     write_head(r, framing::length, f->length, keep);
     auto ok = co_await send_file(*f);
     co_return ok;
   }
   if (auto* fn = std::get_if<body_stream>(&r.body_)) {
-    const bool chunked = req_.version_minor_ == 1;
+    const bool chunked = w_->req.version_minor_ == 1;
     if (!chunked) keep = false;  // HTTP/1.0: the end of the connection ends the body
     write_head(r, chunked ? framing::chunked : framing::until_close, 0, keep);
     if (head_only || status_has_no_body(r.status_)) co_return true;
-    body_writer writer(sock_, out_, core_.opts.send_timeout, chunked);
+    body_writer writer(sock_, w_->out, core_.opts.send_timeout, chunked);
     bool threw = false;
     try {
       co_await (*fn)(writer);
@@ -97,13 +97,13 @@ task<bool> connection::send_file(file_body& f) {
   std::uint64_t offset = f.offset, left = f.length;
   while (left > 0) {
     std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(left, file_chunk));
-    char* at = out_.reserve(want);
+    char* at = w_->out.reserve(want);
     auto n = co_await ::ringio::detail::read_at_op(f.fd.get(), mutable_buffer(at, want), offset);
     if (!n || *n == 0) co_return false;  // the file shrank: the promised length cannot be kept
-    out_.commit(*n);
+    w_->out.commit(*n);
     offset += *n;
     left -= *n;
-    if (out_.size() >= file_chunk) {
+    if (w_->out.size() >= file_chunk) {
       auto sent = co_await send_out();
       if (!sent) co_return false;
     }
@@ -113,16 +113,17 @@ task<bool> connection::send_file(file_body& f) {
 
 task<bool> connection::send_out() {
   enter(phase::sending);
-  const std::size_t size = out_.view().size();
-  auto sent = co_await sock_.send_all(out_.view()).with_stop(kill_.get_token());
+  const std::size_t size = w_->out.view().size();
+  auto sent = co_await sock_.send_all(w_->out.view()).with_stop(kill_.get_token());
   enter(phase::busy);
-  out_.clear();
+  w_->out.clear();
   co_return sent && *sent == size;
 }
 
 task<void> connection::fail(int status) {
+  work();
   write_head(response::borrowed(status, reason_phrase(status)), framing::length, reason_phrase(status).size(), false);
-  out_.append(reason_phrase(status));
+  w_->out.append(reason_phrase(status));
   co_await close_gracefully(true);
 }
 
@@ -139,7 +140,7 @@ task<void> connection::refuse() {
 // still sends (the rest of a refused body) for a moment: closing with unread input
 // would reset the connection, and the client could lose the response.
 task<void> connection::close_gracefully(bool linger) {
-  if (!out_.empty()) {
+  if (!w_->out.empty()) {
     auto sent = co_await send_out();
     if (!sent) co_return;
   }
@@ -150,7 +151,7 @@ task<void> connection::close_gracefully(bool linger) {
   auto deadline = clock::now() + linger_time;
   std::size_t discarded = 0;
   while (discarded < linger_bytes) {
-    auto n = co_await with_deadline(sock_.recv({in_.get(), cap_}), deadline);
+    auto n = co_await with_deadline(sock_.recv({w_->in.get(), w_->cap}), deadline);
     if (!n || *n == 0) break;
     discarded += *n;
   }
@@ -158,7 +159,7 @@ task<void> connection::close_gracefully(bool linger) {
 
 void connection::log_handler_error(std::string_view what) {
   std::string line = "http: handler for ";
-  line.append(req_.method_name_).append(" ").append(req_.target_.substr(0, 200)).append(" failed: ").append(what);
+  line.append(w_->req.method_name_).append(" ").append(w_->req.target_.substr(0, 200)).append(" failed: ").append(what);
   core_.log_limited(core_.last_error_log, line);
 }
 

@@ -74,17 +74,7 @@ task<void> server::serve_connection(stream_socket s) {
     co_return;
   }
   detail::admission held(core);
-  scope watch;
-  watch.spawn(conn.watchdog());
-  std::exception_ptr failure;
-  try {
-    co_await conn.run();
-  } catch (...) {
-    failure = std::current_exception();
-  }
-  watch.request_stop();
-  co_await watch.join();
-  if (failure) std::rethrow_exception(failure);
+  co_await conn.run();
 }
 
 task<void> server::serve(stream_listener& listener, std::stop_token stop) {

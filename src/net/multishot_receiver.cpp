@@ -37,42 +37,6 @@ void next_complete(op_base& b) noexcept {
 const op_vtable recv_next_vtable = {.prepare = nullptr, .attempt = nullptr, .on_cqe = nullptr, .step = nullptr,
                                     .complete = next_complete};
 
-namespace {
-
-// Completion backend without a buffer ring: the buffer was taken before the start.
-void pooled_prepare(op_base& b, io_uring_sqe& sqe) noexcept {
-  auto& op = static_cast<pooled_recv_op&>(b);
-  io_uring_prep_recv(&sqe, op.fd, op.core->address(static_cast<unsigned>(op.id)), op.core->size(), 0);
-}
-
-// Readiness: take a buffer only for data that is there.
-int pooled_attempt(op_base& b) noexcept {
-  auto& op = static_cast<pooled_recv_op&>(b);
-  // A cancelled next() reads nothing, even when readiness won the race against the
-  // cancel (uring-poll): the data stays in the socket for the next call, instead of
-  // being delivered to a caller that may no longer want it (when_any drops a loser).
-  if (op.cancel_requested) return -ECANCELED;
-  if (op.id < 0) {
-    op.id = op.core->take_free();
-    if (op.id < 0) return -ENOBUFS;
-  }
-  const auto id = static_cast<unsigned>(op.id);
-  ssize_t r = ::recv(op.fd, op.core->address(id), op.core->size(), MSG_DONTWAIT);
-  if (r <= 0) {
-    int err = r < 0 ? -errno : 0;
-    op.core->give_back(id);
-    op.id = -1;
-    return err;
-  }
-  op.drained = static_cast<std::size_t>(r) < op.core->size();
-  return static_cast<int>(r);
-}
-
-}  // namespace
-
-const op_vtable pooled_recv_vtable = {.prepare = pooled_prepare, .attempt = pooled_attempt, .on_cqe = nullptr,
-                                      .step = nullptr, .complete = resume_waiter};
-
 multishot_recv_state::multishot_recv_state(buffer_pool_core& p, int socket_fd) noexcept
     : op_base(&multishot_recv_vtable), pool(p) {
   fd = socket_fd;

@@ -10,5 +10,7 @@ namespace ringio::detail {
 
 void* frame_allocate(std::size_t n);
 void frame_deallocate(void* p, std::size_t n) noexcept;
+/// Frees every frame the calling thread's cache holds (after a load spike).
+void frame_cache_trim() noexcept;
 
 }  // namespace ringio::detail

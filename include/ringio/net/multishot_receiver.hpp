@@ -6,6 +6,7 @@
 
 #include "ringio/detail/io_operation.hpp"
 #include "ringio/net/buffer_pool.hpp"
+#include "ringio/net/pooled_receive.hpp"
 #include "ringio/net/stream_socket.hpp"
 
 namespace ringio {
@@ -13,20 +14,6 @@ namespace detail {
 
 class multishot_recv_state;
 extern const op_vtable recv_next_vtable;
-extern const op_vtable pooled_recv_vtable;
-
-/// One recv into a free buffer of a pool (the fallback without a kernel buffer ring).
-/// On the readiness backends the buffer is taken only when data is there, so a
-/// connection that waits holds none.
-class pooled_recv_op : public io_operation<pooled_recv_op> {
- public:
-  pooled_recv_op(buffer_pool_core* c, int fd_) noexcept : io_operation(&pooled_recv_vtable), core(c) {
-    fd = fd_;
-    want = interest::readable;
-  }
-  buffer_pool_core* core;
-  int id = -1;  ///< the buffer holding the data (-1: none)
-};
 
 /// The next chunk of a multishot_receiver: a pooled_buffer (empty at end of stream).
 class recv_next_op : public io_operation<recv_next_op> {
