@@ -11,6 +11,7 @@
 #include "ringio/net/multishot_acceptor.hpp"
 #include "ringio/net/multishot_receiver.hpp"
 #include "ringio/net/pooled_receive.hpp"
+#include "ringio/net/send_file.hpp"
 #include "ringio/net/socket_address.hpp"
 #include "ringio/net/stream_listener.hpp"
 #include "ringio/net/stream_socket.hpp"

@@ -55,6 +55,9 @@ class connection : public sweep_hook {
   static constexpr std::size_t flush_threshold = 64 * 1024;  // gathered pipelined responses
   static constexpr std::size_t inline_body = 64 * 1024;      // larger fixed bodies go out directly
   static constexpr std::size_t file_chunk = 64 * 1024;
+  // Files up to this size are read into the send buffer and leave with the head in one
+  // send; larger ones go by sendfile(2) (no buffer held while the client reads).
+  static constexpr std::uint64_t read_through_limit = 16 * 1024;
   static constexpr auto linger_time = std::chrono::seconds(2);
   static constexpr std::size_t linger_bytes = 1 << 20;
 

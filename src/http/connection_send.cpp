@@ -12,6 +12,7 @@
 #include "ringio/fs/file.hpp"
 #include "ringio/http/body_writer.hpp"
 #include "ringio/http/status.hpp"
+#include "ringio/net/send_file.hpp"
 #include "ringio/stop.hpp"
 #include "ringio/time/timeout.hpp"
 
@@ -94,6 +95,17 @@ task<bool> connection::write_special(response& r, bool& keep) {
 }
 
 task<bool> connection::send_file(file_body& f) {
+  if (f.length > read_through_limit) {
+    // In the kernel: no buffer of ours, however slowly the client reads.
+    auto head = co_await send_out();
+    if (!head) co_return false;
+    enter(phase::sending);
+    auto op = ::ringio::send_file(sock_, f.fd.get(), f.offset, f.length);
+    op.set_stop_token(kill_.get_token());
+    auto sent = co_await op;
+    enter(phase::busy);
+    co_return sent && *sent == f.length;  // a short count: the file shrank or the client left
+  }
   std::uint64_t offset = f.offset, left = f.length;
   while (left > 0) {
     std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(left, file_chunk));
