@@ -34,15 +34,21 @@ void ignore_sigpipe_once() noexcept {
 // One sendfile: bytes sent (> 0), 0 at the end of the file, or -errno.
 int send_some(send_file_op& op) noexcept {
   ignore_sigpipe_once();
+  if (!op.checked_blocking) {  // sendfile has no MSG_DONTWAIT: the socket must not block
+    op.checked_blocking = true;
+    int flags = ::fcntl(op.fd, F_GETFL);
+    if (flags >= 0 && (flags & O_NONBLOCK) == 0 && ::fcntl(op.fd, F_SETFL, flags | O_NONBLOCK) == 0)
+      op.made_nonblocking = true;
+  }
   auto off = static_cast<off_t>(op.offset + op.done);
   const std::size_t n = static_cast<std::size_t>(std::min(op.count - op.done, max_chunk));
   ssize_t r = ::sendfile(op.fd, op.file_fd, &off, n);
   return r >= 0 ? static_cast<int>(r) : -errno;
 }
 
-void set_nonblocking(int fd, bool on) noexcept {
+void restore_blocking(int fd) noexcept {
   int flags = ::fcntl(fd, F_GETFL);
-  if (flags >= 0) ::fcntl(fd, F_SETFL, on ? (flags | O_NONBLOCK) : (flags & ~O_NONBLOCK));
+  if (flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
 }
 
 // io_uring: wait until writable (the request is a poll).
@@ -58,10 +64,6 @@ bool send_file_step(op_base& b) noexcept {
   for (;;) {
     int r = op.res;
     if (uring && r >= 0) {  // a poll result: writable (or an error condition sendfile reports)
-      if (!op.made_nonblocking) {
-        set_nonblocking(op.fd, true);
-        op.made_nonblocking = true;
-      }
       r = send_some(op);
     }
     if (r > 0) {
@@ -81,7 +83,7 @@ bool send_file_step(op_base& b) noexcept {
     } else {
       op.res = r;  // 0: the file ended before count bytes (a short count)
     }
-    if (op.made_nonblocking) set_nonblocking(op.fd, false);
+    if (op.made_nonblocking) restore_blocking(op.fd);
     op.made_nonblocking = false;
     return false;
   }

@@ -31,7 +31,8 @@ class send_file_op : public io_operation<send_file_op> {
   std::uint64_t offset;
   std::uint64_t count;
   std::uint64_t done = 0;
-  bool made_nonblocking = false;
+  bool checked_blocking = false;
+  bool made_nonblocking = false;  // and made blocking again at the end
 };
 
 }  // namespace detail
@@ -40,9 +41,9 @@ class send_file_op : public io_operation<send_file_op> {
 /// Result: the bytes sent, like send_all (a short count when stopped, timed out, the
 /// file ended early or an error came after some bytes; the error when none were sent).
 /// Obeys stop tokens and with_timeout. While it runs no other send may be in flight on
-/// the socket; on io_uring the socket is non-blocking for its duration (sendfile has
-/// no flag for that; io_uring's recv and send are not affected), and each wait for
-/// writability is a poll request. sendfile(2) cannot suppress SIGPIPE: the first
+/// the socket. A blocking socket (as io_uring's are) is made non-blocking for its
+/// duration, since sendfile has no flag for that (io_uring's recv and send are not
+/// affected); on io_uring each wait for writability is a poll request. sendfile(2) cannot suppress SIGPIPE: the first
 /// send_file sets SIGPIPE to SIG_IGN if its action is still the default (a peer gone
 /// is then the error broken_pipe, as for every other send).
 [[nodiscard]] inline detail::send_file_op send_file(stream_socket& socket, int file_fd, std::uint64_t offset,
