@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <stdexcept>
 #include <string>
 #include <system_error>
@@ -16,6 +17,7 @@
 #include "file_path.hpp"
 #include "http_date.hpp"
 #include "mime_types.hpp"
+#include "preconditions.hpp"
 #include "ringio/http/status.hpp"
 
 namespace ringio::http {
@@ -54,24 +56,15 @@ std::string etag_of(const struct stat& st) {
   return std::string(buf, static_cast<std::size_t>(n));
 }
 
-// If-None-Match: "*" or a list of entity tags, compared weakly (W/ ignored).
-bool none_match_hits(std::string_view list, std::string_view etag) {
-  bool hit = false;
-  for_each_list_element(list, [&](std::string_view tag) {
-    if (tag == "*") hit = true;
-    if (tag.starts_with("W/")) tag.remove_prefix(2);
-    if (tag == etag) hit = true;
-  });
-  return hit;
-}
-
-// If-Range: the range applies only if the validator still matches, strongly.
-bool if_range_holds(std::string_view value, std::string_view etag, std::string_view last_modified) {
+// If-Range: the range applies only if the validator still matches, strongly: the
+// entity tag, or the modification time given in any HTTP-date form.
+bool if_range_holds(std::string_view value, std::string_view etag, std::time_t modified) {
   value = trim_ows(value);
   if (value.empty()) return true;
   if (value.starts_with("W/")) return false;
   if (value.starts_with("\"")) return value == etag;
-  return value == last_modified;
+  auto date = parse_http_date(value);
+  return date && *date == modified;
 }
 
 response serve(const static_root& root, request& r) {
@@ -124,25 +117,21 @@ response serve(const static_root& root, request& r) {
     if (!root.opts.cache_control.empty()) res.set_header("Cache-Control", root.opts.cache_control);
   };
 
-  // RFC 9110 13.2.2: If-None-Match first; If-Modified-Since only without it.
-  std::string_view inm = r.header("If-None-Match");
-  bool not_modified = false;
-  if (!inm.empty()) {
-    not_modified = none_match_hits(inm, etag);
-  } else if (auto ims = parse_http_date(r.header("If-Modified-Since"))) {
-    not_modified = st.st_mtim.tv_sec <= *ims;
-  }
-  if (not_modified) {
-    response res(304);
-    validators(res);
-    return res;
+  switch (check_preconditions(r, etag, st.st_mtim.tv_sec)) {
+    case 412: return page(412);
+    case 304: {
+      response res(304);
+      validators(res);
+      return res;
+    }
+    default: break;
   }
 
   auto size = static_cast<std::uint64_t>(st.st_size);
   byte_range range{0, size == 0 ? 0 : size - 1};
   int status = 200;
   std::string_view range_field = r.header("Range");
-  if (!range_field.empty() && if_range_holds(r.header("If-Range"), etag, lm)) {
+  if (!range_field.empty() && if_range_holds(r.header("If-Range"), etag, st.st_mtim.tv_sec)) {
     switch (parse_range(range_field, size, range)) {
       case range_kind::satisfiable: status = 206; break;
       case range_kind::unsatisfiable: {

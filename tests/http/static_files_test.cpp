@@ -3,12 +3,15 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
 
 #include "http/http_client.hpp"
 #include "http/server_fixture.hpp"
+#include "http_date.hpp"
 #include "ringio/http/static_files.hpp"
 
 using namespace ringio_test;
@@ -114,6 +117,72 @@ TEST_P(HttpStaticFiles, ValidatorsGive304) {
   EXPECT_EQ(get("/style.css", "If-Modified-Since: Sat, 01 Jan 2000 00:00:00 GMT\r\n")->status, 200);
   EXPECT_EQ(get("/style.css", "If-None-Match: \"other\"\r\nIf-Modified-Since: " + modified + "\r\n")->status, 200)
       << "If-None-Match takes precedence";
+}
+
+// The same instant in the two obsolete HTTP-date forms (RFC 9110 5.6.7), from an IMF-fixdate.
+std::string rfc850_from(const std::string& imf) {
+  static const std::pair<std::string, std::string> names[] = {{"Sun", "Sunday"},   {"Mon", "Monday"}, {"Tue", "Tuesday"},
+                                                              {"Wed", "Wednesday"}, {"Thu", "Thursday"},
+                                                              {"Fri", "Friday"},    {"Sat", "Saturday"}};
+  std::string day;
+  for (const auto& [abbr, full] : names)
+    if (imf.compare(0, 3, abbr) == 0) day = full;
+  return day + ", " + imf.substr(5, 2) + "-" + imf.substr(8, 3) + "-" + imf.substr(14, 2) + " " + imf.substr(17, 8) +
+         " GMT";
+}
+std::string asctime_from(const std::string& imf) {
+  std::string mday = imf[5] == '0' ? " " + imf.substr(6, 1) : imf.substr(5, 2);
+  return imf.substr(0, 3) + " " + imf.substr(8, 3) + " " + mday + " " + imf.substr(17, 8) + " " + imf.substr(12, 4);
+}
+
+TEST(HttpDate, ParsesEveryFormAndPlacesTwoDigitYears) {
+  using ringio::http::detail::parse_http_date;
+  const std::time_t now = 1780272000;  // 2026-06-01 00:00:00 UTC
+  const std::time_t t = 784111777;     // 1994-11-06 08:49:37 UTC
+  EXPECT_EQ(parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT", now), t);
+  EXPECT_EQ(parse_http_date("Sunday, 06-Nov-94 08:49:37 GMT", now), t);
+  EXPECT_EQ(parse_http_date("Sun Nov  6 08:49:37 1994", now), t);
+  EXPECT_EQ(parse_http_date("Sun Nov 06 08:49:37 1994", now), t);
+  // Up to 50 years ahead of `now` stays in this century; a second later is the last one.
+  EXPECT_EQ(parse_http_date("Monday, 01-Jun-76 00:00:00 GMT", now), std::time_t{3358195200});
+  EXPECT_EQ(parse_http_date("Tuesday, 01-Jun-76 00:00:01 GMT", now), std::time_t{202435201});
+  EXPECT_EQ(parse_http_date("Friday, 01-Jan-99 00:00:00 GMT", now), std::time_t{915148800});
+  for (const char* bad : {"", "Sun, 06 Nov 1994 08:49:37 UTC", "Sun, 06 Nov 1994 24:00:00 GMT", "Sun, 6 Nov 1994 08:49:37 GMT",
+                          "Xyz, 06 Nov 1994 08:49:37 GMT", "Sunday, 06-Nov-1994 08:49:37 GMT", "Funday, 06-Nov-94 08:49:37 GMT",
+                          "Sunday, 06-Foo-94 08:49:37 GMT", "Sun Nov  6 08:49:37 94", "Sun Nov 6 08:49:37 1994 ",
+                          "Sun Nov  6 08-49-37 1994"})
+    EXPECT_FALSE(parse_http_date(bad, now)) << bad;
+}
+
+TEST_P(HttpStaticFiles, ConditionalDatesInEveryHttpDateFormat) {
+  std::string modified = get("/style.css")->header("Last-Modified");
+  ASSERT_EQ(modified.size(), 29u);
+  for (const std::string& same : {modified, rfc850_from(modified), asctime_from(modified)}) {
+    SCOPED_TRACE(same);
+    EXPECT_EQ(get("/style.css", "If-Modified-Since: " + same + "\r\n")->status, 304);
+    EXPECT_EQ(get("/style.css", "If-Unmodified-Since: " + same + "\r\n")->status, 200);
+  }
+  // A two-digit year more than 50 years ahead is in the past century: 99 is 1999, 70 is 2070.
+  for (const char* past : {"Fri, 01 Jan 1999 00:00:00 GMT", "Friday, 01-Jan-99 00:00:00 GMT", "Fri Jan  1 00:00:00 1999"}) {
+    SCOPED_TRACE(past);
+    EXPECT_EQ(get("/style.css", std::string("If-Modified-Since: ") + past + "\r\n")->status, 200);
+    EXPECT_EQ(get("/style.css", std::string("If-Unmodified-Since: ") + past + "\r\n")->status, 412);
+  }
+  EXPECT_EQ(get("/style.css", "If-Unmodified-Since: Wednesday, 01-Jan-70 00:00:00 GMT\r\n")->status, 200);
+  EXPECT_EQ(get("/style.css", "If-Modified-Since: Wednesday, 01-Jan-70 00:00:00 GMT\r\n")->status, 304);
+  EXPECT_EQ(get("/style.css", "If-Unmodified-Since: yesterday\r\n")->status, 200) << "an invalid date is ignored";
+}
+
+TEST_P(HttpStaticFiles, IfMatchAndItsPrecedence) {
+  auto r = get("/style.css");
+  std::string etag = r->header("ETag"), modified = r->header("Last-Modified");
+  EXPECT_EQ(get("/style.css", "If-Match: \"other\"\r\n")->status, 412);
+  EXPECT_EQ(get("/style.css", "If-Match: \"other\", " + etag + "\r\n")->status, 200);
+  EXPECT_EQ(get("/style.css", "If-Match: *\r\n")->status, 200);
+  EXPECT_EQ(get("/style.css", "If-Match: W/" + etag + "\r\n")->status, 412) << "If-Match compares strongly";
+  EXPECT_EQ(get("/style.css", "If-Match: " + etag + "\r\nIf-Unmodified-Since: Fri, 01 Jan 1999 00:00:00 GMT\r\n")->status,
+            200)
+      << "If-Unmodified-Since is ignored when If-Match is present";
 }
 
 TEST_P(HttpStaticFiles, ByteRanges) {
