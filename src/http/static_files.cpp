@@ -83,6 +83,7 @@ response serve(const static_root& root, request& r) {
   ringio::detail::fd_handle file(fd);
   struct stat st {};
   if (::fstat(fd, &st) != 0) return page(500);
+  if (!S_ISDIR(st.st_mode) && names_directory(encoded)) return page(404);  // "a.txt/": a.txt is no directory
   std::string_view name(rel, len);
   if (S_ISDIR(st.st_mode)) {
     if (!r.path().ends_with('/')) {  // relative links in the index resolve against the directory

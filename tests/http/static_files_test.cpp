@@ -101,6 +101,17 @@ TEST_P(HttpStaticFiles, DirectoriesServeTheirIndexAndGetASlash) {
   EXPECT_EQ(r->header("Location"), "/sub/") << "a protocol-relative redirect would leave the site";
 }
 
+TEST_P(HttpStaticFiles, AFileNamedAsADirectoryIsNotFound) {
+  // A trailing slash (also "/." or an empty last segment) names a directory.
+  for (const char* path : {"/style.css/", "/style.css//", "/style.css/.", "/style.css/%2e", "/./style.css/", "//style.css/",
+                           "/sub/index.html/", "/static/style.css/", "/link-in/"}) {
+    EXPECT_EQ(status_of(path), 404) << path;
+  }
+  // Empty and "." segments elsewhere are dropped, as for directories ("//sub" above).
+  for (const char* path : {"//style.css", "/./style.css", "/sub//index.html"}) EXPECT_EQ(status_of(path), 200) << path;
+  EXPECT_EQ(get("/sub/./")->body, "<p>sub</p>");
+}
+
 TEST_P(HttpStaticFiles, ValidatorsGive304) {
   auto r = get("/style.css");
   ASSERT_TRUE(r);
