@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <system_error>
@@ -17,6 +18,7 @@
 #include "file_path.hpp"
 #include "http_date.hpp"
 #include "mime_types.hpp"
+#include "multipart_ranges.hpp"
 #include "preconditions.hpp"
 #include "ringio/http/status.hpp"
 
@@ -129,12 +131,17 @@ response serve(const static_root& root, request& r) {
   }
 
   auto size = static_cast<std::uint64_t>(st.st_size);
+  byte_range_list ranges;
+  std::size_t count = 0;
   byte_range range{0, size == 0 ? 0 : size - 1};
   int status = 200;
   std::string_view range_field = r.header("Range");
   if (!range_field.empty() && if_range_holds(r.header("If-Range"), etag, st.st_mtim.tv_sec)) {
-    switch (parse_range(range_field, size, range)) {
-      case range_kind::satisfiable: status = 206; break;
+    switch (parse_range(range_field, size, ranges, count)) {
+      case range_kind::satisfiable:
+        status = 206;
+        range = ranges[0];
+        break;
       case range_kind::unsatisfiable: {
         response res = page(416);
         res.set_header("Content-Range", "bytes */" + std::to_string(size));
@@ -142,6 +149,12 @@ response serve(const static_root& root, request& r) {
       }
       case range_kind::ignore: break;
     }
+  }
+  if (count > 1) {  // a single range is never sent as multipart (RFC 9110 14.6)
+    response res = multipart_ranges(std::move(file), std::span(ranges.data(), count), size, mime_type_for(name));
+    validators(res);
+    res.set_header("Accept-Ranges", "bytes");
+    return res;
   }
   std::uint64_t length = size == 0 ? 0 : range.last - range.first + 1;
   response res = response::file(status, file_body{std::move(file), range.first, length}, mime_type_for(name));

@@ -1,5 +1,6 @@
 // Static files over real sockets, on every backend: content types, index files,
-// validators and 304, byte ranges, and paths that try to leave the root.
+// conditional requests, byte ranges (multipart too), and paths that try to leave the
+// root; and the date and Range parsers on their own.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -9,6 +10,7 @@
 #include <string>
 #include <utility>
 
+#include "byte_range.hpp"
 #include "http/http_client.hpp"
 #include "http/server_fixture.hpp"
 #include "http_date.hpp"
@@ -165,6 +167,23 @@ TEST(HttpDate, ParsesEveryFormAndPlacesTwoDigitYears) {
     EXPECT_FALSE(parse_http_date(bad, now)) << bad;
 }
 
+TEST(HttpRange, KeepsSatisfiableRangesInOrderAndRefusesOverlaps) {
+  using namespace ringio::http::detail;
+  byte_range_list ranges{};
+  std::size_t count = 99;
+  EXPECT_EQ(parse_range("bytes=90-, 0-0, 500-", 100, ranges, count), range_kind::satisfiable);
+  ASSERT_EQ(count, 2u) << "the unsatisfiable 500- is left out";
+  EXPECT_EQ(ranges[0].first, 90u);
+  EXPECT_EQ(ranges[0].last, 99u);
+  EXPECT_EQ(ranges[1].last, 0u);
+  EXPECT_EQ(parse_range("bytes=0-9,9-10", 100, ranges, count), range_kind::ignore);
+  EXPECT_EQ(count, 0u) << "nothing to send in parts";
+  EXPECT_EQ(parse_range("bytes=-1,99-99", 100, ranges, count), range_kind::ignore) << "the same last byte twice";
+  EXPECT_EQ(parse_range("bytes=0-9,10-19", 100, ranges, count), range_kind::satisfiable) << "adjacent is not overlapping";
+  EXPECT_EQ(parse_range("bytes=200-,-0", 100, ranges, count), range_kind::unsatisfiable);
+  EXPECT_EQ(parse_range("bytes=,", 100, ranges, count), range_kind::ignore);
+}
+
 TEST_P(HttpStaticFiles, ConditionalDatesInEveryHttpDateFormat) {
   std::string modified = get("/style.css")->header("Last-Modified");
   ASSERT_EQ(modified.size(), 29u);
@@ -210,11 +229,84 @@ TEST_P(HttpStaticFiles, ByteRanges) {
   r = get("/data.bin", "Range: bytes=100-\r\n");
   EXPECT_EQ(r->status, 416);
   EXPECT_EQ(r->header("Content-Range"), "bytes */100");
-  EXPECT_EQ(get("/data.bin", "Range: bytes=0-1,5-6\r\n")->status, 200) << "several ranges: the whole file";
   EXPECT_EQ(get("/data.bin", "Range: items=0-1\r\n")->status, 200);
   std::string etag = get("/data.bin")->header("ETag");
   EXPECT_EQ(get("/data.bin", "Range: bytes=0-1\r\nIf-Range: " + etag + "\r\n")->status, 206);
   EXPECT_EQ(get("/data.bin", "Range: bytes=0-1\r\nIf-Range: \"stale\"\r\n")->status, 200);
+}
+
+// The multipart/byteranges body (RFC 9110 14.6) of `parts` of `all`, as the server lays it out.
+std::string byteranges(const std::string& boundary, const std::string& type, const std::string& all,
+                       std::initializer_list<std::pair<std::size_t, std::size_t>> parts) {
+  std::string body;
+  for (auto [first, last] : parts) {
+    body += (body.empty() ? "--" : "\r\n--") + boundary + "\r\nContent-Type: " + type + "\r\nContent-Range: bytes " +
+            std::to_string(first) + "-" + std::to_string(last) + "/" + std::to_string(all.size()) + "\r\n\r\n" +
+            all.substr(first, last - first + 1);
+  }
+  return body + "\r\n--" + boundary + "--\r\n";
+}
+
+std::string boundary_of(const http_reply& r) {
+  std::string type = r.header("Content-Type");
+  const std::string prefix = "multipart/byteranges; boundary=";
+  return type.starts_with(prefix) ? type.substr(prefix.size()) : std::string();
+}
+
+TEST_P(HttpStaticFiles, SeveralRangesAreSentAsMultipartByteranges) {
+  std::string all = pattern(100);
+  const std::string type = "application/octet-stream";
+  auto r = get("/data.bin", "Range: bytes=0-1,5-6\r\n");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 206);
+  std::string boundary = boundary_of(*r);
+  ASSERT_GE(boundary.size(), 16u) << r->header("Content-Type");
+  EXPECT_FALSE(r->has_header("Content-Range")) << "each part carries its own";
+  EXPECT_FALSE(r->header("ETag").empty());
+  EXPECT_EQ(r->body, byteranges(boundary, type, all, {{0, 1}, {5, 6}}));
+  r = get("/data.bin", "Range: bytes=50-59, -5,0-0\r\n");  // in the order asked
+  EXPECT_EQ(r->body, byteranges(boundary_of(*r), type, all, {{50, 59}, {95, 99}, {0, 0}}));
+  EXPECT_NE(boundary_of(*r), boundary) << "a fresh boundary for every response";
+  r = get("/data.bin", "Range: bytes=0-1,500-600\r\n");  // one satisfiable range: no multipart
+  EXPECT_EQ(r->status, 206);
+  EXPECT_EQ(r->header("Content-Range"), "bytes 0-1/100");
+  EXPECT_EQ(r->body, all.substr(0, 2));
+  r = get("/data.bin", "Range: bytes=500-600,700-\r\n");
+  EXPECT_EQ(r->status, 416);
+  EXPECT_EQ(r->header("Content-Range"), "bytes */100");
+  http_client c(port());
+  r = c.exchange("HEAD /data.bin HTTP/1.1\r\nHost: t\r\nRange: bytes=0-1,5-6\r\n\r\n", true);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 206);
+  EXPECT_FALSE(boundary_of(*r).empty());
+  EXPECT_EQ(c.exchange(get_request("/style.css"))->body, "body{}") << "HEAD sent body bytes";
+}
+
+TEST_P(HttpStaticFiles, RangeSetsThatCouldAmplifyGetTheWholeFile) {
+  std::string all = pattern(100);
+  for (const char* abuse : {"bytes=0-9,5-14", "bytes=0-,0-", "bytes=-10,95-", "bytes=0-99,50-50", "bytes=0-1,x", "bytes=0-1,,"}) {
+    auto r = get("/data.bin", std::string("Range: ") + abuse + "\r\n");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, abuse == std::string("bytes=0-1,,") ? 206 : 200) << abuse;
+  }
+  std::string sixteen = "bytes=0-0", seventeen;
+  for (int i = 1; i < 16; ++i) sixteen += "," + std::to_string(2 * i) + "-" + std::to_string(2 * i);
+  seventeen = sixteen + ",40-40";
+  auto r = get("/data.bin", "Range: " + sixteen + "\r\n");
+  EXPECT_EQ(r->status, 206);
+  r = get("/data.bin", "Range: " + seventeen + "\r\n");
+  EXPECT_EQ(r->status, 200) << "more than 16 ranges";
+  EXPECT_EQ(r->body, all);
+}
+
+TEST_P(HttpStaticFiles, MultipartRangesOfALargeFileArriveExactly) {
+  std::string all = pattern(5 * 1024 * 1024 + 17);
+  auto r = get("/big.dat", "Range: bytes=4000000-4200000,10-300000,-17\r\n");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 206);
+  std::string want = byteranges(boundary_of(*r), "application/octet-stream", all,
+                                {{4000000, 4200000}, {10, 300000}, {all.size() - 17, all.size() - 1}});
+  EXPECT_TRUE(r->body == want) << "body differs (" << r->body.size() << " bytes, " << want.size() << " expected)";
 }
 
 TEST_P(HttpStaticFiles, LargeFileAndItsMiddleArriveExactly) {
