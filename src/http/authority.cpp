@@ -9,15 +9,6 @@
 namespace ringio::http::detail {
 namespace {
 
-bool valid_reg_name(std::string_view s) noexcept {
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (is(s[i], cc_host)) continue;
-    if (s[i] != '%' || i + 2 >= s.size() || hex_value(s[i + 1]) < 0 || hex_value(s[i + 2]) < 0) return false;
-    i += 2;
-  }
-  return true;
-}
-
 // The inside of "[...]": IPv6address, or IPvFuture = "v" 1*HEXDIG "." 1*( unreserved / sub-delims / ":" ).
 bool valid_ip_literal(std::string_view s) noexcept {
   if (!s.empty() && (s[0] == 'v' || s[0] == 'V')) {
@@ -50,24 +41,23 @@ bool valid_port(std::string_view s) noexcept {
 }  // namespace
 
 bool valid_authority(std::string_view s, bool host_required) noexcept {
-  std::string_view host = s, port;  // an absent port is valid, as an empty one is
+  // One pass up to the port's ':' (a Host field is checked on every request).
+  std::size_t i = 0;
   if (s.starts_with('[')) {
     auto close = s.find(']');
     if (close == std::string_view::npos || !valid_ip_literal(s.substr(1, close - 1))) return false;
-    host = s.substr(0, close + 1);
-    if (close + 1 < s.size()) {
-      if (s[close + 1] != ':') return false;
-      port = s.substr(close + 2);
-    }
+    i = close + 1;
+    if (i < s.size() && s[i] != ':') return false;
   } else {
-    auto colon = s.find(':');  // a reg-name holds no ':'
-    if (colon != std::string_view::npos) {
-      host = s.substr(0, colon);
-      port = s.substr(colon + 1);
+    for (; i < s.size(); ++i) {
+      if (is(s[i], cc_host)) continue;
+      if (s[i] == ':') break;  // the port follows: a reg-name holds no ':'
+      if (s[i] != '%' || i + 2 >= s.size() || hex_value(s[i + 1]) < 0 || hex_value(s[i + 2]) < 0) return false;
+      i += 2;
     }
-    if (!valid_reg_name(host)) return false;
+    if (i == 0 && host_required) return false;
   }
-  return valid_port(port) && (!host.empty() || !host_required);
+  return i == s.size() || valid_port(s.substr(i + 1));  // an empty port is valid, as is none
 }
 
 }  // namespace ringio::http::detail
