@@ -51,7 +51,9 @@ int main(int argc, char** argv) {
     struct stat st {};
     if (::stat(root.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) args.fail("--root '" + root + "' is not a directory");
     try {
-      routes.prefix("/", ringio::http::static_files(root));
+      // GET only (HEAD follows it): the router then answers other methods with 405 and
+      // OPTIONS * with exactly what is served.
+      routes.prefix(ringio::http::method::get, "/", ringio::http::static_files(root));
     } catch (const std::exception& e) {
       args.fail(e.what());
     }

@@ -1,6 +1,6 @@
 // Fuzzes what static files make of request paths, Range values and HTTP dates: a
-// decoded path never holds a ".." segment, an absolute start or a NUL; a range lies
-// inside the file; a parsed date formats back to the same text.
+// decoded path never holds a ".." segment, an absolute start or a NUL; served ranges
+// lie inside the file and never overlap; a parsed date formats back to the same time.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -39,8 +39,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
 
   std::uint64_t file_size = size == 0 ? 0 : data[0] * 1000u + size;
-  byte_range r;
-  if (parse_range(in, file_size, r) == range_kind::satisfiable) require(r.first <= r.last && r.last < file_size);
+  byte_range_list ranges;
+  std::size_t count = 0;
+  if (parse_range(in, file_size, ranges, count) == range_kind::satisfiable) {
+    require(count >= 1 && count <= max_byte_ranges);
+    for (std::size_t i = 0; i < count; ++i) {
+      require(ranges[i].first <= ranges[i].last && ranges[i].last < file_size);
+      for (std::size_t j = 0; j < i; ++j) require(ranges[i].last < ranges[j].first || ranges[j].last < ranges[i].first);
+    }
+  } else {
+    require(count == 0);
+  }
 
   if (auto t = parse_http_date(in)) {
     char text[http_date_size];

@@ -13,11 +13,13 @@ enum : std::uint8_t {
   cc_target = 2,  // bytes allowed in a request-target: visible ASCII and obs-text
   cc_value = 4,   // field-value bytes: HTAB, SP, VCHAR, obs-text
   cc_qdtext = 8,  // quoted-string text: cc_value without '"' and '\'
+  cc_host = 16,   // reg-name bytes besides pct-encoded (RFC 3986): unreserved and sub-delims
 };
 
 constexpr std::array<std::uint8_t, 256> make_char_table() {
   std::array<std::uint8_t, 256> t{};
   constexpr std::string_view token_punct = "!#$%&'*+-.^_`|~";
+  constexpr std::string_view host_punct = "-._~!$&'()*+,;=";
   for (int c = 0; c < 256; ++c) {
     std::uint8_t f = 0;
     bool alnum = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
@@ -26,6 +28,7 @@ constexpr std::array<std::uint8_t, 256> make_char_table() {
     if (visible) f |= cc_target;
     if (visible || c == ' ' || c == '\t') f |= cc_value;
     if ((f & cc_value) && c != '"' && c != '\\') f |= cc_qdtext;
+    if (alnum || host_punct.find(static_cast<char>(c)) != std::string_view::npos) f |= cc_host;
     t[static_cast<std::size_t>(c)] = f;
   }
   return t;

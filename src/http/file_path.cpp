@@ -50,6 +50,12 @@ int decode_relative_path(std::string_view encoded, char* out, std::size_t cap, s
   return 0;
 }
 
+bool names_directory(std::string_view encoded) noexcept {
+  auto slash = encoded.rfind('/');
+  std::string_view last = slash == std::string_view::npos ? encoded : encoded.substr(slash + 1);
+  return last.empty() || last == "." || last == "%2e" || last == "%2E";
+}
+
 int open_beneath(int root_fd, const char* rel) noexcept {
   open_how how{};
   how.flags = O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY;

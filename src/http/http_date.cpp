@@ -8,6 +8,7 @@ namespace ringio::http::detail {
 namespace {
 
 constexpr const char* days[] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
+constexpr const char* long_days[] = {"Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"};
 constexpr const char* months[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
                                   "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
 
@@ -23,6 +24,77 @@ bool number(std::string_view s, int& out) noexcept {
     out = out * 10 + (c - '0');
   }
   return !s.empty();
+}
+
+int day_of_week(std::string_view s, const char* const (&names)[7]) noexcept {
+  for (int i = 0; i < 7; ++i)
+    if (s == names[i]) return i;
+  return -1;
+}
+
+int month_of(std::string_view s) noexcept {
+  for (int i = 0; i < 12; ++i)
+    if (s == months[i]) return i;
+  return -1;
+}
+
+// "08:49:37"
+bool time_of_day(std::string_view s, std::tm& tm) noexcept {
+  return s.size() == 8 && s[2] == ':' && s[5] == ':' && number(s.substr(0, 2), tm.tm_hour) &&
+         number(s.substr(3, 2), tm.tm_min) && number(s.substr(6, 2), tm.tm_sec);
+}
+
+// The time of `tm` (time of day already set) on the given date, if the fields are in range.
+std::optional<std::time_t> at(std::tm tm, int mday, int mon, int year) noexcept {
+  if (mon < 0 || mday < 1 || mday > 31 || tm.tm_hour > 23 || tm.tm_min > 59 || tm.tm_sec > 60) return std::nullopt;
+  tm.tm_mday = mday;
+  tm.tm_mon = mon;
+  tm.tm_year = year - 1900;
+  return timegm(&tm);
+}
+
+// "Sun, 06 Nov 1994 08:49:37 GMT"
+std::optional<std::time_t> parse_imf_fixdate(std::string_view s) noexcept {
+  std::tm tm{};
+  int mday = 0, year = 0;
+  if (day_of_week(s.substr(0, 3), days) < 0 || s.substr(3, 2) != ", " || !number(s.substr(5, 2), mday) ||
+      s[7] != ' ' || s[11] != ' ' || !number(s.substr(12, 4), year) || s[16] != ' ' ||
+      !time_of_day(s.substr(17, 8), tm) || s.substr(25) != " GMT")
+    return std::nullopt;
+  return at(tm, mday, month_of(s.substr(8, 3)), year);
+}
+
+// "Sun Nov  6 08:49:37 1994" (the day of the month is 2DIGIT or SP DIGIT)
+std::optional<std::time_t> parse_asctime(std::string_view s) noexcept {
+  std::tm tm{};
+  int mday = 0, year = 0;
+  std::string_view day = s[8] == ' ' ? s.substr(9, 1) : s.substr(8, 2);
+  if (day_of_week(s.substr(0, 3), days) < 0 || s[3] != ' ' || s[7] != ' ' || !number(day, mday) || s[10] != ' ' ||
+      !time_of_day(s.substr(11, 8), tm) || s[19] != ' ' || !number(s.substr(20, 4), year))
+    return std::nullopt;
+  return at(tm, mday, month_of(s.substr(4, 3)), year);
+}
+
+// "Sunday, 06-Nov-94 08:49:37 GMT". RFC 9110 5.6.7: a two-digit year that would be
+// more than 50 years after `now` is in the past century.
+std::optional<std::time_t> parse_rfc850(std::string_view s, std::time_t now) noexcept {
+  auto comma = s.find(',');
+  if (comma == std::string_view::npos || day_of_week(s.substr(0, comma), long_days) < 0) return std::nullopt;
+  std::string_view d = s.substr(comma + 1);  // " 06-Nov-94 08:49:37 GMT"
+  std::tm tm{};
+  int mday = 0, yy = 0;
+  if (d.size() != 23 || d[0] != ' ' || !number(d.substr(1, 2), mday) || d[3] != '-' || d[7] != '-' ||
+      !number(d.substr(8, 2), yy) || d[10] != ' ' || !time_of_day(d.substr(11, 8), tm) || d.substr(19) != " GMT")
+    return std::nullopt;
+  std::tm limit{};
+  gmtime_r(&now, &limit);
+  limit.tm_year += 50;
+  const int latest = limit.tm_year + 1900;
+  const int year = latest - (latest - yy) % 100;  // the latest year with these two digits
+  const int mon = month_of(d.substr(4, 3));
+  auto t = at(tm, mday, mon, year);
+  if (t && *t > timegm(&limit)) t = at(tm, mday, mon, year - 100);  // later in that same year
+  return t;
 }
 
 struct date_cache {
@@ -54,25 +126,13 @@ void format_http_date(std::time_t t, char* out) noexcept {
   std::memcpy(out + 25, " GMT", 4);
 }
 
-std::optional<std::time_t> parse_http_date(std::string_view s) noexcept {
-  // "Sun, 06 Nov 1994 08:49:37 GMT"
-  if (s.size() != http_date_size || s.substr(3, 2) != ", " || s[7] != ' ' || s[11] != ' ' || s[16] != ' ' ||
-      s[19] != ':' || s[22] != ':' || s.substr(25) != " GMT")
-    return std::nullopt;
-  std::tm tm{};
-  int mon = -1;
-  for (int i = 0; i < 12; ++i)
-    if (s.substr(8, 3) == months[i]) mon = i;
-  int year = 0;
-  if (mon < 0 || !number(s.substr(5, 2), tm.tm_mday) || !number(s.substr(12, 4), year) ||
-      !number(s.substr(17, 2), tm.tm_hour) || !number(s.substr(20, 2), tm.tm_min) ||
-      !number(s.substr(23, 2), tm.tm_sec))
-    return std::nullopt;
-  if (tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour > 23 || tm.tm_min > 59 || tm.tm_sec > 60) return std::nullopt;
-  tm.tm_mon = mon;
-  tm.tm_year = year - 1900;
-  return timegm(&tm);
+std::optional<std::time_t> parse_http_date(std::string_view s, std::time_t now) noexcept {
+  if (s.size() == http_date_size && s[3] == ',') return parse_imf_fixdate(s);
+  if (s.size() == 24) return parse_asctime(s);
+  return parse_rfc850(s, now);
 }
+
+std::optional<std::time_t> parse_http_date(std::string_view s) noexcept { return parse_http_date(s, std::time(nullptr)); }
 
 std::string_view current_http_date() noexcept {
   timespec now{};

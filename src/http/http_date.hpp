@@ -1,4 +1,5 @@
-// http_date — IMF-fixdate ("Sun, 06 Nov 1994 08:49:37 GMT"): formatting, parsing,
+// http_date — HTTP-date (RFC 9110 5.6.7): IMF-fixdate formatting ("Sun, 06 Nov 1994
+// 08:49:37 GMT"), parsing of it and of the two obsolete forms a recipient must accept,
 // and the per-thread cached Date value, formatted once per second.
 #pragma once
 
@@ -13,7 +14,11 @@ constexpr std::size_t http_date_size = 29;
 /// Writes the 29 characters of `t` as an IMF-fixdate.
 void format_http_date(std::time_t t, char* out) noexcept;
 
-/// Parses an IMF-fixdate; nullopt for anything else (obsolete formats included).
+/// Parses an IMF-fixdate, an RFC 850 date ("Sunday, 06-Nov-94 08:49:37 GMT") or an
+/// asctime date ("Sun Nov  6 08:49:37 1994"); nullopt for anything else. An RFC 850
+/// two-digit year is the latest one not more than 50 years after `now`.
+std::optional<std::time_t> parse_http_date(std::string_view s, std::time_t now) noexcept;
+/// The same, relative to the current time.
 std::optional<std::time_t> parse_http_date(std::string_view s) noexcept;
 
 /// The current time as an IMF-fixdate; the view stays valid on this thread until the

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "authority.hpp"
 #include "char_class.hpp"
 
 namespace ringio::http {
@@ -15,6 +16,15 @@ constexpr int incomplete = -1;  // a line result: more bytes are needed
 parse_result fail(int status) noexcept { return {parse_state::error, status, 0}; }
 
 constexpr bool is_digit(char c) noexcept { return c >= '0' && c <= '9'; }
+
+// scheme = ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ): its length at the start of s, or 0.
+std::size_t scheme_length(std::string_view s) noexcept {
+  auto alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); };
+  if (s.empty() || !alpha(s[0])) return 0;
+  std::size_t n = 1;
+  while (n < s.size() && (alpha(s[n]) || is_digit(s[n]) || s[n] == '+' || s[n] == '-' || s[n] == '.')) ++n;
+  return n;
+}
 
 // 1*DIGIT, at most 18 digits (so it fits an int64 without overflow checks).
 bool parse_length(std::string_view s, std::int64_t& out) noexcept {
@@ -51,7 +61,9 @@ parse_result request_parser::parse(std::string_view data, request& req) noexcept
     } else {
       status = parse_field(d, req);
     }
-    if (status == incomplete) return data.size() > max_ ? fail(431) : parse_result{};
+    // Over the limit: a request line that does not fit is a URI too long (414), since
+    // nothing else in it can be long; otherwise the fields are too large (431).
+    if (status == incomplete) return data.size() > max_ ? fail(have_request_line_ ? 431 : 414) : parse_result{};
     if (status != 0) return fail(status);
   }
 }
@@ -70,29 +82,43 @@ int request_parser::parse_request_line(std::string_view d, request& req) noexcep
   if (end - v < 10) return incomplete;
   if (std::memcmp(v, "HTTP/", 5) != 0 || !is_digit(v[5]) || v[6] != '.' || !is_digit(v[7])) return 400;
   if (v[8] != '\r' || v[9] != '\n') return 400;
-  if (v[5] != '1' || v[7] > '1') return 505;
+  if (v[5] != '1') return 505;
   pos_ = static_cast<std::size_t>(v + 10 - d.data());
 
   req.method_name_ = {start, static_cast<std::size_t>(target - 1 - start)};
   req.target_ = {target, static_cast<std::size_t>(p - target)};
-  req.version_minor_ = static_cast<std::uint8_t>(v[7] - '0');
-  // Origin-form "/p?q", absolute-form "http://host/p?q", asterisk-form, authority-form.
-  std::string_view path = req.target_;
-  if (const void* q = std::memchr(target, '?', req.target_.size())) {
-    auto at = static_cast<std::size_t>(static_cast<const char*>(q) - target);
-    req.query_ = req.target_.substr(at + 1);
-    path = path.substr(0, at);
+  // RFC 9110 2.5: a higher minor version of HTTP/1 is served as the highest we implement.
+  req.version_minor_ = v[7] == '0' ? 0 : 1;
+  req.method_ = parse_method(req.method_name_);
+  if (req.method_ == method::unknown) return 501;
+  return parse_target(req);
+}
+
+int request_parser::parse_target(request& req) noexcept {
+  // RFC 9112 3.2: origin-form "/p?q"; absolute-form "http://host/p?q", whose path is
+  // what follows the authority; asterisk-form "*" for OPTIONS only. Authority-form
+  // belongs to CONNECT, and a server that opens no tunnels refuses any CONNECT.
+  if (req.method_ == method::connect) return 400;
+  if (req.target_ == "*") {
+    if (req.method_ != method::options) return 400;
+    req.path_ = req.target_;
+    return 0;
   }
-  if (!path.empty() && path[0] != '/' && path != "*") {
-    auto scheme_end = path.find("://");
-    if (scheme_end != std::string_view::npos && scheme_end != 0) {
-      auto slash = path.find('/', scheme_end + 3);
-      path = slash == std::string_view::npos ? std::string_view("/") : path.substr(slash);
-    }
+  std::string_view path = req.target_;
+  if (auto q = path.find('?'); q != std::string_view::npos) {
+    req.query_ = path.substr(q + 1);
+    path = path.substr(0, q);
+  }
+  if (!path.starts_with('/')) {
+    std::size_t n = scheme_length(path);
+    if (n == 0 || path.substr(n, 3) != "://") return 400;
+    std::string_view rest = path.substr(n + 3);
+    auto slash = rest.find('/');
+    if (!detail::valid_authority(rest.substr(0, slash), true)) return 400;
+    path = slash == std::string_view::npos ? std::string_view("/") : rest.substr(slash);
   }
   req.path_ = path;
-  req.method_ = parse_method(req.method_name_);
-  return req.method_ == method::unknown ? 501 : 0;
+  return 0;
 }
 
 int request_parser::parse_field(std::string_view d, request& req) noexcept {
@@ -118,7 +144,7 @@ int request_parser::parse_field(std::string_view d, request& req) noexcept {
   // The fields that frame the message or steer the connection, picked by length first.
   switch (name.size()) {
     case 4:
-      if (iequals(name, "host") && ++req.host_count_ > 1) return 400;
+      if (iequals(name, "host") && (++req.host_count_ > 1 || !detail::valid_authority(value, false))) return 400;
       break;
     case 6:
       if (iequals(name, "expect")) (iequals(value, "100-continue") ? req.expect_continue_ : req.expect_unknown_) = true;

@@ -13,6 +13,12 @@ task<response> status_page(int status, std::string allow) {
   co_return r;
 }
 
+task<response> allow_page(std::string allow) {
+  response r(200);  // RFC 9110 9.3.7: no content, so Content-Length: 0 (not 204)
+  r.set_header("Allow", allow);
+  co_return r;
+}
+
 }  // namespace
 
 router& router::route(method m, std::string path, handler h) {
@@ -40,8 +46,11 @@ task<response> router::operator()(request& r) const {
   const entry* best = nullptr;
   std::size_t best_score = 0;
   bool path_known = false;
+  // "*" (OPTIONS *, the only method the parser lets through with it) names the server,
+  // not a resource: only an exact "*" route serves it, else the router answers.
+  const bool asterisk = path == "*";
   for (const entry& e : routes_) {
-    bool hit = e.is_prefix ? path.starts_with(e.path) : path == e.path;
+    bool hit = e.is_prefix ? !asterisk && path.starts_with(e.path) : path == e.path;
     if (!hit) continue;
     path_known = true;
     bool direct = method_matches(e, m);
@@ -57,6 +66,7 @@ task<response> router::operator()(request& r) const {
     r.prefix_routed_ = best->is_prefix;
     return best->h(r);
   }
+  if (asterisk) return allow_page(allowed_methods());
   if (!path_known) return status_page(404, {});
   std::string allow;
   for (const entry& e : routes_) {
@@ -67,6 +77,24 @@ task<response> router::operator()(request& r) const {
     if (e.m == method::get && allow.find("HEAD") == std::string::npos) allow.append(", HEAD");
   }
   return status_page(405, std::move(allow));
+}
+
+std::string router::allowed_methods() const {
+  // Every method some route takes: all of them for an any-method prefix, HEAD with GET,
+  // and OPTIONS, answered here. CONNECT never reaches a handler.
+  unsigned mask = 1u << static_cast<unsigned>(method::options);
+  auto add = [&mask](method m) { mask |= 1u << static_cast<unsigned>(m); };
+  for (const entry& e : routes_) {
+    if (e.any_method) mask = ~0u;
+    add(e.m);
+    if (e.m == method::get) add(method::head);
+  }
+  std::string allow;
+  for (unsigned i = 0; i < static_cast<unsigned>(method::unknown); ++i) {
+    if ((mask & (1u << i)) == 0 || static_cast<method>(i) == method::connect) continue;
+    allow.append(allow.empty() ? "" : ", ").append(to_string(static_cast<method>(i)));
+  }
+  return allow;
 }
 
 }  // namespace ringio::http

@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <system_error>
@@ -16,6 +18,8 @@
 #include "file_path.hpp"
 #include "http_date.hpp"
 #include "mime_types.hpp"
+#include "multipart_ranges.hpp"
+#include "preconditions.hpp"
 #include "ringio/http/status.hpp"
 
 namespace ringio::http {
@@ -54,24 +58,15 @@ std::string etag_of(const struct stat& st) {
   return std::string(buf, static_cast<std::size_t>(n));
 }
 
-// If-None-Match: "*" or a list of entity tags, compared weakly (W/ ignored).
-bool none_match_hits(std::string_view list, std::string_view etag) {
-  bool hit = false;
-  for_each_list_element(list, [&](std::string_view tag) {
-    if (tag == "*") hit = true;
-    if (tag.starts_with("W/")) tag.remove_prefix(2);
-    if (tag == etag) hit = true;
-  });
-  return hit;
-}
-
-// If-Range: the range applies only if the validator still matches, strongly.
-bool if_range_holds(std::string_view value, std::string_view etag, std::string_view last_modified) {
+// If-Range: the range applies only if the validator still matches, strongly: the
+// entity tag, or the modification time given in any HTTP-date form.
+bool if_range_holds(std::string_view value, std::string_view etag, std::time_t modified) {
   value = trim_ows(value);
   if (value.empty()) return true;
   if (value.starts_with("W/")) return false;
   if (value.starts_with("\"")) return value == etag;
-  return value == last_modified;
+  auto date = parse_http_date(value);
+  return date && *date == modified;
 }
 
 response serve(const static_root& root, request& r) {
@@ -90,6 +85,7 @@ response serve(const static_root& root, request& r) {
   ringio::detail::fd_handle file(fd);
   struct stat st {};
   if (::fstat(fd, &st) != 0) return page(500);
+  if (!S_ISDIR(st.st_mode) && names_directory(encoded)) return page(404);  // "a.txt/": a.txt is no directory
   std::string_view name(rel, len);
   if (S_ISDIR(st.st_mode)) {
     if (!r.path().ends_with('/')) {  // relative links in the index resolve against the directory
@@ -124,27 +120,28 @@ response serve(const static_root& root, request& r) {
     if (!root.opts.cache_control.empty()) res.set_header("Cache-Control", root.opts.cache_control);
   };
 
-  // RFC 9110 13.2.2: If-None-Match first; If-Modified-Since only without it.
-  std::string_view inm = r.header("If-None-Match");
-  bool not_modified = false;
-  if (!inm.empty()) {
-    not_modified = none_match_hits(inm, etag);
-  } else if (auto ims = parse_http_date(r.header("If-Modified-Since"))) {
-    not_modified = st.st_mtim.tv_sec <= *ims;
-  }
-  if (not_modified) {
-    response res(304);
-    validators(res);
-    return res;
+  switch (check_preconditions(r, etag, st.st_mtim.tv_sec)) {
+    case 412: return page(412);
+    case 304: {
+      response res(304);
+      validators(res);
+      return res;
+    }
+    default: break;
   }
 
   auto size = static_cast<std::uint64_t>(st.st_size);
+  byte_range_list ranges;
+  std::size_t count = 0;
   byte_range range{0, size == 0 ? 0 : size - 1};
   int status = 200;
   std::string_view range_field = r.header("Range");
-  if (!range_field.empty() && if_range_holds(r.header("If-Range"), etag, lm)) {
-    switch (parse_range(range_field, size, range)) {
-      case range_kind::satisfiable: status = 206; break;
+  if (!range_field.empty() && if_range_holds(r.header("If-Range"), etag, st.st_mtim.tv_sec)) {
+    switch (parse_range(range_field, size, ranges, count)) {
+      case range_kind::satisfiable:
+        status = 206;
+        range = ranges[0];
+        break;
       case range_kind::unsatisfiable: {
         response res = page(416);
         res.set_header("Content-Range", "bytes */" + std::to_string(size));
@@ -152,6 +149,12 @@ response serve(const static_root& root, request& r) {
       }
       case range_kind::ignore: break;
     }
+  }
+  if (count > 1) {  // a single range is never sent as multipart (RFC 9110 14.6)
+    response res = multipart_ranges(std::move(file), std::span(ranges.data(), count), size, mime_type_for(name));
+    validators(res);
+    res.set_header("Accept-Ranges", "bytes");
+    return res;
   }
   std::uint64_t length = size == 0 ? 0 : range.last - range.first + 1;
   response res = response::file(status, file_body{std::move(file), range.first, length}, mime_type_for(name));

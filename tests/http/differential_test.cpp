@@ -2,8 +2,10 @@
 // valid and invalid requests, hand-written and mutated. Where they disagree the
 // difference must be one of ringio's documented, deliberate ones (docs/http.md);
 // anything else fails. Both parsers see every input whole; ringio also byte by byte.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <cstdint>
 #include <map>
 #include <random>
@@ -34,9 +36,11 @@ const std::vector<std::string> valid_seeds = {
     "GET /%E2%82%AC HTTP/1.1\r\nHost: h\r\nAccept-Language: en-US,en;q=0.9\r\n\r\n",
     "GET / HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\nContent-Length: 3\r\n\r\nabc",
     "GET / HTTP/1.1\r\nhost: h\r\nX-UTF8: \xc3\xa9t\xc3\xa9\r\n\r\n",
-    "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n",
     "TRACE / HTTP/1.1\r\nHost: h\r\nMax-Forwards: 0\r\n\r\n",
     "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n1;a=\"q\\\"x\";b\r\nz\r\n0\r\n\r\n",
+    "GET / HTTP/1.1\r\nHost: [::1]:8080\r\n\r\n",
+    // Beast refuses versions above 1.1; ringio serves HTTP/1.2-1.9 as 1.1 (RFC 9110 2.5).
+    "GET / HTTP/1.2\r\nHost: h\r\n\r\n",
 };
 
 const std::vector<std::string> invalid_seeds = {
@@ -60,8 +64,14 @@ const std::vector<std::string> invalid_seeds = {
     "GET / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\nfffffffffffffffff\r\n",
     "GET / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\n0\r\nbad trailer\r\n\r\n",
     "GET / HTTP/2.0\r\nHost: h\r\n\r\n",
-    "GET / HTTP/1.2\r\nHost: h\r\n\r\n",
     "GET / http/1.1\r\nHost: h\r\n\r\n",
+    // Beast accepts these; ringio refuses what it cannot serve or what is no authority.
+    "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n",
+    "GET hello HTTP/1.1\r\nHost: h\r\n\r\n",
+    "GET * HTTP/1.1\r\nHost: h\r\n\r\n",
+    "GET http://u@h/ HTTP/1.1\r\nHost: h\r\n\r\n",
+    "GET / HTTP/1.1\r\nHost: x:99999\r\n\r\n",
+    "GET / HTTP/1.1\r\nHost: x/y\r\n\r\n",
     "GET / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
     "\x16\x03\x01\x00\xa5\x01\x00\x00\xa1\x03\x03",
 };
@@ -78,6 +88,55 @@ bool control_in_quoted_extension(const std::string& in) {
     else if (quoted && ((c < 0x20 && c != '\t') || c == 0x7f)) return true;
   }
   return false;
+}
+
+// Whether `a` breaks RFC 3986's host [":" port] (reg-name or bracketed IP literal, a
+// port up to 65535), judged independently of the parser. An absolute-form target must
+// name a host; a Host field may be empty.
+bool bad_authority(std::string_view a, bool host_required) {
+  std::string_view host = a, port;
+  if (a.starts_with('[')) {
+    auto close = a.find(']');
+    if (close == std::string_view::npos) return true;
+    std::string inside(a.substr(1, close - 1));
+    in6_addr addr{};
+    if (!inside.starts_with('v') && inet_pton(AF_INET6, inside.c_str(), &addr) != 1) return true;
+    if (close + 1 < a.size() && a[close + 1] != ':') return true;
+    port = close + 1 < a.size() ? a.substr(close + 2) : std::string_view{};
+  } else {
+    auto colon = a.find(':');
+    host = a.substr(0, colon);
+    port = colon == std::string_view::npos ? std::string_view{} : a.substr(colon + 1);
+    for (char c : host)
+      if (!std::isalnum(static_cast<unsigned char>(c)) && std::string_view("-._~!$&'()*+,;=%").find(c) == std::string_view::npos)
+        return true;
+  }
+  if (port.size() > 5 || port.find_first_not_of("0123456789") != std::string_view::npos) return true;
+  if (!port.empty() && std::stoi(std::string(port)) > 65535) return true;
+  return host_required && host.empty();
+}
+
+// Whether ringio serves no request with this method and target: only origin form
+// ("/p"), absolute form ("scheme://authority/p") and "*" for OPTIONS are served;
+// CONNECT (authority form) is refused, since ringio opens no tunnels.
+bool unserved_target(const std::string& method, std::string_view target) {
+  if (method == "CONNECT") return true;
+  if (target == "*") return method != "OPTIONS";
+  std::string_view path = target.substr(0, target.find('?'));
+  if (path.starts_with('/')) return false;
+  auto sep = path.find("://");
+  if (sep == std::string_view::npos || sep == 0 || !std::isalpha(static_cast<unsigned char>(path[0]))) return true;
+  for (char c : path.substr(0, sep))
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '+' && c != '-' && c != '.') return true;
+  std::string_view rest = path.substr(sep + 3);
+  return bad_authority(rest.substr(0, rest.find('/')), true);
+}
+
+// Whether the request line asks for HTTP/1.2 to HTTP/1.9.
+bool higher_http1_minor(const std::string& in) {
+  std::string line = in.substr(0, in.find("\r\n"));
+  auto v = line.rfind(" HTTP/1.");
+  return v != std::string::npos && v + 9 == line.size() && line[v + 8] >= '2' && line[v + 8] <= '9';
 }
 
 // Every documented way ringio deliberately differs from Beast; returns the rule's name.
@@ -101,9 +160,17 @@ const char* explain(const std::string& in, const parse_outcome& beast, const par
       if (ours.status == 400 && ringio::http::iequals(f.first, "content-length") && f.second.find(',') != std::string::npos)
         return "Content-Length as a list: 400";
     if (ours.status == 417 && beast.has_field("expect")) return "expectation other than 100-continue: 417";
-    if (ours.status == 400 && beast.kind == k::accepted && control_in_quoted_extension(in))
+    // Beast accepts such an extension, or waits for the quote to close.
+    if (ours.status == 400 && control_in_quoted_extension(in))
       return "control character in a quoted chunk extension: 400";
+    if (ours.status == 400 && unserved_target(beast.method, beast.target))
+      return "target in neither origin nor absolute form, \"*\" but for OPTIONS, or CONNECT: 400";
+    for (const auto& f : beast.fields)
+      if (ours.status == 400 && ringio::http::iequals(f.first, "host") && bad_authority(f.second, false))
+        return "Host that is no host[:port]: 400";
   }
+  if (beast.kind == k::rejected && beast.error == "bad version" && ours.kind == k::accepted && higher_http1_minor(in))
+    return "HTTP/1.2 to 1.9 served as HTTP/1.1";
   if (beast.kind == k::rejected && ours.kind != k::rejected) {
     if (in.starts_with("\r\n") && beast.error == "bad method") return "empty lines before the request line ignored";
     auto has_any = [](std::string_view s, std::string_view set) { return s.find_first_of(set) != s.npos; };

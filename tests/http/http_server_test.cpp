@@ -83,6 +83,14 @@ TEST_P(HttpServerApp, AnswersHelloWorldAndServesARoot) {
     ASSERT_TRUE(r);
     EXPECT_EQ(r->header("Content-Type"), "text/css; charset=utf-8");
     EXPECT_NE(r->body.find("rgb(1, 2, 3)"), std::string::npos);
+    r = f.exchange("OPTIONS * HTTP/1.1\r\nHost: t\r\n\r\n");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(r->header("Allow"), "GET, HEAD, OPTIONS") << "only what static files serve";
+    r = f.exchange("POST /style.css HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 405);
+    EXPECT_EQ(r->header("Allow"), "GET, HEAD");
   }
   files.signal(SIGINT);
   EXPECT_EQ(files.wait(10s), std::optional<int>(0));

@@ -124,9 +124,64 @@ TEST(RequestParser, StatusForEachKindOfError) {
   EXPECT_EQ(parse_all("GET / HTTP/1.1\r\nHost: h\r\nContent-Length: 1x\r\n\r\n", req).status, 400);
   EXPECT_EQ(parse_all("GET / HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\n", req).state,
             parse_state::complete);
-  EXPECT_EQ(parse_all("GET / HTTP/1.2\r\nHost: h\r\n\r\n", req).status, 505);
   EXPECT_EQ(parse_all("GET / HTTP/1.1 \r\nHost: h\r\n\r\n", req).status, 400);
   EXPECT_EQ(parse_all("GET / HTTP/1.1\r\nHost: h\r\n:empty\r\n\r\n", req).status, 400);
+}
+
+TEST(RequestParser, HostMustBeAnAuthority) {
+  request req;
+  for (const char* good : {"h", "example.com", "example.com:8080", "127.0.0.1:80", "[::1]", "[::1]:8080",
+                           "[2001:db8::7]:65535", "[::ffff:192.0.2.1]", "[v1.fe:x]", "a.b-c_d~e!$&'()*+,;=",
+                           "%41bc", "h:", ""}) {
+    EXPECT_EQ(parse_all(std::string("GET / HTTP/1.1\r\nHost: ") + good + "\r\n\r\n", req).state, parse_state::complete)
+        << good;
+  }
+  for (const char* bad : {"a b", "x/y", "x:abc", "x:99999", "x:65536", "x:-1", "x:1:2", "a@b", "x?y", "x#y", "%zz",
+                          "::1", "[::1", "[::1]x", "[::g]", "[]", "[v1]", "[::1%25eth0]", "a\"b", "<x>"}) {
+    EXPECT_EQ(parse_all(std::string("GET / HTTP/1.1\r\nHost: ") + bad + "\r\n\r\n", req).status, 400) << bad;
+  }
+  EXPECT_EQ(parse_all("GET / HTTP/1.0\r\nHost: x:abc\r\n\r\n", req).status, 400) << "HTTP/1.0 too";
+}
+
+TEST(RequestParser, TargetMustBeInOriginOrAbsoluteForm) {
+  request req;
+  for (const char* bad : {"GET hello", "GET *", "HEAD *", "GET x:80", "CONNECT x:80", "CONNECT example.com:443", "CONNECT /",
+                          "GET http://", "GET http:///p", "GET http://u@h/p", "GET http://h:99999/p", "GET http://h:x/",
+                          "GET 1http://h/", "GET ://h/", "GET http:/h/p", "GET ?q"}) {
+    EXPECT_EQ(parse_all(std::string(bad) + " HTTP/1.1\r\nHost: h\r\n\r\n", req).status, 400) << bad;
+  }
+  ASSERT_EQ(parse_all("OPTIONS * HTTP/1.1\r\nHost: h\r\n\r\n", req).state, parse_state::complete);
+  EXPECT_EQ(req.method(), method::options);
+  EXPECT_EQ(req.path(), "*");
+  ASSERT_EQ(parse_all("GET HTTPS://[::1]:8443/x?y HTTP/1.1\r\nHost: h\r\n\r\n", req).state, parse_state::complete);
+  EXPECT_EQ(req.path(), "/x");
+  EXPECT_EQ(req.query(), "y");
+  ASSERT_EQ(parse_all("GET http://h?y HTTP/1.1\r\nHost: h\r\n\r\n", req).state, parse_state::complete);
+  EXPECT_EQ(req.path(), "/");
+  EXPECT_EQ(parse_all("BREW hello HTTP/1.1\r\nHost: h\r\n\r\n", req).status, 501) << "the method is judged first";
+}
+
+TEST(RequestParser, HigherHttp1MinorVersionsAreServedAsHttp11) {
+  request req;
+  for (const char* version : {"HTTP/1.2", "HTTP/1.9"}) {
+    ASSERT_EQ(parse_all(std::string("GET / ") + version + "\r\nHost: h\r\n\r\n", req).state, parse_state::complete);
+    EXPECT_EQ(req.version_minor(), 1);
+    EXPECT_TRUE(req.keep_alive());
+    EXPECT_EQ(parse_all(std::string("GET / ") + version + "\r\n\r\n", req).status, 400) << "Host is required as in 1.1";
+  }
+  for (const char* version : {"HTTP/2.0", "HTTP/3.0", "HTTP/0.9", "HTTP/2.1"})
+    EXPECT_EQ(parse_all(std::string("GET / ") + version + "\r\nHost: h\r\n\r\n", req).status, 505) << version;
+}
+
+TEST(RequestParser, RequestLineOverTheLimitGives414) {
+  request req;
+  std::string target = "/" + std::string(200, 'a');
+  EXPECT_EQ(parse_all("GET " + target + " HTTP/1.1\r\nHost: h\r\n\r\n", req, 100).status, 414);
+  EXPECT_EQ(parse_all("GET " + target, req, 100).status, 414) << "still arriving";
+  EXPECT_EQ(parse_all("GET /" + std::string(80, 'a') + " HTTP/1.1\r\nHost: h\r\nX: " + std::string(50, 'b'), req, 100)
+                .status,
+            431)
+      << "the request line fits; the fields do not";
 }
 
 std::string decode(const std::string& raw, chunked_decoder::status& st, chunked_decoder& d) {

@@ -167,6 +167,36 @@ TEST_P(HttpProtocol, UnknownPathIs404AndWrongMethodIs405) {
   EXPECT_EQ(r->header("Allow"), "GET, HEAD, POST");
 }
 
+TEST_P(HttpProtocol, HigherHttp1MinorVersionIsAnsweredAsHttp11) {
+  http_client c(port());
+  for (const char* version : {"HTTP/1.2", "HTTP/1.9"}) {
+    auto r = c.exchange(std::string("GET / ") + version + "\r\nHost: t\r\n\r\n");
+    ASSERT_TRUE(r) << version;  // the client accepts only an "HTTP/1.1" status line
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(r->body, "Hello world!");
+    EXPECT_FALSE(r->has_header("Connection")) << "kept alive as for HTTP/1.1";
+  }
+}
+
+TEST_P(HttpProtocol, HostMayBeAnIpv6LiteralWithAPort) {
+  http_client c(port());
+  auto r = c.exchange("GET / HTTP/1.1\r\nHost: [::1]:8080\r\n\r\n");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+}
+
+TEST_P(HttpProtocol, OptionsAsteriskListsTheServersMethods) {
+  http_client c(port());
+  auto r = c.exchange("OPTIONS * HTTP/1.1\r\nHost: t\r\n\r\n");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->header("Allow"), "GET, HEAD, POST, OPTIONS");
+  EXPECT_EQ(r->header("Content-Length"), "0");
+  auto next = c.exchange(get_request("/"));
+  ASSERT_TRUE(next) << "the connection goes on";
+  EXPECT_EQ(next->body, "Hello world!");
+}
+
 RINGIO_ALL_BACKENDS(HttpProtocol);
 
 }  // namespace

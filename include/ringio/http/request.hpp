@@ -23,14 +23,14 @@ class request {
   [[nodiscard]] http::method method() const noexcept { return method_; }
   /// The method as sent ("GET").
   [[nodiscard]] std::string_view method_name() const noexcept { return method_name_; }
-  /// The request-target as sent: "/a/b?x=1", "http://host/a", "*".
+  /// The request-target as sent: "/a/b?x=1", "http://host/a", or "*" (OPTIONS only).
   [[nodiscard]] std::string_view target() const noexcept { return target_; }
   /// The path of the target, still percent-encoded ("/a/b"); for an absolute-form
-  /// target the part after the authority.
+  /// target the part after the authority ("/" if none); "*" for OPTIONS *.
   [[nodiscard]] std::string_view path() const noexcept { return path_; }
   /// The query without its '?', or empty.
   [[nodiscard]] std::string_view query() const noexcept { return query_; }
-  /// 0 for HTTP/1.0, 1 for HTTP/1.1.
+  /// 0 for HTTP/1.0, 1 for HTTP/1.1 (and for HTTP/1.2 to 1.9, served as HTTP/1.1).
   [[nodiscard]] int version_minor() const noexcept { return version_minor_; }
 
   [[nodiscard]] const header_list& headers() const noexcept { return headers_; }

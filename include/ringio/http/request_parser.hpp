@@ -22,8 +22,10 @@ enum class parse_state : std::uint8_t {
 
 struct parse_result {
   parse_state state = parse_state::incomplete;
-  /// For errors: 400 (malformed), 417 (unknown expectation), 431 (head too large or
-  /// too many fields), 501 (unknown method or transfer coding), 505 (not HTTP/1.0 or 1.1).
+  /// For errors: 400 (malformed; a Host that is no authority; a target in neither
+  /// origin nor absolute form, "*" but for OPTIONS; CONNECT), 414 (a request line longer
+  /// than the head limit), 417 (unknown expectation), 431 (head too large or too many
+  /// fields), 501 (unknown method or transfer coding), 505 (not HTTP/1.x).
   int status = 0;
   /// For complete heads: bytes used, including leading empty lines and the final CRLF.
   std::size_t size = 0;
@@ -49,6 +51,7 @@ class request_parser {
 
  private:
   int parse_request_line(std::string_view d, request& req) noexcept;
+  static int parse_target(request& req) noexcept;
   int parse_field(std::string_view d, request& req) noexcept;
   static int finish(request& req) noexcept;
 

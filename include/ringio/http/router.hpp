@@ -1,7 +1,9 @@
 // ringio/http/router.hpp — dispatch by method and path: exact paths first, then the
 // longest matching prefix. HEAD uses the GET route when it has none of its own (the
 // server leaves the body out). A path with routes for other methods only gets 405
-// with an Allow field; no route at all gets 404. Lookup allocates nothing.
+// with an Allow field; no route at all gets 404. "OPTIONS *" gets 200 with an Allow
+// field listing every method some route takes (unless a route for "*" exists).
+// Lookup allocates nothing.
 #pragma once
 
 #include <functional>
@@ -48,6 +50,7 @@ class router {
     bool is_prefix;
   };
   [[nodiscard]] bool method_matches(const entry& e, method m) const noexcept;
+  [[nodiscard]] std::string allowed_methods() const;
   std::vector<entry> routes_;
 };
 

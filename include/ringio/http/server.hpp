@@ -23,7 +23,8 @@ class server_core;
 }
 
 struct server_options {
-  /// Request line plus header fields; larger heads are answered 431.
+  /// Request line plus header fields; larger heads are answered 431, or 414 when the
+  /// request line alone does not fit.
   std::size_t max_header_bytes = 16 * 1024;
   /// Request bodies over this are answered 413 (before reading them when announced).
   std::size_t max_body_bytes = 1024 * 1024;

@@ -1,7 +1,8 @@
 // ringio/http/static_files.hpp — a handler serving the files under a directory: GET
 // and HEAD, Content-Type by extension, index.html for directories, ETag and
-// Last-Modified with 304 on If-None-Match / If-Modified-Since, single byte ranges
-// (206, 416, If-Range). No request can reach outside the root: ".." segments (also
+// Last-Modified with conditional requests (If-Match and If-Unmodified-Since: 412;
+// If-None-Match and If-Modified-Since: 304), byte ranges (206, several as
+// multipart/byteranges; 416; If-Range). No request can reach outside the root: ".." segments (also
 // percent-encoded) get 404, and paths are resolved by the kernel with
 // RESOLVE_BENEATH, so symlinks leading out of the root get 403.
 #pragma once
