@@ -1,0 +1,215 @@
+// Fuzzes the chunked decoder on its own, fed in pieces as a connection feeds it.
+//
+// Input layout: byte 0 picks the limits (bits 0-1 max_body, bits 2-3 max_trailer) and
+// how the round trip below encodes (bits 4-7); byte 1 % 8 is the number k of plan
+// bytes that follow; the rest is the body. The plan bytes, repeated, give the length
+// of each piece fed to decode() (b % 32, where 0 is a call with nothing new), and the
+// chunk sizes of the round trip (b + 1). The seeds start with "00": default limits,
+// no plan.
+//
+// Two checks per input:
+//  - the body as raw chunked bytes, decoded whole, in the planned pieces and byte by
+//    byte, the region moving to a new allocation before each call (the decoder keeps
+//    offsets, so the caller may grow its buffer): every run ends the same way (status,
+//    error code, bytes consumed, decoded bytes); consumed() never exceeds what was
+//    given, body_size() never exceeds consumed() (the in-place move cannot overtake
+//    its input) nor max_body; errors are 400, 413 or 431; bytes past consumed() (the
+//    next request) are left as they were; and an accepted body is what a plain reading
+//    of the framing (hex size, CRLF, data, CRLF, ..., trailer lines, empty line) gives.
+//  - the body as payload, encoded as valid chunked framing (extensions, trailers,
+//    leading zeros, upper-case hex, a next request behind it): it decodes to exactly
+//    the payload, or fails with 413 or 431 exactly where the limits say.
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "ringio/http/chunked_decoder.hpp"
+
+using ringio::http::chunked_decoder;
+using status = chunked_decoder::status;
+
+namespace {
+
+void require(bool ok) {
+  if (!ok) std::abort();
+}
+
+struct outcome {
+  status st = status::need_more;
+  int error = 0;
+  std::size_t consumed = 0;
+  std::string body;  // raw[0, body_size()) at the end
+  bool operator==(const outcome&) const = default;
+};
+
+struct limits {
+  std::uint64_t max_body;
+  std::size_t max_trailer;
+};
+
+// Feeds `input` to a fresh decoder: `lengths` (cycled, each % 32) are the sizes of the
+// successive pieces; none, or all zero, means one call with everything. The region
+// moves to a new buffer (the old one freed, so a kept pointer shows up under ASan)
+// before every call while it is small, then whenever it outgrows its capacity, as a
+// connection's buffer does; moving on every call would make long inputs quadratic.
+// After done, one more call with all the bytes must change nothing.
+outcome feed(std::string_view input, std::string_view lengths, limits lim) {
+  std::size_t cycle = 0;
+  for (unsigned char b : lengths) cycle += b % 32;
+  chunked_decoder d(lim.max_body, lim.max_trailer);
+  std::string buf;
+  std::size_t prev_consumed = 0, prev_body = 0;
+  status st = status::need_more;
+  for (std::size_t call = 0; st == status::need_more; ++call) {
+    std::size_t n = cycle == 0 ? input.size() : static_cast<unsigned char>(lengths[call % lengths.size()]) % 32;
+    n = std::min(n, input.size() - buf.size());
+    const bool small = buf.size() < 1024;
+    if (small || buf.size() + n > buf.capacity()) {
+      std::string moved;
+      moved.reserve(small ? buf.size() + n : std::max(2 * buf.size(), buf.size() + n));
+      moved.append(buf);
+      buf.swap(moved);
+    }
+    buf.append(input.substr(buf.size(), n));
+    const std::size_t given = buf.size();
+    st = d.decode(buf.data(), given);
+    require(d.consumed() <= given && d.body_size() <= d.consumed() && d.body_size() <= lim.max_body);
+    require(d.consumed() >= prev_consumed && d.body_size() >= prev_body);
+    prev_consumed = d.consumed();
+    prev_body = d.body_size();
+    if (st == status::error) {
+      int e = d.error_status();
+      require(e == 400 || e == 413 || e == 431);
+    } else {
+      require(d.error_status() == 0);
+    }
+    if (given == input.size() && st == status::need_more) break;  // input ends mid-body
+  }
+  if (st == status::done) {
+    std::string all(input);
+    all.replace(0, d.consumed(), buf, 0, d.consumed());
+    require(d.decode(all.data(), all.size()) == status::done && d.consumed() == prev_consumed &&
+            d.body_size() == prev_body);
+    require(std::string_view(buf).substr(d.consumed()) == input.substr(d.consumed(), buf.size() - d.consumed()));
+  }
+  return {st, d.error_status(), d.consumed(), buf.substr(0, d.body_size())};
+}
+
+// The framing read plainly, trusting what the decoder checks more closely (extension
+// and trailer grammar): the body and the bytes used, or nothing if it does not parse.
+std::optional<std::string> plain_decode(std::string_view in, std::size_t& used) {
+  std::string body;
+  std::size_t pos = 0;
+  for (;;) {
+    auto eol = in.find("\r\n", pos);
+    if (eol == std::string_view::npos) return std::nullopt;
+    std::uint64_t size = 0;
+    std::size_t digits = 0;
+    for (std::size_t i = pos; i < eol; ++i, ++digits) {
+      char c = in[i];
+      int h = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+      if (h < 0) break;
+      if (size >> 60) return std::nullopt;
+      size = size * 16 + static_cast<unsigned>(h);
+    }
+    if (digits == 0) return std::nullopt;
+    pos = eol + 2;
+    if (size == 0) break;
+    if (in.size() - pos < size || in.size() - pos - size < 2 || in.substr(pos + size, 2) != "\r\n") return std::nullopt;
+    body.append(in.substr(pos, size));
+    pos += size + 2;
+  }
+  for (;;) {  // trailer lines up to the empty one
+    auto eol = in.find("\r\n", pos);
+    if (eol == std::string_view::npos) return std::nullopt;
+    bool empty = eol == pos;
+    pos = eol + 2;
+    if (empty) break;
+  }
+  used = pos;
+  return body;
+}
+
+std::string hex(std::uint64_t v, bool upper) {
+  const char* digits = upper ? "0123456789ABCDEF" : "0123456789abcdef";
+  std::string s;
+  do {
+    s.insert(s.begin(), digits[v % 16]);
+    v /= 16;
+  } while (v != 0);
+  return s;
+}
+
+// Encodes `payload` as valid chunked framing and checks what the decoder makes of it.
+void round_trip(std::string_view payload, std::string_view plan, unsigned style, limits lim) {
+  static constexpr std::string_view exts[] = {";a", ";name=value", " ;q=\"x\\\"y\"", "; n = v", ";e=\"\";f"};
+  static constexpr std::string_view trailers[] = {"X-Sum: 1", "T:", "Checksum:  a b\t"};
+  const bool zeros = style & 1, upper = style & 2, ext = style & 4, trailer = style & 8;
+  std::string enc;
+  std::uint64_t out = 0;
+  int expect_error = 0;
+  auto size_line = [&](std::uint64_t n, std::size_t i) {
+    enc += (zeros ? "000" : "") + hex(n, upper);
+    if (ext) enc += exts[i % std::size(exts)];
+    enc += "\r\n";
+  };
+  std::size_t i = 0;
+  for (std::size_t pos = 0; pos < payload.size(); ++i) {
+    std::size_t n = plan.empty() ? payload.size() : static_cast<unsigned char>(plan[i % plan.size()]) + 1u;
+    n = std::min(n, payload.size() - pos);
+    size_line(n, i);
+    if (expect_error == 0 && n > lim.max_body - out) expect_error = 413;  // refused at its size line
+    out += n;
+    enc.append(payload.substr(pos, n)).append("\r\n");
+    pos += n;
+  }
+  size_line(0, i);
+  // The decoder counts the trailer section's bytes up to the final CR.
+  std::size_t trailer_bytes = 1;
+  if (trailer) {
+    for (std::string_view t : trailers) {
+      enc.append(t).append("\r\n");
+      trailer_bytes += t.size() + 2;
+    }
+  }
+  enc += "\r\n";
+  if (expect_error == 0 && trailer_bytes > lim.max_trailer) expect_error = 431;
+  const std::size_t framed = enc.size();
+  enc += "GET / HTTP/1.1\r\n";  // the next request, which must stay unread
+
+  for (outcome o : {feed(enc, {}, lim), feed(enc, plan, lim)}) {
+    if (expect_error != 0) {
+      require(o.st == status::error && o.error == expect_error);
+    } else {
+      require(o.st == status::done && o.consumed == framed && o.body == payload);
+    }
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  if (size < 2) return 0;
+  const std::string_view in(reinterpret_cast<const char*>(data), size);
+  static constexpr std::uint64_t max_bodies[] = {1 << 20, 0, 7, 300};
+  static constexpr std::size_t max_trailers[] = {16 * 1024, 1, 10, 100};
+  const limits lim{max_bodies[data[0] & 3], max_trailers[(data[0] >> 2) & 3]};
+  const std::size_t k = std::min<std::size_t>(data[1] % 8, size - 2);
+  const std::string_view plan = in.substr(2, k), body = in.substr(2 + k);
+
+  const outcome whole = feed(body, {}, lim);
+  require(feed(body, plan, lim) == whole);
+  require(feed(body, "\x01", lim) == whole);  // byte by byte
+  if (whole.st == status::done) {
+    std::size_t used = 0;
+    auto plain = plain_decode(body, used);
+    require(plain && *plain == whole.body && used == whole.consumed);
+  }
+
+  round_trip(body, plan, data[0] >> 4, lim);
+  return 0;
+}
