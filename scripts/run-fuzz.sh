@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Runs the libFuzzer targets for a bounded time each, on copies of their seed corpora.
+# Usage: scripts/run-fuzz.sh SECONDS [target...]   (default: every target in fuzz/corpus)
+#
+# The targets must be built already (make build-fuzz, in build/fuzz). Each one starts by
+# running every file of fuzz/corpus/<name>/, subdirectories included (the regression
+# cases), then fuzzes until SECONDS are spent. New inputs go to a scratch corpus under
+# build/fuzz/corpus/, kept between runs, never to the source tree. A crash, leak,
+# timeout or out-of-memory input is copied into fuzz/corpus/<name>/regressions/ so
+# that every later run replays it, its path and the command that reproduces it are
+# printed, and the script exits 1 once every target has run.
+set -uo pipefail
+
+seconds=${1:?usage: $0 SECONDS [target...]}
+shift
+cd "$(dirname "$0")/.."
+build=build/fuzz
+if [ $# -gt 0 ]; then
+  names=("${@%_fuzz}")
+else
+  names=()
+  for d in fuzz/corpus/*/; do names+=("$(basename "$d")"); done
+fi
+
+failed=()
+for name in "${names[@]}"; do
+  target=${name}_fuzz
+  bin=$build/fuzz/$target
+  seeds=fuzz/corpus/$name
+  if [ ! -x "$bin" ] || [ ! -d "$seeds" ]; then
+    echo "fuzz: $target: no binary at $bin or no corpus at $seeds" >&2
+    failed+=("$target(missing)")
+    continue
+  fi
+  work=$build/corpus/$name
+  artifacts=$build/artifacts/$name
+  log=$build/logs/$target.log
+  mkdir -p "$work" "$build/logs"
+  rm -rf "$artifacts" && mkdir -p "$artifacts"
+  # libFuzzer reads only the files directly inside a corpus directory: flatten the
+  # seeds and regressions into the scratch corpus (files are named by content or
+  # purpose, so a clash is the same input twice).
+  find "$seeds" -type f -exec cp -f {} "$work/" \;
+
+  # -timeout: one input running this long is a hang; the run fails with its input.
+  UBSAN_OPTIONS=print_stacktrace=1 "$bin" -max_total_time="$seconds" -timeout=10 \
+    -artifact_prefix="$artifacts/" -print_final_stats=1 "$work" > "$log" 2>&1
+  rc=$?
+
+  runs=$(grep -oE '^Done [0-9]+ runs in [0-9]+ second' "$log" | grep -oE '[0-9]+ runs' || true)
+  cov=$(grep -oE '^#[0-9]+.*cov: [0-9]+ ft: [0-9]+ corp: [0-9]+' "$log" | tail -1 | grep -oE 'cov: .*' || true)
+  seed=$(grep -oE 'Seed: [0-9]+' "$log" | head -1 || true)
+  if [ "$rc" -eq 0 ]; then
+    echo "fuzz: $target: ${runs:-? runs} in ${seconds}s, $cov, $(find "$seeds" -type f | wc -l) corpus files replayed, ok ($seed)"
+    continue
+  fi
+
+  failed+=("$target")
+  echo "fuzz: $target: FAILED (exit $rc, $seed); log: $log"
+  grep -E '^==[0-9]+==|^SUMMARY|runtime error|Test unit written' "$log" | head -20
+  found=0
+  for a in "$artifacts"/crash-* "$artifacts"/leak-* "$artifacts"/timeout-* "$artifacts"/oom-*; do
+    [ -f "$a" ] || continue
+    found=1
+    kind=$(basename "$a" | cut -d- -f1)
+    mkdir -p "$seeds/regressions"
+    dest=$seeds/regressions/$kind-$(sha1sum "$a" | cut -d' ' -f1)
+    cp "$a" "$dest"
+    echo "fuzz: $target: $kind input kept as regression case $dest"
+    echo "fuzz: reproduce: $bin $dest"
+  done
+  if [ "$found" -eq 0 ]; then
+    echo "fuzz: $target: no input was written; the end of the log:"
+    tail -30 "$log"
+  fi
+done
+
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "fuzz: FAILED: ${failed[*]}"
+  exit 1
+fi
+echo "fuzz: no failure"
