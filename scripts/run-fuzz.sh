@@ -37,6 +37,14 @@ for name in "${names[@]}"; do
   log=$build/logs/$target.log
   mkdir -p "$work" "$build/logs"
   rm -rf "$artifacts" && mkdir -p "$artifacts"
+  # The scratch corpus only grows (libFuzzer never deletes inputs it loaded): past 2000
+  # files, keep the subset that covers the same features.
+  if [ "$(find "$work" -type f | wc -l)" -gt 2000 ]; then
+    rm -rf "$work.min" && mkdir -p "$work.min"
+    if "$bin" -merge=1 "$work.min" "$work" > "$build/logs/$target.merge.log" 2>&1; then
+      rm -rf "$work" && mv "$work.min" "$work"
+    fi
+  fi
   # libFuzzer reads only the files directly inside a corpus directory: flatten the
   # seeds and regressions into the scratch corpus (files are named by content or
   # purpose, so a clash is the same input twice).
@@ -50,8 +58,9 @@ for name in "${names[@]}"; do
   runs=$(grep -oE '^Done [0-9]+ runs in [0-9]+ second' "$log" | grep -oE '[0-9]+ runs' || true)
   cov=$(grep -oE '^#[0-9]+.*cov: [0-9]+ ft: [0-9]+ corp: [0-9]+' "$log" | tail -1 | grep -oE 'cov: .*' || true)
   seed=$(grep -oE 'Seed: [0-9]+' "$log" | head -1 || true)
+  replayed=$(grep -oE 'seed corpus: files: [0-9]+' "$log" | grep -oE '[0-9]+$' || true)
   if [ "$rc" -eq 0 ]; then
-    echo "fuzz: $target: ${runs:-? runs} in ${seconds}s, $cov, $(find "$seeds" -type f | wc -l) corpus files replayed, ok ($seed)"
+    echo "fuzz: $target: ok; replayed ${replayed:-?} inputs ($(find "$seeds" -type f | wc -l) checked in), then ${runs:-? runs} in ${seconds}s, $cov ($seed)"
     continue
   fi
 
