@@ -22,6 +22,14 @@ else
   for d in fuzz/corpus/*/; do names+=("$(basename "$d")"); done
 fi
 
+# Symbolized stacks in crash reports: the sanitizers do not find a versioned
+# llvm-symbolizer on PATH by themselves.
+if [ -z "${ASAN_SYMBOLIZER_PATH:-}" ]; then
+  for s in /usr/lib/llvm-16/bin/llvm-symbolizer "$(command -v llvm-symbolizer || true)"; do
+    if [ -n "$s" ] && [ -x "$s" ]; then export ASAN_SYMBOLIZER_PATH=$s; break; fi
+  done
+fi
+
 failed=()
 for name in "${names[@]}"; do
   target=${name}_fuzz
@@ -66,7 +74,8 @@ for name in "${names[@]}"; do
 
   failed+=("$target")
   echo "fuzz: $target: FAILED (exit $rc, $seed); log: $log"
-  grep -E '^==[0-9]+==|^SUMMARY|runtime error|Test unit written' "$log" | head -20
+  # The report: from the first error line, up to 30 lines (the stack).
+  awk '/ERROR: |runtime error: /{on=1} on && n++ < 30' "$log"
   found=0
   for a in "$artifacts"/crash-* "$artifacts"/leak-* "$artifacts"/timeout-* "$artifacts"/oom-*; do
     [ -f "$a" ] || continue
@@ -76,7 +85,9 @@ for name in "${names[@]}"; do
     dest=$seeds/regressions/$kind-$(sha1sum "$a" | cut -d' ' -f1)
     cp "$a" "$dest"
     echo "fuzz: $target: $kind input kept as regression case $dest"
-    echo "fuzz: reproduce: $bin $dest"
+    # Run on a file, libFuzzer allows 1200 s per input: a hang needs the limit given.
+    if [ "$kind" = timeout ]; then opt="-timeout=10 "; else opt=""; fi
+    echo "fuzz: reproduce: $bin $opt$dest"
   done
   if [ "$found" -eq 0 ]; then
     echo "fuzz: $target: no input was written; the end of the log:"
