@@ -5,7 +5,7 @@
 # The targets must be built already (make build-fuzz, in build/fuzz). Each one starts by
 # running every file of fuzz/corpus/<name>/, subdirectories included (the regression
 # cases), then fuzzes until SECONDS are spent. New inputs go to a scratch corpus under
-# build/fuzz/corpus/, kept between runs, never to the source tree. A crash, leak,
+# build/fuzz/corpus/, kept between runs (and replayed too), never to the source tree. A crash, leak,
 # timeout or out-of-memory input is copied into fuzz/corpus/<name>/regressions/ so
 # that every later run replays it, its path and the command that reproduces it are
 # printed, and the script exits 1 once every target has run.
@@ -53,14 +53,16 @@ for name in "${names[@]}"; do
       rm -rf "$work" && mv "$work.min" "$work"
     fi
   fi
-  # libFuzzer reads only the files directly inside a corpus directory: flatten the
-  # seeds and regressions into the scratch corpus (files are named by content or
-  # purpose, so a clash is the same input twice).
-  find "$seeds" -type f -exec cp -f {} "$work/" \;
+  # libFuzzer reads only the files directly inside a corpus directory: a fresh flat
+  # copy of the seeds and regressions (named by purpose or content, so a clash is the
+  # same input twice), read after the scratch corpus, which gets the new inputs.
+  copy=$build/seeds/$name
+  rm -rf "$copy" && mkdir -p "$copy"
+  find "$seeds" -type f -exec cp {} "$copy/" \;
 
   # -timeout: one input running this long is a hang; the run fails with its input.
   UBSAN_OPTIONS=print_stacktrace=1 "$bin" -max_total_time="$seconds" -timeout=10 \
-    -artifact_prefix="$artifacts/" -print_final_stats=1 "$work" > "$log" 2>&1
+    -artifact_prefix="$artifacts/" -print_final_stats=1 "$work" "$copy" > "$log" 2>&1
   rc=$?
 
   runs=$(grep -oE '^Done [0-9]+ runs in [0-9]+ second' "$log" | grep -oE '[0-9]+ runs' || true)
