@@ -6,7 +6,7 @@
 // (bits 4-7); byte 1 % 8 is the number k of plan bytes that follow; the rest is the
 // body. The plan bytes, repeated, give the length of each piece fed to decode()
 // (b % 32, where 0 is a call with nothing new), and the chunk sizes of the round trip
-// (b + 1). The seeds start with "00": default limits, no plan.
+// (b + 1). Most seeds start with "00": default limits, no plan.
 //
 // Two checks per input:
 //  - the body as raw chunked bytes, decoded whole, in the planned pieces and byte by
@@ -19,7 +19,8 @@
 //    consumed included, with a plain reading of the framing (hex size, CRLF, data,
 //    CRLF, ..., trailer lines, empty line) under the same limits.
 //  - the body as payload, encoded as valid chunked framing (extensions, trailers,
-//    leading zeros, upper-case hex, a next request behind it): it decodes to exactly
+//    leading zeros, upper-case hex, a size line of exactly 4 KiB, a next request
+//    behind it): it decodes to exactly
 //    the payload, or fails with 413 or 431 exactly where the limits say.
 #include <algorithm>
 #include <cstddef>
