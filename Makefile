@@ -1,9 +1,10 @@
 # The two front-door commands. Both install missing Debian packages first.
 #   make bench      build everything (release) and run the side-by-side benchmark (quick)
 #   make bench FULL=1   the full grids
-#   make test       build and run every test: release (GCC), ASan+UBSan (clang-16), and
-#                   the threaded tests under TSan (clang-16)
-.PHONY: bench test soak deps-test deps-bench build-release build-sanitize build-tsan build-bench test-release test-sanitize test-tsan clean
+#   make test       build and run every test: release (GCC), ASan+UBSan (clang-16), the
+#                   threaded tests under TSan (clang-16), and each libFuzzer target for
+#                   FUZZ_SECONDS (20) on its corpus
+.PHONY: bench test soak deps-test deps-bench build-release build-sanitize build-tsan build-fuzz build-bench test-release test-sanitize test-tsan test-fuzz clean
 
 JOBS ?= $(shell nproc)
 BENCH_ARGS ?=
@@ -46,7 +47,21 @@ test-tsan: build-tsan
 	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
 	  ctest --test-dir build/tsan --output-on-failure -j 2 -R '$(TSAN_TESTS)'
 
-test: test-release test-sanitize test-tsan
+# libFuzzer targets (fuzz/, ASan+UBSan, clang-16), each replaying its whole corpus and
+# then fuzzing for FUZZ_SECONDS; a crash fails the run and joins the corpus as a
+# regression case (scripts/run-fuzz.sh, docs/testing.md).
+FUZZ_TARGETS = http_request_fuzz http_path_fuzz http_chunked_fuzz
+FUZZ_SECONDS ?= 20
+build-fuzz: deps-test
+	cmake -S . -B build/fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DCMAKE_CXX_COMPILER=clang++-16 -DCMAKE_C_COMPILER=clang-16 \
+	  -DRINGIO_BUILD_FUZZ=ON -DRINGIO_BUILD_TESTS=OFF -DRINGIO_BUILD_APPS=OFF
+	cmake --build build/fuzz -j $(JOBS) --target $(FUZZ_TARGETS)
+
+test-fuzz: build-fuzz
+	scripts/run-fuzz.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+test: test-release test-sanitize test-tsan test-fuzz
 
 build-bench: deps-bench
 	cmake -S . -B build/bench -G Ninja -DCMAKE_BUILD_TYPE=Release -DRINGIO_BUILD_TESTS=OFF -DRINGIO_BUILD_PEERS=ON
@@ -61,10 +76,12 @@ clean:
 
 # The chaos run for a long time (docs/testing.md): SOAK_MINUTES (default 30) over a moving
 # range of seeds, SOAK_BATCH seeds per run of the binary; prints the range covered and the
-# seed of every failure, and fails if any seed failed. SOAK_SEED chooses the first seed.
+# seed of every failure. SOAK_SEED chooses the first seed. Then each fuzz target for
+# SOAK_FUZZ_SECONDS (default 300). Fails if any seed or fuzz target failed.
 SOAK_MINUTES ?= 30
 SOAK_BATCH ?= 50
-soak: deps-test
+SOAK_FUZZ_SECONDS ?= 300
+soak: deps-test build-fuzz
 	cmake -S . -B build/chaos -G Ninja -DCMAKE_BUILD_TYPE=Release -DRINGIO_BUILD_APPS=OFF
 	cmake --build build/chaos -j $(JOBS) --target chaos_tests
 	@end=$$(( $$(date +%s) + $(SOAK_MINUTES) * 60 )); first=$${SOAK_SEED:-$$(date +%s)}; seed=$$first; \
@@ -81,9 +98,11 @@ soak: deps-test
 	  seed=$$(( seed + $(SOAK_BATCH) )); \
 	done; \
 	echo "soak: seeds $$first..$$(( seed - 1 )) on uring, epoll and uring-poll ($(SOAK_MINUTES) min); full log: $$log"; \
+	fuzz_ok=1; scripts/run-fuzz.sh $(SOAK_FUZZ_SECONDS) $(FUZZ_TARGETS) || fuzz_ok=0; \
 	if [ -n "$$failed" ]; then \
 	  echo "soak: FAILED (backend:seed):$$failed"; \
 	  echo "reproduce one: RINGIO_CHAOS_SEED=<seed> RINGIO_CHAOS_SEEDS=1 RINGIO_CHAOS_TRACE=1 build/chaos/tests/stress/chaos_tests --gtest_filter='ChaosRun.*'"; \
-	  exit 1; \
 	fi; \
+	if [ $$fuzz_ok -eq 0 ]; then echo "soak: FAILED: a fuzz target (above)"; fi; \
+	if [ -n "$$failed" ] || [ $$fuzz_ok -eq 0 ]; then exit 1; fi; \
 	echo "soak: no failure"

@@ -3,6 +3,8 @@
 # Usage: scripts/install-deps.sh test|bench
 set -euo pipefail
 
+# libclang-rt-16-dev carries the sanitizer runtimes and libFuzzer
+# (libclang_rt.fuzzer-x86_64.a) for the sanitizer builds and the fuzz targets.
 common=(build-essential cmake ninja-build pkg-config liburing-dev libgtest-dev
         clang-16 libclang-rt-16-dev python3 libboost-dev)
 test_only=(chromium)
