@@ -31,6 +31,7 @@ def make_static_root():
     caller, or with a killed runner's leftovers).  The bytes are real, written
     once per run, and so in the page cache for every server alike."""
     root = tempfile.mkdtemp(prefix=procs.tmp_prefix() + "static-")
+    os.chmod(root, 0o755)  # nginx's workers run as an unprivileged user when the runner is root
     block = bytes(range(256)) * 4096  # 1 MiB
     for name, size in scenarios.STATIC_FILES.values():
         with open(os.path.join(root, name), "wb") as f:
@@ -38,6 +39,7 @@ def make_static_root():
             while left > 0:
                 f.write(block[:min(left, len(block))])
                 left -= len(block)
+        os.chmod(os.path.join(root, name), 0o644)
     return root
 
 

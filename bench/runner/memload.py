@@ -134,7 +134,7 @@ class Load:
             self.last_sample = now
             self.samples.append(self.rss())
 
-    def open(self, n, path, read_response, deadline, rcvbuf=None):
+    def open(self, n, path, read_response, deadline, rcvbuf=None, mss=None):
         """Opens n connections, WINDOW at a time, and sends each one request;
         with `read_response`, reads each whole response.  Returns the ones
         that got that far; the others are in the failure counts."""
@@ -149,6 +149,11 @@ class Load:
                 if rcvbuf:
                     # Before connect: the window the client offers is fixed at the handshake.
                     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+                if mss:
+                    # Announced in the SYN: the server's segments, and with them the
+                    # send buffer the kernel sizes for it, are those of an Ethernet path
+                    # rather than loopback's 64 KiB.
+                    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG, mss)
                 c = Conn(s)
                 err = s.connect_ex((HOST, self.port))
                 if err not in (0, errno.EINPROGRESS):
@@ -246,11 +251,18 @@ def slow(a):
     time.sleep(0.2)
     before = load.rss()
     t0 = time.monotonic()
-    conns = load.open(a.connections, a.path, False, t0 + a.open_timeout, rcvbuf=a.rcvbuf)
+    conns = load.open(a.connections, a.path, False, t0 + a.open_timeout, rcvbuf=a.rcvbuf, mss=a.mss)
     open_s = time.monotonic() - t0
-    end = time.monotonic() + a.seconds
-    nxt = time.monotonic()
-    while time.monotonic() < end:
+    # The `seconds` of slow reading start once every response has begun (a
+    # server busy filling socket buffers may take a while to reach the last
+    # connection), so that the peak is taken with all M in progress.
+    t1 = nxt = time.monotonic()
+    end, heads_s = None, None
+    while end is None or time.monotonic() < end:
+        if end is None and (time.monotonic() >= t1 + a.head_timeout or
+                            all(c.state == "failed" or c.status is not None for c in conns)):
+            heads_s = time.monotonic() - t1
+            end = time.monotonic() + a.seconds
         for c in conns:
             if c.state == "failed":
                 continue
@@ -281,7 +293,8 @@ def slow(a):
            "peak": max(load.samples) if load.samples else None}
     rss.update(load.after_close(conns, a.after))
     return {"load": "slow", "connections": a.connections, "ok": len(ok), "failed": load.failed(),
-            "failures": load.failures, "open_s": round(open_s, 3), "bytes": got, "seconds": a.seconds,
+            "failures": load.failures, "open_s": round(open_s, 3), "heads_s": round(heads_s, 3), "bytes": got,
+            "seconds": a.seconds,
             "rss_kib": rss, "processes": len(load.pids)}
 
 
@@ -341,7 +354,10 @@ def parse_args(argv):
     sl.add_argument("--seconds", type=float, default=3.0)
     sl.add_argument("--rcvbuf", type=int, default=4096)
     sl.add_argument("--chunk", type=int, default=4096)
+    sl.add_argument("--mss", type=int, default=1460, help="TCP_MAXSEG before connect (0: loopback's own)")
     sl.add_argument("--tick", type=float, default=0.1)
+    sl.add_argument("--head-timeout", type=float, default=10.0,
+                    help="longest wait for every response to begin before the timed reading")
     sub.choices["download"].add_argument("--duration", type=float, required=True)
     return ap.parse_args(argv)
 

@@ -193,7 +193,7 @@ def time_limit(name, cell):
     if name == "http-ab":
         return 300
     if measures_memory(name, cell):
-        return 60 + 30 + expected_seconds(name, cell)  # httpmem's own --open-timeout is 60 s
+        return 60 + 10 + 30 + expected_seconds(name, cell)  # httpmem's --open-timeout and --head-timeout
     return expected_seconds(name, cell) * 3 + 30
 
 
