@@ -120,8 +120,9 @@ def make_plan(a, layout, ncpus, server_cpus, nofile, ports):
             client = scenarios.COST_CLIENTS[0] if scen.subjects_are_clients else scenarios.client_of(name, c["cell"])
             cmd = clients.command(layout, client, c["cell"], "PORT")
             cmd = " ".join([os.path.basename(cmd[0])] + [str(x) for x in cmd[1:]])
-            if client not in [k for k, _ in cmds]:  # the first cell of each client
-                cmds.append((client, cmd))
+            kind = (client, c["cell"].get("load"))
+            if kind not in [k for k, _ in cmds]:  # the first cell of each client and load
+                cmds.append((kind, cmd))
         if cmds:
             entry["client_cmd"] = "; ".join(cmd for _, cmd in cmds)
         if not entry["subjects"]:

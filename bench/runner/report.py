@@ -190,11 +190,11 @@ def throughput_table(scen, groups, base, unit, op):
     return table(header, rows)
 
 
-MEMORY_NOTE = ("RSS is VmRSS summed over the server's processes (nginx: master and workers), in MiB; "
-               "\"loaded\" is the reading with every connection idle (http-idle, 1 s after the last response) "
-               "or the highest reading while the slow readers read (http-static). KiB per connection = "
-               "(loaded - before) / connections open. after/before uses the last reading after the close. "
-               "Kernel memory (socket buffers, the page cache) is not in RSS.")
+MEMORY_NOTE = ("RSS is VmRSS summed over the server's processes (nginx: master and workers), in MiB: the "
+               "reading before the load, the loaded one (http-idle: every connection idle, 1 s after the last "
+               "response; slow readers: the highest reading while they read), and 1 s and 3 s after the "
+               "client closed every connection. KiB per connection = (loaded - before) / connections open; "
+               "after/before uses the 3 s reading. Kernel memory (socket buffers, the page cache) is not in RSS.")
 
 
 def mib(kib):
@@ -206,8 +206,13 @@ def _med(g, key):
     return s["median"] if s else None
 
 
+LOADED = {"idle": "RSS all idle", "slow": "RSS peak"}
+
+
 def memory_table(groups, base):
-    header = ["cell", "server", "RSS before MiB", f"RSS loaded MiB median (min{DASH}max)", f"x {base}",
+    loads = {g["cell"].get("load") for g in groups}
+    loaded = LOADED.get(loads.pop()) if len(loads) == 1 else None
+    header = ["cell", "server", "RSS before MiB", f"{loaded or 'RSS loaded'} MiB median (min{DASH}max)", f"x {base}",
               "RSS after close MiB (1 s / 3 s)", "after/before",
               f"KiB per connection median (min{DASH}max)", f"x {base}",
               "server CPU us/connection", "failed connections", "runs"]
