@@ -200,8 +200,10 @@ def time_limit(name, cell):
 def expected_seconds(name, cell):
     """A rough length of one run, for the up-front estimate."""
     if measures_memory(name, cell):
-        # Opening (about 20,000 connections a second), the load, 3 s after the close.
-        return int(cell["connections"]) / 20000.0 + 0.2 + float(cell.get("seconds", 1)) + 3
+        # Start and settling, opening (about 10,000 connections a second), the idle
+        # second or the slow reading (after every response has begun), 3 s after the close.
+        wait = float(cell["seconds"]) + 0.5 if "seconds" in cell else 1.0
+        return 0.3 + int(cell["connections"]) / 10000.0 + wait + 3
     if "duration" in cell:
         return float(cell["duration"])
     if "timeout" in cell:
