@@ -22,7 +22,7 @@ def parse_args(argv):
     ap = argparse.ArgumentParser(prog="bench/run", description="Side-by-side benchmark of ringio and its peers.",
                                  epilog=USAGE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     g = ap.add_mutually_exclusive_group()
-    g.add_argument("--quick", action="store_true", help="small matrix, under 5 minutes (default)")
+    g.add_argument("--quick", action="store_true", help="small matrix, about 8 minutes on 2 cores (default)")
     g.add_argument("--full", action="store_true", help="the full grids of the issue")
     ap.add_argument("--servers", help="comma-separated servers (default: all)")
     ap.add_argument("--scenarios", help="comma-separated scenarios (default: all)")

@@ -67,8 +67,8 @@ FULL_SECONDS = 5
 
 def cells(name, full, seconds=None):
     """The grid of one scenario, as a list of parameter dicts.  The quick grid
-    is sized so that all of it, with every peer, fits in 5 minutes on two
-    cores (see docs/benchmarks.md)."""
+    is sized so that all of it, with every peer, takes about 8 minutes on two
+    cores, half of it the memory cells' waits (see docs/benchmarks.md)."""
     d = seconds or (FULL_SECONDS if full else QUICK_SECONDS)
     if name == "pingpong":
         if full:
