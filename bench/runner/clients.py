@@ -12,6 +12,8 @@ RINGIO_CLIENTS = {"ping", "echo_bench", "churn_bench"}
 def path_of(layout, client):
     if client in RINGIO_CLIENTS:
         return layout.app(client)
+    if client == "httpmem":
+        return os.path.join(layout.root, "bench/clients/httpmem")
     if client == "raw_epoll_echo_client":
         return os.path.join(layout.root, layout.build, "bench/peers/raw_epoll_echo_client")
     return shutil.which(client) or client
@@ -27,8 +29,15 @@ def available(layout, client):
     return f"{os.path.relpath(path, layout.root)} not built"
 
 
-def command(layout, client, cell, port):
-    """argv for `client` loading 127.0.0.1:port as `cell` says."""
+def url_path(cell):
+    """The path a cell requests: a file of the static root, or /."""
+    from .scenarios import STATIC_FILES
+    return "/" + STATIC_FILES[cell["file"]][0] if "file" in cell else "/"
+
+
+def command(layout, client, cell, port, server_pid="PID"):
+    """argv for `client` loading 127.0.0.1:port as `cell` says (httpmem also
+    reads the RSS of the server's process tree: `server_pid`)."""
     p = path_of(layout, client)
     c = cell
     if client == "ping":
@@ -44,10 +53,19 @@ def command(layout, client, cell, port):
                 "--timeout", str(c.get("timeout", 120))]
     if client == "wrk":
         return [p, "-t1", f"-c{c['connections']}", f"-d{_num(c['duration'])}s", "--latency",
-                f"http://127.0.0.1:{port}/"]
+                f"http://127.0.0.1:{port}{url_path(c)}"]
     if client == "ab":
         # -q: no progress lines; -r: a socket error is counted, not fatal.
         return [p, "-q", "-r", f"-c{c['concurrency']}", f"-n{c['requests']}", f"http://127.0.0.1:{port}/"]
+    if client == "httpmem":
+        load = c["load"]
+        argv = [p, load, "--port", str(port)]
+        if load == "download":
+            return argv + ["--path", url_path(c), "--duration", _num(c["duration"])]
+        argv += ["--pid", str(server_pid), "--connections", str(c["connections"])]
+        if load == "slow":
+            argv += ["--path", url_path(c), "--seconds", _num(c["seconds"])]
+        return argv
     raise ValueError(f"unknown client {client}")
 
 
@@ -65,6 +83,8 @@ def parse(client, stdout):
     if client == "ab":
         return parse_ab(stdout)
     res = parse_result_line(stdout)
+    if client == "httpmem":
+        return parse_httpmem(res)
     if client == "ping":
         rt, secs = res["round_trips"], res["seconds"]
         return {"throughput": res["gib_per_s"], "ops": rt, "errors": res.get("errors", 0),
@@ -144,3 +164,36 @@ def parse_ab(text):
     errors = failed + (int(non2xx.group(1)) if non2xx else 0)
     return {"throughput": rps, "ops": complete, "errors": errors, "rate": rps, "latency_us": lat,
             "raw": {"complete": complete, "failed": failed, "requests_per_s": rps, "seconds": taken}}
+
+
+def parse_httpmem(res):
+    """httpmem's RESULT: download -> GB/s, with ops in MB (CPU per MB is
+    CPU ms per GB); idle and slow -> the RSS readings in `memory`."""
+    if res.get("load") == "download":
+        mb = res["bytes"] / 1e6
+        return {"throughput": res["gb_per_s"], "ops": mb, "errors": res.get("errors", 0),
+                "rate": res["downloads"] / res["seconds"] if res["seconds"] else None, "latency_us": {},
+                "raw": res}
+    try:
+        mem = memory_figures(res)
+    except (KeyError, TypeError) as e:
+        raise ParseError(f"incomplete httpmem result: {e}") from None
+    return {"throughput": None, "ops": res["connections"], "errors": res.get("failed", 0), "rate": None,
+            "latency_us": {}, "memory": mem, "raw": res}
+
+
+def memory_figures(res):
+    """From httpmem's RSS readings (KiB): before, loaded (all N idle, or the
+    peak under slow readers), after (the last reading after the close), the
+    increment per connection that was open (KiB) and after/before."""
+    rss = res["rss_kib"]
+    afters = sorted((float(k[len("after_"):-1]), v) for k, v in rss.items() if k.startswith("after_"))
+    before, loaded = rss["before"], rss["loaded"]
+    after = afters[-1][1] if afters else None
+    ok = res["ok"]
+    return {"before_kib": before, "loaded_kib": loaded, "peak_kib": rss.get("peak"),
+            "after1_kib": afters[0][1] if afters else None, "after_kib": after,
+            "per_conn_kib": (loaded - before) / ok if ok and loaded is not None and before is not None else None,
+            "after_ratio": after / before if after is not None and before else None,
+            "connections": res["connections"], "ok": ok, "failed": res.get("failed", 0),
+            "failures": res.get("failures", {})}

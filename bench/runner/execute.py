@@ -18,11 +18,29 @@ class Context:
     ready_timeout: float = 10.0
     grace: float = 5.0
     cost_server: str = None  # the server of the client-cost scenario
+    static_root: str = None  # the files of http-static (made once per run)
     first_lines: dict = field(default_factory=dict)  # server -> its start-up line
 
 
 class RunFailed(Exception):
     pass
+
+
+def make_static_root():
+    """A temporary directory with the files of http-static (removed by the
+    caller, or with a killed runner's leftovers).  The bytes are real, written
+    once per run, and so in the page cache for every server alike."""
+    root = tempfile.mkdtemp(prefix=procs.tmp_prefix() + "static-")
+    os.chmod(root, 0o755)  # nginx's workers run as an unprivileged user when the runner is root
+    block = bytes(range(256)) * 4096  # 1 MiB
+    for name, size in scenarios.STATIC_FILES.values():
+        with open(os.path.join(root, name), "wb") as f:
+            left = size
+            while left > 0:
+                f.write(block[:min(left, len(block))])
+                left -= len(block)
+        os.chmod(os.path.join(root, name), 0o644)
+    return root
 
 
 def _tail(text, n=600):
@@ -50,7 +68,7 @@ def _wait_ready(ctx, child, spec, port):
 def run_one(ctx, scen, cell, subject, repeat, kind="measure"):
     """Runs one cell against one subject; returns the run record (a dict)."""
     server = ctx.cost_server if scen.subjects_are_clients else subject
-    client = subject if scen.subjects_are_clients else scen.client
+    client = subject if scen.subjects_are_clients else scenarios.client_of(scen.name, cell)
     rec = {"scenario": scen.name, "cell": dict(cell), "cell_label": scenarios.label(scen.name, cell),
            "subject": subject, "server": server, "client": client, "repeat": repeat, "kind": kind,
            "ok": False, "error": None}
@@ -59,7 +77,7 @@ def run_one(ctx, scen, cell, subject, repeat, kind="measure"):
     begin = time.monotonic()
     try:
         port = procs.free_port()
-        spec = servers.spec(ctx.layout, server, scen.mode, port, cell, tmp)
+        spec = servers.spec(ctx.layout, server, scen.mode, port, cell, tmp, ctx.static_root)
         rec["server_cmd"] = spec.argv
         rec["port"] = port
         srv = procs.Child(spec.argv, os.path.join(tmp, "server.out"), os.path.join(tmp, "server.err"),
@@ -79,7 +97,7 @@ def run_one(ctx, scen, cell, subject, repeat, kind="measure"):
             counter = measure.SyscallCounter(pids, cpus=ctx.client_cpus)
             if not counter.enable():
                 rec["note"] = "perf did not start counting"
-        argv = clients.command(ctx.layout, client, cell, port)
+        argv = clients.command(ctx.layout, client, cell, port, server_pid=srv.pid)
         rec["client_cmd"] = argv
         u0, s0 = measure.cpu_times(pids)
         m0 = measure.machine_cpu()

@@ -3,6 +3,7 @@ import argparse
 import datetime
 import json
 import os
+import shutil
 import sys
 import time
 
@@ -21,7 +22,7 @@ def parse_args(argv):
     ap = argparse.ArgumentParser(prog="bench/run", description="Side-by-side benchmark of ringio and its peers.",
                                  epilog=USAGE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     g = ap.add_mutually_exclusive_group()
-    g.add_argument("--quick", action="store_true", help="small matrix, under 5 minutes (default)")
+    g.add_argument("--quick", action="store_true", help="small matrix, about 8 minutes on 2 cores (default)")
     g.add_argument("--full", action="store_true", help="the full grids of the issue")
     ap.add_argument("--servers", help="comma-separated servers (default: all)")
     ap.add_argument("--scenarios", help="comma-separated scenarios (default: all)")
@@ -107,15 +108,23 @@ def make_plan(a, layout, ncpus, server_cpus, nofile, ports):
                 continue
             lab = scenarios.label(name, cell)
             reason, notes = scenarios.mark(name, cell, ncpus, nofile, ports, len(server_cpus))
+            own = scenarios.client_of(name, cell)
+            if not reason and not scen.subjects_are_clients and own != scen.client and clients.available(layout, own):
+                reason = f"skipped: {clients.available(layout, own)}"
             entry["cells"].append({"cell": cell, "label": lab + "".join(f" [{n}]" for n in notes),
                                    "key": lab, "status": "run" if not reason else "marked", "reason": reason})
             if reason:
                 skipped.append({"scenario": name, "cell": lab, "reason": reason})
-        first = next((c["cell"] for c in entry["cells"]), None)
-        client = scenarios.COST_CLIENTS[0] if scen.subjects_are_clients else scen.client
-        if first:
-            cmd = clients.command(layout, client, first, "PORT")
-            entry["client_cmd"] = " ".join([os.path.basename(cmd[0])] + [str(x) for x in cmd[1:]])
+        cmds = []
+        for c in entry["cells"]:
+            client = scenarios.COST_CLIENTS[0] if scen.subjects_are_clients else scenarios.client_of(name, c["cell"])
+            cmd = clients.command(layout, client, c["cell"], "PORT")
+            cmd = " ".join([os.path.basename(cmd[0])] + [str(x) for x in cmd[1:]])
+            kind = (client, c["cell"].get("load"))
+            if kind not in [k for k, _ in cmds]:  # the first cell of each client and load
+                cmds.append((kind, cmd))
+        if cmds:
+            entry["client_cmd"] = "; ".join(cmd for _, cmd in cmds)
         if not entry["subjects"]:
             for c in entry["cells"]:
                 c["status"] = "skipped" if c["status"] == "run" else c["status"]
@@ -130,12 +139,14 @@ def estimate(plan, repeats, syscalls):
         for c in p["cells"]:
             if c["status"] == "run":
                 one = scenarios.expected_seconds(p["scenario"], c["cell"]) + 0.3
-                total += len(p["subjects"]) * one * (repeats + (0.7 if syscalls else 0))
+                probe = syscalls and scenarios.counts_syscalls(p["scenario"], c["cell"])
+                total += len(p["subjects"]) * one * (repeats + (0.7 if probe else 0))
     return total
 
 
 def run_plan(a, ctx, plan, runs, skipped):
-    todo = sum(len(p["subjects"]) * (a.repeats + (1 if ctx.perf else 0))
+    probe = lambda p, c: ctx.perf and scenarios.counts_syscalls(p["scenario"], c["cell"])  # noqa: E731
+    todo = sum(len(p["subjects"]) * (a.repeats + (1 if probe(p, c) else 0))
                for p in plan for c in p["cells"] if c["status"] == "run")
     done = 0
     for p in plan:
@@ -143,7 +154,7 @@ def run_plan(a, ctx, plan, runs, skipped):
         ctx.cost_server = p.get("server")
         broken = {}
         for c in [c for c in p["cells"] if c["status"] == "run"]:
-            passes = [(r + 1, "measure") for r in range(a.repeats)] + ([(None, "syscalls")] if ctx.perf else [])
+            passes = [(r + 1, "measure") for r in range(a.repeats)] + ([(None, "syscalls")] if probe(p, c) else [])
             for rep, kind in passes:
                 for subj in p["subjects"]:
                     done += 1
@@ -164,7 +175,9 @@ def progress(rec, scen):
     if not rec.get("metrics"):
         return "FAILED: " + (rec.get("error") or "?")
     m, po = rec["metrics"], rec.get("per_op", {})
-    parts = [f"{report.num(m['throughput'])} {scen.unit}"]
+    if m.get("memory"):
+        return report.memory_progress(m["memory"]) + (", FAILED: " + rec["error"] if rec.get("error") else "")
+    parts = [f"{report.num(m['throughput'])} {scenarios.unit_of(scen.name, rec['cell'])[0]}"]
     if "server_us" in po:
         parts.append(f"server {po['server_us']:.2f} us/op")
     if "client_us" in po:
@@ -209,7 +222,7 @@ def list_all(a, layout, ncpus, server_cpus, nofile, ports):
     log("servers:")
     for s in a.servers:
         modes = []
-        for m in ("echo", "pong", "http"):
+        for m in ("echo", "pong", "http", "http-static"):
             if servers.supports(s, m):
                 try:
                     servers.check(layout, s, m)
@@ -277,12 +290,17 @@ def main(argv=None):
     ctx = execute.Context(layout, server_cpus, client_cpus, perf=perf_ok)
     status = 0
     try:
+        if any(p["scenario"] == "http-static" and p["subjects"] and any(c["status"] == "run" for c in p["cells"])
+               for p in plan):
+            ctx.static_root = execute.make_static_root()
         run_plan(a, ctx, plan, res["runs"], skipped)
     except (KeyboardInterrupt, SystemExit) as e:
         res["notes"].append("Interrupted: this report covers only the runs before the interruption.")
         status = e.code if isinstance(e, SystemExit) and isinstance(e.code, int) else 130
     finally:
         procs.kill_all()
+        if ctx.static_root:
+            shutil.rmtree(ctx.static_root, ignore_errors=True)
         res["backend_lines"] = {k: v for k, v in ctx.first_lines.items() if k.startswith("ringio")}
         res["finished"] = datetime.datetime.now().isoformat(timespec="seconds")
         res["elapsed_s"] = round(time.monotonic() - t0, 1)

@@ -8,8 +8,14 @@ import os
 import sys
 
 X = {"pingpong": "sessions", "echo": "connections", "churn": "concurrency", "http-wrk": "connections",
-     "http-ab": "concurrency", "client-cost": "connections"}
+     "http-ab": "concurrency", "client-cost": "connections", "http-idle": "connections",
+     "http-static": "connections"}
 UNIT = {"pingpong": "GiB/s", "churn": "sessions/s"}
+LOAD_UNIT = {"download": "GB/s"}  # cells of http-static; the others are req/s
+
+
+def _unit(scen, g):
+    return LOAD_UNIT.get(g["cell"].get("load"), UNIT.get(scen, "req/s"))
 PCTS = ["p50", "mean", "p75", "p90", "p99", "p999", "max"]
 FIXED = {"duration", "timeout", "blocksize", "messages", "requests"}
 
@@ -33,7 +39,8 @@ def throughput(plt, res, scen, outdir):
     if not groups:
         return None
     xkey = X[scen]
-    if len({g["cell"][xkey] for g in groups}) == 1:
+    # Cells that differ by their load, not along an axis, get a panel each.
+    if len({g["cell"][xkey] for g in groups}) == 1 or any("load" in g["cell"] for g in groups):
         return throughput_bars(plt, groups, scen, xkey, outdir)
     panels = _panels(groups, xkey)
     fig, axes = plt.subplots(1, len(panels), figsize=(6.5 * len(panels), 4.5), squeeze=False)
@@ -72,7 +79,7 @@ def throughput_bars(plt, groups, scen, xkey, outdir):
         ax.bar([g["subject"] for g in gs], [x["median"] for x in t],
                color=["tab:blue" if g["subject"].startswith("ringio") else "tab:gray" for g in gs],
                yerr=[[x["median"] - x["min"] for x in t], [x["max"] - x["median"] for x in t]], capsize=4)
-        ax.set_ylabel(f"throughput ({UNIT.get(scen, 'req/s')}), median, bars min-max")
+        ax.set_ylabel(f"throughput ({_unit(scen, gs[0])}), median, bars min-max")
         ax.set_title(f"{scen} {cell}")
         ax.tick_params(axis="x", rotation=45)
         ax.grid(True, axis="y", alpha=0.3)
@@ -80,7 +87,8 @@ def throughput_bars(plt, groups, scen, xkey, outdir):
 
 
 def cpu(plt, res, scen, outdir):
-    groups = [g for g in res["summary"] if g["scenario"] == scen and g.get("server_us")]
+    # Memory cells have their own plot; their CPU per connection is in the report.
+    groups = [g for g in res["summary"] if g["scenario"] == scen and g.get("server_us") and "memory" not in g]
     if scen == "client-cost":
         groups = [g for g in res["summary"] if g["scenario"] == scen and g.get("client_us")]
     if not groups:
@@ -107,7 +115,8 @@ def cpu(plt, res, scen, outdir):
                     ax.annotate(f"{g['syscalls_per_op']['median']:.2f} sc/op", (i, tot[i]["max"]),
                                 textcoords="offset points", xytext=(0, 4), ha="center", fontsize=7)
             ax.set_ylim(0, max(t["max"] for t in tot) * 1.15)  # room for the labels
-            ax.set_ylabel("server CPU us per operation (median)")
+            ax.set_ylabel("server CPU us per " + ("MB" if gs[0]["cell"].get("load") == "download" else "operation")
+                          + " (median)")
             ax.legend(fontsize=8, loc="lower right")
         ax.set_title(f"{scen} {cell}")
         ax.tick_params(axis="x", rotation=45)
@@ -139,6 +148,35 @@ def latency(plt, res, scen, outdir):
     return _save(plt, fig, outdir, f"latency-{scen}.png")
 
 
+def memory(plt, res, scen, outdir):
+    """Per memory cell: RSS before, loaded and 3 s after the close per server
+    (MiB), with the KiB per connection written above."""
+    groups = [g for g in res["summary"] if g["scenario"] == scen and g.get("memory")]
+    if not groups:
+        return None
+    cells = list(dict.fromkeys(g["cell_label"] for g in groups))
+    fig, axes = _bar_axes(plt, groups, cells)
+    bars = [("before_kib", "before"), ("loaded_kib", "loaded"), ("after_kib", "3 s after close")]
+    for ax, cell in zip(axes, cells):
+        gs = [g for g in groups if g["cell_label"] == cell]
+        width = 0.8 / len(bars)
+        for i, (key, name) in enumerate(bars):
+            vals = [(g["memory"][key]["median"] / 1024 if g["memory"].get(key) else 0) for g in gs]
+            ax.bar([j + i * width for j in range(len(gs))], vals, width, label=name)
+        for j, g in enumerate(gs):
+            pc = g["memory"].get("per_conn_kib")
+            top = max((g["memory"][k]["median"] / 1024 for k, _ in bars if g["memory"].get(k)), default=0)
+            if pc:
+                ax.annotate(f"{pc['median']:.1f} KiB/conn", (j + width, top), textcoords="offset points",
+                            xytext=(0, 4), ha="center", fontsize=7)
+        ax.set_xticks([j + width for j in range(len(gs))], [g["subject"] for g in gs], rotation=45)
+        ax.set_ylabel("server RSS MiB (median)")
+        ax.set_title(f"{scen} {cell}")
+        ax.grid(True, axis="y", alpha=0.3)
+        ax.legend(fontsize=8)
+    return _save(plt, fig, outdir, f"memory-{scen}.png")
+
+
 def _bar_axes(plt, groups, cells):
     """One panel per cell, stacked vertically, as wide as the bars need."""
     per_cell = max(1, len(groups) // max(1, len(cells)))
@@ -162,7 +200,7 @@ def main(argv):
     with open(os.path.join(outdir, "results.json")) as f:
         res = json.load(f)
     for scen in res["scenarios"]:
-        for fn in (throughput, cpu, latency):
+        for fn in (throughput, cpu, latency, memory):
             name = fn(plt, res, scen, outdir)
             if name:
                 print(name)

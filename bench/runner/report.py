@@ -148,12 +148,31 @@ def scenario_section(res, name):
         why = [s["reason"] for s in res["skipped"] if s["scenario"] == name]
         out += ["", f"Not run: {why[0] if why else 'nothing selected'}."]
         return "\n".join(out)
-    who = "client" if scen.subjects_are_clients else "server"
     base = res.get("baselines", {}).get(name, servers.BASELINE)
+    # One table per kind of cell: http-static mixes req/s, GB/s and memory cells.
+    blocks = {}
+    for g in groups:
+        kind = "memory" if "memory" in g else scenarios.unit_of(name, g["cell"])
+        blocks.setdefault(kind, []).append(g)
+    for kind, gs in blocks.items():
+        if kind == "memory":
+            out += ["", memory_table(gs, base)]
+        else:
+            out += ["", throughput_table(scen, gs, base, *kind)]
+    if "memory" in blocks:
+        out += ["", MEMORY_NOTE]
+    resolution = resolution_text(res, name)
+    if resolution and len(blocks) > ("memory" in blocks):
+        out += ["", resolution]
+    return "\n".join(out)
+
+
+def throughput_table(scen, groups, base, unit, op):
+    who = "client" if scen.subjects_are_clients else "server"
     cost = scen.subjects_are_clients
-    header = ["cell", who, f"throughput {scen.unit} median (min{DASH}max)", f"x {base}",
-              f"server CPU us/{scen.op} (usr+sys)", "x", f"syscalls/{scen.op}",
-              f"client CPU us/{scen.op}" + (f" median (min{DASH}max)" if cost else "")]
+    header = ["cell", who, f"throughput {unit} median (min{DASH}max)", f"x {base}",
+              f"server CPU us/{op} (usr+sys)", "x", f"syscalls/{op}",
+              f"client CPU us/{op}" + (f" median (min{DASH}max)" if cost else "")]
     header += (["x"] if cost else []) + ["latency us", "server CPU use", "errors", "runs"]
     rows = []
     for g in groups:
@@ -168,11 +187,57 @@ def scenario_section(res, name):
         rows.append(row + [latency_text(g["latency_us"]),
                      f"{g['utilization']['median'] * 100:.0f}%" if g.get("utilization") else "-",
                      g["errors"], f"{g['runs_ok']}" + (f" ({len(g['failed'])} failed)" if g["failed"] else "")])
-    out += ["", table(header, rows)]
-    resolution = resolution_text(res, name)
-    if resolution:
-        out += ["", resolution]
-    return "\n".join(out)
+    return table(header, rows)
+
+
+MEMORY_NOTE = ("RSS is VmRSS summed over the server's processes (nginx: master and workers), in MiB: the "
+               "reading before the load, the loaded one (http-idle: every connection idle, 1 s after the last "
+               "response; slow readers: the highest reading while they read), and 1 s and 3 s after the "
+               "client closed every connection. KiB per connection = (loaded - before) / connections open; "
+               "after/before uses the 3 s reading. Kernel memory (socket buffers, the page cache) is not in RSS.")
+
+
+def mib(kib):
+    return None if kib is None else kib / 1024.0
+
+
+def _med(g, key):
+    s = g["memory"].get(key)
+    return s["median"] if s else None
+
+
+LOADED = {"idle": "RSS all idle", "slow": "RSS peak"}
+
+
+def memory_table(groups, base):
+    loads = {g["cell"].get("load") for g in groups}
+    loaded = LOADED.get(loads.pop()) if len(loads) == 1 else None
+    header = ["cell", "server", "RSS before MiB", f"{loaded or 'RSS loaded'} MiB median (min{DASH}max)", f"x {base}",
+              "RSS after close MiB (1 s / 3 s)", "after/before",
+              f"KiB per connection median (min{DASH}max)", f"x {base}",
+              "server CPU us/connection", "failed connections", "runs"]
+    rows = []
+    for g in groups:
+        m, r = g["memory"], g["ratio"]
+        loaded = m.get("loaded_kib")
+        loaded_mib = {k: mib(loaded[k]) for k in ("median", "min", "max")} | {"n": loaded["n"]} if loaded else None
+        conns = int(g["cell"].get("connections", 0)) * g["runs_ok"]
+        rows.append([g["cell_label"], g["subject"], num(mib(_med(g, "before_kib"))), spread_text(loaded_mib),
+                     ratio_text(r.get("loaded_kib")),
+                     f"{num(mib(_med(g, 'after1_kib')))} / {num(mib(_med(g, 'after_kib')))}",
+                     ratio_text(_med(g, "after_ratio")), spread_text(m.get("per_conn_kib")),
+                     ratio_text(r.get("per_conn_kib")),
+                     num(g["server_us"]["median"]) if g.get("server_us") else "-",
+                     f"{g['errors']} of {conns}",
+                     f"{g['runs_ok']}" + (f" ({len(g['failed'])} failed)" if g["failed"] else "")])
+    return table(header, rows)
+
+
+def memory_progress(m):
+    """One line of the runner's log for a memory run."""
+    return (f"RSS before {num(mib(m['before_kib']))} MiB, loaded {num(mib(m['loaded_kib']))} MiB, "
+            f"after {num(mib(m['after_kib']))} MiB, {num(m['per_conn_kib'])} KiB/connection, "
+            f"{m['failed']} of {m['connections']} connections failed")
 
 
 def render(res):

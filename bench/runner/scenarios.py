@@ -33,9 +33,27 @@ SCENARIOS = {s.name: s for s in [
     Scenario("client-cost", "echo", "echo_bench", "connections", "req/s", "round trip",
              "the same echo load from echo_bench and from raw_epoll_echo_client against one server; "
              "compares the clients' CPU per round trip"),
+    Scenario("http-idle", "http", "httpmem", "connections", "-", "connection",
+             "httpmem idle: N keep-alive connections each send one GET / and read the response, then stay "
+             "idle; the server's RSS before, with all N idle (after 1 s), and 1 s and 3 s after they close"),
+    Scenario("http-static", "http-static", "httpmem", "connections", "req/s", "request",
+             "static files from a directory the runner fills once per run: wrk on a 4 KiB file, one "
+             "connection downloading a 256 MiB file, and slow readers of a 1 MiB file with a 4 KiB "
+             "receive buffer (server RSS before, at the peak, and after they close)"),
 ]}
 ORDER = list(SCENARIOS)
 COST_CLIENTS = ["echo_bench", "raw_epoll_echo_client"]
+
+# The files of the static root: name in the cell -> (file name, size).  Real
+# bytes, not sparse: a hole is read as zeros without touching the page cache.
+STATIC_FILES = {"4KiB": ("4KiB.bin", 4096), "1MiB": ("1MiB.bin", 1 << 20), "256MiB": ("256MiB.bin", 256 << 20)}
+
+# What one cell of http-static does: the client, throughput unit and what
+# CPU time is divided by.  A cell without "load" is its scenario's.
+LOADS = {"wrk": ("wrk", "req/s", "request"),
+         "download": ("httpmem", "GB/s", "MB"),
+         "slow": ("httpmem", "-", "connection"),
+         "idle": ("httpmem", "-", "connection")}
 
 
 def _grid(**axes):
@@ -49,8 +67,8 @@ FULL_SECONDS = 5
 
 def cells(name, full, seconds=None):
     """The grid of one scenario, as a list of parameter dicts.  The quick grid
-    is sized so that all of it, with every peer, fits in 5 minutes on two
-    cores (see docs/benchmarks.md)."""
+    is sized so that all of it, with every peer, takes about 8 minutes on two
+    cores, half of it the memory cells' waits (see docs/benchmarks.md)."""
     d = seconds or (FULL_SECONDS if full else QUICK_SECONDS)
     if name == "pingpong":
         if full:
@@ -70,6 +88,16 @@ def cells(name, full, seconds=None):
         return _grid(threads=[1], concurrency=[100], requests=[100000 if full else 10000])
     if name == "client-cost":
         return _grid(threads=[1], connections=[1, 50, 500] if full else [50], length=[512], duration=[d])
+    if name == "http-idle":
+        return _grid(threads=[1], load=["idle"], connections=[10000])
+    if name == "http-static":
+        # The quick grid keeps only the slow readers: memory is what the quick
+        # run must show on every change; throughput of static files is in the full one.
+        slow = dict(threads=1, load="slow", file="1MiB", connections=2000, seconds=3)
+        if not full:
+            return [slow]
+        return [dict(threads=1, load="wrk", file="4KiB", connections=100, duration=d),
+                dict(threads=1, load="download", file="256MiB", connections=1, duration=d), slow]
     raise ValueError(f"unknown scenario {name}")
 
 
@@ -79,7 +107,7 @@ def probe_cell(name, cell):
     c = dict(cell)
     if "duration" in c:
         # wrk takes whole seconds only.
-        c["duration"] = min(c["duration"], 1 if name == "http-wrk" else 0.5 if c["duration"] <= 1 else 2)
+        c["duration"] = min(c["duration"], 1 if client_of(name, c) == "wrk" else 0.5 if c["duration"] <= 1 else 2)
     if "timeout" in c:
         c["timeout"] = min(c["timeout"], 2)
     if name == "http-ab":
@@ -91,12 +119,38 @@ def probe_cell(name, cell):
 
 LABEL_KEYS = {"pingpong": ["threads", "sessions"], "echo": ["connections", "length"],
               "churn": ["concurrency"], "http-wrk": ["connections"], "http-ab": ["concurrency"],
-              "client-cost": ["connections", "length"]}
+              "client-cost": ["connections", "length"], "http-idle": ["connections"],
+              "http-static": ["load", "file", "connections"]}
 
 
 def label(name, cell):
     """A short stable name for a cell of a scenario: 'threads=1 sessions=100'."""
     return " ".join(f"{k}={cell[k]}" for k in LABEL_KEYS[name] if k in cell)
+
+
+def client_of(name, cell):
+    """The client that loads a cell."""
+    if "load" in cell:
+        return LOADS[cell["load"]][0]
+    return SCENARIOS[name].client
+
+
+def unit_of(name, cell):
+    """(throughput unit, what CPU time is divided by) of a cell."""
+    if "load" in cell:
+        return LOADS[cell["load"]][1:]
+    return SCENARIOS[name].unit, SCENARIOS[name].op
+
+
+def measures_memory(name, cell):
+    """Whether the cell's figures are RSS readings rather than throughput."""
+    return cell.get("load") in ("idle", "slow")
+
+
+def counts_syscalls(name, cell):
+    """Whether a perf run per server follows the timed runs: not where the
+    figures are memory (syscalls per connection opened say little)."""
+    return not measures_memory(name, cell)
 
 
 def connections(name, cell):
@@ -138,11 +192,18 @@ def time_limit(name, cell):
         return CHURN_TIMEOUT + 30
     if name == "http-ab":
         return 300
+    if measures_memory(name, cell):
+        return 60 + 10 + 30 + expected_seconds(name, cell)  # httpmem's --open-timeout and --head-timeout
     return expected_seconds(name, cell) * 3 + 30
 
 
 def expected_seconds(name, cell):
     """A rough length of one run, for the up-front estimate."""
+    if measures_memory(name, cell):
+        # Start and settling, opening (about 10,000 connections a second), the idle
+        # second or the slow reading (after every response has begun), 3 s after the close.
+        wait = float(cell["seconds"]) + 0.5 if "seconds" in cell else 1.0
+        return 0.3 + int(cell["connections"]) / 10000.0 + wait + 3
     if "duration" in cell:
         return float(cell["duration"])
     if "timeout" in cell:

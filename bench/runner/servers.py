@@ -24,7 +24,9 @@ VARIANTS = {  # name -> (backend, extra server arguments, modes that take them)
 ORDER = list(RINGIO) + list(PEERS) + ["nginx"]
 KNOWN = ORDER + list(VARIANTS)
 BASELINE = "ringio-uring"
-RINGIO_APP = {"echo": "echo_server", "pong": "pong", "http": "http_server"}
+RINGIO_APP = {"echo": "echo_server", "pong": "pong", "http": "http_server", "http-static": "http_server"}
+RINGIO_MAX_CONNECTIONS = 10000  # http_server's default --max-connections
+HEADROOM = 64  # connections a server may see beyond a cell's (the readiness probe, stragglers)
 
 
 class Unavailable(Exception):
@@ -62,6 +64,10 @@ class Layout:
 
 
 def supports(name, mode):
+    if mode == "http-static":
+        # Every server with an http mode is listed, so that those without
+        # static files show up as skipped, with the reason, in the report.
+        return supports(name, "http")
     if name in VARIANTS:
         return mode in VARIANTS[name][2]
     return name != "nginx" or mode == "http"
@@ -82,6 +88,8 @@ def check(layout, name, mode):
     """Raises Unavailable when `name` cannot serve `mode` in this build."""
     if not supports(name, mode):
         raise Unavailable(f"{name} has no {mode} mode")
+    if mode == "http-static" and name in PEERS:
+        raise Unavailable(f"{name} serves no files (its http mode answers every GET with 'Hello world!')")
     path = binary_for(layout, name, mode)
     if not (path and os.path.isfile(path) and os.access(path, os.X_OK)):
         rel = os.path.relpath(path, layout.root) if os.path.isabs(path) else path
@@ -89,8 +97,28 @@ def check(layout, name, mode):
     return path
 
 
-def spec(layout, name, mode, port, cell, tmpdir):
-    """The command line that starts `name` in `mode` on 127.0.0.1:port."""
+def _http_args(mode, cell, static_root):
+    """http_server's arguments beyond port, threads and backend: the root of
+    the static files, and a connection limit above the cell's connections
+    where its default would refuse some of them."""
+    out = []
+    if mode == "http-static":
+        out += ["--root", _need_root(static_root)]
+    conns = int(cell.get("connections", 0))
+    if mode.startswith("http") and conns + HEADROOM > RINGIO_MAX_CONNECTIONS:
+        out += ["--max-connections", str(conns + HEADROOM)]
+    return out
+
+
+def _need_root(static_root):
+    if not static_root:
+        raise Unavailable("no static root was made for this run")
+    return static_root
+
+
+def spec(layout, name, mode, port, cell, tmpdir, static_root=None):
+    """The command line that starts `name` in `mode` on 127.0.0.1:port
+    (http-static serves the files of `static_root`)."""
     path = check(layout, name, mode)
     threads = int(cell.get("threads", 1))
     if name in RINGIO:
@@ -100,6 +128,7 @@ def spec(layout, name, mode, port, cell, tmpdir):
                     "--backend", backend, "--keep-running"]
         else:
             argv = [path, "--port", str(port), "--threads", str(threads), "--backend", backend]
+            argv += _http_args(mode, cell, static_root)
         return ServerSpec(name, mode, argv, path)
     if name in VARIANTS:
         backend, extra, _ = VARIANTS[name]
@@ -108,13 +137,15 @@ def spec(layout, name, mode, port, cell, tmpdir):
                     "--backend", backend, "--keep-running"] + extra
         else:
             argv = [path, "--port", str(port), "--threads", str(threads), "--backend", backend] + extra
+            argv += _http_args(mode, cell, static_root)
         return ServerSpec(name, mode, argv, path)
     if name in PEERS:
         argv = [path, "--mode", mode, "--port", str(port), "--threads", str(threads)]
         if mode == "pong":
             argv += ["--block", str(cell["blocksize"])]
         return ServerSpec(name, mode, argv + PEERS[name][1], path)
-    conf = write_nginx_conf(tmpdir, port, threads)
+    root = _need_root(static_root) if mode == "http-static" else None
+    conf = write_nginx_conf(tmpdir, port, threads, int(cell.get("connections", 0)) + HEADROOM, root)
     argv = [path, "-p", tmpdir, "-c", conf, "-e", os.path.join(tmpdir, "error.log")]
     return ServerSpec(name, mode, argv, path, ready_line=False, children=threads, tmpdir=tmpdir)
 
@@ -137,27 +168,39 @@ http {{
     fastcgi_temp_path {dir}/fastcgi;
     uwsgi_temp_path {dir}/uwsgi;
     scgi_temp_path {dir}/scgi;
-    keepalive_requests 1000000;
+    keepalive_requests 1000000;{static}
     server {{
         listen 127.0.0.1:{port} reuseport;
         location / {{
-            default_type text/plain;
-            return 200 "Hello world!";
+{location}
         }}
     }}
 }}
 """
+HELLO_LOCATION = """\
+            default_type text/plain;
+            return 200 "Hello world!";"""
+# http-static: the files of the root, sent with sendfile(2) as nginx is
+# usually deployed for static files.
+STATIC_LOCATION = """\
+            root {root};"""
 
 
-def nginx_conf(dirpath, port, threads, nofile=65536):
-    return NGINX_CONF.format(dir=dirpath, port=port, threads=threads, nofile=nofile,
-                             conns=max(1024, nofile // 2))
+def nginx_conf(dirpath, port, threads, nofile=65536, conns=0, root=None):
+    """nginx.conf for the http mode, or with `root` for http-static.  Each
+    worker gets at least `conns` connections (within the open-files limit):
+    nginx counts its listener among them and turns away the rest."""
+    worker_conns = max(1024, nofile // 2, min(conns, nofile - HEADROOM))
+    location = STATIC_LOCATION.format(root=root) if root else HELLO_LOCATION
+    static = "\n    sendfile on;" if root else ""
+    return NGINX_CONF.format(dir=dirpath, port=port, threads=threads, nofile=nofile, conns=worker_conns,
+                             location=location, static=static)
 
 
-def write_nginx_conf(dirpath, port, threads):
+def write_nginx_conf(dirpath, port, threads, conns=0, root=None):
     import resource
     nofile = max(1024, min(resource.getrlimit(resource.RLIMIT_NOFILE)[0], 1 << 20))
     path = os.path.join(dirpath, "nginx.conf")
     with open(path, "w") as f:
-        f.write(nginx_conf(dirpath, port, threads, nofile))
+        f.write(nginx_conf(dirpath, port, threads, nofile, conns, root))
     return path

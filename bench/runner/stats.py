@@ -2,6 +2,10 @@
 import statistics
 
 METRICS = ("throughput", "rate", "server_us", "server_user_us", "server_sys_us", "client_us")
+# The RSS figures of the memory cells (clients.memory_figures), and those
+# compared with the baseline.
+MEMORY = ("before_kib", "loaded_kib", "peak_kib", "after1_kib", "after_kib", "per_conn_kib", "after_ratio")
+MEMORY_RATIOS = ("loaded_kib", "per_conn_kib", "after_kib")
 
 
 def spread(values):
@@ -57,6 +61,9 @@ def summarize(runs, baseline_of):
             for p, v in r.get("metrics", {}).get("latency_us", {}).items():
                 lat.setdefault(p, []).append(v)
         g["latency_us"] = {p: statistics.median(v) for p, v in lat.items()}
+        mem = [r["metrics"]["memory"] for r in ms if r.get("metrics", {}).get("memory")]
+        if mem:  # only memory cells get the key: other summaries stay as they were
+            g["memory"] = {k: spread(m.get(k) for m in mem) for k in MEMORY}
         out.append(g)
     index = {(g["scenario"], g["cell_label"], g["subject"]): g for g in out}
     for g in out:
@@ -69,6 +76,11 @@ def summarize(runs, baseline_of):
         mine = g["syscalls_per_op"]["median"] if g["syscalls_per_op"] else None
         theirs = base["syscalls_per_op"]["median"] if base and base["syscalls_per_op"] else None
         g["ratio"]["syscalls"] = ratio(mine, theirs)
+        if "memory" in g:
+            theirs = base.get("memory", {}) if base else {}
+            for k in MEMORY_RATIOS:
+                a, b = g["memory"].get(k), theirs.get(k)
+                g["ratio"][k] = ratio(a["median"] if a else None, b["median"] if b else None)
     return out
 
 
