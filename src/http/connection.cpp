@@ -179,7 +179,10 @@ task<bool> connection::serve_requests(bool receive_first) {
     }
 
     std::size_t request_size = head.size;
-    if (w_->req.chunked_ || w_->req.content_length_ > 0) {
+    const bool has_body = w_->req.chunked_ || w_->req.content_length_ > 0;
+    // No route takes it: answer now, rather than after uploading a body to be thrown away.
+    const bool refused = has_body && core_.routes != nullptr && !core_.routes->has_route(w_->req);
+    if (has_body && !refused) {
       int status = co_await read_body(head.size, request_size);
       if (status != 0) {
         if (status > 0) co_await fail(status);
@@ -200,14 +203,14 @@ task<bool> connection::serve_requests(bool receive_first) {
     }
     if (threw) resp = response::borrowed(500, reason_phrase(500));
 
-    bool keep = w_->req.keep_alive_ && !resp.close_ && !idle_token.stop_requested();
+    bool keep = w_->req.keep_alive_ && !resp.close_ && !idle_token.stop_requested() && !refused;
     bool written = write_fixed(resp, keep);
     if (!written) written = co_await write_special(resp, keep);
     consume(request_size);
     if (!written) co_return false;  // the client is gone, or a streamed body failed half way
     if (!keep) {
       // Linger only if the client sent more than we read (pipelined after a close).
-      co_await close_gracefully(w_->start != w_->end);
+      co_await close_gracefully(refused || w_->start != w_->end);
       co_return false;
     }
     if (w_->out.size() >= flush_threshold) {
@@ -228,6 +231,7 @@ task<int> connection::read_body(std::size_t head_size, std::size_t& request_size
   }
   if (w_->req.chunked_) w_->chunks = chunked_decoder(o.max_body_bytes, o.max_header_bytes);
   const std::size_t length = static_cast<std::size_t>(std::max<std::int64_t>(w_->req.content_length_, 0));
+  const clock::time_point body_deadline = clock::now() + o.body_timeout;
   for (;;) {
     if (w_->req.chunked_) {
       auto st = w_->chunks.decode(w_->in.get() + w_->start + head_size, w_->end - w_->start - head_size);
@@ -244,7 +248,9 @@ task<int> connection::read_body(std::size_t head_size, std::size_t& request_size
     }
     std::size_t missing = w_->req.chunked_ ? min_receive : head_size + length - (w_->end - w_->start);
     if (!make_room(std::max(missing, min_receive)) && !make_room(missing)) co_return 413;
-    auto n = co_await with_timeout(sock_.recv(free_space()), o.idle_timeout);
+    // A stall (idle_timeout) or the whole body taking too long (body_timeout): 408.
+    const clock::time_point limit = std::min(body_deadline, clock::now() + o.idle_timeout);
+    auto n = co_await with_deadline(sock_.recv(free_space()), limit);
     if (!n) co_return n.error() == std::errc::timed_out ? 408 : -1;
     if (*n == 0) co_return -1;
     w_->end += *n;

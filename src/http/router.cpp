@@ -38,21 +38,19 @@ router& router::prefix(method m, std::string path_prefix, handler h) {
 
 bool router::method_matches(const entry& e, method m) const noexcept { return e.any_method || e.m == m; }
 
-task<response> router::operator()(request& r) const {
+const router::entry* router::match(const request& r) const noexcept {
   const method m = r.method();
   const std::string_view path = r.path();
   // Scores: exact path beats prefix, longer prefix beats shorter, the request's own
   // method beats HEAD falling back to GET.
   const entry* best = nullptr;
   std::size_t best_score = 0;
-  bool path_known = false;
   // "*" (OPTIONS *, the only method the parser lets through with it) names the server,
   // not a resource: only an exact "*" route serves it, else the router answers.
   const bool asterisk = path == "*";
   for (const entry& e : routes_) {
     bool hit = e.is_prefix ? !asterisk && path.starts_with(e.path) : path == e.path;
     if (!hit) continue;
-    path_known = true;
     bool direct = method_matches(e, m);
     if (!direct && !(m == method::head && !e.any_method && e.m == method::get)) continue;
     std::size_t score = (e.is_prefix ? 0 : 1u << 30) + e.path.size() * 2 + (direct ? 1 : 0);
@@ -61,12 +59,21 @@ task<response> router::operator()(request& r) const {
       best_score = score;
     }
   }
+  return best;
+}
+
+task<response> router::operator()(request& r) const {
+  const std::string_view path = r.path();
+  const bool asterisk = path == "*";
+  const entry* best = match(r);
   if (best != nullptr) {
     r.route_rest_ = best->is_prefix ? path.substr(best->path.size()) : std::string_view{};
     r.prefix_routed_ = best->is_prefix;
     return best->h(r);
   }
   if (asterisk) return allow_page(allowed_methods());
+  bool path_known = false;
+  for (const entry& e : routes_) path_known = path_known || (e.is_prefix ? path.starts_with(e.path) : path == e.path);
   if (!path_known) return status_page(404, {});
   std::string allow;
   for (const entry& e : routes_) {

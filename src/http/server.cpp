@@ -58,7 +58,9 @@ server::server(handler h, server_options opts)
     : core_(std::make_unique<detail::server_core>(std::move(h), std::move(opts))) {}
 
 server::server(const router& routes, server_options opts)
-    : server(handler([&routes](request& r) { return routes(r); }), std::move(opts)) {}
+    : server(handler([&routes](request& r) { return routes(r); }), std::move(opts)) {
+  core_->routes = &routes;
+}
 
 server::~server() = default;
 

@@ -36,6 +36,8 @@ class server_core {
 
   const handler handle;
   const server_options opts;
+  /// The router behind `handle`, when the server was made from one.
+  const router* routes = nullptr;
   mutable std::atomic<std::int64_t> last_limit_log{0};
   mutable std::atomic<std::int64_t> last_error_log{0};
 

@@ -3,6 +3,7 @@
 // errors become 500; the connection limit holds; a graceful stop lets requests in
 // progress finish; no descriptor leaks.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
 #include <chrono>
 #include <string>
@@ -135,6 +136,88 @@ TEST_P(HttpHardening, StalledBodyGets408) {
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 408);
   EXPECT_TRUE(c.closed_by_peer());
+}
+
+TEST_P(HttpHardening, TrickledBodyGets408AtTheBodyDeadline) {
+  auto o = small_limits();
+  o.body_timeout = 400ms;  // each byte below comes well within idle_timeout (500 ms)
+  start(o);
+  http_client c(port());
+  auto begun = std::chrono::steady_clock::now();
+  ASSERT_TRUE(c.send("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\n"));
+  for (int i = 0; i < 12; ++i) {
+    std::this_thread::sleep_for(100ms);
+    if (!c.send("b")) break;
+  }
+  auto r = c.read_reply();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 408);
+  EXPECT_LT(std::chrono::steady_clock::now() - begun, 1500ms);
+  EXPECT_TRUE(c.closed_by_peer());
+  expect_healthy();
+}
+
+TEST_P(HttpHardening, ABodyNoRouteTakesIsAnsweredBeforeItIsSent) {
+  start();
+  struct probe {
+    std::string head;
+    int status;
+  };
+  const probe probes[] = {
+      {"POST /nowhere HTTP/1.1\r\nHost: t\r\nContent-Length: 60000\r\n\r\n", 404},
+      {"PUT / HTTP/1.1\r\nHost: t\r\nContent-Length: 60000\r\n\r\n", 405},
+      {"POST /nowhere HTTP/1.1\r\nHost: t\r\nContent-Length: 60000\r\nExpect: 100-continue\r\n\r\n", 404},
+      {"POST /nowhere HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n", 404},
+  };
+  for (const probe& p : probes) {
+    SCOPED_TRACE(p.head);
+    http_client c(port());
+    auto begun = std::chrono::steady_clock::now();
+    ASSERT_TRUE(c.send(p.head));  // the head only: the answer must not wait for the body
+    auto r = c.read_reply();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, p.status);  // not 100 Continue, and not after a 408
+    EXPECT_LT(std::chrono::steady_clock::now() - begun, 400ms);
+    EXPECT_EQ(r->header("Connection"), "close");
+    c.send(std::string(60000, 'x'));  // a client that sends its body anyway is not reset
+    EXPECT_TRUE(c.closed_by_peer());
+  }
+  expect_healthy();
+}
+
+// Idle connections wait on a loop-wide pool of 1,024 receive buffers; when more requests
+// than that arrive in one loop iteration, the rest take the fallback (each receives
+// into its own buffer). Whether they do depends on timing; every one must be answered.
+TEST_P(HttpHardening, MoreSimultaneousRequestsThanPoolBuffersAreAllAnswered) {
+  constexpr int clients = 1500;
+  rlimit lim{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &lim), 0);
+  if (lim.rlim_max < 2 * clients + 200) GTEST_SKIP() << "needs " << 2 * clients + 200 << " descriptors";
+  rlimit raised = lim;
+  raised.rlim_cur = std::max<rlim_t>(lim.rlim_cur, 2 * clients + 200);
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &raised), 0);
+  auto o = small_limits();
+  o.idle_timeout = 10s;
+  o.header_timeout = 10s;
+  start(o);
+  {
+    std::vector<std::unique_ptr<http_client>> cs;
+    for (int i = 0; i < clients; ++i) {
+      cs.push_back(std::make_unique<http_client>(port()));
+      ASSERT_TRUE(cs.back()->connected());
+    }
+    std::this_thread::sleep_for(100ms);  // every connection waits idle on the server
+    const std::string req = get_request("/");
+    for (auto& c : cs) ASSERT_TRUE(c->send(req));
+    int answered = 0;
+    for (auto& c : cs) {
+      auto r = c->read_reply();
+      if (r && r->status == 200) ++answered;
+    }
+    EXPECT_EQ(answered, clients);
+  }
+  stop_server();
+  ::setrlimit(RLIMIT_NOFILE, &lim);
 }
 
 TEST_P(HttpHardening, ClientThatStopsReadingIsCutAfterTheSendTimeout) {

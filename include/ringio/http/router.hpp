@@ -40,6 +40,10 @@ class router {
   /// Runs the matching handler (or answers 404/405). Reads the routes only, so one
   /// router may serve every loop thread once set up.
   task<response> operator()(request& r) const;
+  /// Whether a handler of this router takes `r` (false: the router answers 404, 405 or
+  /// the OPTIONS * page itself). The server uses it to answer such a request before
+  /// reading its body.
+  [[nodiscard]] bool has_route(const request& r) const noexcept { return match(r) != nullptr; }
 
  private:
   struct entry {
@@ -50,6 +54,7 @@ class router {
     bool is_prefix;
   };
   [[nodiscard]] bool method_matches(const entry& e, method m) const noexcept;
+  [[nodiscard]] const entry* match(const request& r) const noexcept;
   [[nodiscard]] std::string allowed_methods() const;
   std::vector<entry> routes_;
 };

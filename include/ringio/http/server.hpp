@@ -33,6 +33,9 @@ struct server_options {
   /// An idle keep-alive connection is closed after this; a body that stalls this long
   /// is answered 408.
   std::chrono::milliseconds idle_timeout{30'000};
+  /// A whole request body, however steadily it trickles in, must arrive within this
+  /// (408 and close otherwise).
+  std::chrono::milliseconds body_timeout{60'000};
   /// One send (a response, or one part of a large body) must finish within this.
   std::chrono::milliseconds send_timeout{30'000};
   /// Connections served at once by this server (all threads); the next ones get 503
@@ -46,7 +49,9 @@ class server {
  public:
   /// Serves with `h`.
   explicit server(handler h, server_options opts = {});
-  /// Serves with `routes`, which must outlive the server.
+  /// Serves with `routes`, which must outlive the server. A request with a body that
+  /// no route takes (404, 405) is answered at once, without reading the body and
+  /// without 100 Continue; the connection then closes.
   explicit server(const router& routes, server_options opts = {});
   ~server();
   server(const server&) = delete;
