@@ -213,7 +213,7 @@ TEST(ContextService, OneInstancePerContextDestroyedAfterTheLastTask) {
       co_return;
     }(ctx, first));
     // A task still suspended when the context goes: its frame is destroyed first.
-    ctx.spawn([](logs_on_destroy) -> task<void> { co_await sleep_for(1h); }(logs_on_destroy{}));
+    ctx.spawn([](logs_on_destroy) -> task<void> { (void)co_await sleep_for(1h); }(logs_on_destroy{}));
     sync_wait(ctx, []() -> task<void> { (void)co_await sleep_for(5ms); }());  // it starts and waits
   }
   ASSERT_FALSE(order_log::events.empty());
