@@ -22,6 +22,7 @@ class output_buffer {
   void commit(std::size_t n) noexcept { size_ += n; }
 
   void append(std::string_view s) {
+    if (s.empty()) return;  // its data() may be null, which memcpy must not get
     std::memcpy(reserve(s.size()), s.data(), s.size());
     size_ += s.size();
   }
