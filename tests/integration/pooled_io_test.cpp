@@ -23,6 +23,13 @@ namespace {
 
 class PooledIo : public backend_test {};
 
+// Requests a stop of `stop` after `delay`.
+task<void> stop_after(std::stop_source& stop, std::chrono::milliseconds delay) {
+  auto slept = co_await sleep_for(delay);
+  EXPECT_TRUE(slept);
+  stop.request_stop();
+}
+
 // A temporary file holding `data`; removed at the end.
 struct temp_file {
   explicit temp_file(const std::vector<std::byte>& data) {
@@ -68,11 +75,7 @@ TEST_P(PooledIo, EndOfStreamIsAnEmptyBufferAndAStopCancels) {
   run([](socket_pair& p, buffer_pool& pool) -> task<void> {
     std::stop_source stop;
     scope s;
-    s.spawn([](std::stop_source& stop) -> task<void> {
-      auto slept = co_await sleep_for(10ms);
-      EXPECT_TRUE(slept);
-      stop.request_stop();
-    }(stop));
+    s.spawn(stop_after(stop, 10ms));
     auto stopped = co_await receive_pooled(p.a, pool).with_stop(stop.get_token());
     co_await s.join();
     EXPECT_FALSE(stopped);
@@ -148,11 +151,7 @@ TEST_P(PooledIo, StoppedSendFileReportsTheBytesThePeerGets) {
   auto [sent, received] = run([](socket_pair& p, int fd) -> task<std::pair<std::uint64_t, std::size_t>> {
     std::stop_source stop;
     scope s;
-    s.spawn([](std::stop_source& stop) -> task<void> {
-      auto slept = co_await sleep_for(30ms);
-      EXPECT_TRUE(slept);
-      stop.request_stop();
-    }(stop));
+    s.spawn(stop_after(stop, 30ms));
     auto r = co_await send_file(p.a, fd, 0, 8 << 20).with_stop(stop.get_token());
     co_await s.join();
     EXPECT_TRUE(r);  // some bytes went before the stop: a short count
