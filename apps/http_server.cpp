@@ -19,11 +19,12 @@ namespace {
 
 const std::string usage = std::string(
     "usage: http_server --port P [options] [--root DIR] [--max-connections N]\n"
-    "                   [--idle-timeout SECONDS]\n"
+    "                   [--idle-timeout SECONDS] [--no-sendfile]\n"
     "Serves HTTP/1.1 (keep-alive, pipelining). Without --root, GET / answers \"Hello world!\"\n"
     "(text/plain); with --root, the files under DIR (index.html for directories, ETag,\n"
     "Last-Modified, 304, byte ranges). SIGINT/SIGTERM stop it gracefully: no new\n"
     "connections, idle ones close, requests in progress get --drain-timeout seconds, exit 0.\n"
+    "--no-sendfile reads files over 16 KiB through the loop instead of sendfile(2).\n"
     "options:\n") + apps::server_port_threads_usage + apps::server_options_usage;
 
 constexpr std::string_view hello = "Hello world!";
@@ -31,7 +32,7 @@ constexpr std::string_view hello = "Hello world!";
 }  // namespace
 
 int main(int argc, char** argv) {
-  apps::cli args(argc, argv, usage, apps::server_flags());
+  apps::cli args(argc, argv, usage, apps::server_flags({"no-sendfile"}));
   apps::server_config cfg;
   cfg.name = "http_server";
   apps::read_server_options(args, cfg);
@@ -40,6 +41,7 @@ int main(int argc, char** argv) {
   opts.max_connections = static_cast<std::size_t>(args.integer("max-connections", 10000, 1, 10'000'000));
   opts.idle_timeout =
       std::chrono::milliseconds(static_cast<long long>(args.seconds("idle-timeout", 30, 0.01, 86400) * 1000));
+  opts.sendfile = !args.flag("no-sendfile");
   args.done();
 
   ringio::http::router routes;

@@ -20,6 +20,8 @@ VARIANTS = {  # name -> (backend, extra server arguments, modes that take them)
     "ringio-uring-single-accept": ("uring", ["--single-accept"], {"echo", "http"}),
     "ringio-uring-single-recv": ("uring", ["--recv", "single"], {"echo", "pong"}),
     "ringio-uring-nodefer": ("uring", ["--no-defer-taskrun"], {"echo", "pong", "http"}),
+    # File bodies read through the ring into a buffer (the path before sendfile).
+    "ringio-uring-copy": ("uring", ["--no-sendfile"], {"http"}),
 }
 ORDER = list(RINGIO) + list(PEERS) + ["nginx"]
 KNOWN = ORDER + list(VARIANTS)

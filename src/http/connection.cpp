@@ -204,9 +204,12 @@ task<bool> connection::serve_requests(bool receive_first) {
     if (threw) resp = response::borrowed(500, reason_phrase(500));
 
     bool keep = w_->req.keep_alive_ && !resp.close_ && !idle_token.stop_requested() && !refused;
+    // Consumed before the response is written: nothing receives into the buffer until
+    // it is, and a file body sent by the kernel can then lend the buffers back.
+    consume(request_size);
     bool written = write_fixed(resp, keep);
     if (!written) written = co_await write_special(resp, keep);
-    consume(request_size);
+    work();  // borrowed again if send_file lent them back
     if (!written) co_return false;  // the client is gone, or a streamed body failed half way
     if (!keep) {
       // Linger only if the client sent more than we read (pipelined after a close).

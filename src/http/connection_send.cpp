@@ -95,10 +95,13 @@ task<bool> connection::write_special(response& r, bool& keep) {
 }
 
 task<bool> connection::send_file(file_body& f) {
-  if (f.length > read_through_limit) {
+  if (f.length > read_through_limit && core_.opts.sendfile) {
     // In the kernel: no buffer of ours, however slowly the client reads.
     auto head = co_await send_out();
     if (!head) co_return false;
+    // A slow reader may take minutes: unless pipelined requests wait in them, the
+    // buffers go back to the loop's cache meanwhile (serve_requests borrows again).
+    put_work_back();
     enter(phase::sending);
     auto op = ::ringio::send_file(sock_, f.fd.get(), f.offset, f.length);
     op.set_stop_token(kill_.get_token());

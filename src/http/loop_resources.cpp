@@ -43,10 +43,12 @@ request_state* loop_resources::acquire(std::size_t max_head_bytes) {
     delete s;
     throw;
   }
+  ++lent_;
   return s;
 }
 
 void loop_resources::release(request_state* s) noexcept {
+  --lent_;
   s->recycle();
   s->next_free = free_;
   free_ = s;

@@ -58,6 +58,8 @@ class loop_resources : public ringio::detail::context_service {
   void unwatch(sweep_hook& h) noexcept;
 
   [[nodiscard]] std::size_t cached() const noexcept { return cached_; }
+  /// request_states held by connections now (acquired, not yet released).
+  [[nodiscard]] std::size_t lent() const noexcept { return lent_; }
 
  private:
   struct trim_check : ringio::detail::op_base {
@@ -77,6 +79,7 @@ class loop_resources : public ringio::detail::context_service {
   buffer_pool pool_;
   request_state* free_ = nullptr;
   std::size_t cached_ = 0;
+  std::size_t lent_ = 0;
   std::size_t low_water_ = 0;  // the fewest cached since the last check
   std::size_t open_ = 0, open_high_ = 0;
   bool storm_ended_ = false;

@@ -42,6 +42,7 @@ class http_server_test : public ::testing::TestWithParam<ringio::backend_kind> {
       std::lock_guard lock(log_mu_);
       log_.emplace_back(line);
     };
+    stop_ = std::stop_source();  // a fresh one when a test restarts the server
     server_ = std::make_unique<ringio::http::server>(routes, std::move(opts));
     listener_ = listen_loopback();
     port_ = address_of(listener_).port();

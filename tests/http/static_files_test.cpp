@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -14,7 +15,9 @@
 #include "http/http_client.hpp"
 #include "http/server_fixture.hpp"
 #include "http_date.hpp"
+#include "loop_resources.hpp"
 #include "ringio/http/static_files.hpp"
+#include "ringio/io_context.hpp"
 
 using namespace ringio_test;
 namespace fs = std::filesystem;
@@ -22,6 +25,14 @@ namespace fs = std::filesystem;
 namespace {
 
 void write_file(const fs::path& p, const std::string& data) { std::ofstream(p, std::ios::binary) << data; }
+
+// recv(2), again after a signal (the test thread gets io_uring's task-work signals).
+ssize_t recv_some(int fd, char* buf, std::size_t n) {
+  ssize_t r;
+  do r = ::recv(fd, buf, n, 0);
+  while (r < 0 && errno == EINTR);
+  return r;
+}
 
 std::string pattern(std::size_t n) {
   std::string s(n, '\0');
@@ -47,6 +58,11 @@ class HttpStaticFiles : public http_server_test {
     write_file(base_ / "secret.txt", "top secret");
     fs::create_symlink(base_ / "secret.txt", root_ / "link-out");
     fs::create_symlink("style.css", root_ / "link-in");
+    // How many request buffers the server's connections hold right now.
+    routes_.get("/lent-states", [](ringio::http::request&) -> ringio::task<ringio::http::response> {
+      auto& loop = ringio::io_context::current()->service<ringio::http::detail::loop_resources>();
+      co_return ringio::http::response::text(200, std::to_string(loop.lent()));
+    });
     routes_.prefix("/", ringio::http::static_files(root_.string()));
     routes_.prefix("/static/", ringio::http::static_files(root_.string()));
     start_server(routes_);
@@ -322,6 +338,49 @@ TEST_P(HttpStaticFiles, LargeFileAndItsMiddleArriveExactly) {
   ASSERT_TRUE(r);
   EXPECT_EQ(r->header("Content-Length"), std::to_string(all.size()));
   EXPECT_EQ(c.exchange(get_request("/style.css"))->body, "body{}") << "HEAD sent body bytes";
+}
+
+// The same through the loop's buffers instead of sendfile(2) (server_options::sendfile).
+TEST_P(HttpStaticFiles, LargeFilesReadThroughTheLoopArriveExactly) {
+  stop_server();
+  start_server(routes_, {.sendfile = false});
+  std::string all = pattern(5 * 1024 * 1024 + 17);
+  http_client c(port());
+  auto r = c.exchange(get_request("/big.dat"));
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(r->body == all) << "body differs (" << r->body.size() << " bytes)";
+  r = c.exchange(get_request("/big.dat", "Range: bytes=70000-200000\r\n"));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 206);
+  EXPECT_TRUE(r->body == all.substr(70000, 130001));
+}
+
+// A client that reads a large file slowly holds no request buffers while the kernel
+// sends the body (only its frames and the file), unless pipelined requests wait in them.
+TEST_P(HttpStaticFiles, ASlowReaderOfALargeFileHoldsNoRequestBuffers) {
+  {
+    std::ofstream(root_ / "huge.dat").close();
+    fs::resize_file(root_ / "huge.dat", 256u << 20);  // sparse: reads as zeros
+  }
+  http_client slow(port());
+  int small = 4096;
+  ASSERT_EQ(::setsockopt(slow.fd(), SOL_SOCKET, SO_RCVBUF, &small, sizeof small), 0);
+  ASSERT_TRUE(slow.send(get_request("/huge.dat")));
+  char head[256];
+  ASSERT_GT(recv_some(slow.fd(), head, sizeof head), 0) << "no response head: " << std::strerror(errno);
+  http_client probe(port());
+  auto lent = probe.exchange(get_request("/lent-states"));
+  ASSERT_TRUE(lent);
+  EXPECT_EQ(lent->body, "1") << "states held: the probe's own, and the slow reader's?";
+
+  // With a second request pipelined behind it, the buffer holding it is kept.
+  http_client piped(port());
+  ASSERT_EQ(::setsockopt(piped.fd(), SOL_SOCKET, SO_RCVBUF, &small, sizeof small), 0);
+  ASSERT_TRUE(piped.send(get_request("/huge.dat") + get_request("/style.css")));
+  ASSERT_GT(recv_some(piped.fd(), head, sizeof head), 0) << std::strerror(errno);
+  lent = probe.exchange(get_request("/lent-states"));
+  ASSERT_TRUE(lent);
+  EXPECT_EQ(lent->body, "2");
 }
 
 TEST_P(HttpStaticFiles, NothingOutsideTheRootIsReachable) {

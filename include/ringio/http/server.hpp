@@ -38,11 +38,16 @@ struct server_options {
   std::chrono::milliseconds body_timeout{60'000};
   /// One send (a response, or one part of a large body) must finish within this.
   std::chrono::milliseconds send_timeout{30'000};
+  /// File bodies over 16 KiB are sent by the kernel with sendfile(2) (no copy, no
+  /// buffer per connection while a slow client reads). false: they are read through
+  /// the loop into the connection's output buffer and sent from there, 64 KiB at a
+  /// time (for comparison, or where sendfile is not wanted).
+  bool sendfile = true;
   /// Connections served at once by this server (all threads); the next ones get 503
   /// and a log line.
   std::size_t max_connections = 10'000;
   /// Where log lines go (connection limit, handler errors); stderr when empty.
-  std::function<void(std::string_view)> log;
+  std::function<void(std::string_view)> log{};
 };
 
 class server {
