@@ -29,7 +29,7 @@ struct foreign_wait;
 struct io_context_options {
   /// nullopt: RINGIO_BACKEND from the environment if set, else io_uring with an
   /// automatic fall back to epoll (one line on stderr says why).
-  std::optional<backend_kind> backend;
+  std::optional<backend_kind> backend{};
   /// Submission queue entries (io_uring backends).
   unsigned sq_entries = 4096;
   /// Completion queue entries; 0 picks 65536 (the kernel's maximum), so that one

@@ -22,7 +22,7 @@ struct runtime_options {
   bool pin_threads = false;
   /// Options of every context. With io_uring, contexts after the first share the first
   /// one's kernel worker pool (IORING_SETUP_ATTACH_WQ) unless attach_wq is false.
-  io_context_options context;
+  io_context_options context{};
   bool attach_wq = true;
 };
 

@@ -8,6 +8,8 @@
 
 using namespace ringio;
 
+bool options_compile();
+
 int main() {
   io_context ctx;
   auto listener = tcp_listener::bind(socket_address::loopback(0));
@@ -22,5 +24,5 @@ int main() {
     co_return sent && got && std::string_view(buf.data(), 8) == "consumer";
   }(*listener, *at));
   std::printf("consumer: %s on %s\n", ok ? "ok" : "FAILED", std::string(to_string(ctx.backend())).c_str());
-  return ok ? 0 : 1;
+  return ok && options_compile() ? 0 : 1;
 }

@@ -24,7 +24,7 @@ struct static_files_options {
   /// Served for a directory path ending in '/'.
   std::string index = "index.html";
   /// A Cache-Control value added to file responses, if not empty.
-  std::string cache_control;
+  std::string cache_control{};
 };
 
 class static_files {

@@ -1,0 +1,20 @@
+// The option structs as the docs write them: designated initializers naming only the
+// fields that change. Built with -Wall -Wextra -Werror, so a field without a default
+// member initializer (-Wmissing-field-initializers) fails the consumer build.
+#include <ringio/http/server.hpp>
+#include <ringio/http/static_files.hpp>
+#include <ringio/ringio.hpp>
+
+#include <chrono>
+
+using namespace std::chrono_literals;
+
+bool options_compile() {
+  ringio::io_context_options ctx{.sq_entries = 256};
+  ringio::runtime_options rt{.threads = 2};
+  ringio::listen_options listen{.backlog = 128};
+  ringio::http::server_options http{.idle_timeout = 5s};
+  ringio::http::static_files_options files{.cache_control = "max-age=60"};
+  return ctx.sq_entries == 256 && rt.threads == 2 && listen.backlog == 128 &&
+         http.idle_timeout == 5s && files.index == "index.html";
+}
