@@ -3,8 +3,9 @@
 #   make bench FULL=1   the full grids
 #   make test       build and run every test: release (GCC), ASan+UBSan (clang-16), the
 #                   threaded tests under TSan (clang-16), and each libFuzzer target for
-#                   FUZZ_SECONDS (20) on its corpus
-.PHONY: bench test soak deps-test deps-bench build-release build-sanitize build-tsan build-fuzz build-bench test-release test-sanitize test-tsan test-fuzz clean
+#                   FUZZ_SECONDS (20) on its corpus; and the API reference (make docs)
+#                   must build without a warning
+.PHONY: bench test docs soak deps-test deps-bench build-release build-sanitize build-tsan build-fuzz build-bench test-release test-sanitize test-tsan test-fuzz clean
 
 JOBS ?= $(shell nproc)
 BENCH_ARGS ?=
@@ -60,6 +61,12 @@ build-fuzz: deps-test
 
 test-fuzz: build-fuzz
 	scripts/run-fuzz.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+# The API reference from the public headers (Doxygen): build/docs/html/index.html.
+# Any warning fails it, an undocumented public function included.
+docs: deps-test
+	@mkdir -p build/docs
+	RINGIO_DOCS_OUT=build/docs doxygen docs/reference/Doxyfile
 
 test: test-release test-sanitize test-tsan test-fuzz
 
