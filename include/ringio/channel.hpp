@@ -91,6 +91,7 @@ struct channel_waker {
 template <class T>
 class channel {
  public:
+  /// A channel holding up to `capacity` values (rounded up to a power of two).
   explicit channel(std::size_t capacity) : ring_(capacity), waker_(new detail::channel_waker) {}
   ~channel() { waker_->release(); }
   channel(const channel&) = delete;

@@ -26,6 +26,7 @@ struct remote_item;
 struct foreign_wait;
 }  // namespace detail
 
+/// How an io_context sets up its backend. Every field has a default.
 struct io_context_options {
   /// nullopt: RINGIO_BACKEND from the environment if set, else io_uring with an
   /// automatic fall back to epoll (one line on stderr says why).
@@ -73,6 +74,8 @@ struct loop_statistics {
 /// (the message names the missing feature or the failing call).
 class io_context {
  public:
+  /// Sets up the backend (see io_context_options). Throws std::system_error when it
+  /// cannot start; an automatic choice falls back to epoll instead.
   explicit io_context(io_context_options opts = {});
   /// Cancels every operation in flight and runs the loop until all of them have
   /// completed (their coroutines see operation_canceled). A task waiting in spawn_on
@@ -117,6 +120,7 @@ class io_context {
   [[nodiscard]] std::size_t in_flight() const noexcept;
 
   // ---- used by operations and the runtime (not for applications) ----
+  /// @cond INTERNAL
   /// Starts an operation. Returns true when it finished synchronously (op.res is set).
   bool start(detail::op_base& op);
   /// Requests cancellation of a started operation (loop thread only). The operation
@@ -164,6 +168,7 @@ class io_context {
   void run_until(bool (*done)(void*), void* arg);
   /// True on the thread currently running this context.
   [[nodiscard]] bool on_loop_thread() const noexcept { return current() == this; }
+  /// @endcond
 
  private:
   void run_ready();

@@ -15,6 +15,7 @@
 
 namespace ringio {
 
+/// How a runtime starts its threads. Every field has a default.
 struct runtime_options {
   /// Number of loop threads (0: one per CPU available to the process).
   unsigned threads = 1;
@@ -23,6 +24,7 @@ struct runtime_options {
   /// Options of every context. With io_uring, contexts after the first share the first
   /// one's kernel worker pool (IORING_SETUP_ATTACH_WQ) unless attach_wq is false.
   io_context_options context{};
+  /// With io_uring, rings 1..N-1 share ring 0's kernel worker pool (ATTACH_WQ).
   bool attach_wq = true;
 };
 
@@ -30,6 +32,7 @@ struct runtime_options {
 /// or destruction. Construction throws if a context cannot start.
 class runtime {
  public:
+  /// Starts the threads; see the class.
   explicit runtime(runtime_options opts = {});
   ~runtime();
   runtime(const runtime&) = delete;
@@ -42,7 +45,10 @@ class runtime {
   /// Stops every loop and joins the threads (idempotent, any non-loop thread).
   void stop();
 
+  /// The number of loop threads.
   [[nodiscard]] unsigned size() const noexcept { return static_cast<unsigned>(threads_.size()); }
+  /// The context of loop `i` (0 <= i < size()); use it from its own thread, or with
+  /// post() and spawn_on() from others.
   [[nodiscard]] io_context& context(unsigned i) noexcept { return *contexts_[i]; }
 
  private:

@@ -51,10 +51,12 @@ class scope final : private detail::completion_sink {
 
   /// Cancels the operations of every child (they see operation_canceled).
   void request_stop() noexcept { source_.request_stop(); }
+  /// The token the children obey (stopped by request_stop() or by the parent).
   [[nodiscard]] std::stop_token stop_token() const noexcept { return token_; }
   /// Children that have not finished.
   [[nodiscard]] std::size_t size() const noexcept { return live_; }
 
+  /// @cond INTERNAL
   struct join_awaiter {
     scope& s;
     bool await_ready() const noexcept { return s.live_ == 0; }
@@ -63,6 +65,7 @@ class scope final : private detail::completion_sink {
       if (s.error_) std::rethrow_exception(std::exchange(s.error_, nullptr));
     }
   };
+  /// @endcond
   /// Completes when every child has finished; rethrows the first child exception.
   [[nodiscard]] join_awaiter join() noexcept { return {*this}; }
 

@@ -40,6 +40,7 @@ class signal_wait_op : public io_operation<signal_wait_op> {
 /// if the signalfd cannot be created.
 class signal_set {
  public:
+  /// See the class: blocks `signals` in the calling thread and opens a signalfd.
   explicit signal_set(std::initializer_list<int> signals);
   signal_set(const signal_set&) = delete;
   signal_set& operator=(const signal_set&) = delete;

@@ -57,12 +57,16 @@ class task_promise<void> : public promise_base {
 template <class T>
 class [[nodiscard]] task {
  public:
-  using promise_type = detail::task_promise<T>;
-  using handle_type = std::coroutine_handle<promise_type>;
-  using value_type = T;
+  using promise_type = detail::task_promise<T>;              ///< The coroutine's promise.
+  using handle_type = std::coroutine_handle<promise_type>;  ///< The coroutine's handle.
+  using value_type = T;                                     ///< What co_await gives.
 
+  /// No coroutine (valid() is false).
   task() noexcept = default;
+  /// Owns `h` (made by the coroutine machinery).
   explicit task(handle_type h) noexcept : h_(h) {}
+  /// Moves ownership of the coroutine; a task is not copyable.
+  ///@{
   task(task&& o) noexcept : h_(std::exchange(o.h_, {})) {}
   task& operator=(task&& o) noexcept {
     if (this != &o) {
@@ -71,12 +75,15 @@ class [[nodiscard]] task {
     }
     return *this;
   }
+  ///@}
   task(const task&) = delete;
   task& operator=(const task&) = delete;
   ~task() { destroy(); }
 
+  /// Whether it owns a coroutine.
   [[nodiscard]] bool valid() const noexcept { return static_cast<bool>(h_); }
 
+  /// @cond INTERNAL
   struct awaiter {
     handle_type h;
     bool await_ready() const noexcept { return false; }
@@ -89,6 +96,11 @@ class [[nodiscard]] task {
     }
     T await_resume() { return h.promise().take(); }
   };
+  /// @endcond
+  /// Starts the task and resumes the awaiting coroutine with its value (or rethrows
+  /// its exception). A task can be awaited once. The child inherits the awaiting
+  /// task's stop token.
+  ///@{
   awaiter operator co_await() && noexcept {
     assert(h_ && !h_.done() && "a task can be awaited once");
     return awaiter{h_};
@@ -97,9 +109,11 @@ class [[nodiscard]] task {
     assert(h_ && !h_.done() && "a task can be awaited once");
     return awaiter{h_};
   }
+  ///@}
 
   /// Gives up ownership of the coroutine frame (used by scope, when_all, sync_wait).
   handle_type release() noexcept { return std::exchange(h_, {}); }
+  /// The coroutine (still owned by the task).
   handle_type handle() const noexcept { return h_; }
 
  private:

@@ -49,6 +49,9 @@ class write_at_op : public io_operation<write_at_op> {
 
 }  // namespace detail
 
+/// A regular file. Reads and writes at an offset: asynchronous on io_uring, synchronous
+/// pread/pwrite on the loop thread on the readiness backends (files have no readiness).
+/// Closes itself when destroyed.
 class file {
  public:
   file() noexcept = default;
@@ -56,17 +59,25 @@ class file {
   /// open(2), synchronously. flags: O_RDONLY, O_WRONLY | O_CREAT | O_TRUNC, ...
   static result<file> open(const std::string& path, int flags = O_RDONLY, int mode = 0644);
 
+  /// Reads up to buf.size() bytes at `offset`; 0 means end of file. Errors: what
+  /// pread(2) reports; operation_canceled on stop (io_uring; the readiness backends read
+  /// synchronously, so a read that started completes).
   [[nodiscard]] detail::read_at_op read_at(mutable_buffer buf, std::uint64_t offset) noexcept {
     return {fd_.get(), buf, offset};
   }
+  /// Writes up to buf.size() bytes at `offset` (a short count is possible, as with
+  /// pwrite(2)). Errors and cancellation as read_at.
   [[nodiscard]] detail::write_at_op write_at(const_buffer buf, std::uint64_t offset) noexcept {
     return {fd_.get(), buf, offset};
   }
   /// Current size in bytes (fstat).
   [[nodiscard]] result<std::uint64_t> size() const;
+  /// Closes the file (asynchronously on io_uring); not cancellable.
   [[nodiscard]] detail::close_op close() noexcept;
 
+  /// Whether it holds a descriptor.
   [[nodiscard]] bool is_open() const noexcept { return fd_.valid(); }
+  /// The descriptor (still owned by the file).
   [[nodiscard]] int native_handle() const noexcept { return fd_.get(); }
 
  private:

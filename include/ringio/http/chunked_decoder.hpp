@@ -10,8 +10,12 @@
 
 namespace ringio::http {
 
+/// Decodes a chunked request body in place (RFC 9112 section 7.1), incrementally:
+/// feed it what has arrived so far.
 class chunked_decoder {
  public:
+  /// The outcome of decode(): the body is complete, more bytes are needed, or the
+  /// body is invalid (see error_status()).
   enum class status : std::uint8_t { done, need_more, error };
 
   /// Bodies over `max_body` fail with 413; trailer sections over `max_trailer` with
@@ -30,6 +34,7 @@ class chunked_decoder {
   /// After error: 400, 413 or 431.
   [[nodiscard]] int error_status() const noexcept { return error_; }
 
+  /// Ready for another body, with the same limits.
   void reset() noexcept { *this = chunked_decoder(max_body_, max_trailer_); }
 
  private:

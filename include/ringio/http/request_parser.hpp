@@ -20,7 +20,9 @@ enum class parse_state : std::uint8_t {
   error,       ///< invalid: answer `status` and close the connection
 };
 
+/// What request_parser::parse() found.
 struct parse_result {
+  /// Complete, incomplete or error.
   parse_state state = parse_state::incomplete;
   /// For errors: 400 (malformed; a Host that is no authority; a target in neither
   /// origin nor absolute form, "*" but for OPTIONS; CONNECT), 414 (a request line longer
@@ -31,8 +33,11 @@ struct parse_result {
   std::size_t size = 0;
 };
 
+/// An incremental HTTP/1.1 request-head parser (RFC 9112) that fills a request with
+/// views into the received bytes; allocates nothing.
 class request_parser {
  public:
+  /// Heads over `max_head_bytes` are errors (431, or 414 for the request line).
   explicit request_parser(std::size_t max_head_bytes = 16 * 1024) noexcept : max_(max_head_bytes) {}
 
   /// Parses the head at the start of `data`, which holds everything received so far
@@ -47,6 +52,7 @@ class request_parser {
     have_request_line_ = false;
   }
 
+  /// The limit given at construction.
   [[nodiscard]] std::size_t max_head_bytes() const noexcept { return max_; }
 
  private:

@@ -26,11 +26,16 @@ using body_stream = std::function<task<void>(body_writer&)>;
 
 /// An open file whose bytes [offset, offset + length) are the body.
 struct file_body {
+  /// The open file (closed when the response is done).
   ringio::detail::fd_handle fd;
+  /// The first byte of the body in the file.
   std::uint64_t offset = 0;
+  /// The body's length.
   std::uint64_t length = 0;
 };
 
+/// What a handler returns: a status, header fields and a body (none, owned text,
+/// borrowed bytes, a stream or a file).
 class response {
  public:
   /// A response with `status` and an empty body.
@@ -44,12 +49,14 @@ class response {
   /// A body produced by `fn` while it is sent: chunked for HTTP/1.1 clients; for
   /// HTTP/1.0 clients the end of the body is the end of the connection.
   static response stream(int status, std::string_view content_type, body_stream fn);
-  /// A file's bytes, read through the ring as they are sent.
+  /// A file's bytes: over 16 KiB sent by the kernel with sendfile(2) (see
+  /// server_options::sendfile), smaller ones read through the loop.
   static response file(int status, file_body f, std::string_view content_type);
 
   /// Adds a header field. Throws std::invalid_argument for a name that is not a token
   /// or a value with CR, LF or other control characters (no header injection).
   response& set_header(std::string_view name, std::string_view value);
+  /// Replaces the Content-Type (validated as set_header).
   response& set_content_type(std::string_view content_type);
   /// Closes the connection after this response ("Connection: close").
   response& close_connection() noexcept {
@@ -57,14 +64,19 @@ class response {
     return *this;
   }
 
+  /// The status code.
   [[nodiscard]] int status() const noexcept { return status_; }
+  /// The Content-Type value (empty: none is sent).
   [[nodiscard]] std::string_view content_type() const noexcept { return content_type_; }
   /// The added fields, each as "Name: value\r\n".
   [[nodiscard]] std::string_view extra_headers() const noexcept { return fields_; }
+  /// Whether close_connection() was called.
   [[nodiscard]] bool closes_connection() const noexcept { return close_; }
   /// The fixed body (empty for stream and file bodies).
   [[nodiscard]] std::string_view body() const noexcept;
+  /// Whether the body is a stream.
   [[nodiscard]] bool is_stream() const noexcept { return std::holds_alternative<body_stream>(body_); }
+  /// Whether the body is a file.
   [[nodiscard]] bool is_file() const noexcept { return std::holds_alternative<file_body>(body_); }
 
  private:

@@ -22,6 +22,7 @@ namespace detail {
 class server_core;
 }
 
+/// Limits and timeouts of an HTTP server. Every field has a default.
 struct server_options {
   /// Request line plus header fields; larger heads are answered 431, or 414 when the
   /// request line alone does not fit.
@@ -50,6 +51,8 @@ struct server_options {
   std::function<void(std::string_view)> log{};
 };
 
+/// An HTTP/1.1 server: serves connections with a handler or a router (see the file's
+/// comment for what it guarantees). One server may serve every loop thread.
 class server {
  public:
   /// Serves with `h`.

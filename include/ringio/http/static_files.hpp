@@ -20,6 +20,7 @@ namespace detail {
 struct static_root;
 }
 
+/// How static_files serves a directory. Every field has a default.
 struct static_files_options {
   /// Served for a directory path ending in '/'.
   std::string index = "index.html";
@@ -27,6 +28,9 @@ struct static_files_options {
   std::string cache_control{};
 };
 
+/// A handler serving the files under a directory (for a router prefix route): GET
+/// and HEAD, index files, ETag and Last-Modified validators (304, 412), byte ranges
+/// (206, multipart/byteranges), and no path outside the root.
 class static_files {
  public:
   /// Serves `root`. Throws std::system_error if it is not an accessible directory,

@@ -22,7 +22,10 @@ class buffer_pool_core;  // shared by the pool, its receivers and its buffers
 class pooled_buffer {
  public:
   pooled_buffer() noexcept = default;
+  /// Made by the receive operations: buffer `id` of the pool, holding `size` bytes.
   pooled_buffer(detail::buffer_pool_core* core, unsigned id, std::size_t size) noexcept;
+  /// Moves the buffer; the source becomes empty.
+  /// @{
   pooled_buffer(pooled_buffer&& o) noexcept
       : core_(std::exchange(o.core_, nullptr)), data_(o.data_), id_(o.id_), size_(std::exchange(o.size_, 0)) {}
   pooled_buffer& operator=(pooled_buffer&& o) noexcept {
@@ -35,13 +38,18 @@ class pooled_buffer {
     }
     return *this;
   }
+  /// @}
   pooled_buffer(const pooled_buffer&) = delete;
   pooled_buffer& operator=(const pooled_buffer&) = delete;
   ~pooled_buffer() { release(); }
 
+  /// The received bytes.
   [[nodiscard]] std::span<std::byte> bytes() const noexcept { return {data_, size_}; }
+  /// The first received byte.
   [[nodiscard]] std::byte* data() const noexcept { return data_; }
+  /// The number of received bytes.
   [[nodiscard]] std::size_t size() const noexcept { return size_; }
+  /// Whether it holds nothing (the end of the stream).
   [[nodiscard]] bool empty() const noexcept { return size_ == 0; }
   /// Returns the buffer to the pool now.
   void release() noexcept;
@@ -70,19 +78,24 @@ class pooled_buffer {
 /// std::system_error if memory cannot be mapped.
 class buffer_pool {
  public:
+  /// See the class.
   buffer_pool(io_context& ctx, unsigned count, std::size_t size);
   ~buffer_pool();
   buffer_pool(const buffer_pool&) = delete;
   buffer_pool& operator=(const buffer_pool&) = delete;
 
+  /// The number of buffers (after rounding).
   [[nodiscard]] unsigned count() const noexcept;
+  /// The size of each buffer.
   [[nodiscard]] std::size_t buffer_size() const noexcept;
   /// Buffers neither held by a pooled_buffer nor queued in a receiver.
   [[nodiscard]] unsigned available() const noexcept;
   /// True when the kernel selects the buffers (io_uring).
   [[nodiscard]] bool in_kernel() const noexcept;
 
+  /// @cond INTERNAL
   detail::buffer_pool_core& core() noexcept { return *core_; }
+  /// @endcond
 
  private:
   detail::buffer_pool_core* core_;

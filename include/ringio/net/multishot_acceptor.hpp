@@ -61,6 +61,7 @@ class accept_next_op : public io_operation<accept_next_op> {
 /// and are reported by next(); the following next() re-arms it.
 class multishot_acceptor {
  public:
+  /// Accepts on `listener`, which must outlive the acceptor. Create it on the loop thread.
   explicit multishot_acceptor(stream_listener& listener);
   ~multishot_acceptor();
   multishot_acceptor(const multishot_acceptor&) = delete;

@@ -62,6 +62,8 @@ class recv_next_op : public io_operation<recv_next_op> {
 /// back. Errors and the end of the stream are sticky.
 class multishot_receiver {
  public:
+  /// Receives from `socket` into `pool`'s buffers; the socket must outlive the
+  /// receiver. Create it on the loop thread that owns the pool.
   multishot_receiver(stream_socket& socket, buffer_pool& pool);
   ~multishot_receiver();
   multishot_receiver(const multishot_receiver&) = delete;

@@ -14,6 +14,7 @@
 
 namespace ringio {
 
+/// An IPv4, IPv6 or Unix-domain socket address (a sockaddr_storage and its length).
 class socket_address {
  public:
   /// An empty address (family AF_UNSPEC).
@@ -29,16 +30,20 @@ class socket_address {
   static result<socket_address> unix_path(std::string_view path);
   /// 0.0.0.0:port.
   static socket_address any(std::uint16_t port) noexcept;
-  /// [::]:port.
+  /// `[::]:port`.
   static socket_address any_ipv6(std::uint16_t port) noexcept;
   /// 127.0.0.1:port.
   static socket_address loopback(std::uint16_t port) noexcept;
   /// Copies a native address (len bytes of it).
   static socket_address from_native(const sockaddr* sa, socklen_t len) noexcept;
 
+  /// AF_INET, AF_INET6, AF_UNIX, or AF_UNSPEC when empty.
   [[nodiscard]] int family() const noexcept { return storage_.ss_family; }
+  /// Whether it is an IPv4 address.
   [[nodiscard]] bool is_ipv4() const noexcept { return family() == AF_INET; }
+  /// Whether it is an IPv6 address.
   [[nodiscard]] bool is_ipv6() const noexcept { return family() == AF_INET6; }
+  /// Whether it is a Unix-domain address.
   [[nodiscard]] bool is_unix() const noexcept { return family() == AF_UNIX; }
   /// The port of an IP address (0 for Unix addresses).
   [[nodiscard]] std::uint16_t port() const noexcept;
@@ -48,15 +53,21 @@ class socket_address {
   /// "1.2.3.4:80", "[::1]:80", "unix:/path", "unix:@name", or "<unspecified>".
   [[nodiscard]] std::string to_string() const;
 
+  /// The address for system calls.
+  /// @{
   [[nodiscard]] const sockaddr* native() const noexcept {
     return reinterpret_cast<const sockaddr*>(&storage_);
   }
   sockaddr* native() noexcept { return reinterpret_cast<sockaddr*>(&storage_); }
+  /// @}
+  /// Its length for system calls.
   [[nodiscard]] socklen_t size() const noexcept { return size_; }
   /// For system calls that fill the address in: capacity in, length out.
   socklen_t* size_ptr() noexcept { return &size_; }
+  /// The largest length (sizeof(sockaddr_storage)).
   static constexpr socklen_t capacity = sizeof(sockaddr_storage);
 
+  /// Same family, same bytes.
   friend bool operator==(const socket_address& a, const socket_address& b) noexcept;
 
  private:

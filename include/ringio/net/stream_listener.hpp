@@ -11,6 +11,7 @@ namespace ringio {
 
 class multishot_acceptor;
 
+/// How stream_listener::bind() sets up the socket.
 struct listen_options {
   /// SO_REUSEADDR: rebind at once after a restart (TCP).
   bool reuse_address = true;
@@ -48,6 +49,7 @@ class accept_op : public io_operation<accept_op> {
 
 }  // namespace detail
 
+/// A listening TCP or Unix stream socket. Closes itself when destroyed.
 class stream_listener {
  public:
   stream_listener() noexcept = default;
@@ -63,7 +65,9 @@ class stream_listener {
 
   /// The bound address (with the port the kernel chose for port 0).
   [[nodiscard]] result<socket_address> local_address() const;
+  /// Whether it holds a descriptor.
   [[nodiscard]] bool is_open() const noexcept { return fd_.valid(); }
+  /// The descriptor (still owned by the listener).
   [[nodiscard]] int native_handle() const noexcept { return fd_.get(); }
   /// Closes the listener now.
   void close() noexcept { fd_.reset(); }

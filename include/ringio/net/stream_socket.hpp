@@ -22,6 +22,7 @@ class connect_op;
 class stream_socket {
  public:
   stream_socket() noexcept = default;
+  /// Owns `fd` (made by accept and connect).
   explicit stream_socket(detail::fd_handle fd) noexcept : fd_(std::move(fd)) {}
 
   /// Connects to `to` (TCP: with TCP_NODELAY set). Errors: connection_refused,
@@ -69,12 +70,16 @@ class stream_socket {
   /// not affected.
   void cancel() noexcept;
 
+  /// The local address (getsockname).
   [[nodiscard]] result<socket_address> local_address() const;
+  /// The peer's address (getpeername). Errors: what getpeername(2) reports (not_connected, ...).
   [[nodiscard]] result<socket_address> peer_address() const;
   /// TCP_NODELAY on or off (TCP only).
   result<void> set_nodelay(bool on) noexcept;
 
+  /// Whether it holds a descriptor.
   [[nodiscard]] bool is_open() const noexcept { return fd_.valid(); }
+  /// The descriptor (still owned by the socket).
   [[nodiscard]] int native_handle() const noexcept { return fd_.get(); }
   /// Gives up ownership of the descriptor.
   int release() noexcept { return fd_.release(); }

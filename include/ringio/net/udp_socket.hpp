@@ -10,6 +10,8 @@
 
 namespace ringio {
 
+/// A UDP socket. Every operation obeys the awaiting task's stop token
+/// (operation_canceled). Closes itself when destroyed.
 class udp_socket {
  public:
   udp_socket() noexcept = default;
@@ -28,12 +30,20 @@ class udp_socket {
 
   /// Fixes the peer (connect(2), synchronous for UDP): then send/recv work.
   result<void> connect(const socket_address& peer) noexcept;
+  /// Sends one datagram to the connected peer. Errors: what send(2) reports
+  /// (e.g. connection_refused after an ICMP error); operation_canceled on stop.
   [[nodiscard]] detail::send_op send(const_buffer buf) noexcept { return {fd_.get(), buf, 0}; }
+  /// Receives one datagram from the connected peer (truncated to buf.size()).
+  /// Errors as send.
   [[nodiscard]] detail::recv_op recv(mutable_buffer buf) noexcept { return {fd_.get(), buf, 0, false}; }
 
+  /// The bound address (getsockname).
   [[nodiscard]] result<socket_address> local_address() const;
+  /// Whether it holds a descriptor.
   [[nodiscard]] bool is_open() const noexcept { return fd_.valid(); }
+  /// The descriptor (still owned by the socket).
   [[nodiscard]] int native_handle() const noexcept { return fd_.get(); }
+  /// Closes the socket now.
   void close() noexcept { fd_.reset(); }
 
  private:
