@@ -4,6 +4,7 @@
 #include "ringio/http/body_writer.hpp"
 #include "ringio/http/chunked_decoder.hpp"
 #include "ringio/http/header_list.hpp"
+#include "ringio/http/json_writer.hpp"
 #include "ringio/http/method.hpp"
 #include "ringio/http/request.hpp"
 #include "ringio/http/request_parser.hpp"

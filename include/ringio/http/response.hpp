@@ -43,6 +43,8 @@ class response {
 
   /// An owned body (short texts fit the string's inline storage: no allocation).
   static response text(int status, std::string body, std::string_view content_type = "text/plain");
+  /// An owned JSON body ("application/json"), e.g. the text of a json_writer.
+  static response json(int status, std::string body) { return text(status, std::move(body), "application/json"); }
   /// A borrowed body: `body` must stay valid until the response is sent (string
   /// literals and other static data).
   static response borrowed(int status, std::string_view body, std::string_view content_type = "text/plain");
