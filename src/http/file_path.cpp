@@ -7,7 +7,7 @@
 
 #include <cerrno>
 
-#include "char_class.hpp"
+#include "percent_coding.hpp"
 
 namespace ringio::http::detail {
 
@@ -33,10 +33,9 @@ int decode_relative_path(std::string_view encoded, char* out, std::size_t cap, s
       continue;
     }
     if (c == '%') {
-      int hi = i + 2 < encoded.size() ? hex_value(encoded[i + 1]) : -1;
-      int lo = hi >= 0 ? hex_value(encoded[i + 2]) : -1;
-      if (lo < 0) return 400;
-      c = static_cast<char>(hi * 16 + lo);
+      int v = escape_at(encoded, i);
+      if (v < 0) return 400;
+      c = static_cast<char>(v);
       if (c == '/') return 400;  // an encoded '/' would hide a segment boundary
       i += 2;
     }

@@ -6,6 +6,8 @@
 #include "ringio/http/header_list.hpp"
 #include "ringio/http/json_writer.hpp"
 #include "ringio/http/method.hpp"
+#include "ringio/http/percent_decode.hpp"
+#include "ringio/http/query_params.hpp"
 #include "ringio/http/request.hpp"
 #include "ringio/http/request_parser.hpp"
 #include "ringio/http/response.hpp"
