@@ -14,6 +14,19 @@ void request::clear() noexcept {
   chunked_ = expect_continue_ = connection_close_ = connection_keep_alive_ = false;
   transfer_encoding_ = other_coding_ = expect_unknown_ = prefix_routed_ = false;
   keep_alive_ = true;
+  param_count_ = 0;  // param_text_ keeps its capacity: no allocation next time
+}
+
+std::string_view request::param(std::string_view name) const noexcept {
+  for (const route_param& p : params())
+    if (p.name == name) return p.value;
+  return {};
+}
+
+bool request::has_param(std::string_view name) const noexcept {
+  for (const route_param& p : params())
+    if (p.name == name) return true;
+  return false;
 }
 
 namespace {

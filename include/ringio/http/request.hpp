@@ -3,8 +3,11 @@
 // been sent; copy what must live longer.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <span>
+#include <string>
 #include <string_view>
 
 #include "ringio/http/header_list.hpp"
@@ -18,8 +21,18 @@ class connection;
 class request_parser;
 class router;
 
+/// A path parameter captured by a router pattern ("/items/{id}"): its name as in the
+/// pattern and its percent-decoded value.
+struct route_param {
+  std::string_view name;   ///< as written in the pattern, without the braces
+  std::string_view value;  ///< percent-decoded
+};
+
 class request {
  public:
+  /// The most captures one route pattern may have (router::route rejects more).
+  static constexpr std::size_t max_route_params = 8;
+
   [[nodiscard]] http::method method() const noexcept { return method_; }
   /// The method as sent ("GET").
   [[nodiscard]] std::string_view method_name() const noexcept { return method_name_; }
@@ -54,6 +67,16 @@ class request {
   /// Whether a router's prefix route matched (route_rest() is meaningful).
   [[nodiscard]] bool prefix_routed() const noexcept { return prefix_routed_; }
 
+  /// After a router's pattern route matched ("/items/{id}"): the percent-decoded value
+  /// of the parameter `name`; empty when the route has no parameter of that name (a
+  /// "{name}" capture is never empty; a "{name...}" one may be, see has_param). The
+  /// value lives in this request's storage, valid until the response has been sent.
+  [[nodiscard]] std::string_view param(std::string_view name) const noexcept;
+  /// Whether the matched route captured a parameter called `name`.
+  [[nodiscard]] bool has_param(std::string_view name) const noexcept;
+  /// Every parameter the matched route captured, in pattern order.
+  [[nodiscard]] std::span<const route_param> params() const noexcept { return {params_.data(), param_count_}; }
+
   /// Forgets everything (the connection reuses one request object).
   void clear() noexcept;
   /// Re-points the views into [from, from + size) after those bytes moved to `to`.
@@ -66,6 +89,9 @@ class request {
 
   std::string_view method_name_, target_, path_, query_, body_, route_rest_;
   header_list headers_;
+  std::array<route_param, max_route_params> params_{};
+  std::string param_text_;  // decoded parameters; kept (not shrunk) across requests
+  std::size_t param_count_ = 0;
   std::int64_t content_length_ = -1;
   http::method method_ = http::method::unknown;
   std::uint8_t version_minor_ = 1;
