@@ -8,9 +8,13 @@ namespace {
 constexpr std::size_t gather_limit = 16 * 1024;  // parts smaller than this are copied and gathered
 }
 
-task<result<void>> body_writer::write(std::string_view data) {
+task<result<void>> body_writer::put(std::string_view data, bool send_now) {
   if (failed_) co_return unexpected(std::errc::broken_pipe);
-  if (data.empty()) co_return result<void>{};  // an empty chunk would end the body
+  if (data.empty()) {  // an empty chunk would end the body
+    if (!send_now) co_return result<void>{};
+    auto sent = co_await send_buffered();
+    co_return sent;
+  }
   written_ += data.size();
   if (chunked_) {
     out_.append_hex(data.size());
@@ -19,7 +23,7 @@ task<result<void>> body_writer::write(std::string_view data) {
   if (data.size() < gather_limit) {
     out_.append(data);
     if (chunked_) out_.append("\r\n");
-    if (out_.size() < gather_limit) co_return result<void>{};
+    if (!send_now && out_.size() < gather_limit) co_return result<void>{};
     auto sent = co_await send_buffered();
     co_return sent;
   }
@@ -31,7 +35,9 @@ task<result<void>> body_writer::write(std::string_view data) {
     co_return unexpected(w ? std::make_error_code(std::errc::timed_out) : w.error());
   }
   if (chunked_) out_.append("\r\n");
-  co_return result<void>{};
+  if (!send_now) co_return result<void>{};
+  auto tail = co_await send_buffered();  // a chunk is complete only with its CRLF
+  co_return tail;
 }
 
 task<result<void>> body_writer::flush() {

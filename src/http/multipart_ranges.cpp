@@ -36,7 +36,7 @@ std::string random_boundary() {
 task<void> write_parts(std::shared_ptr<const parts> p, body_writer& w) {
   auto buf = std::make_unique_for_overwrite<char[]>(read_chunk);
   for (std::size_t i = 0; i < p->ranges.size(); ++i) {
-    auto head = co_await w.write(p->heads[i]);
+    auto head = co_await w.write_batched(p->heads[i]);
     if (!head) co_return;
     std::uint64_t offset = p->ranges[i].first, left = p->ranges[i].last - p->ranges[i].first + 1;
     while (left > 0) {
@@ -44,13 +44,13 @@ task<void> write_parts(std::shared_ptr<const parts> p, body_writer& w) {
       auto n = co_await ::ringio::detail::read_at_op(p->fd.get(), mutable_buffer(buf.get(), want), offset);
       // The part's Content-Range cannot be kept: abort rather than end the body short.
       if (!n || *n == 0) throw std::runtime_error("static file shrank while its ranges were sent");
-      auto sent = co_await w.write({buf.get(), *n});
+      auto sent = co_await w.write_batched({buf.get(), *n});
       if (!sent) co_return;
       offset += *n;
       left -= *n;
     }
   }
-  auto tail = co_await w.write(p->tail);
+  auto tail = co_await w.write_batched(p->tail);
   (void)tail;
 }
 
