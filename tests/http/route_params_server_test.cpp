@@ -13,6 +13,7 @@
 
 #include "http/http_client.hpp"
 #include "http/server_fixture.hpp"
+#include "ringio/http/body_writer.hpp"
 #include "ringio/http/json_writer.hpp"
 #include "ringio/http/query_params.hpp"
 #include "ringio/http/router.hpp"
@@ -47,6 +48,18 @@ ringio::http::router make_param_routes() {
     auto done = co_await ringio::sleep_for(std::chrono::milliseconds(std::stoi(std::string(q.param("ms")))));
     (void)done;
     co_return response::borrowed(200, "waited");
+  });
+  // GET /ticks/{n}: a stream of n chunks, 1 ms apart.
+  r.get("/ticks/{n}", [](request& q) -> task<response> {
+    int n = std::stoi(std::string(q.param("n")));
+    co_return response::stream(200, "text/plain", [n](ringio::http::body_writer& w) -> task<void> {
+      for (int i = 0; i < n; ++i) {
+        auto ok = co_await w.write("tick" + std::to_string(i) + "\n");
+        if (!ok) co_return;
+        auto slept = co_await ringio::sleep_for(1ms);
+        (void)slept;
+      }
+    });
   });
   return r;
 }
@@ -119,9 +132,10 @@ TEST_P(HttpRouteParams, BodyForAPatternRouteWithoutThatMethodIsRefusedBeforeItIs
   EXPECT_EQ(nf->status, 404);
 }
 
-// Clients that reset the connection (RST), half-close or vanish mid-request, mid-body
-// or while a handler waits, mixed with ordinary keep-alive requests; at the end every
-// connection has ended and the server still answers correctly.
+// Clients that reset the connection (RST), half-close or vanish mid-request, mid-body,
+// while a handler waits or in the middle of a streamed body, mixed with ordinary
+// requests and whole streams; at the end every connection has ended and the server
+// still answers correctly.
 TEST_P(HttpRouteParams, RandomResetsAndCancellationsLeaveTheServerHealthy) {
   const auto seed = static_cast<std::uint32_t>(std::random_device{}());
   std::printf("RandomResetsAndCancellationsLeaveTheServerHealthy seed %u\n", seed);
@@ -133,7 +147,7 @@ TEST_P(HttpRouteParams, RandomResetsAndCancellationsLeaveTheServerHealthy) {
     ASSERT_TRUE(c.connected());
     int id = static_cast<int>(rng() % 1000);
     std::string full = "PUT /items/" + std::to_string(id) + " HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\n0123456789";
-    switch (rng() % 5) {
+    switch (rng() % 7) {
       case 0: {  // a whole request, answered and checked
         ++expected_answers;
         auto r = c.exchange(full);
@@ -151,9 +165,25 @@ TEST_P(HttpRouteParams, RandomResetsAndCancellationsLeaveTheServerHealthy) {
         c.send(std::string_view(full).substr(0, full.size() - 1 - rng() % 10));
         ::shutdown(c.fd(), SHUT_WR);
         break;
-      default:  // reset right after a complete request, before reading the answer
+      case 4:  // reset right after a complete request, before reading the answer
         c.send(full);
         break;
+      case 5: {  // a whole stream, read to its end and checked
+        ++expected_answers;
+        int n = static_cast<int>(rng() % 20);
+        std::string want;
+        for (int i = 0; i < n; ++i) want += "tick" + std::to_string(i) + "\n";
+        auto r = c.exchange(get_request("/ticks/" + std::to_string(n)));
+        if (r && r->body == want) ++answered;
+        break;
+      }
+      default: {  // leave a stream after a random number of its chunks
+        c.send(get_request("/ticks/" + std::to_string(10 + rng() % 190)));
+        std::string until = "tick" + std::to_string(rng() % 10) + "\n";
+        while (c.buffered().find(until) == std::string::npos && c.fill()) {
+        }
+        break;
+      }
     }
     if (rng() % 2) {
       linger hard{1, 0};  // close with RST rather than FIN
