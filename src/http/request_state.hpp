@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <string>
 
 #include "output_buffer.hpp"
 #include "ringio/http/chunked_decoder.hpp"
@@ -20,6 +21,7 @@ struct request_state {
   // rather than cached, so the cache stays small.
   static constexpr std::size_t kept_input = 16 * 1024;
   static constexpr std::size_t kept_output = 16 * 1024;
+  static constexpr std::size_t kept_params = 4 * 1024;  // decoded path parameters
 
   std::unique_ptr<char[]> in;  // allocated on first use
   std::size_t cap = 0;
@@ -47,6 +49,10 @@ struct request_state {
       cap = 0;
     }
     if (out.capacity() > kept_output) out = output_buffer();
+    if (req.param_text_.capacity() > kept_params) {
+      req.param_count_ = 0;  // no view may outlive the text
+      req.param_text_ = std::string();
+    }
     out.clear();
   }
 };

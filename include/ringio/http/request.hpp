@@ -17,6 +17,7 @@ namespace ringio::http {
 
 namespace detail {
 class connection;
+struct request_state;
 }  // namespace detail
 class request_parser;
 class router;
@@ -85,12 +86,13 @@ class request {
  private:
   friend class request_parser;
   friend class detail::connection;
+  friend struct detail::request_state;
   friend class router;
 
   std::string_view method_name_, target_, path_, query_, body_, route_rest_;
   header_list headers_;
   std::array<route_param, max_route_params> params_{};
-  std::string param_text_;  // decoded parameters; kept (not shrunk) across requests
+  std::string param_text_;  // decoded parameters; kept across requests unless it grew large
   std::size_t param_count_ = 0;
   std::int64_t content_length_ = -1;
   http::method method_ = http::method::unknown;
