@@ -22,6 +22,8 @@ namespace detail {
 class output_buffer;
 }
 
+/// Writes the body of a streamed response (see the top of this file); one per
+/// response, made by the server and handed to the body_stream.
 class body_writer {
  public:
   /// Made by the server for each streamed response.

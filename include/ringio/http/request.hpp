@@ -29,11 +29,13 @@ struct route_param {
   std::string_view value;  ///< percent-decoded
 };
 
+/// One parsed request, as a handler sees it (see the top of this file).
 class request {
  public:
   /// The most captures one route pattern may have (router::route rejects more).
   static constexpr std::size_t max_route_params = 8;
 
+  /// The method; method::unknown never reaches a handler (the server answers 501).
   [[nodiscard]] http::method method() const noexcept { return method_; }
   /// The method as sent ("GET").
   [[nodiscard]] std::string_view method_name() const noexcept { return method_name_; }
@@ -47,6 +49,7 @@ class request {
   /// 0 for HTTP/1.0, 1 for HTTP/1.1 (and for HTTP/1.2 to 1.9, served as HTTP/1.1).
   [[nodiscard]] int version_minor() const noexcept { return version_minor_; }
 
+  /// Every header field, in the order received.
   [[nodiscard]] const header_list& headers() const noexcept { return headers_; }
   /// The value of the first field called `name` (any case); empty if absent.
   [[nodiscard]] std::string_view header(std::string_view name) const noexcept { return headers_.get(name); }
@@ -55,7 +58,9 @@ class request {
   [[nodiscard]] std::string_view body() const noexcept { return body_; }
   /// Content-Length as sent, or -1 when absent.
   [[nodiscard]] std::int64_t content_length() const noexcept { return content_length_; }
+  /// Whether the body came with "Transfer-Encoding: chunked".
   [[nodiscard]] bool chunked() const noexcept { return chunked_; }
+  /// Whether the client sent "Expect: 100-continue".
   [[nodiscard]] bool expects_continue() const noexcept { return expect_continue_; }
 
   /// Whether the client lets the connection stay open after the response: HTTP/1.1

@@ -42,6 +42,7 @@ namespace ringio::http {
 /// A request handler. It may be called on several loop threads at once.
 using handler = std::function<task<response>(request&)>;
 
+/// Routes requests to handlers by method and path (see the top of this file).
 class router {
  public:
   /// Routes `path` for method `m`. A path with '{' is a pattern (see above): it must
