@@ -68,7 +68,7 @@ docs: deps-test
 	@mkdir -p build/docs
 	RINGIO_DOCS_OUT=build/docs doxygen docs/reference/Doxyfile
 
-test: test-release test-sanitize test-tsan test-fuzz
+test: docs test-release test-sanitize test-tsan test-fuzz
 
 build-bench: deps-bench
 	cmake -S . -B build/bench -G Ninja -DCMAKE_BUILD_TYPE=Release -DRINGIO_BUILD_TESTS=OFF -DRINGIO_BUILD_PEERS=ON
