@@ -31,7 +31,7 @@ class gather_send_op : public io_operation<gather_send_op> {
     fd = fd_;
     want = interest::writable;
   }
-  // A copy (before the start) leaves the iovecs behind: they are filled at each attempt.
+  /// A copy (before the start) leaves the iovecs behind: they are filled at each attempt.
   gather_send_op(const gather_send_op& o) noexcept
       : io_operation(o), bufs(o.bufs), index(o.index), offset(o.offset), all(o.all) {}
 

@@ -46,6 +46,7 @@ class read_buffer {
     consume(n);
     return n;
   }
+  /// The size of the block.
   [[nodiscard]] std::size_t capacity() const noexcept { return capacity_; }
 
   /// The peer closed its side: a receive returned 0.

@@ -20,8 +20,9 @@ namespace ringio {
 /// outlive the buffered_stream and every read in flight.
 ///
 /// The buffer is allocated once, in the constructor; reads allocate nothing. One read
-/// at a time: a read must complete before the next starts, and the buffered_stream must
-/// not be moved while a read is in flight. Reads that the buffered bytes already answer
+/// at a time: a read must complete before the next starts, and neither consume() nor a
+/// move may happen while a read is in flight. A moved-from buffered_stream may only be
+/// destroyed or assigned to. Reads that the buffered bytes already answer
 /// complete without a syscall. Writes go to socket() directly.
 ///
 /// Every read obeys the awaiting task's stop token (and .with_stop(t), with_timeout):
