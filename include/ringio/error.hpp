@@ -14,6 +14,8 @@ enum class errc {
   backend_unavailable,    ///< the requested backend cannot start on this host
   unsupported_operation,  ///< the backend cannot perform this operation
   no_current_context,     ///< an operation was started outside a running io_context
+  message_too_long,       ///< a delimited or counted message does not fit the limit or buffer
+  end_of_stream,          ///< the peer closed its side before a whole message arrived
 };
 
 /// The category of ringio::errc values ("ringio").

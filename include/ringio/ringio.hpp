@@ -8,6 +8,7 @@
 #include "ringio/fs/file.hpp"
 #include "ringio/io_context.hpp"
 #include "ringio/net/buffer_pool.hpp"
+#include "ringio/net/buffered_stream.hpp"
 #include "ringio/net/multishot_acceptor.hpp"
 #include "ringio/net/multishot_receiver.hpp"
 #include "ringio/net/pooled_receive.hpp"

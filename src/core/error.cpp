@@ -17,6 +17,8 @@ class category final : public std::error_category {
       case errc::backend_unavailable: return "backend unavailable on this host";
       case errc::unsupported_operation: return "operation not supported by this backend";
       case errc::no_current_context: return "no io_context is running on this thread";
+      case errc::message_too_long: return "message longer than the limit (no delimiter within it)";
+      case errc::end_of_stream: return "the peer closed the stream before a whole message arrived";
     }
     return "unknown ringio error";
   }

@@ -1,5 +1,6 @@
 // Steady-state I/O allocates nothing: 10,000 echo round trips after a warm-up, with
-// the global operator new replaced by a counting one.
+// the global operator new replaced by a counting one (also: buffered_stream lines and
+// gather writes).
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -125,6 +126,51 @@ TEST_P(ZeroAllocation, MultishotReceiverEchoAllocatesNothing) {
     long n = co_await client(at, 1000, 10'000, 128);
     co_await server.join();
     co_return n;
+  }(l, at));
+  EXPECT_EQ(allocs, 0);
+}
+
+TEST_P(ZeroAllocation, BufferedLinesAndGatherWritesAllocateNothing) {
+  auto l = listen_loopback();
+  auto at = address_of(l);
+  long allocs = run([](stream_listener& l, socket_address at) -> task<long> {
+    scope server;
+    server.spawn([](stream_listener& l) -> task<void> {
+      auto s = co_await l.accept();
+      if (!s) co_return;
+      buffered_stream in(*s);
+      for (;;) {
+        auto line = co_await in.read_line();
+        if (!line) co_return;
+        std::array<const_buffer, 3> reply{const_buffer(std::string_view("echo: ")), const_buffer(*line),
+                                          const_buffer(std::string_view("\n"))};
+        auto w = co_await s->send_all(reply);
+        if (!w) co_return;
+      }
+    }(l));
+    auto c = co_await stream_socket::connect(at);
+    EXPECT_TRUE(c);
+    buffered_stream in(*c);
+    long during = 0;
+    for (int i = 0; i < 3000; ++i) {
+      if (i == 1000) {
+        allocations = 0;
+        counting = true;
+      }
+      std::array<const_buffer, 2> request{const_buffer(std::string_view("hello world")),
+                                          const_buffer(std::string_view("\r\n"))};
+      auto w = co_await c->send_all(request);
+      auto reply = co_await in.read_line();
+      if (!w || !reply || *reply != "echo: hello world") {
+        ADD_FAILURE() << "round trip " << i << " failed";
+        break;
+      }
+    }
+    counting = false;
+    during = allocations.load();
+    c = unexpected(std::errc::not_connected);  // closes the client: the server ends
+    co_await server.join();
+    co_return during;
   }(l, at));
   EXPECT_EQ(allocs, 0);
 }

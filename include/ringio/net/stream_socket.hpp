@@ -4,8 +4,11 @@
 
 #include <sys/socket.h>
 
+#include <span>
+
 #include "ringio/buffer.hpp"
 #include "ringio/detail/fd_handle.hpp"
+#include "ringio/detail/gather_send_op.hpp"
 #include "ringio/detail/stream_ops.hpp"
 #include "ringio/net/socket_address.hpp"
 #include "ringio/result.hpp"
@@ -56,6 +59,24 @@ class stream_socket {
   /// error such as broken_pipe) after sending some bytes: that many bytes from the start
   /// of buf were sent. The error is reported only when nothing was sent.
   [[nodiscard]] detail::send_all_op send_all(const_buffer buf) noexcept { return {fd_.get(), buf}; }
+  /// Sends some of the bytes of `bufs`, in order, with one sendmsg(2) (a gather write:
+  /// no copy into one block): at most the first 64 non-empty buffers
+  /// (detail::max_gather_buffers) go in one call. Result: the bytes sent, possibly fewer
+  /// than given; 0 when every buffer is empty (no syscall). Errors: those of
+  /// sendmsg(2), e.g. broken_pipe (no SIGPIPE), connection_reset. Cancellation:
+  /// operation_canceled. `bufs` and the bytes must stay valid until it completes.
+  [[nodiscard]] detail::gather_send_op send(std::span<const const_buffer> bufs) noexcept {
+    return {fd_.get(), bufs, false};
+  }
+  /// Sends every byte of `bufs`, in order, one sendmsg(2) per attempt (up to 64 buffers
+  /// each), continuing after partial sends in the middle of a buffer. The result
+  /// contract is send_all's: the total, or a shorter count when it stopped early (a stop,
+  /// cancel(), a timeout or an error) after sending some bytes (the first ones, in
+  /// order); the error only when nothing was sent. `bufs` and the bytes must stay valid
+  /// until it completes.
+  [[nodiscard]] detail::gather_send_op send_all(std::span<const const_buffer> bufs) noexcept {
+    return {fd_.get(), bufs, true};
+  }
   /// shutdown(2): SHUT_WR sends FIN after the data already queued.
   [[nodiscard]] detail::shutdown_op shutdown(int how = SHUT_WR) noexcept { return {fd_.get(), how}; }
   /// Closes the socket through the ring; the socket is empty afterwards.
