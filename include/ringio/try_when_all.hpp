@@ -20,20 +20,23 @@ namespace ringio {
 namespace detail {
 
 template <class R>
-struct result_traits : std::false_type {};
+struct result_traits {
+  static constexpr bool is_result = false;
+};
 template <class U>
-struct result_traits<result<U>> : std::true_type {
-  using value = U;
+struct result_traits<result<U>> {
+  static constexpr bool is_result = true;
+  using value_type = U;
 };
 
 /// The value a child contributes: U for result<U>, std::monostate for result<void>.
 template <class R>
-using try_stored_t = stored_t<typename result_traits<R>::value>;
+using try_stored_t = stored_t<typename result_traits<R>::value_type>;
 
 template <class R>
 try_stored_t<R> take_value(task<R>& t) {
   R r = t.handle().promise().take();
-  if constexpr (std::is_void_v<typename result_traits<R>::value>) {
+  if constexpr (std::is_void_v<typename result_traits<R>::value_type>) {
     return {};
   } else {
     return std::move(*r);
@@ -154,7 +157,7 @@ class try_when_all_vector_awaiter final : public try_when_all_base {
 /// Arguments may be tasks or operations returning result<T> (wrapped in tasks).
 template <class... Rs>
 [[nodiscard]] detail::try_when_all_awaiter<Rs...> try_when_all(task<Rs>... ts) {
-  static_assert((detail::result_traits<Rs>::value && ...), "try_when_all takes tasks returning result<T>");
+  static_assert((detail::result_traits<Rs>::is_result && ...), "try_when_all takes tasks returning result<T>");
   return detail::try_when_all_awaiter<Rs...>(std::move(ts)...);
 }
 /// Operations (or a mix of operations and tasks), each wrapped in a task.
@@ -168,7 +171,7 @@ template <class... As>
 /// empty vector for no tasks).
 template <class R>
 [[nodiscard]] detail::try_when_all_vector_awaiter<R> try_when_all(std::vector<task<R>> ts) {
-  static_assert(detail::result_traits<R>::value, "try_when_all takes tasks returning result<T>");
+  static_assert(detail::result_traits<R>::is_result, "try_when_all takes tasks returning result<T>");
   return detail::try_when_all_vector_awaiter<R>(std::move(ts));
 }
 
