@@ -19,20 +19,23 @@
 namespace ringio {
 namespace detail {
 
+/// Whether R is a `result<U>`, and its U.
 template <class R>
 struct result_traits {
-  static constexpr bool is_result = false;
+  static constexpr bool is_result = false;  ///< R is not a result
 };
+/// A `result<U>`: its value type is U.
 template <class U>
 struct result_traits<result<U>> {
-  static constexpr bool is_result = true;
-  using value_type = U;
+  static constexpr bool is_result = true;  ///< R is a result
+  using value_type = U;                    ///< what it holds on success
 };
 
-/// The value a child contributes: U for result<U>, std::monostate for result<void>.
+/// The value a child contributes: U for `result<U>`, std::monostate for `result<void>`.
 template <class R>
 using try_stored_t = stored_t<typename result_traits<R>::value_type>;
 
+/// Moves the value out of a finished child that succeeded.
 template <class R>
 try_stored_t<R> take_value(task<R>& t) {
   R r = t.handle().promise().take();
@@ -43,8 +46,11 @@ try_stored_t<R> take_value(task<R>& t) {
   }
 }
 
+/// What both forms share: the children's stop source, linked to the parent's token,
+/// and the first failure.
 class try_when_all_base : public countdown_sink {
  protected:
+  /// Starts counting, links the parent's token; returns the children's token.
   template <class P>
   const std::stop_token* prepare(std::coroutine_handle<P> parent, std::size_t n) {
     begin(n, parent);
@@ -65,10 +71,11 @@ class try_when_all_base : public countdown_sink {
     }
     return child_done();
   }
+  /// Detaches from the parent's token (before the awaiter goes away).
   void unlink() noexcept { link_.reset(); }
 
-  bool failed_ = false;
-  std::error_code error_;
+  bool failed_ = false;   ///< a child failed (error or exception)
+  std::error_code error_;  ///< the first failure's error (empty for an exception)
 
  private:
   /// Forwards a stop of the parent's token to the children's source.
@@ -81,19 +88,24 @@ class try_when_all_base : public countdown_sink {
   std::optional<std::stop_callback<forward_stop>> link_;
 };
 
+/// The awaiter of try_when_all(tasks...).
 template <class... Rs>
 class try_when_all_awaiter final : public try_when_all_base {
  public:
-  using value_type = std::tuple<try_stored_t<Rs>...>;
+  using value_type = std::tuple<try_stored_t<Rs>...>;  ///< the values on success
+  /// Takes the children (not started yet).
   explicit try_when_all_awaiter(task<Rs>... ts) : tasks_(std::move(ts)...) {}
 
+  /// No children: nothing to wait for.
   bool await_ready() const noexcept { return sizeof...(Rs) == 0; }
+  /// Starts every child; suspends unless all finished at once.
   template <class P>
   bool await_suspend(std::coroutine_handle<P> parent) {
     const std::stop_token* token = prepare(parent, sizeof...(Rs));
     std::apply([&](auto&... t) { (launch(t, token), ...); }, tasks_);
     return end_launch();
   }
+  /// The first exception in argument order, else the first error, else the values.
   result<value_type> await_resume() {
     unlink();
     std::apply([](auto&... t) { (t.handle().promise().rethrow_if_failed(), ...); }, tasks_);
@@ -110,19 +122,24 @@ class try_when_all_awaiter final : public try_when_all_base {
   std::tuple<task<Rs>...> tasks_;
 };
 
+/// The awaiter of try_when_all(std::vector<task<R>>).
 template <class R>
 class try_when_all_vector_awaiter final : public try_when_all_base {
  public:
-  using value_type = std::vector<try_stored_t<R>>;
+  using value_type = std::vector<try_stored_t<R>>;  ///< the values on success
+  /// Takes the children (not started yet).
   explicit try_when_all_vector_awaiter(std::vector<task<R>> ts) : tasks_(std::move(ts)) {}
 
+  /// No children: nothing to wait for.
   bool await_ready() const noexcept { return tasks_.empty(); }
+  /// Starts every child; suspends unless all finished at once.
   template <class P>
   bool await_suspend(std::coroutine_handle<P> parent) {
     const std::stop_token* token = prepare(parent, tasks_.size());
     for (auto& t : tasks_) launch(t, token);
     return end_launch();
   }
+  /// The first exception in order, else the first error, else the values.
   result<value_type> await_resume() {
     unlink();
     for (auto& t : tasks_) t.handle().promise().rethrow_if_failed();

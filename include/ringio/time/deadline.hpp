@@ -28,6 +28,7 @@ class deadline_wait_op;
 /// from other threads). A deadline must outlive its waiter.
 class deadline {
  public:
+  /// The clock of every deadline (CLOCK_MONOTONIC on Linux).
   using clock = std::chrono::steady_clock;
 
   /// A disarmed deadline: wait() waits until it is armed and that time passes.
