@@ -31,7 +31,8 @@ struct copy_result {
   /// Bytes received from `b` and sent to `a`.
   std::uint64_t b_to_a = 0;
   /// Empty when both directions reached end of stream and passed it on. Otherwise the
-  /// first error of either side (connection_reset, broken_pipe, ...), timed_out for
+  /// first error of either side (connection_reset, broken_pipe, not_connected when
+  /// the side an end of stream was passed to had already gone, ...), timed_out for
   /// the idle timeout, or operation_canceled for a stop.
   std::error_code error{};
 
