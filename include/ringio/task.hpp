@@ -34,6 +34,8 @@ class task_promise : public promise_base {
     assert(has_value_);
     return std::move(*value_ptr());
   }
+  /// The value returned, not yet taken; null if the task threw (or has not finished).
+  const T* peek() const noexcept { return has_value_ ? std::launder(reinterpret_cast<const T*>(&storage_)) : nullptr; }
 
  private:
   T* value_ptr() noexcept { return std::launder(reinterpret_cast<T*>(&storage_)); }

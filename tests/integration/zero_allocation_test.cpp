@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <new>
 #include <span>
+#include <sys/socket.h>
 
 #include "ringio/ringio.hpp"
 #include "support/backend_test.hpp"
@@ -172,6 +173,70 @@ TEST_P(ZeroAllocation, BufferedLinesAndGatherWritesAllocateNothing) {
     co_await server.join();
     co_return during;
   }(l, at));
+  EXPECT_EQ(allocs, 0);
+}
+
+TEST_P(ZeroAllocation, DeadlineResetsAllocateNothing) {
+  // An idle timeout pushed on every step, moved earlier now and then (a wake-up and a
+  // re-arm of the waiter), and outlived by the waiter's first armed time (lazy re-arm).
+  long allocs = run([]() -> task<long> {
+    deadline idle;
+    idle.extend(std::chrono::milliseconds(3));
+    scope waiter;
+    waiter.spawn([](deadline& d) -> task<void> {
+      auto r = co_await d.wait();
+      EXPECT_FALSE(r) << "the deadline passed although it was always pushed back";
+    }(idle));
+    long during = 0;
+    for (int i = 0; i < 1500; ++i) {
+      if (i == 500) {
+        allocations = 0;
+        counting = true;
+      }
+      if (i % 7 == 0) idle.reset(std::chrono::steady_clock::now() + std::chrono::milliseconds(2));
+      else idle.extend(std::chrono::milliseconds(3));
+      auto slept = co_await sleep_for(std::chrono::microseconds(100));
+      if (!slept) break;
+    }
+    counting = false;
+    during = allocations.load();
+    idle.cancel();
+    co_await waiter.join();
+    co_return during;
+  }());
+  EXPECT_EQ(allocs, 0);
+}
+
+TEST_P(ZeroAllocation, CopyBidirectionalAllocatesNothingPerChunk) {
+  // client <-> proxy (copy_bidirectional, idle timeout on) <-> echo server
+  socket_pair front, back;
+  long allocs = run([](socket_pair& front, socket_pair& back) -> task<long> {
+    scope running;
+    running.spawn([](socket_pair& front, socket_pair& back) -> task<void> {
+      auto r = co_await copy_bidirectional(front.b, back.a, copy_options{.idle_timeout = std::chrono::seconds(30)});
+      EXPECT_TRUE(r && r->ok());
+    }(front, back));
+    running.spawn(echo_one(std::move(back.b)));
+    std::array<std::byte, 256> out{}, in{};
+    long during = 0;
+    for (int i = 0; i < 3000; ++i) {
+      if (i == 1000) {
+        allocations = 0;
+        counting = true;
+      }
+      auto w = co_await front.a.send_all(out);
+      auto r = co_await front.a.recv_exact(in);
+      if (!w || !r || *r != in.size()) {
+        ADD_FAILURE() << "round trip " << i << " failed";
+        break;
+      }
+    }
+    counting = false;
+    during = allocations.load();
+    ::shutdown(front.a.native_handle(), SHUT_WR);  // the proxy passes it on; the echo ends
+    co_await running.join();
+    co_return during;
+  }(front, back));
   EXPECT_EQ(allocs, 0);
 }
 
