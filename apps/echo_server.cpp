@@ -56,11 +56,11 @@ int main(int argc, char** argv) {
   if (recv_mode != "single" && recv_mode != "multishot")
     args.fail("--recv must be single or multishot, got '" + recv_mode + "'");
   args.done();
-  if (recv_mode == "single") return apps::serve(cfg, echo);
-  cfg.loop_setup = [](ringio::io_context& ctx) -> std::shared_ptr<void> {
+  if (recv_mode == "single") return apps::run_server(cfg, echo);
+  cfg.options.loop_setup = [](ringio::io_context& ctx, unsigned) -> std::shared_ptr<void> {
     auto pool = std::make_shared<ringio::buffer_pool>(ctx, 4096, 16384);
     loop_pool = pool.get();
     return pool;
   };
-  return apps::serve(cfg, echo_multishot);
+  return apps::run_server(cfg, echo_multishot);
 }

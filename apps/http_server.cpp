@@ -1,5 +1,5 @@
 // http_server — HTTP/1.1 on ringio::http: "Hello world!" at /, or the files under
-// --root. SIGINT/SIGTERM stop it gracefully (apps::serve): no new connections,
+// --root. SIGINT/SIGTERM stop it gracefully (ringio::serve): no new connections,
 // requests in progress finish, exit 0.
 #include <sys/stat.h>
 
@@ -61,6 +61,6 @@ int main(int argc, char** argv) {
     }
   }
   ringio::http::server srv(routes, std::move(opts));
-  cfg.on_stop = [&srv](int) { srv.drain(); };  // idle keep-alive connections close at once
-  return apps::serve(cfg, [&srv](ringio::stream_socket s) { return srv.serve_connection(std::move(s)); });
+  cfg.options.on_stop = [&srv](int) { srv.drain(); };  // idle keep-alive connections close at once
+  return apps::run_server(cfg, [&srv](ringio::stream_socket s) { return srv.serve_connection(std::move(s)); });
 }

@@ -126,22 +126,22 @@ int main(int argc, char** argv) {
   apps::read_server_options(args, cfg, port, threads);
   args.done(4);
 
-  cfg.done = st.finished.get_token();
   cfg.banner = std::to_string(st.block) + "-byte blocks, " +
                (st.keep_running ? std::string("until signalled") : "until " + std::to_string(st.sessions) + " sessions end");
-  int signo = 0;
-  cfg.on_stop = [&signo](int s) { signo = s; };
   std::string backend_name;
   std::once_flag named;
-  cfg.loop_setup = [&](ringio::io_context& ctx) -> std::shared_ptr<void> {
+  cfg.options.loop_setup = [&](ringio::io_context& ctx, unsigned) -> std::shared_ptr<void> {
     std::call_once(named, [&] { backend_name = std::string(ringio::to_string(ctx.backend())); });
     if (recv_mode == "single") return nullptr;
     auto pool = std::make_shared<ringio::buffer_pool>(ctx, 4096, 16384);
     loop_pool = pool.get();
     return pool;
   };
-  int status = apps::serve(cfg, recv_mode == "single" ? apps::connection_handler(pong_single)
-                                                        : apps::connection_handler(pong_multishot));
+  ringio::serve_summary summary;
+  int status = apps::run_server(cfg, recv_mode == "single" ? ringio::connection_handler(pong_single)
+                                                           : ringio::connection_handler(pong_multishot),
+                                st.finished.get_token(), &summary);
+  const int signo = summary.signal_number;
 
   const auto sessions = st.accepted.load();
   const auto bytes = st.bytes.load();

@@ -1,56 +1,26 @@
-// serve — what every ringio server app shares: listeners on every loop thread, a
-// graceful stop on SIGINT/SIGTERM (stop accepting, let connections finish within a
-// deadline, then cancel them), and accept errors that never take the server down.
+// serve — what the server apps share on top of ringio::serve: the command-line options
+// that fill serve_options, the start-up line on stdout, log lines prefixed with the
+// program's name, and the per-thread counts at exit.
 #pragma once
 
-#include <chrono>
-#include <functional>
-#include <memory>
-#include <optional>
+#include <cstdint>
 #include <set>
 #include <stop_token>
 #include <string>
-#include <stop_token>
-#include <string>
 
-#include "ringio/backend_kind.hpp"
 #include "ringio/net/socket_address.hpp"
-#include "ringio/net/stream_socket.hpp"
-#include "ringio/task.hpp"
+#include "ringio/serve.hpp"
+#include "ringio/serve_options.hpp"
 
 namespace apps {
 
-/// How connections reach the loop threads.
-enum class dispatch_mode {
-  reuse_port,  ///< one SO_REUSEPORT listener per thread: the kernel spreads connections
-  acceptor,    ///< thread 0 accepts and hands each socket to the least-loaded loop
-};
-
 struct server_config {
-  std::string name;                 // program name for messages
+  std::string name;  // program name for messages
   ringio::socket_address address;
-  unsigned threads = 1;
-  std::optional<ringio::backend_kind> backend;
-  std::chrono::milliseconds drain_timeout{5000};
-  bool multishot_accept = true;
-  dispatch_mode dispatch = dispatch_mode::reuse_port;
-  bool sqpoll = false;  // IORING_SETUP_SQPOLL on the loop threads' rings
-  bool defer_taskrun = true;  // IORING_SETUP_DEFER_TASKRUN on the loop threads' rings
-  /// Runs on each loop thread before it serves; what it returns lives until that loop
-  /// has drained its connections (per-loop resources such as a buffer_pool).
-  std::function<std::shared_ptr<void>(ringio::io_context&)> loop_setup;
-  /// Called (on the main thread) once serving is to end, after accepting stopped: with
-  /// the signal number, or 0 when `done` asked for it. E.g. to close idle keep-alive
-  /// connections at once.
-  std::function<void(int signo)> on_stop;
-  /// When requested, the server stops as on a signal (pong: its sessions are over).
-  std::stop_token done;
+  ringio::serve_options options;  // threads, backend, drain, dispatch, hooks
   /// Appended to the start-up line (", <text>").
   std::string banner;
 };
-
-/// Handles one connection; runs on the loop thread that accepted it.
-using connection_handler = std::function<ringio::task<void>(ringio::stream_socket)>;
 
 class cli;
 
@@ -80,9 +50,12 @@ void read_server_options(cli& args, server_config& cfg);
 /// The same without --port and --threads: the caller has them already.
 void read_server_options(cli& args, server_config& cfg, std::uint16_t port, unsigned threads);
 
-/// Binds (one SO_REUSEPORT listener per thread), prints one line with the address and
-/// the backend, serves until SIGINT/SIGTERM, drains, and returns the exit status:
-/// 0 after a graceful stop, 1 when the address cannot be bound or a loop fails.
-int serve(const server_config& cfg, const connection_handler& handler);
+/// ringio::serve with the apps' conventions: raises the descriptor limit, prefixes log
+/// lines with cfg.name, prints "<name>: listening on <address>, ..." on stdout once
+/// bound, serves until SIGINT/SIGTERM or `done`, and logs the connections each thread
+/// served. Returns the exit status: 0 after a graceful stop, 1 when the address cannot
+/// be bound or a loop fails. `summary` (optional) receives what serve reported.
+int run_server(server_config cfg, ringio::connection_handler handler, std::stop_token done = {},
+               ringio::serve_summary* summary = nullptr);
 
 }  // namespace apps

@@ -11,6 +11,7 @@
 
 #include "ringio/detail/promise_base.hpp"
 #include "ringio/task.hpp"
+#include "ringio/log.hpp"
 
 namespace ringio {
 
@@ -34,7 +35,7 @@ class scope final : private detail::completion_sink {
   scope& operator=(const scope&) = delete;
   ~scope() {
     if (live_ != 0) {
-      std::fprintf(stderr, "ringio: scope destroyed with %zu running tasks (join() it first)\n", live_);
+      log(log_level::error, "scope destroyed with %zu running tasks (join() it first)", live_);
       std::terminate();
     }
   }

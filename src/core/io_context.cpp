@@ -15,6 +15,7 @@
 #include "core/timer_heap.hpp"
 #include "ringio/detail/clock.hpp"
 #include "ringio/detail/foreign_wait.hpp"
+#include "ringio/log.hpp"
 
 namespace ringio {
 namespace {
@@ -102,7 +103,7 @@ io_context::io_context(io_context_options opts)
                                                       choice.origin + ") cannot start: " + e.what());
     }
     if (!opts.quiet && !fallback_reported.exchange(true))
-      std::fprintf(stderr, "ringio: io_uring unavailable (%s); falling back to epoll\n", e.what());
+      log(log_level::warning, "io_uring unavailable (%s); falling back to epoll", e.what());
     kind_ = backend_kind::epoll;
     backend_ = detail::make_epoll_backend(*this, *state_, opts);
   }
@@ -384,8 +385,8 @@ void io_context::shutdown() noexcept {
     // Only the loop's thread may drive its ring. Closing the ring makes the kernel
     // cancel what is left; suspended tasks are abandoned (their frames leak).
     if (!idle())
-      std::fprintf(stderr, "ringio: io_context destroyed on a thread other than the one that ran it; "
-                           "%zu operation(s) abandoned\n", backend_->in_flight());
+      log(log_level::error, "io_context destroyed on a thread other than the one that ran it; "
+                            "%zu operation(s) abandoned", backend_->in_flight());
     return;
   }
   current_scope cs(this);
@@ -402,11 +403,11 @@ void io_context::shutdown() noexcept {
     loop([&] { return idle() || (backend_->in_flight() == 0 && foreign_ == nullptr && ++rounds > max_idle_io_rounds); },
          false);
   } catch (...) {
-    std::fprintf(stderr, "ringio: exception while shutting down an io_context\n");
+    log(log_level::error, "exception while shutting down an io_context");
     std::terminate();
   }
   if (!idle())
-    std::fprintf(stderr, "ringio: io_context shut down with tasks that never stopped yielding; abandoned\n");
+    log(log_level::error, "io_context shut down with tasks that never stopped yielding; abandoned");
 }
 
 }  // namespace ringio

@@ -10,6 +10,7 @@
 #include "ringio/detail/promise_base.hpp"
 #include "ringio/detail/remote_item.hpp"
 #include "ringio/io_context.hpp"
+#include "ringio/log.hpp"
 
 namespace ringio::detail {
 
@@ -22,9 +23,9 @@ class detached_sink final : public completion_sink {
       try {
         p.rethrow_if_failed();
       } catch (const std::exception& e) {
-        std::fprintf(stderr, "ringio: exception escaped a spawned task: %s\n", e.what());
+        log(log_level::error, "exception escaped a spawned task: %s", e.what());
       } catch (...) {
-        std::fprintf(stderr, "ringio: exception escaped a spawned task\n");
+        log(log_level::error, "exception escaped a spawned task");
       }
       std::terminate();
     }

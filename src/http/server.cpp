@@ -1,15 +1,13 @@
 #include "ringio/http/server.hpp"
 
 #include <chrono>
-#include <cstdio>
 #include <ctime>
 #include <exception>
 #include <string>
 
 #include "connection.hpp"
-#include "ringio/scope.hpp"
-#include "ringio/stop.hpp"
-#include "ringio/time/sleep.hpp"
+#include "ringio/log.hpp"
+#include "ringio/serve.hpp"
 #include "server_core.hpp"
 
 namespace ringio::http {
@@ -22,7 +20,7 @@ void server_core::log(std::string_view line) const {
     opts.log(line);
     return;
   }
-  std::fprintf(stderr, "%.*s\n", static_cast<int>(line.size()), line.data());
+  log_line(log_level::warning, line);
 }
 
 void server_core::log_limited(std::atomic<std::int64_t>& last, std::string_view line) const {
@@ -32,26 +30,6 @@ void server_core::log_limited(std::atomic<std::int64_t>& last, std::string_view 
   log(line);
 }
 
-namespace {
-
-struct forward_stop {
-  std::stop_source* target;
-  void operator()() const noexcept { target->request_stop(); }
-};
-struct stop_scope {
-  scope* target;
-  void operator()() const noexcept { target->request_stop(); }
-};
-
-bool transient_accept_error(std::error_code ec) {
-  // Out of descriptors or memory, or a connection reset before it was taken: accepting
-  // again later works.
-  return ec == std::errc::too_many_files_open || ec == std::errc::too_many_files_open_in_system ||
-         ec == std::errc::no_buffer_space || ec == std::errc::not_enough_memory ||
-         ec == std::errc::connection_aborted || ec == std::errc::protocol_error;
-}
-
-}  // namespace
 }  // namespace detail
 
 server::server(handler h, server_options opts)
@@ -80,31 +58,11 @@ task<void> server::serve_connection(stream_socket s) {
 }
 
 task<void> server::serve(stream_listener& listener, std::stop_token stop) {
-  // Accepting ends on `stop` or on a stop of the awaiting task; the latter also cancels
-  // the connections at once (a graceful stop is `stop`).
-  std::stop_token outer = co_await current_stop_token();
-  std::stop_source accepting;
-  std::stop_callback<detail::forward_stop> on_stop(stop, detail::forward_stop{&accepting});
-  std::stop_callback<detail::forward_stop> on_outer(outer, detail::forward_stop{&accepting});
-  scope conns;
-  std::stop_callback<detail::stop_scope> cancel_all(outer, detail::stop_scope{&conns});
-  const std::stop_token token = accepting.get_token();
-  for (;;) {
-    auto s = co_await listener.accept().with_stop(token);
-    if (s) {
-      conns.spawn(serve_connection(std::move(*s)));
-      continue;
-    }
-    if (s.error() == std::errc::operation_canceled) break;
-    if (!detail::transient_accept_error(s.error())) {
-      core_->log("http: accept: " + s.error().message() + "; no longer accepting");
-      break;
-    }
-    (void)co_await sleep_for(std::chrono::milliseconds(10)).with_stop(token);
-  }
-  listener.close();  // refuse new connections while the open ones finish
-  drain();
-  co_await conns.join();
+  // No drain deadline: requests in progress finish (idle connections close at once).
+  serve_options options{.drain_timeout = std::chrono::milliseconds::max(), .on_drain = [this] { drain(); }};
+  auto served = co_await ringio::serve(
+      listener, [this](stream_socket s) { return serve_connection(std::move(s)); }, std::move(options), std::move(stop));
+  (void)served;  // an accept error that ended accepting has been logged by ringio::serve
 }
 
 }  // namespace ringio::http

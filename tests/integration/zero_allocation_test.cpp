@@ -243,3 +243,21 @@ TEST_P(ZeroAllocation, CopyBidirectionalAllocatesNothingPerChunk) {
 RINGIO_ALL_BACKENDS(ZeroAllocation);
 
 }  // namespace
+
+// A log line below the threshold costs no allocation (nor formatting); one above it,
+// with a handler set, allocates nothing either (stack buffer, string_view).
+TEST(LogAllocation, FilteredAndDeliveredLinesAllocateNothing) {
+  int delivered = 0;
+  set_log_handler([&delivered](log_level, std::string_view) { ++delivered; });
+  set_log_level(log_level::warning);
+  allocations = 0;
+  counting = true;
+  for (int i = 0; i < 1000; ++i) log(log_level::info, "filtered %d %s", i, "text");
+  for (int i = 0; i < 1000; ++i) log(log_level::error, "delivered %d %s", i, "text");
+  counting = false;
+  long during = allocations.load();
+  set_log_handler({});
+  set_log_level(log_level::info);
+  EXPECT_EQ(during, 0);
+  EXPECT_EQ(delivered, 1000);
+}

@@ -47,7 +47,8 @@ struct server_options {
   /// Connections served at once by this server (all threads); the next ones get 503
   /// and a log line.
   std::size_t max_connections = 10'000;
-  /// Where log lines go (connection limit, handler errors); stderr when empty.
+  /// Where log lines go (connection limit, handler errors); ringio::log (warning
+  /// level) when empty.
   std::function<void(std::string_view)> log{};
 };
 
@@ -73,7 +74,9 @@ class server {
 
   /// Accepts on `listener` and serves every connection until `stop`: then it stops
   /// accepting, closes idle connections, lets requests in progress finish, and
-  /// completes when every connection has ended.
+  /// completes when every connection has ended. Built on ringio::serve (accept errors
+  /// back off and are logged; no drain deadline). A stop of the awaiting task's token
+  /// cancels every connection at once.
   [[nodiscard]] task<void> serve(stream_listener& listener, std::stop_token stop = {});
 
   /// Begins a graceful stop of every connection of this server (also what serve()

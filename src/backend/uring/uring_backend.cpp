@@ -16,6 +16,7 @@
 #include "core/backend_factory.hpp"
 #include "ringio/detail/clock.hpp"
 #include "ringio/io_context.hpp"
+#include "ringio/log.hpp"
 
 namespace ringio::detail {
 namespace {
@@ -121,7 +122,7 @@ io_uring_sqe* uring_backend::get_sqe() noexcept {
     try {
       enable();  // full before the loop's first poll (operations start on its thread)
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "ringio: %s\n", e.what());
+      log(log_level::error, "%s", e.what());
       std::abort();
     }
   }
@@ -139,7 +140,7 @@ io_uring_sqe* uring_backend::get_sqe() noexcept {
     sqe = io_uring_get_sqe(&ring_);
     if (sqe != nullptr) return sqe;
     if (tries == 100000) {
-      std::fprintf(stderr, "ringio: io_uring submission queue stays full (last submit: %d)\n", r);
+      log(log_level::error, "io_uring submission queue stays full (last submit: %d)", r);
       std::abort();
     }
   }
@@ -164,10 +165,10 @@ bool uring_backend::start(op_base& op) {
     // Too many CQEs could be pending: wait for completions to make room.
     if (!backlog_reported_) {
       backlog_reported_ = true;
-      std::fprintf(stderr,
-                   "ringio: %zu operations in flight reached the limit (%zu); further ones wait for "
-                   "completions (io_context_options::max_in_flight)\n",
-                   cqes_expected_, cap_);
+      log(log_level::warning,
+          "%zu operations in flight reached the limit (%zu); further ones wait for "
+          "completions (io_context_options::max_in_flight)",
+          cqes_expected_, cap_);
     }
     op.state = op_state::backlogged;
     op.next = nullptr;
@@ -367,8 +368,8 @@ void uring_backend::enter_failed(int r) {
     case -EBADR:
       if (!overflow_reported_) {
         overflow_reported_ = true;
-        std::fprintf(stderr, "ringio: io_uring dropped completions on CQ overflow (raise cq_entries or "
-                             "lower max_in_flight)\n");
+        log(log_level::error, "io_uring dropped completions on CQ overflow (raise cq_entries or "
+                              "lower max_in_flight)");
       }
       return;
     case -EEXIST:

@@ -1,0 +1,102 @@
+#include "serve/connection_set.hpp"
+
+#include <algorithm>
+#include <exception>
+#include <utility>
+
+#include "ringio/log.hpp"
+#include "ringio/time/sleep.hpp"
+
+namespace ringio::detail {
+namespace {
+
+struct forward_stop {
+  std::stop_source* target;
+  void operator()() const noexcept { target->request_stop(); }
+};
+
+// Requests the stop of every connection once `grace` has passed (unless stopped).
+task<void> deadline(scope& conns, std::chrono::milliseconds grace) {
+  auto fired = co_await sleep_for(grace);  // bound first: see docs/toolchain.md
+  if (fired) conns.request_stop();
+}
+
+// Longer than any server runs; keeps the deadline arithmetic far from overflow.
+constexpr std::chrono::milliseconds longest_wait = std::chrono::hours(24 * 365 * 10);
+
+}  // namespace
+
+connection_set::connection_set(std::stop_token parent, std::size_t limit, loop_counters* counters)
+    : conns_(std::move(parent)), limit_(limit == 0 ? 1 : limit), counters_(counters) {}
+
+void connection_set::start(const connection_handler& handler, stream_socket s) {
+  ++open_;
+  if (counters_ != nullptr) {
+    counters_->open.fetch_add(1, std::memory_order_relaxed);
+    counters_->served.fetch_add(1, std::memory_order_relaxed);
+  }
+  task<void> t;
+  try {
+    t = handler(std::move(s));
+  } catch (...) {
+    report(std::current_exception());
+    closed();
+    return;
+  }
+  conns_.spawn(run(std::move(t)));
+}
+
+task<void> connection_set::run(task<void> handler_task) {
+  std::exception_ptr error;
+  try {
+    co_await std::move(handler_task);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  if (error) report(error);
+  closed();
+}
+
+void connection_set::report(const std::exception_ptr& error) noexcept {
+  if (!log_enabled(log_level::error) || !handler_errors_.due()) return;
+  const auto more = static_cast<unsigned long long>(handler_errors_.take_suppressed());
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    log(log_level::error, "serve: a connection handler threw: %s (%llu more since the last report)", e.what(), more);
+  } catch (...) {
+    log(log_level::error, "serve: a connection handler threw a non-standard exception (%llu more since the last report)",
+        more);
+  }
+}
+
+void connection_set::closed() noexcept {
+  --open_;
+  if (counters_ != nullptr) counters_->open.fetch_sub(1, std::memory_order_relaxed);
+  if (room_waiter_ != nullptr && open_ < limit_) std::exchange(room_waiter_, nullptr)->request_stop();
+}
+
+task<void> connection_set::wait_for_room(std::stop_token stop) {
+  while (full() && !stop.stop_requested()) {
+    // A closing connection or `stop` ends the sleep early (the usual way).
+    std::stop_source room;
+    room_waiter_ = &room;
+    std::stop_callback<forward_stop> on_stop(stop, forward_stop{&room});
+    auto slept = co_await sleep_for(longest_wait).with_stop(room.get_token());
+    (void)slept;
+    room_waiter_ = nullptr;
+  }
+}
+
+task<void> connection_set::drain(std::chrono::milliseconds grace) {
+  if (open_ != 0) {
+    scope timer;
+    timer.spawn(deadline(conns_, std::min(grace, longest_wait)));
+    co_await conns_.join();
+    timer.request_stop();
+    co_await timer.join();
+  }
+  co_await conns_.join();
+}
+
+}  // namespace ringio::detail
