@@ -15,6 +15,10 @@ bool options_compile() {
   ringio::listen_options listen{.backlog = 128};
   ringio::http::server_options http{.idle_timeout = 5s};
   ringio::http::static_files_options files{.cache_control = "max-age=60"};
+  ringio::serve_options serve{.threads = 4};
+  ringio::serve_options drain{.max_connections = 100, .drain_timeout = 2s};
+  ringio::serve_summary summary{};
   return ctx.sq_entries == 256 && rt.threads == 2 && listen.backlog == 128 &&
-         http.idle_timeout == 5s && files.index == "index.html";
+         http.idle_timeout == 5s && files.index == "index.html" && serve.threads == 4 &&
+         drain.max_connections == 100 && summary.signal_number == 0;
 }
