@@ -10,8 +10,8 @@
 #include <stop_token>
 
 #include "ringio/detail/promise_base.hpp"
-#include "ringio/task.hpp"
 #include "ringio/log.hpp"
+#include "ringio/task.hpp"
 
 namespace ringio {
 

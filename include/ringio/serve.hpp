@@ -42,8 +42,10 @@ struct serve_summary {
 /// options.drain_timeout to finish, requests their stop, and completes once every one
 /// has ended. Accept errors for want of resources (EMFILE, ENFILE, ENOBUFS, ENOMEM)
 /// back off and log one warning per back-off period; connection-level ones
-/// (ECONNABORTED, EPROTO, EPERM, network errors) are skipped. Only the threads/context/
-/// signal/hook fields of the blocking entry point are ignored here.
+/// (ECONNABORTED, EPROTO, EPERM, network errors) are skipped. The fields of `options`
+/// that belong to the blocking entry point (threads, dispatch, context,
+/// handle_signals, loop_setup, on_listening, on_stop) are not used. Call it on a loop
+/// thread; the listener must outlive the call.
 ///
 /// Result: success after a graceful stop; the accept error that ended accepting
 /// (after draining likewise) for any other accept error. Cancellation: a stop of the

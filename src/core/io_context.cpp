@@ -3,7 +3,6 @@
 
 #include <atomic>
 #include <cerrno>
-#include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <stdexcept>

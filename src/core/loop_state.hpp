@@ -3,7 +3,6 @@
 
 #include <atomic>
 #include <cstddef>
-#include <cstdio>
 #include <exception>
 
 #include "core/ready_queue.hpp"

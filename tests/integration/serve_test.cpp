@@ -15,6 +15,7 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <optional>
@@ -353,6 +354,23 @@ TEST_P(Serve, StoppingTheAwaitingTaskCancelsConnectionsAtOnce) {
   EXPECT_EQ(st.saw_stop, 1);
 }
 
+TEST_P(Serve, AnUnusableListenerEndsServeWithTheAcceptError) {
+  captured_log logs;
+  for (bool multishot : {false, true}) {
+    stream_listener closed;  // no descriptor: accept fails with EBADF
+    auto r = run([](stream_listener& l, bool multishot) -> task<result<void>> {
+      server_stats st;
+      auto served = co_await serve(l, echo_handler(st), serve_options{.multishot_accept = multishot});
+      co_return served;
+    }(closed, multishot));
+    EXPECT_FALSE(r) << "multishot " << multishot;
+    if (!r) {
+      EXPECT_EQ(r.error(), std::errc::bad_file_descriptor) << r.error().message();
+    }
+  }
+  EXPECT_EQ(logs.count("no longer accepts"), 2u) << logs.all();
+}
+
 // Lowers RLIMIT_NOFILE to just above the descriptors in use and fills the gaps below
 // it, so that the next descriptor anything allocates fails with EMFILE.
 class descriptor_famine {
@@ -501,8 +519,10 @@ task<void> chaos_client(socket_address at, std::uint64_t seed) {
 }
 
 TEST_P(Serve, RandomClientsStopsAndLimitsKeepTheInvariants) {
-  const auto seed = static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
-  std::printf("serve chaos seed: %llu\n", static_cast<unsigned long long>(seed));
+  // RINGIO_CHAOS_SEED replays a run (the seed is printed).
+  auto seed = static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+  if (const char* s = std::getenv("RINGIO_CHAOS_SEED")) seed = std::strtoull(s, nullptr, 10);
+  std::printf("serve chaos seed: %llu (RINGIO_CHAOS_SEED replays it)\n", static_cast<unsigned long long>(seed));
   std::mt19937_64 rng(seed);
   const std::size_t fds_before = open_fd_count();
   for (int round = 0; round < 5; ++round) {
