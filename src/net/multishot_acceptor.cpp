@@ -80,8 +80,10 @@ void multishot_complete(op_base& b) noexcept {
   if (s.error != 0) {
     s.consumer = nullptr;
     // A consumer cancelled a moment ago (its completion has not run yet) cannot take
-    // the error: it stays for the next call.
-    if (c->ctx->complete_event(*c, s.error)) s.error = 0;
+    // the error: it stays for the next call. Taken out first: the consumer resumes
+    // inside complete_event and may destroy the acceptor, and this state with it.
+    const int err = std::exchange(s.error, 0);
+    if (!c->ctx->complete_event(*c, err)) s.error = err;
   } else {
     s.arm(*c->ctx);  // ended without a reason: try again
   }

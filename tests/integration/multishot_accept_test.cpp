@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <memory>
 #include <vector>
 
 #include "ringio/ringio.hpp"
@@ -188,6 +189,19 @@ TEST_P(MultishotAccept, ListenerCancelEndsAWaitingNext) {
   }(l, at));
   EXPECT_EQ(o.first, std::errc::operation_canceled) << o.first.message();
   EXPECT_TRUE(o.second);
+}
+
+// The task that gets an error from next() may destroy the acceptor at once (an accept
+// loop that gives up does): the request's end must not touch the freed state after.
+TEST_P(MultishotAccept, TheAcceptorMayBeDestroyedAsSoonAsNextReportsAnError) {
+  stream_listener none;  // no descriptor: the accept fails with EBADF
+  auto err = run([](stream_listener& l) -> task<std::error_code> {
+    auto acceptor = std::make_unique<multishot_acceptor>(l);
+    auto s = co_await acceptor->next();
+    acceptor.reset();  // inside the completion of the request that failed
+    co_return s ? std::error_code{} : s.error();
+  }(none));
+  EXPECT_EQ(err, std::errc::bad_file_descriptor) << err.message();
 }
 
 RINGIO_ALL_BACKENDS(MultishotAccept);
