@@ -37,7 +37,7 @@ test-sanitize: build-sanitize
 	  ctest --test-dir build/sanitize --output-on-failure -j 2
 
 # ThreadSanitizer: the tests whose code runs on several threads.
-TSAN_TESTS = CrossThread|Channel|ChannelAcrossLoops|MpscRing|Cancellation.StopFromAnotherThread|Chaos
+TSAN_TESTS = CrossThread|Channel|ChannelAcrossLoops|MpscRing|Cancellation.StopFromAnotherThread|Chaos|Log\.|ServeProgram
 build-tsan: deps-test
 	cmake -S . -B build/tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug \
 	  -DCMAKE_CXX_COMPILER=clang++-16 -DCMAKE_C_COMPILER=clang-16 \

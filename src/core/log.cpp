@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <mutex>
+#include <utility>
 
 namespace ringio {
 namespace detail {
@@ -16,11 +18,18 @@ std::atomic<int> log_threshold{static_cast<int>(log_level::info)};
 
 namespace {
 
-// Replaced rarely (start-up), read on every line: readers take a reference to the
-// current handler, so a replacement never destroys one that is running.
-std::atomic<std::shared_ptr<const log_handler>>& current_handler() {
-  static std::atomic<std::shared_ptr<const log_handler>> handler;
-  return handler;
+// Replaced rarely (start-up), read for every line that passes the threshold: a reader
+// copies the pointer under the lock and calls the handler outside it, so a
+// replacement never destroys a handler that is running. (Lines are not a hot path;
+// std::atomic<std::shared_ptr> would do the same, but its lock is invisible to TSan.)
+struct handler_slot {
+  std::mutex mu;
+  std::shared_ptr<const log_handler> handler;
+};
+
+handler_slot& current_handler() {
+  static handler_slot slot;
+  return slot;
 }
 
 void write_to_stderr(std::string_view text) noexcept {
@@ -37,7 +46,12 @@ void write_to_stderr(std::string_view text) noexcept {
 }  // namespace
 
 void emit_log(log_level level, std::string_view text) noexcept {
-  std::shared_ptr<const log_handler> h = current_handler().load(std::memory_order_acquire);
+  std::shared_ptr<const log_handler> h;
+  {
+    handler_slot& slot = current_handler();
+    std::lock_guard lk(slot.mu);
+    h = slot.handler;
+  }
   if (!h) {
     write_to_stderr(text);
     return;
@@ -64,7 +78,9 @@ std::string_view to_string(log_level level) noexcept {
 void set_log_handler(log_handler handler) {
   std::shared_ptr<const log_handler> h;
   if (handler) h = std::make_shared<const log_handler>(std::move(handler));
-  detail::current_handler().store(std::move(h), std::memory_order_release);
+  detail::handler_slot& slot = detail::current_handler();
+  std::lock_guard lk(slot.mu);
+  std::swap(slot.handler, h);  // the old handler goes with `h`, after the unlock
 }
 
 void set_log_level(log_level level) noexcept {
