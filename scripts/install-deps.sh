@@ -7,7 +7,7 @@ set -euo pipefail
 # (libclang_rt.fuzzer-x86_64.a) for the sanitizer builds and the fuzz targets.
 common=(build-essential cmake ninja-build pkg-config liburing-dev libgtest-dev
         clang-16 libclang-rt-16-dev python3 libboost-dev doxygen)
-test_only=(chromium)
+test_only=(chromium curl)
 bench_only=(libasio-dev libbenchmark-dev python3-venv wrk apache2-utils nginx-light
             cargo-web rustc-web linux-perf procps)
 
