@@ -103,7 +103,7 @@ class stream_socket {
   /// The descriptor (still owned by the socket).
   [[nodiscard]] int native_handle() const noexcept { return fd_.get(); }
   /// Gives up ownership of the descriptor. Close it through ringio again (wrap it in a
-  /// stream_socket, or hand it to another loop) rather than with ::close(): the epoll
+  /// stream_socket, or hand it to another loop) rather than with `close(2)`: the epoll
   /// backend notices that a descriptor number was reused only when ringio closed it,
   /// and a later socket given the same number would otherwise never be registered.
   int release() noexcept { return fd_.release(); }
