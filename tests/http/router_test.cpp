@@ -13,6 +13,7 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "ringio/http/request_parser.hpp"
@@ -24,6 +25,11 @@ using namespace ringio;
 using namespace ringio::http;
 
 namespace {
+
+// A request's strings point into its connection's buffers and its own parameter
+// storage: a copy would keep pointing there, so it cannot be copied.
+static_assert(!std::is_copy_constructible_v<ringio::http::request>);
+static_assert(!std::is_copy_assignable_v<ringio::http::request>);
 
 // A handler answering its own name and the parameters it received: "name|id=7|x=y".
 handler tag(std::string name) {

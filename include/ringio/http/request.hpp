@@ -35,6 +35,13 @@ class request {
   /// The most captures one route pattern may have (router::route rejects more).
   static constexpr std::size_t max_route_params = 8;
 
+  /// An empty request (the parser fills it in).
+  request() = default;
+  // Not copyable: its strings are views into the connection's buffers and into its own
+  // parameter storage, which a copy would still point into.
+  request(const request&) = delete;
+  request& operator=(const request&) = delete;
+
   /// The method; method::unknown never reaches a handler (the server answers 501).
   [[nodiscard]] http::method method() const noexcept { return method_; }
   /// The method as sent ("GET").
