@@ -72,6 +72,44 @@ TEST_P(ConnectionErrors, PeerResetWhileReceivingReportsConnectionReset) {
   EXPECT_EQ(err, std::errc::connection_reset);
 }
 
+// recv_exact that received some bytes before the reset returns that short count; the
+// kernel reports a reset once, so the next receive on the socket must still say
+// connection_reset (not 0, which would read as a clean end of stream).
+TEST_P(ConnectionErrors, AResetBehindAShortRecvExactIsReportedByTheNextReceive) {
+  auto l = listen_loopback();
+  int client = raw_connect(address_of(l));
+  ASSERT_EQ(::send(client, "partial", 7, 0), 7);
+  reset_close(client);  // data, then RST: both wait in the server's socket
+  auto r = run([](stream_listener& l) -> task<std::pair<std::size_t, std::error_code>> {
+    auto s = co_await l.accept();
+    EXPECT_TRUE(s);
+    std::array<char, 64> buf;
+    auto got = co_await s->recv_exact(buf);
+    EXPECT_EQ(got.value_or(0), 7u) << "the bytes before the reset";
+    auto next = co_await s->recv(buf);
+    std::error_code ec = next ? std::error_code{} : next.error();
+    auto after = co_await s->recv(buf);  // reported once, like the kernel's own error
+    EXPECT_TRUE(after && *after == 0);
+    co_return std::pair{got.value_or(0), ec};
+  }(l));
+  EXPECT_EQ(r.second, std::errc::connection_reset);
+
+  // The same through a second recv_exact.
+  client = raw_connect(address_of(l));
+  ASSERT_EQ(::send(client, "abc", 3, 0), 3);
+  reset_close(client);
+  auto err = run([](stream_listener& l) -> task<std::error_code> {
+    auto s = co_await l.accept();
+    EXPECT_TRUE(s);
+    std::array<char, 16> buf;
+    auto got = co_await s->recv_exact(buf);
+    EXPECT_EQ(got.value_or(0), 3u);
+    auto again = co_await s->recv_exact(buf);
+    co_return again ? std::error_code{} : again.error();
+  }(l));
+  EXPECT_EQ(err, std::errc::connection_reset);
+}
+
 TEST_P(ConnectionErrors, PeerResetWhileSendingFailsTheSendWithoutASignal) {
   auto l = listen_loopback();
   int client = raw_connect(address_of(l));

@@ -4,12 +4,20 @@
 
 #include <sys/socket.h>
 
+#include <cerrno>
 #include <cstddef>
+#include <utility>
 
 #include "ringio/buffer.hpp"
 #include "ringio/detail/io_operation.hpp"
 
 namespace ringio::detail {
+
+/// Errors that end the connection and that the kernel reports only once: a short count
+/// of recv_exact that hid one keeps it for the socket's next receive.
+inline bool lost_connection(int res) noexcept {
+  return res == -ECONNRESET || res == -EPIPE || res == -ECONNABORTED || res == -ENETRESET;
+}
 
 extern const op_vtable recv_vtable;
 extern const op_vtable recv_exact_vtable;
@@ -30,7 +38,11 @@ class recv_op : public io_operation<recv_op> {
     fd = fd_;
     want = interest::readable;
   }
-  result<std::size_t> get_result() const noexcept { return size_result(*this); }
+  result<std::size_t> get_result() const noexcept {
+    if (res == 0 && deferred_error != nullptr && *deferred_error != 0)
+      return unexpected(errno_code(std::exchange(*deferred_error, 0)));
+    return size_result(*this);
+  }
 
   /// Expect no data yet (the peer is between messages): on io_uring the receive
   /// waits for readiness before it tries (IORING_RECVSEND_POLL_FIRST). Then a loop
@@ -44,6 +56,8 @@ class recv_op : public io_operation<recv_op> {
   }
 
   mutable_buffer buf;
+  /// The socket's slot for an error hidden by a short count (see stream_socket).
+  int* deferred_error = nullptr;
   int flags;
   bool stream;
   bool wait_first = false;
@@ -62,11 +76,18 @@ class recv_exact_op : public io_operation<recv_exact_op> {
   }
   result<std::size_t> get_result() const noexcept {
     if (res < 0 && done == 0) return unexpected(op_error(*this));
+    if (deferred_error != nullptr) {
+      if (res == 0 && done == 0 && *deferred_error != 0)
+        return unexpected(errno_code(std::exchange(*deferred_error, 0)));
+      if (res < 0 && lost_connection(res)) *deferred_error = res;  // for the next receive
+    }
     return done;
   }
 
   mutable_buffer buf;
   std::size_t done = 0;
+  /// The socket's slot for an error hidden by a short count (see stream_socket).
+  int* deferred_error = nullptr;
 };
 
 /// One send(2) (MSG_NOSIGNAL): may send fewer bytes than given.

@@ -41,14 +41,20 @@ class stream_socket {
 
   /// Receives up to buf.size() bytes. 0 means the peer closed its sending side.
   [[nodiscard]] detail::recv_op recv(mutable_buffer buf, int flags = 0) noexcept {
-    return {fd_.get(), buf, flags};
+    detail::recv_op op{fd_.get(), buf, flags};
+    op.deferred_error = &deferred_error_;
+    return op;
   }
   /// Receives until buf is full. A shorter count means the stream ended, or that the
   /// operation stopped early (a stop, cancel(), a timeout or an error) after some bytes
   /// had arrived: like read(2), the bytes received are never lost, and the error is
-  /// reported only when nothing was received.
+  /// reported only when nothing was received. A reset (or another error that ends the
+  /// connection) hidden that way is reported by the next recv or recv_exact, which the
+  /// kernel would otherwise answer with 0 (end of stream).
   [[nodiscard]] detail::recv_exact_op recv_exact(mutable_buffer buf) noexcept {
-    return {fd_.get(), buf};
+    detail::recv_exact_op op{fd_.get(), buf};
+    op.deferred_error = &deferred_error_;
+    return op;
   }
   /// Sends some of buf (possibly fewer bytes than given).
   [[nodiscard]] detail::send_op send(const_buffer buf, int flags = 0) noexcept {
@@ -110,6 +116,7 @@ class stream_socket {
 
  private:
   detail::fd_handle fd_;
+  int deferred_error_ = 0;  // a negative errno hidden by a short recv_exact, for the next receive
 };
 
 using tcp_stream = stream_socket;
