@@ -13,7 +13,7 @@
 namespace ringio {
 
 buffered_stream::buffered_stream(stream_socket& socket, std::size_t capacity)
-    : socket_(&socket), buffer_(capacity) {}
+    : socket_(&socket), buffer_(capacity, socket.deferred_error_slot()) {}
 
 namespace detail {
 
@@ -63,7 +63,7 @@ bool read_message_op::need_more() noexcept {
     out = outcome::ended;
     return true;
   }
-  if (buffer->deferred_error != 0) {
+  if (*buffer->deferred_error != 0) {
     res = buffer->take_error();  // reported as the error of this read
     return true;
   }
@@ -141,7 +141,7 @@ bool read_into_step(op_base& b) noexcept {
   for (;;) {
     if (op.res < 0) {
       // A short count hides the error: keep it for the next read, unless it is a stop.
-      if (op.done != 0 && op.res != -ECANCELED && !op.cancel_requested) op.buffer->deferred_error = op.res;
+      if (op.done != 0 && op.res != -ECANCELED && !op.cancel_requested) *op.buffer->deferred_error = op.res;
       return false;
     }
     if (op.res == 0) {

@@ -427,6 +427,34 @@ TEST_P(BufferedStream, AResetAfterAShortCountIsReportedByTheNextRead) {
   }(l, at));
 }
 
+// The same when the protocol goes on with raw reads on the socket: the reset the
+// buffered read's short count hid is the socket's next recv error, not a clean end.
+TEST_P(BufferedStream, AResetHiddenByABufferedReadIsReportedByTheSocketsNextRecv) {
+  auto l = listen_loopback();
+  auto at = address_of(l);
+  run([](stream_listener& l, socket_address at) -> task<void> {
+    auto c = co_await stream_socket::connect(at);
+    auto s = co_await l.accept();
+    EXPECT_TRUE(c && s);
+    if (!c || !s) co_return;
+    send_now(*c, "abc");
+    linger lg{1, 0};
+    ::setsockopt(c->native_handle(), SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+    *c = stream_socket();  // RST after the three bytes
+    auto slept = co_await sleep_for(5ms);
+    EXPECT_TRUE(slept);
+    std::array<char, 10> buf{};
+    {
+      buffered_stream in(*s);
+      auto part = co_await in.read_exact(buf);
+      EXPECT_TRUE(part && *part == 3u) << "the bytes before the reset are counted";
+    }
+    auto next = co_await s->recv(buf);
+    EXPECT_FALSE(next) << "got " << next.value_or(0) << " bytes: the reset was lost";
+    EXPECT_EQ(next.error(), std::errc::connection_reset) << next.error().message();
+  }(l, at));
+}
+
 // Records "<n>\n" (or "\r\n") + n bytes; `wire` is their concatenation, `ends[i]` the
 // wire offset just past record i.
 struct record_stream {

@@ -82,7 +82,7 @@ class read_into_op : public io_operation<read_into_op> {
   bool await_suspend(std::coroutine_handle<P> h) {
     done = buffer->take(dst);
     if (done == dst.size() || (!exact && done != 0) || buffer->ended) return false;
-    if (buffer->deferred_error != 0) {
+    if (*buffer->deferred_error != 0) {
       if (done == 0) res = buffer->take_error();  // else: a short count now, the error next
       return false;
     }

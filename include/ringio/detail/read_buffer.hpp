@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstring>
 #include <memory>
+#include <utility>
 #include <string_view>
 
 #include "ringio/buffer.hpp"
@@ -14,9 +15,12 @@ namespace ringio::detail {
 /// Received bytes waiting to be read, in a block of fixed capacity.
 class read_buffer {
  public:
-  /// Allocates `capacity` bytes (at least one) once.
-  explicit read_buffer(std::size_t capacity)
-      : capacity_(capacity == 0 ? 1 : capacity), data_(std::make_unique_for_overwrite<std::byte[]>(capacity_)) {}
+  /// Allocates `capacity` bytes (at least one) once; `deferred` is the socket's slot
+  /// for an error hidden by a short count.
+  read_buffer(std::size_t capacity, int& deferred)
+      : deferred_error(&deferred),
+        capacity_(capacity == 0 ? 1 : capacity),
+        data_(std::make_unique_for_overwrite<std::byte[]>(capacity_)) {}
 
   /// The bytes received and not yet consumed.
   [[nodiscard]] std::string_view unread() const noexcept {
@@ -53,14 +57,11 @@ class read_buffer {
   bool ended = false;
   /// A receive error (negative errno) not reported yet because the read that met it
   /// returned a short count instead. The kernel reports some errors (ECONNRESET) only
-  /// once, so it is kept here for the next read.
-  int deferred_error = 0;
-  /// Takes deferred_error, leaving none.
-  int take_error() noexcept {
-    const int e = deferred_error;
-    deferred_error = 0;
-    return e;
-  }
+  /// once, so it is kept for the next read: in the socket's own slot, which its recv
+  /// and recv_exact report too, so switching to raw reads does not lose it.
+  int* deferred_error;
+  /// Takes the deferred error, leaving none.
+  int take_error() noexcept { return std::exchange(*deferred_error, 0); }
 
  private:
   std::size_t capacity_;

@@ -114,6 +114,12 @@ class stream_socket {
   /// and a later socket given the same number would otherwise never be registered.
   int release() noexcept { return fd_.release(); }
 
+  /// @cond INTERNAL
+  /// Where an error hidden by a short count waits for the next receive (a negative
+  /// errno, 0 for none); buffered_stream shares it.
+  int& deferred_error_slot() noexcept { return deferred_error_; }
+  /// @endcond
+
  private:
   detail::fd_handle fd_;
   int deferred_error_ = 0;  // a negative errno hidden by a short recv_exact, for the next receive
