@@ -5,7 +5,7 @@
 #                   threaded tests under TSan (clang-16), and each libFuzzer target for
 #                   FUZZ_SECONDS (20) on its corpus; and the API reference (make docs)
 #                   must build without a warning
-.PHONY: bench test docs soak deps-test deps-bench build-release build-sanitize build-tsan build-fuzz build-bench test-release test-sanitize test-tsan test-fuzz clean
+.PHONY: bench test docs soak deps-test deps-bench build-release build-sanitize build-tsan build-fuzz build-bench test-release test-sanitize test-tsan test-fuzz test-bench-runner clean
 
 JOBS ?= $(shell nproc)
 BENCH_ARGS ?=
@@ -68,7 +68,11 @@ docs: deps-test
 	@mkdir -p build/docs
 	RINGIO_DOCS_OUT=build/docs doxygen docs/reference/Doxyfile
 
-test: docs test-release test-sanitize test-tsan test-fuzz
+# The benchmark runner's own tests (plans, parsers, reports): Python only, seconds.
+test-bench-runner: deps-test
+	cd bench && python3 -m unittest discover -s runner/tests -t . -q
+
+test: docs test-bench-runner test-release test-sanitize test-tsan test-fuzz
 
 build-bench: deps-bench
 	cmake -S . -B build/bench -G Ninja -DCMAKE_BUILD_TYPE=Release -DRINGIO_BUILD_TESTS=OFF -DRINGIO_BUILD_PEERS=ON
