@@ -53,6 +53,11 @@ struct stack_pool {
     stats.pooled_bytes = 0;
   }
   void unmap(void* bottom, std::size_t size) noexcept {
+#ifdef RINGIO_FIBER_ASAN
+    // The shadow of unmapped memory is not cleared: a later mapping at the same address
+    // would inherit the redzones of this stack's last frames.
+    ASAN_UNPOISON_MEMORY_REGION(bottom, size);
+#endif
     ::munmap(static_cast<char*>(bottom) - page_size(), size + page_size());
     ++stats.unmapped;
   }
