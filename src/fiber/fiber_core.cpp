@@ -38,15 +38,18 @@ namespace bctx = boost::context::detail;
 namespace ringio::detail {
 namespace {
 
-thread_local fiber_core* current_fiber = nullptr;
-
 // The layout of __cxa_eh_globals in the Itanium C++ ABI (libstdc++ and libc++abi).
 struct eh_globals {
   void* caught;
   unsigned int uncaught;
 };
 
-eh_globals& thread_eh_globals() noexcept { return *reinterpret_cast<eh_globals*>(abi::__cxa_get_globals()); }
+thread_local eh_globals* thread_eh = nullptr;
+
+eh_globals& thread_eh_globals() noexcept {
+  if (thread_eh == nullptr) thread_eh = reinterpret_cast<eh_globals*>(abi::__cxa_get_globals());
+  return *thread_eh;
+}
 
 }  // namespace
 
@@ -77,8 +80,6 @@ struct fiber_entry {
   }
 };
 
-fiber_core* fiber_core::current() noexcept { return current_fiber; }
-
 void fiber_core::switch_in() {
   if (!started_) {
     stack_ = fiber_stack::acquire(opts_.stack_size);
@@ -88,8 +89,8 @@ void fiber_core::switch_in() {
     sw_.tsan_fiber = __tsan_create_fiber(0);
 #endif
   }
-  outer_ = current_fiber;
-  current_fiber = this;
+  outer_ = running_fiber;
+  running_fiber = this;
   eh_globals& eh = thread_eh_globals();
   const eh_globals outside = eh;
   eh = eh_globals{sw_.eh_caught, sw_.eh_uncaught};
@@ -109,7 +110,7 @@ void fiber_core::switch_in() {
   sw_.eh_caught = eh.caught;
   sw_.eh_uncaught = eh.uncaught;
   eh = outside;
-  current_fiber = outer_;
+  running_fiber = outer_;
   if (finished_) {
     stack_ = fiber_stack{};  // back to the pool
 #ifdef RINGIO_FIBER_TSAN

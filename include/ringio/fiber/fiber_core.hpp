@@ -32,6 +32,11 @@ struct fiber_unwind {};
 /// One fiber: a stack and the state of the switches. Lives in the frame of the task
 /// that runs it (make_fiber.hpp); the loop side is that task (drive_fiber), the fiber
 /// side is the code on the stack.
+class fiber_core;
+
+/// The fiber running on this thread right now (null outside fibers).
+inline thread_local fiber_core* running_fiber = nullptr;
+
 class fiber_core {
  public:
   /// Runs on the fiber's stack; must catch everything but fiber_unwind.
@@ -69,7 +74,7 @@ class fiber_core {
     return driver_ != nullptr ? driver_->stop_token() : nullptr;
   }
   /// The fiber running on this thread right now, or null.
-  [[nodiscard]] static fiber_core* current() noexcept;
+  [[nodiscard]] static fiber_core* current() noexcept { return running_fiber; }
 
   /// The sanitizer and exception-handling state kept across switches.
   struct switch_state {
