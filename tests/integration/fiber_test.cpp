@@ -9,6 +9,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "ringio/fiber.hpp"
@@ -373,6 +374,65 @@ TEST_P(Fiber, ContextDestroyedWithSuspendedFibers) {
   }
   EXPECT_EQ(unwound, 2);
   EXPECT_EQ(recv_error, std::errc::operation_canceled);
+}
+
+// An awaitable that never resumes its waiter: the only way out is destruction.
+struct never_resumes {
+  bool await_ready() const noexcept { return false; }
+  void await_suspend(std::coroutine_handle<>) const noexcept {}
+  void await_resume() const noexcept {}
+};
+
+TEST_P(Fiber, DestroyedWhileSuspendedIsUnwound) {
+  fiber_stack_pool_trim();
+  int destroyed = 0;
+  int swallowed = 0;
+  run([](int& destroyed, int& swallowed) -> task<void> {
+    struct guard {
+      int& n;
+      ~guard() { ++n; }
+    };
+    auto t = fiber([&] {
+      guard g{destroyed};
+      try {
+        this_fiber::await(never_resumes{});
+      } catch (...) {
+        ++swallowed;  // a catch-all that does not rethrow: the next await throws again
+      }
+      this_fiber::await(never_resumes{});
+      ADD_FAILURE() << "resumed after its owner was destroyed";
+    });
+    t.handle().resume();  // runs until the fiber suspends
+    EXPECT_EQ(destroyed, 0);
+    t = {};  // destroys the suspended task: the fiber's stack is unwound
+    EXPECT_EQ(destroyed, 1);
+    co_return;
+  }(destroyed, swallowed));
+  EXPECT_EQ(destroyed, 1);
+  EXPECT_EQ(swallowed, 1);
+  auto st = fiber_stack_pool_stats();
+  EXPECT_EQ(st.pooled, 1u) << "the stack went back to the pool";
+}
+
+TEST_P(Fiber, StopFromAnotherThreadCancelsTheWait) {
+  socket_pair p;
+  std::error_code e = run([](socket_pair& p) -> task<std::error_code> {
+    scope s;
+    std::error_code got;
+    spawn_fiber(s, [&] {
+      std::array<std::byte, 16> buf;
+      auto n = this_fiber::await(p.b.recv(buf));
+      got = n ? std::error_code{} : n.error();
+    });
+    std::thread stopper([&s] {
+      std::this_thread::sleep_for(5ms);
+      s.request_stop();
+    });
+    co_await s.join();
+    stopper.join();
+    co_return got;
+  }(p));
+  EXPECT_EQ(e, std::errc::operation_canceled);
 }
 
 TEST_P(Fiber, FiberStopTokenIsTheScopes) {
