@@ -1,15 +1,43 @@
 // ringio/fiber/fiber_core.hpp — the machine under a fiber: its stack, the context
 // switches between the stack and the loop, and the hand-over of an awaitable to the
-// task that drives the fiber.
+// task that drives the fiber. The switches are inline: after a stack switch every
+// return mispredicts until new calls refill the return stack buffer, so the fewer
+// returns between two switches, the cheaper a switch (docs/fibers.md).
 #pragma once
 
+#include <cxxabi.h>
+
+#include <boost/context/detail/fcontext.hpp>
 #include <coroutine>
+#include <cstddef>
 #include <exception>
 #include <stop_token>
+#include <utility>
 
 #include "ringio/fiber/fiber_options.hpp"
 #include "ringio/fiber/fiber_stack.hpp"
 #include "ringio/task.hpp"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define RINGIO_FIBER_ASAN 1
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define RINGIO_FIBER_TSAN 1
+#endif
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) && !defined(RINGIO_FIBER_ASAN)
+#define RINGIO_FIBER_ASAN 1
+#endif
+#if __has_feature(thread_sanitizer) && !defined(RINGIO_FIBER_TSAN)
+#define RINGIO_FIBER_TSAN 1
+#endif
+#endif
+#ifdef RINGIO_FIBER_ASAN
+#include <sanitizer/common_interface_defs.h>
+#endif
+#ifdef RINGIO_FIBER_TSAN
+#include <sanitizer/tsan_interface.h>
+#endif
 
 namespace ringio {
 
@@ -29,14 +57,29 @@ using fiber_suspend_fn = std::coroutine_handle<> (*)(void* awaiter, fiber_driver
 /// stack. Not a std::exception; code that catches it with `catch (...)` must rethrow.
 struct fiber_unwind {};
 
-/// One fiber: a stack and the state of the switches. Lives in the frame of the task
-/// that runs it (make_fiber.hpp); the loop side is that task (drive_fiber), the fiber
-/// side is the code on the stack.
 class fiber_core;
 
 /// The fiber running on this thread right now (null outside fibers).
 inline thread_local fiber_core* running_fiber = nullptr;
 
+/// The layout of __cxa_eh_globals in the Itanium C++ ABI (libstdc++ and libc++abi):
+/// the exceptions being handled and the count of those thrown and not yet caught.
+struct eh_globals {
+  void* caught = nullptr;
+  unsigned int uncaught = 0;
+};
+
+inline thread_local eh_globals* thread_eh_cache = nullptr;
+
+/// The calling thread's C++ exception state.
+inline eh_globals& thread_eh_globals() noexcept {
+  if (thread_eh_cache == nullptr) thread_eh_cache = reinterpret_cast<eh_globals*>(abi::__cxa_get_globals());
+  return *thread_eh_cache;
+}
+
+/// One fiber: a stack and the state of the switches. Lives in the frame of the task
+/// that runs it (make_fiber.hpp); the loop side is that task (drive_fiber), the fiber
+/// side is the code on the stack.
 class fiber_core {
  public:
   /// Runs on the fiber's stack; must catch everything but fiber_unwind.
@@ -52,7 +95,31 @@ class fiber_core {
 
   // ---- loop side ----
   /// Runs the fiber (taking a stack at the first call) until it suspends or finishes.
-  void switch_in();
+  void switch_in() {
+    if (!started_) start();
+    fiber_core* outer = std::exchange(running_fiber, this);
+    // Each side keeps its own exception state: a fiber may suspend in a catch block.
+    eh_globals& eh = thread_eh_globals();
+    const eh_globals outside = eh;
+    eh = eh_;
+#ifdef RINGIO_FIBER_TSAN
+    tsan_caller_ = __tsan_get_current_fiber();
+    __tsan_switch_to_fiber(tsan_fiber_, 0);
+#endif
+#ifdef RINGIO_FIBER_ASAN
+    void* fake_stack = nullptr;
+    __sanitizer_start_switch_fiber(&fake_stack, stack_.bottom(), stack_.size());
+#endif
+    boost::context::detail::transfer_t t = boost::context::detail::jump_fcontext(fiber_ctx_, this);
+#ifdef RINGIO_FIBER_ASAN
+    __sanitizer_finish_switch_fiber(fake_stack, nullptr, nullptr);
+#endif
+    fiber_ctx_ = t.fctx;
+    eh_ = eh;
+    eh = outside;
+    running_fiber = outer;
+    if (finished_) release();
+  }
   [[nodiscard]] bool finished() const noexcept { return finished_; }
   /// The awaiter the fiber suspended on: calls its await_suspend with `driver`.
   std::coroutine_handle<> suspend_awaiter(fiber_driver_handle driver) noexcept {
@@ -64,7 +131,13 @@ class fiber_core {
   /// Hands `awaiter` to the driver and switches to the loop until the driver is
   /// resumed. Rethrows an exception of the awaiter's await_suspend; throws
   /// fiber_unwind when the fiber is being destroyed.
-  void suspend(void* awaiter, fiber_suspend_fn fn);
+  void suspend(void* awaiter, fiber_suspend_fn fn) {
+    awaiter_ = awaiter;
+    suspend_ = fn;
+    switch_out();
+    if (unwinding_) throw fiber_unwind{};
+    if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+  }
   /// Throws fiber_unwind when the fiber is being destroyed.
   void check_unwinding() const {
     if (unwinding_) throw fiber_unwind{};
@@ -76,20 +149,23 @@ class fiber_core {
   /// The fiber running on this thread right now, or null.
   [[nodiscard]] static fiber_core* current() noexcept { return running_fiber; }
 
-  /// The sanitizer and exception-handling state kept across switches.
-  struct switch_state {
-    void* asan_fake_stack = nullptr;      // the fiber's, while it is switched out
-    const void* caller_bottom = nullptr;  // the loop-side stack, for ASan
-    std::size_t caller_size = 0;
-    void* tsan_fiber = nullptr;
-    void* tsan_caller = nullptr;
-    void* eh_caught = nullptr;  // the fiber's __cxa_eh_globals, while switched out
-    unsigned eh_uncaught = 0;
-  };
-
  private:
   friend struct fiber_entry;
-  void switch_out();
+  void start();    // takes a stack and makes the fiber's first context
+  void release() noexcept;  // after the last switch: the stack goes back to the pool
+  void switch_out() {
+#ifdef RINGIO_FIBER_ASAN
+    __sanitizer_start_switch_fiber(&asan_fake_stack_, caller_bottom_, caller_size_);
+#endif
+#ifdef RINGIO_FIBER_TSAN
+    __tsan_switch_to_fiber(tsan_caller_, 0);
+#endif
+    boost::context::detail::transfer_t t = boost::context::detail::jump_fcontext(caller_ctx_, nullptr);
+    caller_ctx_ = t.fctx;
+#ifdef RINGIO_FIBER_ASAN
+    __sanitizer_finish_switch_fiber(asan_fake_stack_, &caller_bottom_, &caller_size_);
+#endif
+  }
 
   fiber_options opts_;
   entry_fn entry_;
@@ -97,12 +173,18 @@ class fiber_core {
   fiber_stack stack_;
   void* fiber_ctx_ = nullptr;   // the fiber's saved context
   void* caller_ctx_ = nullptr;  // the loop side's saved context, while the fiber runs
-  fiber_core* outer_ = nullptr;  // the fiber that was current when this one switched in
   task_promise<void>* driver_ = nullptr;
   void* awaiter_ = nullptr;
   fiber_suspend_fn suspend_ = nullptr;
   std::exception_ptr error_;
-  switch_state sw_;
+  eh_globals eh_;  // the fiber's exception state while it is switched out
+  // Sanitizer state: the fiber's fake stack while switched out, the loop-side stack
+  // (ASan); the fiber and the loop side as TSan knows them.
+  [[maybe_unused]] void* asan_fake_stack_ = nullptr;
+  [[maybe_unused]] const void* caller_bottom_ = nullptr;
+  [[maybe_unused]] std::size_t caller_size_ = 0;
+  [[maybe_unused]] void* tsan_fiber_ = nullptr;
+  [[maybe_unused]] void* tsan_caller_ = nullptr;
   bool started_ = false;
   bool finished_ = false;
   bool unwinding_ = false;
