@@ -1,7 +1,9 @@
 // Fibers: blocking-style I/O from stackful fibers on every backend, interop with tasks,
 // exceptions, cancellation, many fibers, the stack pool, shutdown and the guard page.
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <array>
 #include <chrono>
@@ -113,6 +115,32 @@ TEST_P(Fiber, EchoOverTcpWithAcceptAndConnect) {
     co_await s.join();
     co_return ok;
   }(l, at, payload));
+  EXPECT_TRUE(same);
+}
+
+TEST_P(Fiber, FileWriteAndReadBack) {
+  std::string path = ::testing::TempDir() + "ringio_fiber_file_" + std::to_string(::getpid());
+  auto data = random_bytes(100'000, 3);
+  bool same = run(fiber([&] {
+    auto f = file::open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    EXPECT_TRUE(f);
+    if (!f) return false;
+    for (std::size_t off = 0; off < data.size();) {
+      auto w = this_fiber::await(f->write_at(std::span(data).subspan(off), off));
+      if (!w || *w == 0) return false;
+      off += *w;
+    }
+    std::vector<std::byte> back(data.size());
+    for (std::size_t off = 0; off < back.size();) {
+      auto r = this_fiber::await(f->read_at(std::span(back).subspan(off), off));
+      if (!r || *r == 0) return false;
+      off += *r;
+    }
+    auto c = this_fiber::await(f->close());
+    EXPECT_TRUE(c);
+    return back == data;
+  }));
+  ::unlink(path.c_str());
   EXPECT_TRUE(same);
 }
 
