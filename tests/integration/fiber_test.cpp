@@ -164,7 +164,7 @@ TEST_P(Fiber, TaskAwaitsFiberAndFiberAwaitsTask) {
 
 TEST_P(Fiber, FibersAwaitCombinatorsAndOtherFibers) {
   int v = run([]() -> task<int> {
-    co_return co_await fiber([] {
+    int sum = co_await fiber([] {
       auto [a, b] = this_fiber::await(when_all(add_later(1, 2), fiber([] { return 4; })));
       auto winner = this_fiber::await(when_any(add_later(10, 0), []() -> task<int> {
         (void)co_await sleep_for(10s);
@@ -173,6 +173,7 @@ TEST_P(Fiber, FibersAwaitCombinatorsAndOtherFibers) {
       int w = winner.index() == 0 ? std::get<0>(winner) : std::get<1>(winner) + 1000;
       return a + b + w;
     });
+    co_return sum;
   }());
   EXPECT_EQ(v, 1 + 2 + 4 + 10);
 }
@@ -186,7 +187,7 @@ TEST_P(Fiber, ExceptionsPropagateBothWays) {
       out += e.what();
     }
     out += "|";
-    out += co_await fiber([] {
+    std::string from_task = co_await fiber([] {
       std::string caught;
       try {
         this_fiber::await([]() -> task<void> {
@@ -201,6 +202,7 @@ TEST_P(Fiber, ExceptionsPropagateBothWays) {
       }
       return caught;
     });
+    out += from_task;
     co_return out;
   }());
   EXPECT_EQ(seen, "from fiber|from task");
