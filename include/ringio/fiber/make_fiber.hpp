@@ -22,6 +22,7 @@ namespace detail {
 // What runs on the fiber's stack: the callable, then its value or exception.
 template <class F, class R>
 struct fiber_body {
+  explicit fiber_body(F&& f) : fn(std::move(f)) {}
   F fn;
   std::conditional_t<std::is_void_v<R>, bool, std::optional<R>> value{};
   std::exception_ptr error;
@@ -62,7 +63,7 @@ struct fiber_body {
 template <class F>
 [[nodiscard]] task<std::invoke_result_t<std::decay_t<F>&>> fiber(F fn, fiber_options opts = {}) {
   using R = std::invoke_result_t<std::decay_t<F>&>;
-  detail::fiber_body<std::decay_t<F>, R> body{std::move(fn)};
+  detail::fiber_body<std::decay_t<F>, R> body(std::move(fn));
   detail::fiber_core core(opts, &decltype(body)::run, &body);
   co_await detail::drive_fiber(core);
   co_return body.take();
