@@ -178,6 +178,27 @@ TEST_P(Fiber, FibersAwaitCombinatorsAndOtherFibers) {
   EXPECT_EQ(v, 1 + 2 + 4 + 10);
 }
 
+// A user type made awaitable by a free operator co_await, resumed through the loop.
+struct later_value {
+  int v;
+};
+struct later_value_awaiter {
+  int v;
+  bool await_ready() const noexcept { return false; }
+  void await_suspend(std::coroutine_handle<> h) const { io_context::current()->schedule(h); }
+  int await_resume() const noexcept { return v; }
+};
+later_value_awaiter operator co_await(later_value x) noexcept { return {x.v}; }
+
+TEST_P(Fiber, AwaitsUserAwaitablesWithAFreeCoAwait) {
+  int v = run(fiber([] {
+    int a = this_fiber::await(later_value{3});
+    later_value b{4};
+    return a + this_fiber::await(b);
+  }));
+  EXPECT_EQ(v, 7);
+}
+
 TEST_P(Fiber, ExceptionsPropagateBothWays) {
   std::string seen = run([]() -> task<std::string> {
     std::string out;

@@ -20,9 +20,14 @@ namespace ringio {
 namespace detail {
 
 template <class A>
+concept has_free_co_await = requires(A&& a) { operator co_await(std::forward<A>(a)); };
+
+template <class A>
 decltype(auto) fiber_get_awaiter(A&& a) {
   if constexpr (has_member_co_await<A>)
     return std::forward<A>(a).operator co_await();
+  else if constexpr (has_free_co_await<A>)
+    return operator co_await(std::forward<A>(a));
   else
     return static_cast<A&&>(a);
 }
