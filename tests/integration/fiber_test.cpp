@@ -199,6 +199,23 @@ TEST_P(Fiber, AwaitsUserAwaitablesWithAFreeCoAwait) {
   EXPECT_EQ(v, 7);
 }
 
+TEST_P(Fiber, LosingFiberOfWhenAnyIsStoppedAndAwaited) {
+  auto start = std::chrono::steady_clock::now();
+  std::error_code loser_saw;
+  auto winner = run([](std::error_code& loser_saw) -> task<std::size_t> {
+    auto r = co_await when_any(fiber([&loser_saw] {
+                                 auto z = this_fiber::sleep_for(10s);
+                                 loser_saw = z ? std::error_code{} : z.error();
+                                 return 1;
+                               }),
+                               add_later(1, 1));
+    co_return r.index();
+  }(loser_saw));
+  EXPECT_EQ(winner, 1u);
+  EXPECT_EQ(loser_saw, std::errc::operation_canceled);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+}
+
 TEST_P(Fiber, ExceptionsPropagateBothWays) {
   std::string seen = run([]() -> task<std::string> {
     std::string out;

@@ -83,7 +83,12 @@ decltype(auto) await(A&& a) {
   decltype(auto) aw = detail::fiber_get_awaiter(std::forward<A>(a));
   using Aw = std::remove_reference_t<decltype(aw)>;
   if (!aw.await_ready()) f.suspend(const_cast<void*>(static_cast<const volatile void*>(&aw)), &detail::fiber_suspend<Aw>);
-  return aw.await_resume();
+  using R = decltype(aw.await_resume());
+  // An rvalue reference may point into the awaiter, which dies here: return a value.
+  if constexpr (std::is_rvalue_reference_v<R>)
+    return std::remove_cvref_t<R>(aw.await_resume());
+  else
+    return aw.await_resume();
 }
 
 /// The stop token of the fiber: that of the scope, when_any or task that runs it (an
