@@ -14,6 +14,7 @@
 #include <functional>
 #include <string>
 #include <sys/mman.h>
+#include <utility>
 #include <vector>
 
 #include "common/cli.hpp"
@@ -34,6 +35,9 @@ const std::string usage =
     "  task-loop     two ringio tasks alternating with co_await yield() on an io_context\n"
     "  fiber-direct  a ringio fiber suspending on an awaiter that resumes it at once: the\n"
     "                fiber's own switch out and back in, without the loop (2 switches)\n"
+    "  fiber-handoff two ringio fibers handing control to each other directly: each\n"
+    "                awaits an awaiter that resumes the other's driving task by\n"
+    "                symmetric transfer (two stack switches per hand-over), no loop\n"
     "  fiber-loop    two ringio fibers alternating with this_fiber::yield() on an io_context\n"
     "  ucontext      two ucontexts alternating with swapcontext(3)\n"
     "  fcontext      raw Boost.Context jump_fcontext between two stacks (the floor)\n";
@@ -46,13 +50,15 @@ struct baton {
   std::int64_t remaining;
 };
 
+// Parks the awaiting side and resumes the other one (or nothing, before it started).
 struct hand_over {
   baton& b;
   int me;
   bool await_ready() const noexcept { return false; }
   std::coroutine_handle<> await_suspend(std::coroutine_handle<> h) const noexcept {
     b.side[me] = h;
-    return b.side[1 - me];
+    std::coroutine_handle<> other = std::exchange(b.side[1 - me], {});
+    return other ? other : std::noop_coroutine();
   }
   void await_resume() const noexcept {}
 };
@@ -110,6 +116,28 @@ ringio::task<void> two_yielding_fibers(std::int64_t& remaining) {
       }
     });
   co_await s.join();
+}
+
+// ---- fiber-handoff ----
+double run_fiber_handoff(std::int64_t n) {
+  ringio::io_context ctx(ringio::io_context_options{.quiet = true});
+  baton b{{}, n};
+  auto start = clock_type::now();
+  ringio::sync_wait(ctx, [](baton& b) -> ringio::task<void> {
+    ringio::scope s;
+    for (int me = 0; me < 2; ++me)
+      ringio::spawn_fiber(s, [&b, me] {
+        while (b.remaining > 0) {
+          --b.remaining;
+          ringio::this_fiber::await(hand_over{b, me});
+        }
+        // The other side is parked in hand_over: let it see the end too.
+        if (auto other = std::exchange(b.side[1 - me], {})) ringio::io_context::current()->schedule(other);
+      });
+    co_await s.join();
+  }(b));
+  auto end = clock_type::now();
+  return std::chrono::duration<double, std::nano>(end - start).count() / static_cast<double>(n);
 }
 
 // ---- fiber-direct ----
@@ -200,6 +228,7 @@ int main(int argc, char** argv) {
       {"task-loop", "co_await yield() through the io_context ready queue",
        [](std::int64_t n) { return run_on_loop(n, two_yielding_tasks); }},
       {"fiber-direct", "fiber -> driving task -> fiber, no loop", run_fiber_direct},
+      {"fiber-handoff", "fiber -> its driver -> the other's driver -> fiber, no loop", run_fiber_handoff},
       {"fiber-loop", "this_fiber::yield() through the io_context ready queue",
        [](std::int64_t n) { return run_on_loop(n, two_yielding_fibers); }},
       {"ucontext", "swapcontext(3), a sigprocmask(2) per switch", run_ucontext},
