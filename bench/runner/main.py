@@ -79,7 +79,7 @@ def make_plan(a, layout, ncpus, server_cpus, nofile, ports):
             why = switch.available(layout)
             if why:
                 skipped.append({"scenario": name, "reason": f"skipped: {why}"})
-            plan.append({"scenario": name, "subjects": [] if why else ["task", "fiber", "swapcontext", "fcontext"],
+            plan.append({"scenario": name, "subjects": [] if why else switch.SUBJECTS,
                          "cells": [], "client_cmd": " ".join([os.path.basename(cmd[0])] + cmd[1:])})
             continue
         scen = scenarios.SCENARIOS[name]

@@ -8,6 +8,7 @@ import os
 import subprocess
 
 FLOOR = "fcontext"  # what the ratios are against
+SUBJECTS = ["task-direct", "task-loop", "fiber-direct", "fiber-handoff", "fiber-loop", "ucontext", "fcontext"]
 
 
 def command(layout, full, repeats):
