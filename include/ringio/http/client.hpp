@@ -1,0 +1,98 @@
+// ringio/http/client.hpp — an HTTP/1.1 client with a connection pool, redirects and a
+// timeout for each phase of a request.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ringio/http/client_error.hpp"
+#include "ringio/http/client_options.hpp"
+#include "ringio/http/client_response.hpp"
+#include "ringio/http/request_spec.hpp"
+#include "ringio/http/response_stream.hpp"
+#include "ringio/http/url.hpp"
+#include "ringio/result.hpp"
+#include "ringio/task.hpp"
+
+namespace ringio::http {
+
+/// Counters of a client's connections.
+struct client_statistics {
+  /// Connections opened.
+  std::uint64_t connections_opened = 0;
+  /// Requests sent on a pooled connection.
+  std::uint64_t connections_reused = 0;
+  /// Requests sent again on a new connection after a pooled one turned out stale.
+  std::uint64_t stale_retries = 0;
+};
+
+/// An HTTP/1.1 client for one io_context. Not thread-safe: create one per loop and use
+/// it from tasks of that loop only; it must outlive every request and response_stream
+/// it made.
+///
+/// Connections are kept per (scheme, host, port) after a response whose body was read
+/// to its end, up to client_options::max_idle_per_host, for idle_timeout. A pooled
+/// connection the server has closed is noticed before use; if a request on a pooled
+/// connection fails before any byte of the response arrived, it is sent once more on
+/// a new connection when that is safe: an idempotent method (GET, HEAD, PUT, DELETE,
+/// OPTIONS, TRACE) and a body that is not streamed.
+///
+/// Host names are resolved on the loop's resolver thread (see resolve()); literals
+/// are used directly. Every request obeys the stop token of its task: a stop ends it
+/// with operation_canceled once its operations are done, and the connection it used
+/// is closed rather than pooled. Timeouts: see client_options; each ends the request
+/// with its own client_errc (connect_timeout, head_timeout, body_timeout).
+class client {
+ public:
+  /// A client with `opts`.
+  explicit client(client_options opts = {});
+  ~client();
+  client(const client&) = delete;
+  client& operator=(const client&) = delete;
+
+  /// GET `url` and the whole body. Errors: see request().
+  [[nodiscard]] task<result<client_response>> get(std::string_view url);
+  /// POST `body` with `content_type` to `url`. Errors: see request().
+  [[nodiscard]] task<result<client_response>> post(std::string_view url, std::string_view body,
+                                                   std::string_view content_type);
+  /// Sends `spec` and reads the whole response. Errors: client_errc (bad_url,
+  /// resolve_failed, connect_failed, the timeouts, protocol errors, body_too_large,
+  /// too_many_redirects, bad_redirect, bad_request_header), socket errors
+  /// (connection_reset, ...), operation_canceled on a stop.
+  [[nodiscard]] task<result<client_response>> request(const request_spec& spec);
+  /// Sends `spec` and returns once the response head has arrived; the body is then read
+  /// with response_stream::read. Redirects are followed as in request() (their bodies
+  /// read and dropped). Errors and cancellation: those of request() up to the head.
+  [[nodiscard]] task<result<response_stream>> stream_request(const request_spec& spec);
+
+  /// Idle connections in the pool.
+  [[nodiscard]] std::size_t idle_connections() const noexcept { return idle_.size(); }
+  /// Counters since the client was made.
+  [[nodiscard]] const client_statistics& stats() const noexcept { return stats_; }
+  /// Closes every idle connection.
+  void close_idle() noexcept;
+  /// The options.
+  [[nodiscard]] const client_options& options() const noexcept { return opts_; }
+
+  /// @cond INTERNAL
+  void release(detail::connection_ptr conn) noexcept;
+  /// @endcond
+
+ private:
+  /// @cond INTERNAL
+  struct outcome;
+  task<result<response_stream>> exchange(const url& target, method m, const request_spec& spec, bool drop_authorization,
+                                         bool with_body);
+  task<result<detail::connection_ptr>> connect(const url& target);
+  detail::connection_ptr checkout(const url& target) noexcept;
+
+  client_options opts_;
+  std::vector<detail::connection_ptr> idle_;
+  client_statistics stats_;
+  /// @endcond
+};
+
+}  // namespace ringio::http

@@ -1,0 +1,38 @@
+// ringio/http/client_options.hpp — the settings of an http::client.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+
+namespace ringio::http {
+
+/// Settings of an http::client: limits, redirects, the connection pool and the
+/// timeout of each phase of a request.
+struct client_options {
+  /// Follow 301, 302, 303, 307 and 308 responses that carry a Location.
+  bool follow_redirects = false;
+  /// The most redirects followed for one request; one more fails with too_many_redirects.
+  unsigned max_redirects = 5;
+  /// The longest response body accepted (body_too_large beyond it).
+  std::size_t max_body = 8 * 1024 * 1024;
+  /// The longest response head (status line and fields) accepted.
+  std::size_t max_head_bytes = 16 * 1024;
+  /// Idle connections kept per (scheme, host, port); 0 disables reuse.
+  std::size_t max_idle_per_host = 4;
+  /// How long an idle pooled connection is kept.
+  std::chrono::milliseconds idle_timeout{30'000};
+  /// Resolving the host and connecting (all addresses tried together).
+  std::chrono::milliseconds connect_timeout{10'000};
+  /// The TLS handshake (https).
+  std::chrono::milliseconds tls_handshake_timeout{10'000};
+  /// Sending the request head (and a buffered body) and receiving the whole response head.
+  std::chrono::milliseconds head_timeout{30'000};
+  /// The longest wait for the next bytes of the body (an idle timeout, reset by every
+  /// read), and for each piece of a streamed request body to be sent.
+  std::chrono::milliseconds body_timeout{30'000};
+  /// The User-Agent field sent unless a request gives its own; empty: none.
+  std::string user_agent = "ringio";
+};
+
+}  // namespace ringio::http
