@@ -81,6 +81,15 @@ void append_field(std::string& out, std::string_view name, std::string_view valu
   out.append("\r\n");
 }
 
+// The caller's fields and Content-Type, checked before anything is sent.
+bool valid_fields(const request_spec& spec) noexcept {
+  for (const header& h : spec.headers) {
+    if (!is_token(h.name) || !is_field_value(h.value)) return false;
+    if (iequals(h.name, "host") || iequals(h.name, "content-length") || iequals(h.name, "transfer-encoding")) return false;
+  }
+  return is_field_value(spec.content_type);
+}
+
 result<void> build_head(detail::client_connection& c, const url& t, method m, const request_spec& spec,
                         bool drop_authorization, bool with_body, const client_options& opts) {
   std::string& out = c.out;
@@ -325,6 +334,7 @@ task<result<response_stream>> client::exchange(const url& target, method m, cons
 task<result<response_stream>> client::stream_request(const request_spec& spec) {
   auto first = parse_url(spec.url);
   if (!first) co_return unexpected(first.error());
+  if (!valid_fields(spec)) co_return unexpected(make_error_code(client_errc::bad_request_header));
   const url origin = *first;
   std::string location;  // owns the URL after a redirect
   std::string_view current = spec.url;
