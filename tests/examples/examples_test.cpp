@@ -269,4 +269,22 @@ TEST(ExampleHttpApp, AnswersWithCurl) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(ExampleHttpGet, FetchesFromALocalServer) {
+  auto dir = std::filesystem::temp_directory_path() / ("ringio-http-get-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "hello.txt") << "static hello\n";
+  child_process app({HTTP_APP_PATH, "0", dir.string()});
+  auto port = listening_port(app);
+  ASSERT_NE(port, 0) << app.stderr_text();
+  const std::string get = std::string(HTTP_GET_PATH) + " http://127.0.0.1:" + std::to_string(port);
+  EXPECT_EQ(run(get + "/static/hello.txt"), "200 OK\nstatic hello\n");
+  EXPECT_EQ(run(get + "/countdown"), "200 OK\n3...\n2...\n1...\nliftoff\n");  // chunked
+  EXPECT_EQ(run(get + "/static/missing 2>&1").substr(0, 4), "404 ");
+  const std::string head = run(get + "/static/hello.txt --head-only");
+  EXPECT_NE(head.find("Content-Length: 13"), std::string::npos) << head;
+  EXPECT_EQ(run(std::string(HTTP_GET_PATH) + " http://127.0.0.1:1/ 2>&1"), "http_get: could not connect to any address of the host\n");
+  EXPECT_EQ(stop(app), 0) << app.stderr_text();
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
