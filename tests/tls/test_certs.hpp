@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -20,6 +21,10 @@ struct test_certs {
   static const test_certs& get() {
     static const test_certs certs;
     return certs;
+  }
+  ~test_certs() {
+    std::error_code ignored;
+    if (!dir.empty()) std::filesystem::remove_all(dir, ignored);
   }
 
  private:
