@@ -146,6 +146,7 @@ TEST_P(TlsInterop, RenegotiationIsRefused) {
   // The server answers the second ClientHello with a no_renegotiation warning; the
   // client then ends the connection with a fatal alert, which the pending recv reports.
   EXPECT_NE(outcome.find("alert handshake failure"), std::string::npos) << outcome;
+  EXPECT_TRUE(client.wait(5s).has_value());  // then everything it wrote is readable
   std::string err = client.stderr_text();
   EXPECT_NE(err.find("no renegotiation"), std::string::npos) << err;
 }
