@@ -6,7 +6,8 @@ set -euo pipefail
 # libclang-rt-16-dev carries the sanitizer runtimes and libFuzzer
 # (libclang_rt.fuzzer-x86_64.a) for the sanitizer builds and the fuzz targets.
 common=(build-essential cmake ninja-build pkg-config liburing-dev libgtest-dev
-        clang-16 libclang-rt-16-dev python3 libboost-dev libboost-context-dev doxygen)
+        clang-16 libclang-rt-16-dev python3 libboost-dev libboost-context-dev doxygen
+        libssl-dev openssl)
 test_only=(chromium curl)
 bench_only=(libasio-dev libbenchmark-dev python3-venv wrk apache2-utils nginx-light
             cargo-web rustc-web linux-perf procps)

@@ -1,0 +1,407 @@
+#include "ringio/tls/stream.hpp"
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+#include <arpa/inet.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+
+#include "record_buffer_cache.hpp"
+#include "ringio/detail/clock.hpp"
+#include "ringio/log.hpp"
+#include "ringio/stop.hpp"
+#include "ringio/yield.hpp"
+#include "stream_state.hpp"
+
+namespace ringio::tls {
+namespace detail {
+
+stream_state::~stream_state() {
+  if (ssl != nullptr) SSL_free(ssl);  // frees the BIO too
+  if (in != nullptr) return_record_buffer(in);
+  if (out != nullptr) return_record_buffer(out);
+}
+
+void stream_state::release_idle_buffers() noexcept {
+  if (in != nullptr && !has_input() && !reading) {
+    return_record_buffer(std::exchange(in, nullptr));
+    in_begin = in_end = 0;
+  }
+  if (out != nullptr && !has_output() && !flushing) {
+    return_record_buffer(std::exchange(out, nullptr));
+    out_begin = out_end = 0;
+  }
+}
+
+namespace {
+
+enum class step { handshake, read, write };
+
+// The largest plaintext of one record.
+constexpr std::size_t max_record_data = 16384;
+
+template <class Op>
+Op timed(Op op, std::int64_t deadline) noexcept {
+  if (deadline != 0) op.set_deadline(deadline);
+  return op;
+}
+
+bool is_stop(const std::error_code& ec) noexcept {
+  return ec == std::errc::operation_canceled || ec == std::errc::timed_out;
+}
+
+// Sends out[out_begin, out_end) until it is empty. Another operation's flush in
+// progress sends what is appended meanwhile, so this one then returns at once.
+task<result<void>> flush(stream_state& s, std::int64_t deadline) {
+  if (s.flushing) co_return result<void>{};
+  s.flushing = true;
+  while (s.has_output()) {
+    const_buffer pending(s.out + s.out_begin, s.out_end - s.out_begin);
+    auto sent = co_await timed(s.socket.send(pending, MSG_NOSIGNAL), deadline);
+    if (!sent) {
+      s.flushing = false;
+      co_return unexpected(sent.error());
+    }
+    s.out_begin += *sent;
+  }
+  s.out_begin = s.out_end = 0;
+  s.flushing = false;
+  co_return result<void>{};
+}
+
+// Receives more ciphertext into `in`. While nothing is buffered it first waits for
+// data with a one-byte peek, so that a connection waiting for its peer holds no
+// record buffer.
+task<result<void>> fill(stream_state& s, std::int64_t deadline) {
+  if (!s.has_input()) {
+    std::array<std::byte, 1> probe{};
+    auto ready = co_await timed(s.socket.recv(mutable_buffer(probe.data(), probe.size()), MSG_PEEK), deadline);
+    if (!ready) co_return unexpected(ready.error());
+    if (*ready == 0) {
+      s.peer_eof = true;
+      co_return result<void>{};
+    }
+    if (s.in == nullptr) s.in = borrow_record_buffer();
+    s.in_begin = s.in_end = 0;
+  } else if (s.in_begin > 0) {
+    std::memmove(s.in, s.in + s.in_begin, s.in_end - s.in_begin);
+    s.in_end -= s.in_begin;
+    s.in_begin = 0;
+  }
+  mutable_buffer room(s.in + s.in_end, record_buffer_size - s.in_end);
+  auto got = co_await timed(s.socket.recv(room), deadline);
+  if (!got) co_return unexpected(got.error());
+  if (*got == 0) s.peer_eof = true;
+  s.in_end += *got;
+  co_return result<void>{};
+}
+
+// The error of a failed OpenSSL call whose SSL_get_error was `e`.
+std::error_code failure_of(stream_state& s, int e) {
+  unsigned long err = ERR_peek_error();
+  ERR_clear_error();
+  if (!s.established) {
+    long v = SSL_get_verify_result(s.ssl);
+    if (v != X509_V_OK) return verify_error(v);
+  }
+  if (e == SSL_ERROR_SSL && err != 0) {
+    if (ERR_GET_LIB(err) == ERR_LIB_SSL && ERR_GET_REASON(err) == SSL_R_UNEXPECTED_EOF_WHILE_READING)
+      return make_error_code(tls_errc::truncated);
+    return openssl_error(err);
+  }
+  if (s.peer_eof) return make_error_code(tls_errc::truncated);
+  return err != 0 ? openssl_error(err) : make_error_code(tls_errc::protocol_error);
+}
+
+// Calls OpenSSL for `what` until it gives an answer, moving ciphertext between the
+// buffers and the socket as it asks. The result: bytes read or written (0 for a
+// completed handshake, or for close_notify received on a read).
+task<result<std::size_t>> drive(stream_state& s, step what, void* data, std::size_t len, std::int64_t deadline) {
+  for (;;) {
+    ERR_clear_error();
+    int r = 0;
+    if (what == step::handshake) r = SSL_do_handshake(s.ssl);
+    else if (what == step::read) r = SSL_read(s.ssl, data, static_cast<int>(std::min<std::size_t>(len, 1 << 30)));
+    else r = SSL_write(s.ssl, data, static_cast<int>(std::min(len, max_record_data)));
+    if (r > 0) {
+      if (what != step::write && s.has_output()) {  // handshake messages, alerts, tickets
+        auto sent = co_await flush(s, deadline);
+        if (!sent && (what == step::handshake || !is_stop(sent.error()))) co_return unexpected(sent.error());
+      }
+      co_return what == step::handshake ? 0 : static_cast<std::size_t>(r);
+    }
+    int e = SSL_get_error(s.ssl, r);
+    if (e == SSL_ERROR_WANT_WRITE) {
+      if (s.flushing) {  // another operation is sending out: wait for it to make room
+        co_await yield();
+        continue;
+      }
+      auto sent = co_await flush(s, deadline);
+      if (!sent) co_return unexpected(sent.error());
+      continue;
+    }
+    if (e == SSL_ERROR_WANT_READ) {
+      if (s.has_output()) {  // what OpenSSL wrote must reach the peer before it answers
+        auto sent = co_await flush(s, deadline);
+        if (!sent) co_return unexpected(sent.error());
+      }
+      if (what == step::write && s.reading) co_return unexpected(tls_errc::busy);
+      auto got = co_await fill(s, deadline);
+      if (!got) co_return unexpected(got.error());
+      continue;
+    }
+    if (e == SSL_ERROR_ZERO_RETURN) co_return std::size_t{0};
+    std::error_code ec = failure_of(s, e);
+    s.failure = ec;
+    s.established = false;
+    if (s.has_output()) (void)co_await flush(s, deadline);  // the alert saying why
+    co_return unexpected(ec);
+  }
+}
+
+std::int64_t deadline_in(std::chrono::nanoseconds timeout) noexcept {
+  return timeout.count() > 0 ? ringio::detail::deadline_after(timeout) : 0;
+}
+
+std::error_code not_usable(const stream_state& s) noexcept {
+  return s.failure ? s.failure : make_error_code(tls_errc::not_established);
+}
+
+task<result<void>> run_handshake(stream_state& s, std::chrono::nanoseconds timeout) {
+  if (s.established) co_return result<void>{};
+  if (s.failure) co_return unexpected(s.failure);
+  if (s.reading || s.writing) co_return unexpected(tls_errc::busy);
+  s.reading = s.writing = true;
+  auto done = co_await drive(s, step::handshake, nullptr, 0, deadline_in(timeout));
+  s.reading = s.writing = false;
+  if (done) {
+    s.established = true;
+    if (SSL_is_server(s.ssl)) {
+      const char* name = SSL_get_servername(s.ssl, TLSEXT_NAMETYPE_host_name);
+      if (name != nullptr) s.server_name = name;
+    }
+  } else if (!s.failure) {
+    s.failure = done.error();  // a stopped handshake cannot be resumed
+  }
+  s.release_idle_buffers();
+  if (!done) co_return unexpected(done.error());
+  if (log_enabled(log_level::debug))
+    log(log_level::debug, "tls: %s handshake done: %s, records in user space",
+        SSL_is_server(s.ssl) ? "server" : "client", SSL_get_version(s.ssl));
+  co_return result<void>{};
+}
+
+task<result<std::size_t>> run_recv(stream_state& s, mutable_buffer buf) {
+  if (!s.established) co_return unexpected(not_usable(s));
+  if (s.reading) co_return unexpected(tls_errc::busy);
+  if (buf.size() == 0) co_return std::size_t{0};
+  s.reading = true;
+  auto got = co_await drive(s, step::read, buf.data(), buf.size(), 0);
+  s.reading = false;
+  s.release_idle_buffers();
+  co_return got;
+}
+
+task<result<std::size_t>> run_recv_exact(stream_state& s, mutable_buffer buf) {
+  std::size_t done = 0;
+  while (done < buf.size()) {
+    auto got = co_await run_recv(s, buf.skip(done));
+    if (!got) {
+      if (done > 0) break;
+      co_return unexpected(got.error());
+    }
+    if (*got == 0) break;
+    done += *got;
+  }
+  co_return done;
+}
+
+task<result<std::size_t>> run_send(stream_state& s, const_buffer buf) {
+  if (!s.established) co_return unexpected(not_usable(s));
+  if (s.writing) co_return unexpected(tls_errc::busy);
+  if (buf.size() == 0) co_return std::size_t{0};
+  s.writing = true;
+  if (s.has_output()) {  // the rest of a record whose send was interrupted goes first
+    auto sent = co_await flush(s, 0);
+    if (!sent) {
+      s.writing = false;
+      co_return unexpected(sent.error());
+    }
+  }
+  auto taken = co_await drive(s, step::write, const_cast<std::byte*>(buf.data()), buf.size(), 0);
+  if (taken) {
+    auto sent = co_await flush(s, 0);
+    if (!sent && !is_stop(sent.error())) {
+      s.writing = false;
+      s.release_idle_buffers();
+      co_return unexpected(sent.error());
+    }
+  }
+  s.writing = false;
+  s.release_idle_buffers();
+  co_return taken;
+}
+
+task<result<std::size_t>> run_send_all(stream_state& s, const_buffer buf) {
+  std::size_t done = 0;
+  while (done < buf.size()) {
+    auto sent = co_await run_send(s, buf.skip(done));
+    if (!sent) {
+      if (done > 0) break;
+      co_return unexpected(sent.error());
+    }
+    done += *sent;
+    std::stop_token token = co_await current_stop_token();
+    if (token.stop_requested() && done < buf.size()) break;
+  }
+  co_return done;
+}
+
+task<result<void>> run_shutdown(stream_state& s, std::chrono::nanoseconds timeout) {
+  if (!s.established) co_return unexpected(not_usable(s));
+  if (s.writing) co_return unexpected(tls_errc::busy);
+  const std::int64_t deadline = deadline_in(timeout);
+  ERR_clear_error();
+  int r = SSL_shutdown(s.ssl);  // 0: ours queued; 1: the peer's had arrived already
+  if (r < 0) {
+    std::error_code ec = failure_of(s, SSL_get_error(s.ssl, r));
+    s.release_idle_buffers();
+    co_return unexpected(ec);
+  }
+  s.writing = true;
+  auto sent = co_await flush(s, deadline);
+  s.writing = false;
+  if (!sent) {
+    s.release_idle_buffers();
+    co_return unexpected(sent.error());
+  }
+  if (r == 1 || s.reading) {  // done, or a recv in flight will see the peer's alert
+    s.release_idle_buffers();
+    co_return result<void>{};
+  }
+  s.reading = true;
+  std::array<std::byte, 512> discard{};
+  result<std::size_t> got = std::size_t{1};
+  while (got && *got > 0) got = co_await drive(s, step::read, discard.data(), discard.size(), deadline);
+  s.reading = false;
+  s.release_idle_buffers();
+  if (!got) co_return unexpected(got.error());
+  co_return result<void>{};
+}
+
+result<std::unique_ptr<stream_state>> make_state(const context& ctx, stream_socket socket, bool server) {
+  if (!ctx.valid() || ctx.is_server() != server || !socket.is_open())
+    return unexpected(std::errc::invalid_argument);
+  auto s = std::make_unique<stream_state>();
+  s->socket = std::move(socket);
+  s->ctx = ctx.state();
+  s->ssl = SSL_new(ctx.native_handle());
+  BIO* bio = s->ssl != nullptr ? make_memory_bio(*s) : nullptr;
+  if (bio == nullptr) {
+    unsigned long e = ERR_get_error();
+    return unexpected(e != 0 ? openssl_error(e) : make_error_code(tls_errc::protocol_error));
+  }
+  SSL_set_bio(s->ssl, bio, bio);
+  SSL_set_app_data(s->ssl, s.get());
+  return s;
+}
+
+}  // namespace
+}  // namespace detail
+
+stream::stream() noexcept = default;
+stream::stream(std::unique_ptr<detail::stream_state> s) noexcept : state_(std::move(s)) {}
+stream::stream(stream&&) noexcept = default;
+stream& stream::operator=(stream&&) noexcept = default;
+stream::~stream() = default;
+
+result<stream> stream::client(const context& ctx, stream_socket socket, std::string_view server_name) {
+  auto made = detail::make_state(ctx, std::move(socket), false);
+  if (!made) return unexpected(made.error());
+  auto& s = **made;
+  s.server_name.assign(server_name);
+  SSL_set_connect_state(s.ssl);
+  if (!server_name.empty()) {
+    unsigned char ip[16];
+    bool is_ip = ::inet_pton(AF_INET, s.server_name.c_str(), ip) == 1 ||
+                 ::inet_pton(AF_INET6, s.server_name.c_str(), ip) == 1;
+    if (!is_ip) SSL_set_tlsext_host_name(s.ssl, s.server_name.c_str());  // SNI carries no addresses
+    if (s.ctx->verify_peer) {
+      int ok = is_ip ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(s.ssl), s.server_name.c_str())
+                     : SSL_set1_host(s.ssl, s.server_name.c_str());
+      if (ok != 1) return unexpected(std::errc::invalid_argument);
+    }
+    if (s.ctx->resumption) {
+      if (SSL_SESSION* kept = s.ctx->session_for(s.server_name)) {
+        SSL_set_session(s.ssl, kept);
+        SSL_SESSION_free(kept);
+      }
+    }
+  }
+  return stream(std::move(*made));
+}
+
+result<stream> stream::server(const context& ctx, stream_socket socket) {
+  auto made = detail::make_state(ctx, std::move(socket), true);
+  if (!made) return unexpected(made.error());
+  SSL_set_accept_state((*made)->ssl);
+  return stream(std::move(*made));
+}
+
+task<result<void>> stream::handshake() {
+  return detail::run_handshake(*state_, state_->ctx->handshake_timeout);
+}
+task<result<void>> stream::handshake(std::chrono::nanoseconds timeout) {
+  return detail::run_handshake(*state_, timeout);
+}
+task<result<std::size_t>> stream::recv(mutable_buffer buf) { return detail::run_recv(*state_, buf); }
+task<result<std::size_t>> stream::recv_exact(mutable_buffer buf) { return detail::run_recv_exact(*state_, buf); }
+task<result<std::size_t>> stream::send(const_buffer buf) { return detail::run_send(*state_, buf); }
+task<result<std::size_t>> stream::send_all(const_buffer buf) { return detail::run_send_all(*state_, buf); }
+task<result<void>> stream::shutdown(std::chrono::nanoseconds timeout) {
+  return detail::run_shutdown(*state_, timeout);
+}
+ringio::detail::close_op stream::close() noexcept {
+  state_->established = false;
+  return state_->socket.close();
+}
+
+bool stream::is_established() const noexcept { return state_ && state_->established; }
+int stream::native_handle() const noexcept { return state_ ? state_->socket.native_handle() : -1; }
+stream_socket& stream::socket() noexcept { return state_->socket; }
+SSL* stream::native_ssl() const noexcept { return state_ ? state_->ssl : nullptr; }
+
+std::string_view stream::alpn() const noexcept {
+  if (!state_) return {};
+  const unsigned char* p = nullptr;
+  unsigned n = 0;
+  SSL_get0_alpn_selected(state_->ssl, &p, &n);
+  return p != nullptr ? std::string_view(reinterpret_cast<const char*>(p), n) : std::string_view{};
+}
+
+std::string_view stream::server_name() const noexcept {
+  return state_ ? std::string_view(state_->server_name) : std::string_view{};
+}
+
+bool stream::is_resumed() const noexcept { return state_ && SSL_session_reused(state_->ssl) == 1; }
+bool stream::is_kernel_tls() const noexcept { return state_ && state_->kernel_tls; }
+
+std::string stream::describe() const {
+  if (!state_) return "no connection";
+  if (!state_->established) return "no session established";
+  std::string out = SSL_get_version(state_->ssl);
+  out += ' ';
+  out += SSL_CIPHER_get_name(SSL_get_current_cipher(state_->ssl));
+  std::string_view protocol = alpn();
+  out += " alpn=";
+  out += protocol.empty() ? std::string_view("none") : protocol;
+  out += is_resumed() ? " resumed=yes" : " resumed=no";
+  out += state_->kernel_tls ? " records=kernel" : " records=user-space";
+  return out;
+}
+
+}  // namespace ringio::tls
