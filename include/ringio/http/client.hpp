@@ -16,6 +16,9 @@
 #include "ringio/http/url.hpp"
 #include "ringio/result.hpp"
 #include "ringio/task.hpp"
+#include "ringio/tls/context.hpp"
+#include "ringio/tls/stream.hpp"
+#include <memory>
 
 namespace ringio::http {
 
@@ -87,11 +90,13 @@ class client {
   task<result<response_stream>> exchange(const url& target, method m, const request_spec& spec, bool drop_authorization,
                                          bool with_body);
   task<result<detail::connection_ptr>> connect(const url& target);
+  task<result<tls::stream>> handshake(const url& target, stream_socket socket);
   detail::connection_ptr checkout(const url& target) noexcept;
 
   client_options opts_;
   std::vector<detail::connection_ptr> idle_;
   client_statistics stats_;
+  std::unique_ptr<tls::context> tls_context_;  // made on the first https request
   /// @endcond
 };
 

@@ -5,6 +5,8 @@
 #include <cstddef>
 #include <string>
 
+#include "ringio/tls/client_options.hpp"
+
 namespace ringio::http {
 
 /// Settings of an http::client: limits, redirects, the connection pool and the
@@ -31,6 +33,10 @@ struct client_options {
   /// The longest wait for the next bytes of the body (an idle timeout, reset by every
   /// read), and for each piece of a streamed request body to be sent.
   std::chrono::milliseconds body_timeout{30'000};
+  /// The TLS settings of https:// requests (trust store, verification, versions); the
+  /// client makes one client context from them on its first https request. ALPN is
+  /// set to "http/1.1" when empty, and the handshake is bounded by tls_handshake_timeout.
+  tls::client_options tls{};
   /// The User-Agent field sent unless a request gives its own; empty: none.
   std::string user_agent = "ringio";
 };

@@ -50,7 +50,7 @@ bool is_field_value(std::string_view s) noexcept {
 // Errors a pooled connection that the server had already closed produces.
 bool stale_error(const std::error_code& ec) noexcept {
   return ec == std::errc::connection_reset || ec == std::errc::broken_pipe ||
-         ec == std::errc::connection_aborted || ec == client_errc::connection_closed;
+         ec == std::errc::connection_aborted || ec == client_errc::connection_closed || ec == tls::tls_errc::truncated;
 }
 
 std::error_code phase_error(const std::error_code& ec, client_errc timeout) noexcept {
@@ -59,11 +59,13 @@ std::error_code phase_error(const std::error_code& ec, client_errc timeout) noex
 }
 
 // Whether a pooled socket still looks usable: nothing to read and not closed.
-bool looks_alive(int fd) noexcept {
+// On TLS, bytes waiting may be a session ticket or an alert: only an end counts there.
+bool looks_alive(int fd, bool tls) noexcept {
   char b;
   for (;;) {
     const ssize_t n = ::recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
     if (n < 0 && errno == EINTR) continue;
+    if (n > 0) return tls;
     return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
   }
 }
@@ -170,7 +172,7 @@ detail::connection_ptr client::checkout(const url& target) noexcept {
     if (c.tls != target.tls || c.port != target.port || !iequals(c.host, target.host)) continue;
     detail::connection_ptr conn = std::move(idle_[i]);
     idle_.erase(idle_.begin() + static_cast<std::ptrdiff_t>(i));
-    if (looks_alive(conn->socket.native_handle())) return conn;
+    if (looks_alive(conn->secure ? conn->secure->native_handle() : conn->socket.native_handle(), conn->tls)) return conn;
   }
   return {};
 }
@@ -195,6 +197,21 @@ void client::release(detail::connection_ptr conn) noexcept {
   }
 }
 
+task<result<tls::stream>> client::handshake(const url& target, stream_socket socket) {
+  if (!tls_context_) {
+    tls::client_options o = opts_.tls;
+    if (o.alpn.empty()) o.alpn.emplace_back("http/1.1");
+    auto made = tls::context::client(o);
+    if (!made) co_return unexpected(make_error_code(client_errc::unsupported_scheme));
+    tls_context_ = std::make_unique<tls::context>(std::move(*made));
+  }
+  auto s = tls::stream::client(*tls_context_, std::move(socket), target.host);
+  if (!s) co_return unexpected(s.error());
+  auto done = co_await s->handshake(opts_.tls_handshake_timeout);
+  if (!done) co_return unexpected(phase_error(done.error(), client_errc::tls_handshake_timeout));
+  co_return std::move(*s);
+}
+
 task<result<detail::connection_ptr>> client::connect(const url& target) {
   const std::int64_t deadline = ringio::detail::deadline_after(opts_.connect_timeout);
   auto addresses = co_await with_timeout(resolve(std::string(target.host), target.port), opts_.connect_timeout);
@@ -206,8 +223,14 @@ task<result<detail::connection_ptr>> client::connect(const url& target) {
     if (s) {
       detail::connection_ptr conn(
           new detail::client_connection(target.tls, target.host, target.port, opts_.max_head_bytes + 16 * 1024));
-      conn->socket = std::move(*s);
       ++stats_.connections_opened;
+      if (target.tls) {
+        auto secured = co_await handshake(target, std::move(*s));
+        if (!secured) co_return unexpected(secured.error());
+        conn->secure.emplace(std::move(*secured));
+      } else {
+        conn->socket = std::move(*s);
+      }
       co_return conn;
     }
     if (s.error() == std::errc::timed_out) co_return unexpected(make_error_code(client_errc::connect_timeout));
@@ -239,9 +262,7 @@ task<result<response_stream>> client::exchange(const url& target, method m, cons
       const std::string_view body = with_body && !streamed ? spec.body : std::string_view{};
       const std::array<const_buffer, 2> parts{const_buffer(conn->out.data(), conn->out.size()),
                                               const_buffer(body.data(), body.size())};
-      auto op = conn->socket.send_all(std::span<const const_buffer>(parts));
-      op.set_deadline(head_deadline);
-      auto sent = co_await op;
+      auto sent = co_await detail::send_parts(*conn, parts, head_deadline);
       if (!sent) {
         failure = sent.error();
       } else if (*sent != conn->out.size() + body.size()) {
@@ -272,9 +293,7 @@ task<result<response_stream>> client::exchange(const url& target, method m, cons
         const std::array<const_buffer, 3> parts{const_buffer(size_line, static_cast<std::size_t>(r.ptr - size_line)),
                                                 const_buffer(area, n), const_buffer(tail.data(), tail.size())};
         const std::size_t total = parts[0].size() + parts[1].size() + parts[2].size();
-        auto op = conn->socket.send_all(std::span<const const_buffer>(parts));
-        op.set_deadline(ringio::detail::deadline_after(opts_.body_timeout));
-        auto sent = co_await op;
+        auto sent = co_await detail::send_parts(*conn, parts, ringio::detail::deadline_after(opts_.body_timeout));
         if (!sent) co_return unexpected(phase_error(sent.error(), client_errc::body_timeout));
         if (*sent != total) {
           auto why = co_await short_send_error();
@@ -307,9 +326,8 @@ task<result<response_stream>> client::exchange(const url& target, method m, cons
         conn->begin = 0;
       }
       if (conn->end == conn->capacity) co_return unexpected(make_error_code(client_errc::head_too_large));
-      auto op = conn->socket.recv(mutable_buffer(conn->buffer.get() + conn->end, conn->capacity - conn->end));
-      op.set_deadline(head_deadline);
-      auto n = co_await op;
+      auto n = co_await detail::receive_some(
+          *conn, mutable_buffer(conn->buffer.get() + conn->end, conn->capacity - conn->end), head_deadline);
       if (!n || *n == 0) {
         const std::error_code ec = !n ? n.error() : make_error_code(client_errc::connection_closed);
         if (may_retry && conn->end == 0 && stale_error(ec)) {
@@ -344,7 +362,6 @@ task<result<response_stream>> client::stream_request(const request_spec& spec) {
   for (unsigned redirects = 0;; ++redirects) {
     auto target = parse_url(current);
     if (!target) co_return unexpected(target.error());
-    if (target->tls) co_return unexpected(make_error_code(client_errc::unsupported_scheme));
     if (!origin.same_origin(*target)) drop_authorization = true;
     auto rs = co_await exchange(*target, m, spec, drop_authorization, with_body);
     if (!rs) co_return rs;

@@ -10,6 +10,10 @@
 
 #include "ringio/http/response_stream.hpp"
 #include "ringio/net/stream_socket.hpp"
+#include "ringio/task.hpp"
+#include "ringio/tls/stream.hpp"
+#include <optional>
+#include <span>
 
 namespace ringio::http::detail {
 
@@ -20,7 +24,8 @@ struct client_connection {
   bool tls;
   std::string host;
   std::uint16_t port;
-  stream_socket socket;
+  stream_socket socket;             // plain http
+  std::optional<tls::stream> secure;  // https: owns the socket instead
   std::unique_ptr<char[]> buffer;
   std::size_t capacity;
   std::size_t begin = 0;  // unread received bytes are [begin, end)
@@ -28,5 +33,12 @@ struct client_connection {
   std::string out;        // the serialized request head (capacity kept between requests)
   std::int64_t idle_since_ns = 0;
 };
+
+// Receives some bytes before `deadline_ns` (CLOCK_MONOTONIC; the errors of the stream,
+// timed_out at the deadline).
+task<result<std::size_t>> receive_some(client_connection& c, mutable_buffer b, std::int64_t deadline_ns);
+// Sends every part in order before `deadline_ns`: the total, or a shorter count when
+// it stopped early after sending some bytes.
+task<result<std::size_t>> send_parts(client_connection& c, std::span<const const_buffer> parts, std::int64_t deadline_ns);
 
 }  // namespace ringio::http::detail

@@ -12,7 +12,7 @@ class client_error_category final : public std::error_category {
   std::string message(int v) const override {
     switch (static_cast<client_errc>(v)) {
       case client_errc::bad_url: return "bad URL (expected http://host[:port]/path or https://...)";
-      case client_errc::unsupported_scheme: return "https:// is not supported by this build";
+      case client_errc::unsupported_scheme: return "could not make the TLS context for https:// (see client_options::tls)";
       case client_errc::resolve_failed: return "the host name could not be resolved";
       case client_errc::connect_failed: return "could not connect to any address of the host";
       case client_errc::connect_timeout: return "timed out connecting";

@@ -33,9 +33,7 @@ void response_stream::fail() noexcept {
 }
 
 task<result<std::size_t>> response_stream::receive(mutable_buffer buf) {
-  auto op = conn_->socket.recv(buf);
-  op.set_deadline(ringio::detail::deadline_after(owner_->options().body_timeout));
-  auto n = co_await op;
+  auto n = co_await detail::receive_some(*conn_, buf, ringio::detail::deadline_after(owner_->options().body_timeout));
   if (!n && n.error() == std::errc::timed_out) co_return unexpected(make_error_code(client_errc::body_timeout));
   co_return n;
 }
@@ -60,6 +58,8 @@ task<result<std::size_t>> response_stream::read(mutable_buffer buf) {
       c.begin += n;
     } else {
       auto got = co_await receive(buf.first(want));
+      // Many servers end a read-until-close body over TLS without close_notify.
+      if (!got && head_.framing == body_framing::until_close && got.error() == tls::tls_errc::truncated) got = std::size_t{0};
       if (!got) {
         fail();
         co_return unexpected(got.error());
