@@ -34,8 +34,14 @@ class response_stream {
  public:
   /// An empty stream (no response).
   response_stream() noexcept;
-  response_stream(response_stream&&) noexcept;
-  response_stream& operator=(response_stream&&) noexcept;
+  /// Moves the response (and its connection); `other` becomes empty. Not while a
+  /// read() is in flight.
+  ///@{
+  response_stream(response_stream&& other) noexcept;
+  response_stream& operator=(response_stream&& other) noexcept;
+  ///@}
+  /// Gives the connection back to the client's pool when the body was read to its end
+  /// and the server allows reuse; otherwise closes it.
   ~response_stream();
 
   /// The status code.
