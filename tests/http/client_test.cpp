@@ -1,7 +1,11 @@
 // http::client against ringio's http::server (in process, on its own thread) and
 // against scripted raw servers on the client's loop, on every backend.
 #include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <optional>
@@ -426,6 +430,41 @@ TEST_P(Client, ConnectFailed) {
   EXPECT_EQ(r.error(), http::client_errc::connect_failed);
 }
 
+// A listener whose accept queue is full drops new SYNs: connecting hangs until the
+// connect timeout (skipped where the kernel answers otherwise).
+TEST_P(Client, ConnectTimeout) {
+  const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(listener, 0), 0);
+  ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  std::vector<int> fillers;
+  bool full = false;
+  for (int i = 0; i < 8 && !full; ++i) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    fillers.push_back(fd);
+    (void)::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    pollfd p{fd, POLLOUT, 0};
+    full = ::poll(&p, 1, 100) == 0;  // still connecting after 100 ms: the queue is full
+  }
+  if (full) {
+    http::client c({.connect_timeout = 200ms});
+    const auto t0 = std::chrono::steady_clock::now();
+    auto r = run(get(c, "http://127.0.0.1:" + std::to_string(ntohs(a.sin_port)) + "/"));
+    EXPECT_FALSE(r);
+    if (!r) {
+      EXPECT_EQ(r.error(), http::client_errc::connect_timeout) << r.error().message();
+    }
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
+  }
+  for (int fd : fillers) ::close(fd);
+  ::close(listener);
+  if (!full) GTEST_SKIP() << "this kernel completes connections to a full accept queue";
+}
+
 // A raw server on the client's loop: each accepted connection gets the next script.
 struct script {
   // One per request read; "" closes instead of answering. After the last, it closes.
@@ -611,6 +650,120 @@ TEST_P(Client, RandomStopsKeepEveryResponseWholeOrCancelled) {
   EXPECT_EQ(last->body, "hello world");
   EXPECT_GT(whole, 0);
   std::printf("random stops: %d whole, %d stopped\n", whole, stopped);
+}
+
+// A raw server that misbehaves at random (seeded): per request it answers with
+// Content-Length or chunked, answers and then closes, cuts the body short, sends
+// garbage, closes without answering, or resets. The client issues requests, some with
+// a random deadline. Every success must carry a body the server sent whole; every
+// failure must be one that the server's action (or the deadline) explains; the pool
+// stays within its bound, and a last request on a fresh server succeeds.
+struct chaos_log {
+  std::vector<std::string> whole;  // bodies sent completely
+  int requests = 0;
+};
+
+task<> chaos_connection(ringio::stream_socket s, std::mt19937_64& rng, chaos_log& log) {
+  std::string in;
+  std::array<char, 4096> buf;
+  for (;;) {
+    while (in.find("\r\n\r\n") == std::string::npos) {
+      auto n = co_await s.recv(ringio::mutable_buffer(buf.data(), buf.size()));
+      if (!n || *n == 0) co_return;
+      in.append(buf.data(), *n);
+    }
+    in.erase(0, in.find("\r\n\r\n") + 4);
+    const std::string body = "body-" + std::to_string(++log.requests);
+    const unsigned action = static_cast<unsigned>(rng() % 7);
+    std::string reply;
+    switch (action) {
+      case 0: case 2:
+        reply = "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+        break;
+      case 1:
+        reply = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\n" + body.substr(0, 3) + "\r\n" +
+                std::to_string(body.size() - 3) + "\r\n" + body.substr(3) + "\r\n0\r\n\r\n";
+        break;
+      case 3: reply = "HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\n" + body; break;
+      case 4: reply = "XYZ\r\n\r\n"; break;
+      default: break;  // 5: close, 6: reset
+    }
+    if (action == 6) {
+      linger l{1, 0};
+      ::setsockopt(s.native_handle(), SOL_SOCKET, SO_LINGER, &l, sizeof l);
+      co_return;
+    }
+    if (!reply.empty()) {
+      auto sent = co_await s.send_all(ringio::const_buffer(reply.data(), reply.size()));
+      if (!sent || *sent != reply.size()) co_return;
+      if (action <= 2) log.whole.push_back(body);
+    }
+    if (action >= 2) co_return;
+  }
+}
+
+task<> chaos_serve(ringio::stream_listener& l, std::mt19937_64& rng, chaos_log& log) {
+  ringio::scope connections;
+  for (;;) {
+    auto s = co_await l.accept();
+    if (!s) break;
+    connections.spawn(chaos_connection(std::move(*s), rng, log));
+  }
+  connections.request_stop();
+  co_await connections.join();
+}
+
+TEST_P(Client, RandomServerFailuresAreReportedAndNeverCorruptABody) {
+  const auto seed = ringio_test::test_seed();
+  auto l = ringio_test::listen_loopback();
+  const std::string u = "http://127.0.0.1:" + std::to_string(ringio_test::address_of(l).port()) + "/";
+  http::client c({.max_idle_per_host = 2, .head_timeout = 2s, .body_timeout = 2s});
+  struct tally {
+    int ok = 0, failed = 0;
+    std::vector<std::string> problems;
+  };
+  auto t = run([](ringio::stream_listener& l, http::client& c, std::string u, std::uint64_t seed) -> task<tally> {
+    std::mt19937_64 server_rng(seed);
+    std::mt19937_64 client_rng(seed ^ 0x9e3779b97f4a7c15ULL);
+    chaos_log log;
+    tally out;
+    ringio::scope server;
+    server.spawn(chaos_serve(l, server_rng, log));
+    for (int i = 0; i < 60; ++i) {
+      const bool deadline = client_rng() % 4 == 0;
+      result<http::client_response> r = ringio::unexpected(std::make_error_code(std::errc::invalid_argument));
+      if (deadline) {
+        auto bounded = co_await ringio::with_timeout(c.get(u), std::chrono::microseconds(client_rng() % 2000));
+        r = std::move(bounded);
+      } else {
+        auto plain = co_await c.get(u);
+        r = std::move(plain);
+      }
+      if (r) {
+        ++out.ok;
+        if (std::find(log.whole.begin(), log.whole.end(), r->body) == log.whole.end())
+          out.problems.push_back("request " + std::to_string(i) + ": body not sent whole: " + r->body);
+      } else {
+        ++out.failed;
+        const std::error_code e = r.error();
+        const bool explained = e == http::client_errc::truncated_body || e == http::client_errc::bad_status_line ||
+                               e == http::client_errc::connection_closed || e == std::errc::connection_reset ||
+                               e == std::errc::broken_pipe ||
+                               (deadline && (e == std::errc::timed_out || e == std::errc::operation_canceled));
+        if (!explained) out.problems.push_back("request " + std::to_string(i) + ": " + e.message());
+      }
+      if (c.idle_connections() > 2) out.problems.push_back("pool over its bound");
+    }
+    c.close_idle();
+    server.request_stop();
+    co_await server.join();
+    co_return out;
+  }(l, c, u, seed));
+  for (const auto& p : t.problems) ADD_FAILURE() << "seed " << seed << ": " << p;
+  EXPECT_GT(t.ok, 0) << "seed " << seed;
+  EXPECT_GT(t.failed, 0) << "seed " << seed;
+  std::printf("random server failures: %d ok, %d failed, %llu stale retries\n", t.ok, t.failed,
+              static_cast<unsigned long long>(c.stats().stale_retries));
 }
 
 RINGIO_ALL_BACKENDS(Client);
