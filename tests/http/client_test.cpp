@@ -218,6 +218,7 @@ TEST_P(Client, KeepAliveReusesOneConnection) {
   EXPECT_EQ(c.stats().connections_opened, 1u);
   EXPECT_EQ(c.stats().connections_reused, 5u);
   EXPECT_EQ(c.idle_connections(), 1u);
+  EXPECT_EQ(server().connections(), 1u);  // as the server counts them
 }
 
 TEST_P(Client, ConnectionCloseIsNotPooled) {

@@ -21,7 +21,8 @@ namespace ringio::http {
 /// DNS server never blocks the loop. Errors: client_errc::resolve_failed (unknown name,
 /// no address, DNS failure). Cancellation: a stop (the task's token, with_timeout)
 /// completes it at once with operation_canceled; the lookup itself runs to its end on
-/// the resolver thread and its late answer is dropped.
+/// the resolver thread and its late answer is dropped. Destroying the io_context stops
+/// the thread, waiting for a lookup in progress (getaddrinfo(3) cannot be interrupted).
 [[nodiscard]] task<result<std::vector<socket_address>>> resolve(std::string host, std::uint16_t port);
 
 }  // namespace ringio::http
