@@ -71,6 +71,9 @@ task<long> requests(http::client& c, std::string_view url, int warmup, int count
 class ClientAllocation : public ringio_test::backend_test {};
 
 TEST_P(ClientAllocation, RequestOnAReusedConnectionAllocatesNothing) {
+#if defined(RINGIO_SANITIZED)
+  GTEST_SKIP() << "sanitizer builds bypass the coroutine frame cache: each task allocates its frame";
+#endif
   auto l = ringio_test::listen_loopback();
   const std::string url = "http://127.0.0.1:" + std::to_string(ringio_test::address_of(l).port()) + "/hello";
   http::client c;
