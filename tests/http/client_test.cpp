@@ -390,6 +390,44 @@ TEST_P(Client, StreamedBodyAndCancellationMidBody) {
   EXPECT_EQ(c.idle_connections(), 0u);  // a cancelled body leaves the connection closed
 }
 
+TEST_P(Client, StopBeforeStartSendsNothing) {
+  auto l = ringio_test::listen_loopback();
+  const std::string u = "http://127.0.0.1:" + std::to_string(ringio_test::address_of(l).port()) + "/";
+  http::client c;
+  auto r = run([](ringio::stream_listener& l, http::client& c, std::string u) -> task<std::pair<std::error_code, std::error_code>> {
+    std::error_code request_error;
+    ringio::scope s;
+    s.request_stop();
+    s.spawn([](http::client& c, std::string u, std::error_code& out) -> task<> {
+      auto r = co_await c.get(u);
+      out = r ? std::error_code{} : r.error();
+    }(c, u, request_error));
+    co_await s.join();
+    auto nobody = co_await ringio::with_timeout(l.accept(), 200ms);  // no connection arrived
+    co_return std::pair{request_error, nobody ? std::error_code{} : nobody.error()};
+  }(l, c, u));
+  EXPECT_EQ(r.first, std::errc::operation_canceled);
+  EXPECT_EQ(r.second, std::errc::timed_out);
+  EXPECT_EQ(c.stats().connections_opened, 0u);
+}
+
+TEST_P(Client, StopWhileWaitingForTheHead) {
+  start();
+  http::client c;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = run([](http::client& c, std::string u) -> task<result<http::client_response>> {
+    auto out = co_await ringio::with_timeout(c.get(u), 150ms);
+    co_return out;
+  }(c, url("/slow")));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error(), std::errc::timed_out);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 1200ms);
+  EXPECT_EQ(c.idle_connections(), 0u);
+  auto after = run(get(c, url("/hello")));  // the client goes on with a new connection
+  ASSERT_TRUE(after) << after.error().message();
+  EXPECT_EQ(c.stats().connections_opened, 2u);
+}
+
 TEST_P(Client, BodyOverTheLimit) {
   start();
   http::client c({.max_body = 100});
