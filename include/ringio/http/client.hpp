@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ringio/http/client_error.hpp"
+#include "ringio/http/client_statistics.hpp"
 #include "ringio/http/client_options.hpp"
 #include "ringio/http/client_response.hpp"
 #include "ringio/http/request_spec.hpp"
@@ -21,16 +22,6 @@
 #include <memory>
 
 namespace ringio::http {
-
-/// Counters of a client's connections.
-struct client_statistics {
-  /// Connections opened.
-  std::uint64_t connections_opened = 0;
-  /// Requests sent on a pooled connection.
-  std::uint64_t connections_reused = 0;
-  /// Requests sent again on a new connection after a pooled one turned out stale.
-  std::uint64_t stale_retries = 0;
-};
 
 /// An HTTP/1.1 client for one io_context. Not thread-safe: create one per loop and use
 /// it from tasks of that loop only; it must outlive every request and response_stream

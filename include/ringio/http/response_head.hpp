@@ -6,18 +6,11 @@
 #include <cstdint>
 #include <string_view>
 
+#include "ringio/http/body_framing.hpp"
 #include "ringio/http/header_list.hpp"
 #include "ringio/result.hpp"
 
 namespace ringio::http {
-
-/// How the body of a response is delimited.
-enum class body_framing : std::uint8_t {
-  none,            ///< no body (HEAD, 1xx, 204, 304, or Content-Length: 0)
-  content_length,  ///< exactly content_length bytes
-  chunked,         ///< Transfer-Encoding: chunked
-  until_close,     ///< everything until the server closes the connection
-};
 
 /// The parsed head of a response. Views point into the parsed text.
 struct response_head {
