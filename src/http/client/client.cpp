@@ -183,7 +183,7 @@ void client::release(detail::connection_ptr conn) noexcept {
   std::size_t oldest = idle_.size();
   for (std::size_t i = 0; i < idle_.size(); ++i) {
     const detail::client_connection& c = *idle_[i];
-    if (c.tls == conn->tls && c.port == conn->port && c.host == conn->host) {
+    if (c.tls == conn->tls && c.port == conn->port && iequals(c.host, conn->host)) {
       if (oldest == idle_.size()) oldest = i;
       ++same;
     }
@@ -255,7 +255,7 @@ task<result<response_stream>> client::exchange(const url& target, method m, cons
     const bool may_retry = reused && attempt == 0 && idempotent(m) && !streamed;
     auto built = build_head(*conn, target, m, spec, drop_authorization, with_body, opts_);
     if (!built) co_return unexpected(built.error());
-    const std::int64_t head_deadline = ringio::detail::deadline_after(opts_.head_timeout);
+    std::int64_t head_deadline = ringio::detail::deadline_after(opts_.head_timeout);
 
     std::error_code failure;
     {
@@ -301,6 +301,8 @@ task<result<response_stream>> client::exchange(const url& target, method m, cons
         }
         if (n == 0) break;
       }
+      // However long the upload took, the server gets head_timeout to answer.
+      head_deadline = ringio::detail::deadline_after(opts_.head_timeout);
     }
 
     // The response head, 1xx interim responses skipped.
