@@ -28,7 +28,8 @@ struct client_options {
   std::chrono::milliseconds connect_timeout{10'000};
   /// The TLS handshake (https).
   std::chrono::milliseconds tls_handshake_timeout{10'000};
-  /// Sending the request head (and a buffered body) and receiving the whole response head.
+  /// Sending the request head (and a buffered body) and receiving the whole response
+  /// head; after a streamed body, the wait for the head starts when the body is sent.
   std::chrono::milliseconds head_timeout{30'000};
   /// The longest wait for the next bytes of the body (an idle timeout, reset by every
   /// read), and for each piece of a streamed request body to be sent.
