@@ -1,10 +1,10 @@
 // ringio/exec/stop_link.hpp — an algorithm's own stop source, requested when the
-// parent's stop token is (when_all, when_any stop their children through it).
+// parent's stop token is (when_all, when_any stop their children through it). Allocates nothing..
 #pragma once
 
 #include <optional>
-#include <stop_token>
 
+#include "ringio/exec/inplace_stop_token.hpp"
 #include "ringio/exec/tags.hpp"
 
 namespace ringio::exec::detail {
@@ -20,11 +20,11 @@ class stop_link {
   /// Stops forwarding; waits for a forward running on another thread.
   void unlink() noexcept { cb_.reset(); }
 
-  std::stop_source source;  ///< Requested by the parent or by the algorithm itself.
+  inplace_stop_source source;  ///< Requested by the parent or by the algorithm itself.
 
  private:
   struct forward {
-    std::stop_source* target;
+    inplace_stop_source* target;
     void operator()() const noexcept { target->request_stop(); }
   };
   std::optional<stop_callback_for_t<Token, forward>> cb_;

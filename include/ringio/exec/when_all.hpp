@@ -49,7 +49,7 @@ class when_all_state {
         self->link_.source.request_stop();
       self->arrive();
     }
-    env_with<parent_env, get_stop_token_t, std::stop_token> get_env() const noexcept {
+    env_with<parent_env, get_stop_token_t, inplace_stop_token> get_env() const noexcept {
       return exec::with_stop_token(exec::get_env(self->rcvr_), self->link_.source.get_token());
     }
   };
