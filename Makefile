@@ -37,12 +37,12 @@ test-sanitize: build-sanitize
 	  ctest --test-dir build/sanitize --output-on-failure -j 2
 
 # ThreadSanitizer: the tests whose code runs on several threads.
-TSAN_TESTS = CrossThread|Channel|ChannelAcrossLoops|MpscRing|Cancellation.StopFromAnotherThread|Chaos|Log\.|ServeProgram
+TSAN_TESTS = CrossThread|SenderCrossThread|StdexecInterop|Channel|ChannelAcrossLoops|MpscRing|Cancellation.StopFromAnotherThread|Chaos|Log\.|ServeProgram
 build-tsan: deps-test
 	cmake -S . -B build/tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug \
 	  -DCMAKE_CXX_COMPILER=clang++-16 -DCMAKE_C_COMPILER=clang-16 \
 	  -DRINGIO_SANITIZE=thread -DRINGIO_BUILD_APPS=OFF
-	cmake --build build/tsan -j $(JOBS) --target unit_tests integration_tests chaos_tests
+	cmake --build build/tsan -j $(JOBS) --target unit_tests integration_tests chaos_tests sender_tests stdexec_interop_tests
 
 test-tsan: build-tsan
 	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \

@@ -421,4 +421,29 @@ TEST(SenderCrossThread, StartsOnAndContinuesOnHopBetweenLoops) {
   t.join();
 }
 
+// A stop requested on another thread reaches receives pending in when_all (through
+// its in-place stop source) and cancels them on their loop; nothing is lost.
+TEST(SenderCrossThread, StopFromAnotherThreadCancelsPendingReceives) {
+  io_context ctx;
+  for (int round = 0; round < 50; ++round) {
+    socket_pair p, q;
+    std::stop_source stop;
+    std::thread stopper([&] {
+      std::this_thread::sleep_for(std::chrono::microseconds(200 * (round % 10)));
+      stop.request_stop();
+    });
+    std::array<char, 64> b1{}, b2{};
+    auto r = ex::sync_wait(ctx, with_token(ex::when_all(ex::recv(p.a, std::as_writable_bytes(std::span(b1))),
+                                                        ex::recv(q.a, std::as_writable_bytes(std::span(b2)))),
+                                           stop.get_token()));
+    stopper.join();
+    EXPECT_FALSE(r);
+    EXPECT_EQ(ctx.in_flight(), 0u);
+    send_text(p.b.native_handle(), "still here");
+    auto again = ex::sync_wait(ctx, ex::recv(p.a, std::as_writable_bytes(std::span(b1))));
+    ASSERT_TRUE(again);
+    EXPECT_EQ(std::string(b1.data(), std::get<0>(*again)), "still here");
+  }
+}
+
 }  // namespace
