@@ -382,6 +382,77 @@ TEST_P(Senders, RandomStopsNeverLoseData) {
   EXPECT_GT(values, 0);
 }
 
+TEST_P(Senders, PendingAcceptAndConnectSendersStop) {
+  auto listener = listen_loopback();
+  // Nobody connects: the timer wins, the accept is cancelled and waited for.
+  try {
+    (void)ex::sync_wait(ctx(), ex::when_any(ex::accept(listener), ex::fail_after(10ms)));
+    ADD_FAILURE() << "accepted nothing";
+  } catch (const std::system_error& e) {
+    EXPECT_EQ(e.code(), std::errc::timed_out);
+  }
+  EXPECT_EQ(ctx().in_flight(), 0u);
+  // The listener still works afterwards.
+  auto pair = ex::sync_wait(ctx(), ex::when_all(ex::accept(listener), ex::connect_to(address_of(listener))));
+  ASSERT_TRUE(pair);
+  // A stop before start: set_stopped, no socket created.
+  std::stop_source stop;
+  stop.request_stop();
+  EXPECT_FALSE(ex::sync_wait(ctx(), with_token(ex::connect_to(address_of(listener)), stop.get_token())));
+  EXPECT_FALSE(ex::sync_wait(ctx(), with_token(ex::accept(listener), stop.get_token())));
+}
+
+TEST_P(Senders, ErrorsAndExceptionsPassThroughTheAlgorithms) {
+  socket_pair p;
+  ::close(p.b.release());
+  const std::string data(100, 'x');
+  bool then_ran = false, let_ran = false;
+  try {
+    (void)ex::sync_wait(ctx(), ex::send_all(p.a, std::as_bytes(std::span(data))) | ex::then([&](std::size_t) {
+                                 then_ran = true;
+                                 return 1;
+                               }) | ex::let_value([&](int) {
+                                 let_ran = true;
+                                 return ex::just();
+                               }));
+    ADD_FAILURE();
+  } catch (const std::system_error& e) {
+    EXPECT_EQ(e.code(), std::errc::broken_pipe);
+  }
+  EXPECT_FALSE(then_ran);
+  EXPECT_FALSE(let_ran);
+  try {
+    (void)ex::sync_wait(ctx(), ex::just(1) | ex::then([](int) -> int { throw std::logic_error("in then"); }));
+    ADD_FAILURE();
+  } catch (const std::logic_error& e) {
+    EXPECT_STREQ(e.what(), "in then");
+  }
+}
+
+TEST_P(Senders, RepeatUntilRunsInlineRoundsWithoutRecursion) {
+  int rounds = 0;
+  // A million rounds that each complete inside start(): a recursive loop would overflow.
+  auto r = ex::sync_wait(ctx(), ex::repeat_until([&] { return ex::just() | ex::then([&] { return ++rounds == 1'000'000; }); }));
+  EXPECT_TRUE(r);
+  EXPECT_EQ(rounds, 1'000'000);
+  // Rounds that yield to the loop, and a stop that ends the loop.
+  rounds = 0;
+  std::stop_source stop;
+  auto stopped = ex::sync_wait(ctx(), with_token(ex::repeat_until([&] {
+                                                   if (++rounds == 100) stop.request_stop();
+                                                   return ex::yield() | ex::then([] { return false; });
+                                                 }),
+                                                 stop.get_token()));
+  EXPECT_FALSE(stopped);
+  EXPECT_EQ(rounds, 100);
+}
+
+TEST(SenderSyncWait, RunsAFreshContextWhenNoneIsGiven) {
+  auto r = ex::sync_wait(ex::sleep_for(1ms) | ex::then([] { return io_context::current() != nullptr; }));
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(std::get<0>(*r));
+}
+
 RINGIO_ALL_BACKENDS(Senders);
 
 // Two loops on two threads: work hops to the other loop and back.

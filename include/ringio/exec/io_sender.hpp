@@ -14,6 +14,7 @@
 
 #include "ringio/detail/io_operation.hpp"
 #include "ringio/detail/op_base.hpp"
+#include "ringio/detail/stream_ops.hpp"
 #include "ringio/exec/tags.hpp"
 #include "ringio/io_context.hpp"
 
@@ -55,8 +56,10 @@ class io_state : private Op {
       std::move(rcvr_).set_error(std::make_error_code(std::errc::operation_not_permitted));
       return;
     }
+    // A close obeys no stop token (the descriptor was already taken from its owner).
+    constexpr bool stoppable = !std::is_same_v<Op, ringio::detail::close_op>;
     auto token = exec::get_stop_token(exec::get_env(rcvr_));
-    if (token.stop_requested()) {  // stopped before it started: no SQE is sent
+    if (stoppable && token.stop_requested()) {  // stopped before it started: no SQE is sent
       std::move(rcvr_).set_stopped();
       return;
     }
@@ -76,7 +79,7 @@ class io_state : private Op {
     }
     // After the start, so that a stop arriving now finds the operation in flight; the
     // cancellation is delivered later, never from here.
-    if (token.stop_possible()) stop_cb_.emplace(token, ringio::detail::stop_canceller{this});
+    if (stoppable && token.stop_possible()) stop_cb_.emplace(token, ringio::detail::stop_canceller{this});
   }
 
  private:

@@ -57,23 +57,32 @@ struct empty_env {};
 /// The environment of receiver `r`: `r.get_env()`, or empty_env when it has none.
 template <class R>
 decltype(auto) get_env(const R& r) noexcept {
+#if defined(RINGIO_EXEC_STDEXEC)
+  return stdexec::get_env(r);
+#else
   if constexpr (requires { r.get_env(); })
     return r.get_env();
   else
     return empty_env{};
+#endif
 }
 
 /// The environment type of receiver type `R`.
 template <class R>
 using env_of_t = std::decay_t<decltype(exec::get_env(std::declval<const R&>()))>;
 
-/// The stop token of environment `e`, or a std::stop_token that can never stop.
+/// The stop token of environment `e`, or a std::stop_token that can never stop (with
+/// stdexec: stdexec::get_stop_token, whose default is a never_stop_token).
 template <class Env>
 auto get_stop_token(const Env& e) noexcept {
+#if defined(RINGIO_EXEC_STDEXEC)
+  return stdexec::get_stop_token(e);
+#else
   if constexpr (requires { e.query(get_stop_token_t{}); })
     return e.query(get_stop_token_t{});
   else
     return std::stop_token{};
+#endif
 }
 
 /// The stop token type of environment `Env`.
