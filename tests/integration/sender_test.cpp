@@ -447,6 +447,84 @@ TEST_P(Senders, RepeatUntilRunsInlineRoundsWithoutRecursion) {
   EXPECT_EQ(rounds, 100);
 }
 
+// Over TCP: random stops (before start, right after, timer races) on the receiving
+// side while the peer sends random chunks; then the peer ends the connection either
+// gracefully (shutdown: every byte must arrive, then end of stream) or with a reset
+// (SO_LINGER 0: what arrived is a prefix of what was sent, then connection_reset).
+TEST_P(Senders, RandomStopsThenAShutdownOrResetKeepTheStreamIntact) {
+  const std::uint64_t seed = test_seed();
+  std::mt19937_64 rng(seed);
+  for (int run = 0; run < 4; ++run) {
+    auto listener = listen_loopback();
+    auto pair = ex::sync_wait(ctx(), ex::when_all(ex::accept(listener), ex::connect_to(address_of(listener))));
+    ASSERT_TRUE(pair);
+    auto& [rx, tx] = *pair;
+    std::string sent, received;
+    std::array<char, 64> buf{};
+    const int rounds = 20 + static_cast<int>(rng() % 60);
+    for (int round = 0; round < rounds; ++round) {
+      if (rng() % 3 != 0) {
+        std::string chunk(1 + rng() % 100, static_cast<char>('A' + (round + run) % 26));
+        auto w = ex::sync_wait(ctx(), ex::send_all(tx, std::as_bytes(std::span(chunk))));
+        ASSERT_TRUE(w);
+        sent += chunk;
+      }
+      std::stop_source stop;
+      std::optional<std::size_t> n;
+      switch (rng() % 3) {
+        case 0: {
+          stop.request_stop();
+          auto r = ex::sync_wait(ctx(), with_token(ex::recv(rx, std::as_writable_bytes(std::span(buf))), stop.get_token()));
+          EXPECT_FALSE(r) << "seed " << seed;
+          break;
+        }
+        case 1: {
+          auto r = ex::sync_wait(ctx(), ex::when_all(with_token(ex::recv(rx, std::as_writable_bytes(std::span(buf))), stop.get_token()),
+                                                     ex::yield() | ex::then([&] { stop.request_stop(); })));
+          if (r) n = std::get<0>(*r);
+          break;
+        }
+        default: {
+          try {
+            auto r = ex::sync_wait(ctx(), ex::when_any(ex::recv(rx, std::as_writable_bytes(std::span(buf))),
+                                                       ex::fail_after(std::chrono::microseconds(rng() % 1500))));
+            if (r) n = std::get<0>(*r);
+          } catch (const std::system_error& e) {
+            EXPECT_EQ(e.code(), std::errc::timed_out) << "seed " << seed;
+          }
+        }
+      }
+      if (n) received.append(buf.data(), *n);
+      EXPECT_EQ(ctx().in_flight(), 0u) << "seed " << seed;
+    }
+    const bool reset = rng() % 2 == 0;
+    if (reset) {
+      linger l{1, 0};
+      ASSERT_EQ(::setsockopt(tx.native_handle(), SOL_SOCKET, SO_LINGER, &l, sizeof l), 0);
+    }
+    EXPECT_TRUE(ex::sync_wait(ctx(), ex::close(tx)));
+    std::error_code end;
+    for (;;) {
+      try {
+        auto r = ex::sync_wait(ctx(), ex::recv(rx, std::as_writable_bytes(std::span(buf))));
+        ASSERT_TRUE(r);
+        if (std::get<0>(*r) == 0) break;
+        received.append(buf.data(), std::get<0>(*r));
+      } catch (const std::system_error& e) {
+        end = e.code();
+        break;
+      }
+    }
+    if (reset) {
+      EXPECT_TRUE(!end || end == std::errc::connection_reset) << end.message() << ", seed " << seed;
+      EXPECT_EQ(received, sent.substr(0, received.size())) << "seed " << seed;
+    } else {
+      EXPECT_FALSE(end) << end.message() << ", seed " << seed;
+      EXPECT_EQ(received, sent) << "seed " << seed;
+    }
+  }
+}
+
 TEST(SenderSyncWait, RunsAFreshContextWhenNoneIsGiven) {
   auto r = ex::sync_wait(ex::sleep_for(1ms) | ex::then([] { return io_context::current() != nullptr; }));
   ASSERT_TRUE(r);
