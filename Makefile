@@ -8,6 +8,8 @@
 .PHONY: bench test docs soak deps-test deps-bench build-release build-sanitize build-tsan build-fuzz build-bench test-release test-sanitize test-tsan test-fuzz clean
 
 JOBS ?= $(shell nproc)
+# STDEXEC_DIR=/path/to/stdexec builds the stdexec interop tests too (docs/senders.md).
+STDEXEC_ARGS = $(if $(STDEXEC_DIR),-DRINGIO_STDEXEC_DIR=$(STDEXEC_DIR))
 BENCH_ARGS ?=
 ifeq ($(FULL),1)
   BENCH_ARGS += --full
@@ -20,13 +22,13 @@ deps-bench:
 	@scripts/install-deps.sh bench
 
 build-release: deps-test
-	cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release
+	cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release $(STDEXEC_ARGS)
 	cmake --build build/release -j $(JOBS)
 
 build-sanitize: deps-test
 	cmake -S . -B build/sanitize -G Ninja -DCMAKE_BUILD_TYPE=Debug \
 	  -DCMAKE_CXX_COMPILER=clang++-16 -DCMAKE_C_COMPILER=clang-16 \
-	  -DRINGIO_SANITIZE=address,undefined
+	  -DRINGIO_SANITIZE=address,undefined $(STDEXEC_ARGS)
 	cmake --build build/sanitize -j $(JOBS)
 
 test-release: build-release
@@ -41,7 +43,7 @@ TSAN_TESTS = CrossThread|SenderCrossThread|StdexecInterop|Channel|ChannelAcrossL
 build-tsan: deps-test
 	cmake -S . -B build/tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug \
 	  -DCMAKE_CXX_COMPILER=clang++-16 -DCMAKE_C_COMPILER=clang-16 \
-	  -DRINGIO_SANITIZE=thread -DRINGIO_BUILD_APPS=OFF
+	  -DRINGIO_SANITIZE=thread -DRINGIO_BUILD_APPS=OFF $(STDEXEC_ARGS)
 	cmake --build build/tsan -j $(JOBS) --target unit_tests integration_tests chaos_tests sender_tests stdexec_interop_tests
 
 test-tsan: build-tsan
