@@ -81,8 +81,8 @@ template <class E>
 /// tuple, or std::nullopt when it completed with set_stopped(). An error is thrown:
 /// std::error_code as std::system_error, std::exception_ptr rethrown, any other error
 /// thrown as it is. The receiver's environment has no stop token and answers
-/// get_scheduler with a scheduler for `ctx`. Call it on a thread where `ctx` is not
-/// running already.
+/// get_scheduler with a scheduler for `ctx`. `ctx` must not be running (on this thread
+/// or another): sync_wait runs it, on the calling thread.
 template <class S>
 std::optional<value_tuple_of_t<S>> sync_wait(io_context& ctx, S&& s) {
   using op_t = connect_result_t<S, detail::sync_wait_receiver<S>>;
