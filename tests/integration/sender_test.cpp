@@ -525,6 +525,45 @@ TEST_P(Senders, RandomStopsThenAShutdownOrResetKeepTheStreamIntact) {
   }
 }
 
+TEST_P(Senders, StoppedOperationsOfEveryKind) {
+  // recv_exact stopped after part of the block arrived: the count, not set_stopped.
+  socket_pair p;
+  send_text(p.b.native_handle(), "part");
+  std::array<char, 64> buf{};
+  std::stop_source stop;
+  auto partial = ex::sync_wait(ctx(), ex::when_all(with_token(ex::recv_exact(p.a, std::as_writable_bytes(std::span(buf))), stop.get_token()),
+                                                   ex::sleep_for(20ms) | ex::then([&] { stop.request_stop(); })));
+  ASSERT_TRUE(partial);
+  EXPECT_EQ(text_of(buf, std::get<0>(*partial)), "part");
+
+  // A pending datagram receive: set_stopped, then the next datagram is received.
+  auto u1 = udp_socket::bind(socket_address::loopback(0));
+  auto u2 = udp_socket::bind(socket_address::loopback(0));
+  ASSERT_TRUE(u1 && u2);
+  std::stop_source stop2;
+  auto none = ex::sync_wait(ctx(), ex::when_all(with_token(ex::recv_from(*u2, std::as_writable_bytes(std::span(buf))), stop2.get_token()),
+                                                ex::sleep_for(10ms) | ex::then([&] { stop2.request_stop(); })));
+  EXPECT_FALSE(none);
+  auto to = u2->local_address();
+  ASSERT_TRUE(to);
+  auto dg = ex::sync_wait(ctx(), ex::when_all(ex::send_to(*u1, std::as_bytes(std::span("next", 4)), *to),
+                                              ex::recv_from(*u2, std::as_writable_bytes(std::span(buf)))));
+  ASSERT_TRUE(dg);
+  EXPECT_EQ(text_of(buf, std::get<1>(*dg).size), "next");
+
+  // Stopped before start: timers, nop, yield, schedule.
+  std::stop_source stopped;
+  stopped.request_stop();
+  EXPECT_FALSE(ex::sync_wait(ctx(), with_token(ex::sleep_for(10s), stopped.get_token())));
+  EXPECT_FALSE(ex::sync_wait(ctx(), with_token(ex::nop(), stopped.get_token())));
+  EXPECT_FALSE(ex::sync_wait(ctx(), with_token(ex::yield(), stopped.get_token())));
+  EXPECT_FALSE(ex::sync_wait(ctx(), with_token(ex::fail_after(10s), stopped.get_token())));
+  // A close is not stoppable: the descriptor is released anyway.
+  EXPECT_TRUE(ex::sync_wait(ctx(), with_token(ex::close(p.a), stopped.get_token())));
+  EXPECT_FALSE(p.a.is_open());
+  EXPECT_EQ(ctx().in_flight(), 0u);
+}
+
 TEST(SenderSyncWait, RunsAFreshContextWhenNoneIsGiven) {
   auto r = ex::sync_wait(ex::sleep_for(1ms) | ex::then([] { return io_context::current() != nullptr; }));
   ASSERT_TRUE(r);
