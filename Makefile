@@ -5,7 +5,7 @@
 #                   threaded tests under TSan (clang-16), and each libFuzzer target for
 #                   FUZZ_SECONDS (20) on its corpus; and the API reference (make docs)
 #                   must build without a warning
-.PHONY: bench test docs soak deps-test deps-bench build-release build-sanitize build-tsan build-fuzz build-bench test-release test-sanitize test-tsan test-fuzz clean
+.PHONY: bench test docs soak deps-test deps-bench build-release build-sanitize build-tsan build-fuzz build-bench test-release test-sanitize test-tsan test-fuzz test-bench-runner clean
 
 JOBS ?= $(shell nproc)
 # STDEXEC_DIR=/path/to/stdexec builds the stdexec interop tests too (docs/senders.md).
@@ -38,13 +38,15 @@ test-sanitize: build-sanitize
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --test-dir build/sanitize --output-on-failure -j 2
 
-# ThreadSanitizer: the tests whose code runs on several threads.
-TSAN_TESTS = CrossThread|SenderCrossThread|StdexecInterop|Channel|ChannelAcrossLoops|MpscRing|Cancellation.StopFromAnotherThread|Chaos|Log\.|ServeProgram
+# ThreadSanitizer: the tests whose code runs on several threads. Fibers run on one
+# thread; their stack switches are told to TSan (__tsan_switch_to_fiber), and the one
+# fiber test with a second thread (a stop from it) runs here.
+TSAN_TESTS = CrossThread|SenderCrossThread|StdexecInterop|Channel|ChannelAcrossLoops|MpscRing|Cancellation.StopFromAnotherThread|Chaos|Log\.|ServeProgram|Fiber.StopFromAnotherThread
 build-tsan: deps-test
 	cmake -S . -B build/tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug \
 	  -DCMAKE_CXX_COMPILER=clang++-16 -DCMAKE_C_COMPILER=clang-16 \
 	  -DRINGIO_SANITIZE=thread -DRINGIO_BUILD_APPS=OFF $(STDEXEC_ARGS)
-	cmake --build build/tsan -j $(JOBS) --target unit_tests integration_tests chaos_tests sender_tests stdexec_interop_tests
+	cmake --build build/tsan -j $(JOBS) --target unit_tests integration_tests chaos_tests fiber_tests sender_tests stdexec_interop_tests
 
 test-tsan: build-tsan
 	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
@@ -70,7 +72,11 @@ docs: deps-test
 	@mkdir -p build/docs
 	RINGIO_DOCS_OUT=build/docs doxygen docs/reference/Doxyfile
 
-test: docs test-release test-sanitize test-tsan test-fuzz
+# The benchmark runner's own tests (plans, parsers, reports): Python only, seconds.
+test-bench-runner: deps-test
+	cd bench && python3 -m unittest discover -s runner/tests -t . -q
+
+test: docs test-bench-runner test-release test-sanitize test-tsan test-fuzz
 
 build-bench: deps-bench
 	cmake -S . -B build/bench -G Ninja -DCMAKE_BUILD_TYPE=Release -DRINGIO_BUILD_TESTS=OFF -DRINGIO_BUILD_PEERS=ON

@@ -6,6 +6,7 @@
 
 #include "common/cli.hpp"
 #include "common/serve.hpp"
+#include "ringio/fiber.hpp"
 #include "ringio/net/buffer_pool.hpp"
 #include "ringio/net/multishot_receiver.hpp"
 #include "ringio/net/stream_socket.hpp"
@@ -18,7 +19,29 @@ const std::string usage = std::string(
     "no new connections, open ones get --drain-timeout seconds, exit 0.\n"
     "options:\n") + apps::server_port_threads_usage + apps::server_options_usage +
     "  --recv MODE              multishot (default: one armed recv per connection into\n"
-    "                           buffers shared by the thread) or single (a recv per message)\n";
+    "                           buffers shared by the thread) or single (a recv per message)\n"
+    "  --fibers                 one fiber per connection doing blocking-style recv/send\n"
+    "                           (a recv per message; not with --recv)\n"
+    "  --fiber-stack-kib N      stack of each fiber with --fibers (default 64)\n";
+
+// --fibers: the stack size of each connection's fiber.
+std::size_t fiber_stack_bytes = 64 * 1024;
+
+// The same loop as echo(), written as ordinary blocking code on a fiber's stack.
+void echo_blocking(ringio::stream_socket& s) {
+  std::array<std::byte, 16384> buf;
+  for (;;) {
+    auto n = ringio::this_fiber::await(s.recv(buf));
+    if (!n || *n == 0) return;
+    auto sent = ringio::this_fiber::await(s.send_all(std::span(buf).first(*n)));
+    if (!sent || *sent != *n) return;
+  }
+}
+
+ringio::task<void> echo_fiber(ringio::stream_socket s) {
+  return ringio::fiber([s = std::move(s)]() mutable { echo_blocking(s); },
+                       ringio::fiber_options{.stack_size = fiber_stack_bytes});
+}
 
 // One recv per message into the connection's own buffer.
 ringio::task<void> echo(ringio::stream_socket s) {
@@ -48,14 +71,21 @@ ringio::task<void> echo_multishot(ringio::stream_socket s) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  apps::cli args(argc, argv, usage, apps::server_flags());
+  apps::cli args(argc, argv, usage, apps::server_flags({"fibers"}));
   apps::server_config cfg;
   cfg.name = "echo_server";
   apps::read_server_options(args, cfg);
-  auto recv_mode = args.text("recv", "multishot");
+  const bool fibers = args.flag("fibers");
+  auto recv_mode = args.text("recv", "");
+  if (fibers && !recv_mode.empty()) args.fail("--fibers receives a message at a time: it takes no --recv");
+  auto stack_kib = args.integer("fiber-stack-kib", 0, 16, 64 * 1024);
+  if (stack_kib != 0 && !fibers) args.fail("--fiber-stack-kib needs --fibers");
+  if (stack_kib != 0) fiber_stack_bytes = static_cast<std::size_t>(stack_kib) * 1024;
+  if (recv_mode.empty()) recv_mode = "multishot";
   if (recv_mode != "single" && recv_mode != "multishot")
     args.fail("--recv must be single or multishot, got '" + recv_mode + "'");
   args.done();
+  if (fibers) return apps::run_server(cfg, echo_fiber);
   if (recv_mode == "single") return apps::run_server(cfg, echo);
   cfg.options.loop_setup = [](ringio::io_context& ctx, unsigned) -> std::shared_ptr<void> {
     auto pool = std::make_shared<ringio::buffer_pool>(ctx, 4096, 16384);

@@ -7,11 +7,15 @@ import re
 import shutil
 
 RINGIO_CLIENTS = {"ping", "echo_bench", "churn_bench"}
+# Clients that are `ping` with a flag: the sender client and the per-operation-cancellation one.
+PING_VARIANTS = {"ping-senders": ["--senders"], "ping-when-any": ["--when-any"]}
 
 
 def path_of(layout, client):
     if client in RINGIO_CLIENTS:
         return layout.app(client)
+    if client in PING_VARIANTS:
+        return layout.app("ping")
     if client == "httpmem":
         return os.path.join(layout.root, "bench/clients/httpmem")
     if client == "raw_epoll_echo_client":
@@ -40,8 +44,9 @@ def command(layout, client, cell, port, server_pid="PID"):
     reads the RSS of the server's process tree: `server_pid`)."""
     p = path_of(layout, client)
     c = cell
-    if client == "ping":
-        return [p, str(port), str(c["threads"]), str(c["blocksize"]), str(c["sessions"]), str(c["timeout"])]
+    if client == "ping" or client in PING_VARIANTS:
+        return ([p, str(port), str(c["threads"]), str(c["blocksize"]), str(c["sessions"]), str(c["timeout"])]
+                + PING_VARIANTS.get(client, []))
     if client in ("echo_bench", "raw_epoll_echo_client"):
         # --warmup 0: the client counts every request of the window in which
         # the server's CPU time is taken.
@@ -85,7 +90,7 @@ def parse(client, stdout):
     res = parse_result_line(stdout)
     if client == "httpmem":
         return parse_httpmem(res)
-    if client == "ping":
+    if client == "ping" or client in PING_VARIANTS:
         rt, secs = res["round_trips"], res["seconds"]
         return {"throughput": res["gib_per_s"], "ops": rt, "errors": res.get("errors", 0),
                 "rate": rt / secs if secs else None, "latency_us": {}, "raw": res}

@@ -7,7 +7,7 @@ import shutil
 import sys
 import time
 
-from . import clients, env, execute, measure, procs, report, scenarios, servers, stats, targets, venv
+from . import clients, env, execute, measure, procs, report, scenarios, servers, stats, switch, targets, venv
 
 USAGE_EPILOG = """\
 servers:   """ + ", ".join(servers.ORDER) + """
@@ -66,13 +66,22 @@ def log(msg):
 
 
 def baseline_of(scenario):
-    return scenarios.COST_CLIENTS[0] if scenario == "client-cost" else servers.BASELINE
+    scen = scenarios.SCENARIOS.get(scenario)
+    return scen.subject_clients[0] if scen and scen.subjects_are_clients else servers.BASELINE
 
 
 def make_plan(a, layout, ncpus, server_cpus, nofile, ports):
     """Per scenario: subjects, cells (run or why not), and what is skipped."""
     plan, skipped = [], []
     for name in a.scenarios:
+        if name == scenarios.SWITCH:
+            cmd = switch.command(layout, a.full, a.repeats)
+            why = switch.available(layout)
+            if why:
+                skipped.append({"scenario": name, "reason": f"skipped: {why}"})
+            plan.append({"scenario": name, "subjects": [] if why else switch.SUBJECTS,
+                         "cells": [], "client_cmd": " ".join([os.path.basename(cmd[0])] + cmd[1:])})
+            continue
         scen = scenarios.SCENARIOS[name]
         entry = {"scenario": name, "subjects": [], "cells": [], "client_cmd": None}
         usable = []
@@ -89,14 +98,15 @@ def make_plan(a, layout, ncpus, server_cpus, nofile, ports):
             pref = [s for s in [servers.BASELINE] + usable if s in usable]
             entry["server"] = pref[0] if pref else None
             if not entry["server"]:
-                skipped.append({"scenario": name, "reason": "skipped: no selected server with an echo mode is built"})
-            for c in scenarios.COST_CLIENTS:
+                skipped.append({"scenario": name,
+                                "reason": f"skipped: no selected server with a {scen.mode} mode is built"})
+            for c in scen.subject_clients:
                 why = clients.available(layout, c)
                 if why:
                     skipped.append({"scenario": name, "subject": c, "reason": f"skipped: {why}"})
                 elif entry["server"]:
                     entry["subjects"].append(c)
-            entry["server_note"] = f"Server: `{entry['server']}`, echo mode." if entry["server"] else None
+            entry["server_note"] = f"Server: `{entry['server']}`, {scen.mode} mode." if entry["server"] else None
         else:
             why = clients.available(layout, scen.client)
             if why:
@@ -117,7 +127,7 @@ def make_plan(a, layout, ncpus, server_cpus, nofile, ports):
                 skipped.append({"scenario": name, "cell": lab, "reason": reason})
         cmds = []
         for c in entry["cells"]:
-            client = scenarios.COST_CLIENTS[0] if scen.subjects_are_clients else scenarios.client_of(name, c["cell"])
+            client = scen.subject_clients[0] if scen.subjects_are_clients else scenarios.client_of(name, c["cell"])
             cmd = clients.command(layout, client, c["cell"], "PORT")
             cmd = " ".join([os.path.basename(cmd[0])] + [str(x) for x in cmd[1:]])
             kind = (client, c["cell"].get("load"))
@@ -293,6 +303,10 @@ def main(argv=None):
         if any(p["scenario"] == "http-static" and p["subjects"] and any(c["status"] == "run" for c in p["cells"])
                for p in plan):
             ctx.static_root = execute.make_static_root()
+        if scenarios.SWITCH in a.scenarios and not switch.available(layout):
+            log("switch: running switch_bench")
+            res["switch"] = switch.run(layout, a.full, a.repeats, switch.cpus_for(server_cpus))
+            log(f"switch: {res['switch'].get('error') or res['switch']['subjects'].keys()}")
         run_plan(a, ctx, plan, res["runs"], skipped)
     except (KeyboardInterrupt, SystemExit) as e:
         res["notes"].append("Interrupted: this report covers only the runs before the interruption.")

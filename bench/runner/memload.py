@@ -3,6 +3,7 @@
 server's resident memory read at fixed moments of the load.
 
     httpmem idle --port P --pid PID --connections N [--idle-wait 1] [--after 1,3]
+    httpmem echo-idle --port P --pid PID --connections N [--idle-wait 1] [--after 1,3]
     httpmem slow --port P --pid PID --connections M --path /1MiB.bin --seconds 3 [--rcvbuf 4096]
                  [--chunk 4096] [--tick 0.1] [--after 1,3]
     httpmem download --port P --path /256MiB.bin --duration D
@@ -80,21 +81,29 @@ def request_bytes(path):
     return f"GET {path} HTTP/1.1\r\nHost: {HOST}\r\n\r\n".encode()
 
 
-class Conn:
-    __slots__ = ("sock", "state", "buf", "status", "need", "got")
+ECHO_MESSAGE = b"ringio echo idle"  # 16 bytes, sent once by each echo-idle connection
 
-    def __init__(self, sock):
+
+class Conn:
+    __slots__ = ("sock", "state", "buf", "status", "need", "got", "echo")
+
+    def __init__(self, sock, echo=False):
         self.sock = sock
         self.state = "connect"
         self.buf = bytearray()
-        self.status = None  # the response's status once its head arrived
-        self.need = None  # bytes of the whole response, once known
+        self.echo = echo  # an echo server: the response is the request's bytes
+        self.status = 200 if echo else None  # the response's status once its head arrived
+        self.need = len(ECHO_MESSAGE) if echo else None  # bytes of the whole response, once known
         self.got = 0  # bytes received
 
     def take(self, data):
         """Counts received bytes; parses the head while it is incomplete."""
         self.got += len(data)
-        if self.need is None:
+        if self.echo:
+            self.buf += data
+            if not ECHO_MESSAGE.startswith(bytes(self.buf[:len(ECHO_MESSAGE)])):
+                raise ResponseError("bad echo")
+        elif self.need is None:
             self.buf += data
             head = parse_head(self.buf)
             if head:
@@ -134,12 +143,13 @@ class Load:
             self.last_sample = now
             self.samples.append(self.rss())
 
-    def open(self, n, path, read_response, deadline, rcvbuf=None, mss=None):
-        """Opens n connections, WINDOW at a time, and sends each one request;
-        with `read_response`, reads each whole response.  Returns the ones
-        that got that far; the others are in the failure counts."""
+    def open(self, n, path, read_response, deadline, rcvbuf=None, mss=None, echo=False):
+        """Opens n connections, WINDOW at a time, and sends each one request
+        (`echo`: ECHO_MESSAGE instead of a GET of `path`); with
+        `read_response`, reads each whole response.  Returns the ones that got
+        that far; the others are in the failure counts."""
         sel = selectors.DefaultSelector()
-        req = request_bytes(path)
+        req = ECHO_MESSAGE if echo else request_bytes(path)
         done, started, busy = [], 0, 0
         while (started < n or busy) and time.monotonic() < deadline:
             while started < n and busy < WINDOW:
@@ -154,7 +164,7 @@ class Load:
                     # send buffer the kernel sizes for it, are those of an Ethernet path
                     # rather than loopback's 64 KiB.
                     s.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG, mss)
-                c = Conn(s)
+                c = Conn(s, echo)
                 err = s.connect_ex((HOST, self.port))
                 if err not in (0, errno.EINPROGRESS):
                     self.fail(c, "connect")
@@ -225,21 +235,22 @@ def _name(x):
     return str(int(x)) if float(x).is_integer() else str(x)
 
 
-def idle(a):
-    """N keep-alive connections, one request each, then idle; RSS before,
-    with all of them idle, and after they close."""
+def idle(a, echo=False):
+    """N keep-alive connections, one request each (`echo`: one echoed
+    message), then idle; RSS before, with all of them idle, and after they
+    close."""
     load = Load(a.port, a.pid)
     time.sleep(0.2)  # the runner's readiness probe has just closed
     before = load.rss()
     t0 = time.monotonic()
-    conns = load.open(a.connections, "/", True, t0 + a.open_timeout)
+    conns = load.open(a.connections, "/", True, t0 + a.open_timeout, echo=echo)
     open_s = time.monotonic() - t0
     time.sleep(a.idle_wait)
     load.sample(force=True)
     loaded = load.samples[-1]
     rss = {"before": before, "loaded": loaded, "peak": max(load.samples)}
     rss.update(load.after_close(conns, a.after))
-    return {"load": "idle", "connections": a.connections, "ok": len(conns), "failed": load.failed(),
+    return {"load": "echo-idle" if echo else "idle", "connections": a.connections, "ok": len(conns), "failed": load.failed(),
             "failures": load.failures, "open_s": round(open_s, 3), "rss_kib": rss, "processes": len(load.pids)}
 
 
@@ -338,7 +349,7 @@ def download(a):
 def parse_args(argv):
     ap = argparse.ArgumentParser(prog="httpmem", description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="load", required=True)
-    for name in ("idle", "slow", "download"):
+    for name in ("idle", "echo-idle", "slow", "download"):
         p = sub.add_parser(name)
         p.add_argument("--port", type=int, required=True)
         if name != "download":
@@ -347,9 +358,10 @@ def parse_args(argv):
             p.add_argument("--after", type=lambda t: [float(x) for x in t.split(",")], default=[1.0, 3.0],
                            help="RSS this many seconds after the close (default 1,3)")
             p.add_argument("--open-timeout", type=float, default=60.0, help="for opening all connections")
-        if name != "idle":
+        if name not in ("idle", "echo-idle"):
             p.add_argument("--path", required=True)
     sub.choices["idle"].add_argument("--idle-wait", type=float, default=1.0)
+    sub.choices["echo-idle"].add_argument("--idle-wait", type=float, default=1.0)
     sl = sub.choices["slow"]
     sl.add_argument("--seconds", type=float, default=3.0)
     sl.add_argument("--rcvbuf", type=int, default=4096)
@@ -364,7 +376,7 @@ def parse_args(argv):
 
 def main(argv=None):
     a = parse_args(sys.argv[1:] if argv is None else argv)
-    res = {"idle": idle, "slow": slow, "download": download}[a.load](a)
+    res = {"idle": idle, "echo-idle": lambda x: idle(x, echo=True), "slow": slow, "download": download}[a.load](a)
     print("RESULT " + json.dumps(res), flush=True)
     return 0  # failures are figures of the result, like wrk's socket errors
 

@@ -1,5 +1,5 @@
 """report.md from the results (the same dict that goes to results.json)."""
-from . import scenarios, servers
+from . import scenarios, servers, switch
 
 DASH = "–"
 
@@ -138,6 +138,8 @@ def busy_text(res):
 
 
 def scenario_section(res, name):
+    if name == scenarios.SWITCH:
+        return switch.section(res["switch"]) if res.get("switch") else "### switch\n\nNot run."
     scen = scenarios.SCENARIOS[name]
     groups = [g for g in res["summary"] if g["scenario"] == name]
     p = next((p for p in res["plan"] if p["scenario"] == name), None)
@@ -191,8 +193,8 @@ def throughput_table(scen, groups, base, unit, op):
 
 
 MEMORY_NOTE = ("RSS is VmRSS summed over the server's processes (nginx: master and workers), in MiB: the "
-               "reading before the load, the loaded one (http-idle: every connection idle, 1 s after the last "
-               "response; slow readers: the highest reading while they read), and 1 s and 3 s after the "
+               "reading before the load, the loaded one (http-idle and echo-idle: every connection idle, 1 s after "
+               "the last response; slow readers: the highest reading while they read), and 1 s and 3 s after the "
                "client closed every connection. KiB per connection = (loaded - before) / connections open; "
                "after/before uses the 3 s reading. Kernel memory (socket buffers, the page cache) is not in RSS.")
 
@@ -206,7 +208,7 @@ def _med(g, key):
     return s["median"] if s else None
 
 
-LOADED = {"idle": "RSS all idle", "slow": "RSS peak"}
+LOADED = {"idle": "RSS all idle", "echo-idle": "RSS all idle", "slow": "RSS peak"}
 
 
 def memory_table(groups, base):

@@ -13,10 +13,11 @@ class Scenario:
     unit: str  # throughput unit
     op: str  # what CPU time is divided by
     what: str  # one line for the report
+    subject_clients: tuple = ()  # the clients compared against one server (empty: servers are compared)
 
     @property
     def subjects_are_clients(self):
-        return self.name == "client-cost"
+        return bool(self.subject_clients)
 
 
 SCENARIOS = {s.name: s for s in [
@@ -32,7 +33,14 @@ SCENARIOS = {s.name: s for s in [
              "ab, HTTP/1.0, one connection per request"),
     Scenario("client-cost", "echo", "echo_bench", "connections", "req/s", "round trip",
              "the same echo load from echo_bench and from raw_epoll_echo_client against one server; "
-             "compares the clients' CPU per round trip"),
+             "compares the clients' CPU per round trip", ("echo_bench", "raw_epoll_echo_client")),
+    Scenario("pingpong-cancel", "pong", "ping", "sessions", "GiB/s", "round trip",
+             "ping, ping --senders (the sender/receiver client) and ping --when-any (every recv and send "
+             "raced against a timer with when_any: a cancellation set up and torn down per operation) "
+             "against one pong server; compares the clients", ("ping", "ping-senders", "ping-when-any")),
+    Scenario("echo-idle", "echo", "httpmem", "connections", "-", "connection",
+             "httpmem echo-idle: N connections each echo 16 bytes once, then stay idle; the server's RSS "
+             "before, with all N idle (after 1 s), and 1 s and 3 s after they close"),
     Scenario("http-idle", "http", "httpmem", "connections", "-", "connection",
              "httpmem idle: N keep-alive connections each send one GET / and read the response, then stay "
              "idle; the server's RSS before, with all N idle (after 1 s), and 1 s and 3 s after they close"),
@@ -41,8 +49,10 @@ SCENARIOS = {s.name: s for s in [
              "connection downloading a 256 MiB file, and slow readers of a 1 MiB file with a 4 KiB "
              "receive buffer (server RSS before, at the peak, and after they close)"),
 ]}
-ORDER = list(SCENARIOS)
-COST_CLIENTS = ["echo_bench", "raw_epoll_echo_client"]
+ORDER = list(SCENARIOS) + ["switch"]
+COST_CLIENTS = list(SCENARIOS["client-cost"].subject_clients)
+# Not a client/server scenario: bench/runner/switch.py runs apps/switch_bench.
+SWITCH = "switch"
 
 # The files of the static root: name in the cell -> (file name, size).  Real
 # bytes, not sparse: a hole is read as zeros without touching the page cache.
@@ -53,7 +63,8 @@ STATIC_FILES = {"4KiB": ("4KiB.bin", 4096), "1MiB": ("1MiB.bin", 1 << 20), "256M
 LOADS = {"wrk": ("wrk", "req/s", "request"),
          "download": ("httpmem", "GB/s", "MB"),
          "slow": ("httpmem", "-", "connection"),
-         "idle": ("httpmem", "-", "connection")}
+         "idle": ("httpmem", "-", "connection"),
+         "echo-idle": ("httpmem", "-", "connection")}
 
 
 def _grid(**axes):
@@ -70,6 +81,8 @@ def cells(name, full, seconds=None):
     is sized so that all of it, with every peer, takes about 8 minutes on two
     cores, half of it the memory cells' waits (see docs/benchmarks.md)."""
     d = seconds or (FULL_SECONDS if full else QUICK_SECONDS)
+    if name == SWITCH:
+        return []  # one program run, not a grid (bench/runner/switch.py)
     if name == "pingpong":
         if full:
             return _grid(threads=[1, 2, 4, 8], sessions=[10, 100, 1000, 10000, 100000],
@@ -88,8 +101,13 @@ def cells(name, full, seconds=None):
         return _grid(threads=[1], concurrency=[100], requests=[100000 if full else 10000])
     if name == "client-cost":
         return _grid(threads=[1], connections=[1, 50, 500] if full else [50], length=[512], duration=[d])
+    if name == "pingpong-cancel":
+        return _grid(threads=[1], sessions=[10, 100, 1000] if full else [100], blocksize=[16384],
+                     timeout=[max(1, round(d))])
     if name == "http-idle":
         return _grid(threads=[1], load=["idle"], connections=[10000])
+    if name == "echo-idle":
+        return _grid(threads=[1], load=["echo-idle"], connections=[10000])
     if name == "http-static":
         # The quick grid keeps only the slow readers: memory is what the quick
         # run must show on every change; throughput of static files is in the full one.
@@ -117,7 +135,7 @@ def probe_cell(name, cell):
     return c
 
 
-LABEL_KEYS = {"pingpong": ["threads", "sessions"], "echo": ["connections", "length"],
+LABEL_KEYS = {"pingpong": ["threads", "sessions"], "pingpong-cancel": ["sessions"], "echo-idle": ["connections"], "echo": ["connections", "length"],
               "churn": ["concurrency"], "http-wrk": ["connections"], "http-ab": ["concurrency"],
               "client-cost": ["connections", "length"], "http-idle": ["connections"],
               "http-static": ["load", "file", "connections"]}
@@ -144,7 +162,7 @@ def unit_of(name, cell):
 
 def measures_memory(name, cell):
     """Whether the cell's figures are RSS readings rather than throughput."""
-    return cell.get("load") in ("idle", "slow")
+    return cell.get("load") in ("idle", "slow", "echo-idle")
 
 
 def counts_syscalls(name, cell):
@@ -175,7 +193,7 @@ def mark(name, cell, ncpus, nofile, ports, server_cpus=None):
         notes.append(f"the server's {threads} threads share {server_cpus} CPU"
                      f"{'s' if server_cpus > 1 else ''} (the client has the others)")
     if conns > ports * 3 // 4:
-        if name in ("pingpong", "echo"):
+        if name in ("pingpong", "pingpong-cancel", "echo"):
             notes.append(f"the client spreads its {conns} connections over several source addresses "
                          f"(127.0.0.x): one has {ports} ephemeral ports")
         else:

@@ -22,6 +22,9 @@ VARIANTS = {  # name -> (backend, extra server arguments, modes that take them)
     "ringio-uring-nodefer": ("uring", ["--no-defer-taskrun"], {"echo", "pong", "http"}),
     # File bodies read through the ring into a buffer (the path before sendfile).
     "ringio-uring-copy": ("uring", ["--no-sendfile"], {"http"}),
+    "ringio-uring-fibers": ("uring", ["--fibers"], {"echo"}),
+    "ringio-epoll-fibers": ("epoll", ["--fibers"], {"echo"}),
+    "ringio-uring-senders": ("uring", ["--senders"], {"pong"}),
 }
 ORDER = list(RINGIO) + list(PEERS) + ["nginx"]
 KNOWN = ORDER + list(VARIANTS)

@@ -52,6 +52,15 @@ TEST(EchoServerCli, BadArgumentsPrintUsageAndExitTwo) {
   EXPECT_EQ(run_to_exit({server, "--port", "1", "extra"}), 2);
 }
 
+TEST(EchoServerCli, FiberOptionsThatMakeNoSenseExitTwo) {
+  std::string err;
+  EXPECT_EQ(run_to_exit({server, "--port", "1", "--fibers", "--recv", "single"}, &err), 2);
+  EXPECT_NE(err.find("--fibers"), std::string::npos) << err;
+  EXPECT_EQ(run_to_exit({server, "--port", "1", "--fiber-stack-kib", "32"}, &err), 2);
+  EXPECT_NE(err.find("--fiber-stack-kib"), std::string::npos) << err;
+  EXPECT_EQ(run_to_exit({server, "--port", "1", "--fibers", "--fiber-stack-kib", "4"}), 2);
+}
+
 TEST(EchoServerCli, PortInUseIsAClearErrorAndExitOne) {
   auto busy = listen_loopback({.reuse_port = false});
   auto port = std::to_string(address_of(busy).port());
@@ -114,6 +123,23 @@ TEST_P(EchoServerStop, DrainDeadlineCutsIdleConnections) {
   char b;
   EXPECT_EQ(::recv(c, &b, 1, 0), 0) << "the idle connection was not closed";
   ::close(c);
+}
+
+// --fibers: one fiber per connection; the same graceful stop.
+TEST_P(EchoServerStop, FibersEchoAndDrainOnSigterm) {
+  child_process p({server, "--port", "0", "--backend", GetParam(), "--fibers", "--fiber-stack-kib", "32",
+                   "--drain-timeout", "10"});
+  auto port = start(p);
+  ASSERT_NE(port, 0) << p.stderr_text();
+  int c = connect_to(port);
+  ASSERT_GE(c, 0);
+  ASSERT_TRUE(echo_once(c, "before"));
+  ASSERT_TRUE(echo_once(c, std::string(100000, 'f')));
+  p.signal(SIGTERM);
+  std::this_thread::sleep_for(200ms);
+  EXPECT_TRUE(echo_once(c, "during drain"));
+  ::close(c);
+  EXPECT_EQ(p.wait(10s), std::optional<int>(0)) << p.stderr_text();
 }
 
 INSTANTIATE_TEST_SUITE_P(, EchoServerStop, ::testing::Values("uring", "epoll", "uring-poll"),
@@ -196,13 +222,8 @@ task<bool> pump(socket_address at, std::uint64_t seed, std::size_t bytes) {
   co_return sent && checked;
 }
 
-TEST(EchoServerLoad, EchoesOneGibibyteExactlyOverHundredConnections) {
-#if defined(RINGIO_SANITIZED)
-  constexpr std::size_t total = std::size_t{64} << 20;  // sanitizers run ~10x slower
-#else
-  constexpr std::size_t total = std::size_t{1} << 30;
-#endif
-  child_process p({server, "--port", "0", "--threads", "2"});
+void echo_exactly(std::vector<std::string> argv, std::size_t total) {
+  child_process p(std::move(argv));
   auto port = start(p);
   ASSERT_NE(port, 0) << p.stderr_text();
   io_context ctx;
@@ -220,6 +241,19 @@ TEST(EchoServerLoad, EchoesOneGibibyteExactlyOverHundredConnections) {
   EXPECT_EQ(good, 100);
   p.signal(SIGTERM);
   EXPECT_EQ(p.wait(10s), std::optional<int>(0));
+}
+
+TEST(EchoServerLoad, EchoesOneGibibyteExactlyOverHundredConnections) {
+#if defined(RINGIO_SANITIZED)
+  constexpr std::size_t total = std::size_t{64} << 20;  // sanitizers run ~10x slower
+#else
+  constexpr std::size_t total = std::size_t{1} << 30;
+#endif
+  echo_exactly({server, "--port", "0", "--threads", "2"}, total);
+}
+
+TEST(EchoServerLoad, FibersEchoExactlyOverHundredConnections) {
+  echo_exactly({server, "--port", "0", "--threads", "2", "--fibers"}, std::size_t{256} << 20);
 }
 
 }  // namespace

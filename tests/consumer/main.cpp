@@ -1,5 +1,6 @@
 // Echoes one message through a real socket pair with ringio: proves the headers,
 // the library and its dependencies are all found by a consuming project.
+#include <ringio/fiber.hpp>
 #include <ringio/ringio.hpp>
 
 #include <array>
@@ -23,6 +24,9 @@ int main() {
     auto got = co_await server->recv_exact(buf);
     co_return sent && got && std::string_view(buf.data(), 8) == "consumer";
   }(*listener, *at));
+  // ringio::fiber: a fiber waits for a task (Boost.Context is found and linked).
+  int from_fiber = sync_wait(ctx, fiber([] { return this_fiber::await([]() -> task<int> { co_return 42; }()); }));
+  ok = ok && from_fiber == 42;
   std::printf("consumer: %s on %s\n", ok ? "ok" : "FAILED", std::string(to_string(ctx.backend())).c_str());
   return ok && options_compile() ? 0 : 1;
 }

@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 
 #include "ringio/exec.hpp"
+#include "ringio/fiber.hpp"
 #include "ringio/ringio.hpp"
 #include "support/backend_test.hpp"
 #include "support/loopback.hpp"
@@ -278,6 +279,50 @@ TEST_P(ZeroAllocation, CopyBidirectionalAllocatesNothingPerChunk) {
     co_return during;
   }(front, back));
   EXPECT_EQ(allocs, 0);
+}
+
+// Fibers: a blocking-style echo server fiber and client fiber; after a warm-up, the
+// round trips (each two context switches per side, plus the operations) allocate nothing.
+TEST_P(ZeroAllocation, FiberEchoRoundTripsAllocateNothing) {
+  auto l = listen_loopback();
+  auto at = address_of(l);
+  long allocs = run([](stream_listener& l, socket_address at) -> task<long> {
+    scope server;
+    spawn_fiber(server, [&l] {
+      auto s = this_fiber::await(l.accept());
+      EXPECT_TRUE(s);
+      if (!s) return;
+      std::array<std::byte, 4096> buf;
+      for (;;) {
+        auto n = this_fiber::await(s->recv(buf));
+        if (!n || *n == 0) return;
+        auto w = this_fiber::await(s->send_all(std::span(buf).first(*n)));
+        if (!w) return;
+      }
+    });
+    long during = co_await fiber([at] {
+      auto s = this_fiber::await(stream_socket::connect(at));
+      EXPECT_TRUE(s);
+      std::array<std::byte, 128> out{}, in{};
+      int completed = 0;
+      for (int i = 0; i < 11'000; ++i) {
+        if (i == 1000) {
+          allocations = 0;
+          counting = true;
+        }
+        auto w = this_fiber::await(s->send_all(out));
+        auto r = this_fiber::await(s->recv_exact(in));
+        if (!w || !r) break;
+        if (i >= 1000) ++completed;
+      }
+      counting = false;
+      EXPECT_EQ(completed, 10'000);
+      return allocations.load();
+    });
+    co_await server.join();
+    co_return during;
+  }(l, at));
+  EXPECT_EQ(allocs, 0) << "allocations during 10,000 fiber round trips";
 }
 
 RINGIO_ALL_BACKENDS(ZeroAllocation);

@@ -106,8 +106,10 @@ class ServerTest(unittest.TestCase):
             a = main.parse_args(["--full", "--servers", "ringio-uring,raw-epoll", "--scenarios", "http-static"])
             plan, skipped = main.make_plan(a, lay, 2, [0], 20000, 28232)
             self.assertEqual(plan[0]["subjects"], ["ringio-uring"])
-            self.assertEqual([s["subject"] for s in skipped], ["raw-epoll"])
-            self.assertIn("serves no files", skipped[0]["reason"])
+            # (where wrk is not installed its cell is listed too, without a subject)
+            peers = [s for s in skipped if "subject" in s]
+            self.assertEqual([s["subject"] for s in peers], ["raw-epoll"])
+            self.assertIn("serves no files", peers[0]["reason"])
             cmd = plan[0]["client_cmd"]
             self.assertIn("wrk -t1 -c100 -d5s --latency http://127.0.0.1:PORT/4KiB.bin", cmd)
             self.assertIn("httpmem download --port PORT --path /256MiB.bin --duration 5", cmd)
