@@ -9,6 +9,7 @@
 #include <span>
 #include <sys/socket.h>
 
+#include "ringio/exec.hpp"
 #include "ringio/fiber.hpp"
 #include "ringio/ringio.hpp"
 #include "support/backend_test.hpp"
@@ -75,6 +76,45 @@ TEST_P(ZeroAllocation, EchoRoundTripsAllocateNothing) {
     co_return n;
   }(l, at));
   EXPECT_EQ(allocs, 0) << "allocations during 10,000 round trips";
+}
+
+// Sender echo: the server is repeat_until(recv | let_value(send_all)), the client a
+// loop of when_all(send_all, recv_exact) raced against a timer with when_any; every
+// operation state lives inside the loop's own state.
+TEST_P(ZeroAllocation, SenderEchoLoopAllocatesNothing) {
+  namespace ex = ringio::exec;
+  socket_pair p;
+  std::array<std::byte, 256> server_buf{}, out{}, in{};
+  int rounds = 0, failures = 0;
+  const int warmup = 1000, counted = 10'000;
+  auto server = ex::repeat_until([&] {
+    return ex::recv(p.a, server_buf) | ex::let_value([&](std::size_t n) {
+             return ex::send_all(p.a, std::span(server_buf).first(n)) | ex::then([n](std::size_t) { return n == 0; });
+           });
+  });
+  auto client = ex::repeat_until([&] {
+    if (rounds == warmup) {
+      allocations = 0;
+      counting = true;
+    }
+    return ex::when_any(ex::when_all(ex::send_all(p.b, std::span(out).first(128)),
+                                     ex::recv_exact(p.b, std::span(in).first(128))),
+                        ex::fail_after(std::chrono::seconds(5))) |
+           ex::then([&](std::size_t sent, std::size_t got) {
+             if (sent != 128 || got != 128) ++failures;
+             return ++rounds == warmup + counted;
+           });
+  });
+  auto done = ex::sync_wait(ctx(), ex::when_all(std::move(client) | ex::let_value([&] {
+                                                  counting = false;
+                                                  return ex::shutdown(p.b);
+                                                }),
+                                                std::move(server)));
+  counting = false;
+  EXPECT_TRUE(done);
+  EXPECT_EQ(failures, 0);
+  EXPECT_EQ(rounds, warmup + counted);
+  EXPECT_EQ(allocations.load(), 0) << "allocations during 10,000 sender round trips";
 }
 
 TEST_P(ZeroAllocation, TimedOperationsAllocateNothing) {
