@@ -110,12 +110,16 @@ class channel_send_op : public io_operation<channel_send_op<T>> {
   bool await_suspend(std::coroutine_handle<P> h);
   /// true: the value went in; false: woken to try again; or the error.
   result<bool> get_result();
+  /// After a cancelled wait: a wake from another thread still references this
+  /// operation (it is queued on this loop); the operation must outlive it.
+  [[nodiscard]] bool wake_in_flight() const noexcept { return wake_posted_ && !this->remote_cancel_seen; }
 
  private:
   channel<T>* ch_;
   T* value_;
   waiter_node node_;
   push_outcome outcome_ = push_outcome::full;
+  bool wake_posted_ = false;
 };
 
 }  // namespace detail
@@ -184,6 +188,9 @@ class channel {
       if (first == detail::push_outcome::closed) co_return unexpected(errc::closed);
       detail::channel_send_op<T> op(*this, v);
       auto r = co_await op;
+      // RACE: cancelled while a receiver on another thread was waking it; the wake's
+      // item is already in this loop's inbox and runs within an iteration or two.
+      while (op.wake_in_flight()) co_await yield();
       if (!r) co_return unexpected(r.error());
       if (*r) co_return result<void>{};
     }
@@ -335,11 +342,12 @@ result<bool> channel_send_op<T>::get_result() {
   s.lock();
   s.dequeue(node_);
   const bool woken = node_.granted;
+  // A wake from another thread is posted under the lock, so it is visible here.
+  wake_posted_ = woken && this->remote_cancel.load(std::memory_order_acquire);
   s.unlock();
   if (this->res >= 0) return false;  // woken: try again
-  // RACE: woken from another thread, but cancelled before the wake arrived (the
-  // operation's completion waited for the wake's item, see deliver_wake): pass the
-  // wake on so that the slot freed for it is not left unclaimed.
+  // RACE: woken, but cancelled before the wake arrived: pass the wake on so that the
+  // slot freed for it is not left unclaimed.
   if (woken) s.wake_one();
   return unexpected(op_error(*this));
 }

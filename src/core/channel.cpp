@@ -27,9 +27,11 @@ void run_sender_wake(remote_item& item, io_context& loop) noexcept {
 // Completes a queued sender's wait, from any thread; false if it cannot be woken.
 bool deliver_wake(op_base& op) noexcept {
   if (op.ctx == io_context::current()) return op.ctx->complete_event_later(op, 0);
-  // Another thread: the operation's own cross-thread item carries the wake, so that
-  // finish_operation() keeps the operation alive until the item has run. If a stop
-  // callback already queued it, that cancel wins.
+  // Another thread: the operation's own cross-thread item carries the wake. If the
+  // operation completes (cancelled) before the item ran, finish_operation() defers
+  // its completion until then, or, when this exchange came after its check, the
+  // sender sees the item pending (channel_send_op::wake_in_flight) and waits for it.
+  // If a stop callback already queued the item, that cancel wins.
   if (op.remote_cancel.exchange(true, std::memory_order_acq_rel)) return false;
   op.remote.run = &run_sender_wake;
   op.remote.arg = &op;

@@ -4,12 +4,16 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
+#include <random>
+#include <set>
 #include <thread>
 #include <utility>
 #include <vector>
 
 #include "ringio/ringio.hpp"
 #include "support/backend_test.hpp"
+#include "support/seed.hpp"
 
 using namespace ringio;
 using namespace ringio_test;
@@ -373,6 +377,56 @@ TEST(ChannelAcrossLoops, CloseFromAnotherThreadEndsEverybody) {
   });
   closer.join();
   EXPECT_EQ(closed_seen.load(), 3);
+}
+
+// Senders on three loops wait on a 2-slot channel with random short timeouts, so their
+// cancellations race the receiver's wake-ups from another thread. Every send that
+// succeeded arrives exactly once; none that failed arrives.
+TEST(ChannelAcrossLoops, SenderTimeoutsRacingWakesFromAnotherThreadLoseNothing) {
+  const std::uint64_t seed = test_seed();
+  constexpr int per_sender = 3'000;
+  runtime rt({.threads = 4});
+  channel<long> ch(2);
+  std::vector<std::vector<long>> sent(4);
+  std::vector<long> received;
+  std::atomic<int> senders_done{0};
+  rt.run_on_each([&](io_context&, unsigned i) -> task<void> {
+    std::mt19937_64 rng(seed + i);
+    if (i == 0) {
+      for (;;) {
+        auto v = co_await ch.receive();
+        if (!v) break;
+        received.push_back(*v);
+        if (rng() % 64 == 0) {
+          auto z = co_await sleep_for(std::chrono::microseconds(rng() % 200));
+          (void)z;
+        }
+        if (senders_done.load() == 3 && ch.size() == 0) ch.close();
+      }
+      co_return;
+    }
+    for (long k = 0; k < per_sender; ++k) {
+      const long v = static_cast<long>(i) * 1'000'000 + k;
+      auto s = co_await with_timeout(ch.send(v), std::chrono::microseconds(rng() % 40));
+      if (s) sent[i].push_back(v);
+    }
+    if (++senders_done == 3) {
+      auto z = co_await sleep_for(1ms);  // the receiver may be waiting: closing wakes it
+      (void)z;
+      ch.close();
+    }
+  });
+  std::size_t expected = 0;
+  std::set<long> all_sent;
+  for (auto& per : sent) {
+    expected += per.size();
+    all_sent.insert(per.begin(), per.end());
+  }
+  std::set<long> got(received.begin(), received.end());
+  EXPECT_EQ(received.size(), expected) << "seed " << seed;
+  EXPECT_EQ(got.size(), received.size()) << "duplicates, seed " << seed;
+  EXPECT_EQ(got, all_sent) << "seed " << seed;
+  EXPECT_LT(expected, 3u * per_sender) << "no send timed out: the race was not exercised";
 }
 
 }  // namespace
