@@ -329,6 +329,9 @@ TEST_P(ZeroAllocation, FiberEchoRoundTripsAllocateNothing) {
 // A 4-slot channel between two tasks: the sender waits while it is full and the
 // receiver while it is empty, thousands of times, without allocating.
 TEST_P(ZeroAllocation, ChannelWaitsOnBothSidesAllocateNothing) {
+#if defined(RINGIO_SANITIZED)
+  GTEST_SKIP() << "sanitizer builds bypass the coroutine frame cache: each receive() allocates its frame";
+#endif
   channel<long> ch(4);
   long allocs = run([](channel<long>& ch) -> task<long> {
     auto sender = [](channel<long>& ch) -> task<void> {
@@ -392,6 +395,9 @@ TEST_P(ZeroAllocation, ContendedMutexAndSemaphoreAllocateNothing) {
 
 // Broadcast of shared messages to three receivers that wait for each one.
 TEST_P(ZeroAllocation, BroadcastSendAndReceiveAllocateNothing) {
+#if defined(RINGIO_SANITIZED)
+  GTEST_SKIP() << "sanitizer builds bypass the coroutine frame cache: each receive() allocates its frame";
+#endif
   long allocs = run([]() -> task<long> {
     broadcast<std::shared_ptr<const int>> b(16);
     auto message = std::make_shared<const int>(42);
