@@ -213,9 +213,14 @@ class channel {
       // RACE: pairs with the fence in notify(): a send (or close) that raced with us
       // either sees waiting or its effect is seen here.
       std::atomic_thread_fence(std::memory_order_seq_cst);
-      if (ring_.size() > 0 || closed_.load(std::memory_order_seq_cst)) {
+      if (auto v = pop()) {
         w.waiting.store(false);
-        continue;
+        co_return std::move(*v);
+      }
+      // A push still in progress (even one racing close()) notifies when it is done.
+      if (drained()) {
+        w.waiting.store(false);
+        co_return unexpected(errc::closed);
       }
       detail::channel_wait_op op;
       if (stop.stop_possible()) op.set_stop_token(stop);
