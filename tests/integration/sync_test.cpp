@@ -323,6 +323,29 @@ TEST_P(Sync, BarrierArrivalOfACancelledWaiterIsWithdrawn) {
   }());
 }
 
+// The phase completes (the last participant arrives) and the stop of a waiter comes in
+// the same turn: the waiter passed the barrier, and the next phase starts whole.
+TEST_P(Sync, BarrierPhaseCompletedBeforeAStopCountsAsPassed) {
+  run([]() -> task<void> {
+    barrier b(2);
+    std::stop_source stop;
+    bool passed = false;
+    auto waiter = [](barrier& b, std::stop_token t, bool& passed) -> task<void> {
+      auto w = co_await b.arrive_and_wait().with_stop(t);
+      passed = w.has_value();
+    };
+    scope sc;
+    sc.spawn(waiter(b, stop.get_token(), passed));
+    auto last = co_await b.arrive_and_wait();  // completes the phase at once
+    EXPECT_TRUE(last);
+    stop.request_stop();
+    co_await sc.join();
+    EXPECT_TRUE(passed);
+    EXPECT_EQ(b.phase(), 1u);
+    EXPECT_EQ(b.remaining(), 2u);
+  }());
+}
+
 TEST_P(Sync, OneShotEventReleasesEveryWaiterAndStaysSet) {
   run([]() -> task<void> {
     event e;
