@@ -160,6 +160,8 @@ def run_plan(a, ctx, plan, runs, skipped):
                for p in plan for c in p["cells"] if c["status"] == "run")
     done = 0
     for p in plan:
+        if p["scenario"] == scenarios.SWITCH:
+            continue  # ran before the plan (switch.run): it has no cells
         scen = scenarios.SCENARIOS[p["scenario"]]
         ctx.cost_server = p.get("server")
         broken = {}

@@ -83,3 +83,18 @@ class TlsScenarioTest(unittest.TestCase):
         self.assertNotIn("ssl", servers.nginx_conf("/t", 9080, 1, 20000, 100))
         with self.assertRaises(servers.Unavailable):
             servers.spec(servers.Layout("/nonexistent"), "nginx", "https", 9443, {}, "/tmp", None, None)
+
+
+class SwitchPlanTest(unittest.TestCase):
+    def test_the_plan_entry_of_switch_has_no_runs(self):
+        import tempfile
+        from .test_plan import fake_layout
+        with tempfile.TemporaryDirectory() as d:
+            lay = fake_layout(d, apps=["switch_bench"], peers=[])
+            a = main.parse_args(["--scenarios", "switch", "--servers", "ringio-uring"])
+            plan, skipped = main.make_plan(a, lay, 2, [0], 20000, 28232)
+            self.assertEqual(plan[0]["subjects"], switch.SUBJECTS)
+            self.assertEqual(skipped, [])
+            runs = []
+            main.run_plan(a, None, plan, runs, skipped)  # nothing to run, no server context needed
+            self.assertEqual(runs, [])
