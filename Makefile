@@ -8,6 +8,8 @@
 .PHONY: bench test docs soak deps-test deps-bench build-release build-sanitize build-tsan build-fuzz build-bench test-release test-sanitize test-tsan test-fuzz test-bench-runner clean
 
 JOBS ?= $(shell nproc)
+# STDEXEC_DIR=/path/to/stdexec builds the stdexec interop tests too (docs/senders.md).
+STDEXEC_ARGS = $(if $(STDEXEC_DIR),-DRINGIO_STDEXEC_DIR=$(STDEXEC_DIR))
 BENCH_ARGS ?=
 ifeq ($(FULL),1)
   BENCH_ARGS += --full
@@ -20,13 +22,13 @@ deps-bench:
 	@scripts/install-deps.sh bench
 
 build-release: deps-test
-	cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release
+	cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release $(STDEXEC_ARGS)
 	cmake --build build/release -j $(JOBS)
 
 build-sanitize: deps-test
 	cmake -S . -B build/sanitize -G Ninja -DCMAKE_BUILD_TYPE=Debug \
 	  -DCMAKE_CXX_COMPILER=clang++-16 -DCMAKE_C_COMPILER=clang-16 \
-	  -DRINGIO_SANITIZE=address,undefined
+	  -DRINGIO_SANITIZE=address,undefined $(STDEXEC_ARGS)
 	cmake --build build/sanitize -j $(JOBS)
 
 test-release: build-release
@@ -39,12 +41,12 @@ test-sanitize: build-sanitize
 # ThreadSanitizer: the tests whose code runs on several threads. Fibers run on one
 # thread; their stack switches are told to TSan (__tsan_switch_to_fiber), and the one
 # fiber test with a second thread (a stop from it) runs here.
-TSAN_TESTS = CrossThread|Channel|ChannelAcrossLoops|MpscRing|Cancellation.StopFromAnotherThread|Chaos|Log\.|ServeProgram|Fiber.StopFromAnotherThread|Client\.Resolve
+TSAN_TESTS = CrossThread|SenderCrossThread|StdexecInterop|Channel|ChannelAcrossLoops|MpscRing|Cancellation.StopFromAnotherThread|Chaos|Log\.|ServeProgram|Fiber.StopFromAnotherThread|Sync\.EventSetFromAnotherThread|SyncRandom\.Channel|Client\.Resolve
 build-tsan: deps-test
 	cmake -S . -B build/tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug \
 	  -DCMAKE_CXX_COMPILER=clang++-16 -DCMAKE_C_COMPILER=clang-16 \
-	  -DRINGIO_SANITIZE=thread -DRINGIO_BUILD_APPS=OFF
-	cmake --build build/tsan -j $(JOBS) --target unit_tests integration_tests chaos_tests fiber_tests http_client_tests
+	  -DRINGIO_SANITIZE=thread -DRINGIO_BUILD_APPS=OFF $(STDEXEC_ARGS)
+	cmake --build build/tsan -j $(JOBS) --target unit_tests integration_tests chaos_tests fiber_tests sender_tests stdexec_interop_tests http_client_tests
 
 test-tsan: build-tsan
 	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \

@@ -2,6 +2,7 @@
 // loop threads; each sends a block, reads the whole block back, and repeats. The clock
 // starts once every session is connected and stops at the timeout.
 #include <cstdio>
+#include <chrono>
 #include <string>
 
 #include "common/cli.hpp"
@@ -12,18 +13,22 @@ namespace {
 constexpr const char* usage =
     "usage: ping <port> <threads> <blocksize> <sessions> <timeout(s)>\n"
     "            [--host ADDR] [--backend uring|epoll|uring-poll] [--verify]\n"
+    "            [--senders | --when-any [--op-timeout MS]]\n"
     "Opens <sessions> connections to ADDR:<port> (default 127.0.0.1) over <threads> loop\n"
     "threads. Once all are connected, each one loops \"send <blocksize> bytes, receive all\n"
     "<blocksize> bytes back\" for <timeout> seconds. Prints the throughput in GiB/s (bytes\n"
     "received back / measured seconds), round trips and failed sessions, then a\n"
     "`RESULT {json}` line. --verify checks every byte that comes back.\n"
+    "--senders runs every send and receive as a sender (ringio/exec.hpp) awaited by the\n"
+    "session; --when-any races each of them against a timer with exec::when_any\n"
+    "(per-operation cancellation; --op-timeout, default 10000 ms, counts as an error).\n"
     "Exit status: 0 after a run (failures are counted in `errors`), 1 when no session\n"
     "could connect, 2 for a usage error.\n";
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  apps::cli args(argc, argv, usage, {"verify"});
+  apps::cli args(argc, argv, usage, {"verify", "senders", "when-any"});
   apps::roundtrip_config cfg;
   cfg.tool = "ping";
   auto port = static_cast<std::uint16_t>(args.positional_integer(0, "port", 1, 65535));
@@ -34,6 +39,14 @@ int main(int argc, char** argv) {
   auto host = args.text("host", "127.0.0.1");
   cfg.backend = args.backend();
   cfg.verify = args.flag("verify");
+  const bool senders = args.flag("senders");
+  const bool when_any = args.flag("when-any");
+  if (senders && when_any) args.fail("--senders and --when-any exclude each other");
+  const auto op_timeout_ms = args.integer("op-timeout", 10000, 1, 86'400'000);
+  if (!when_any && op_timeout_ms != 10000) args.fail("--op-timeout needs --when-any");
+  cfg.op_timeout = std::chrono::milliseconds(op_timeout_ms);
+  using mode = apps::roundtrip_config::client_mode;
+  cfg.mode = when_any ? mode::when_any : senders ? mode::senders : mode::tasks;
   args.done(5);
   cfg.address = apps::target_address(args, host, port);
   apps::raise_fd_limit();
@@ -74,6 +87,7 @@ int main(int argc, char** argv) {
       .add("cpu_s", r.cpu_seconds, 3)
       .add("verify", cfg.verify)
       .add("backend", r.backend)
+      .add("client", when_any ? "when_any" : senders ? "senders" : "tasks")
       .print();
   return 0;
 }

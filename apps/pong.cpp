@@ -13,6 +13,7 @@
 #include "common/cli.hpp"
 #include "common/loadgen.hpp"
 #include "common/serve.hpp"
+#include "ringio/exec.hpp"
 #include "ringio/net/buffer_pool.hpp"
 #include "ringio/net/multishot_receiver.hpp"
 #include "ringio/net/stream_socket.hpp"
@@ -29,7 +30,10 @@ const std::string usage = std::string(
     "  --recv MODE              multishot (default: one armed recv per connection into\n"
     "                           buffers shared by the thread; a block that arrives whole\n"
     "                           is sent from there, pieces are gathered in the session's\n"
-    "                           block) or single (recv straight into the block until full)\n") +
+    "                           block) or single (recv straight into the block until full)\n"
+    "  --senders                each session is a sender loop (ringio/exec.hpp):\n"
+    "                           repeat_until(recv_exact | let_value(send_all)); implies\n"
+    "                           --recv single\n") +
     apps::server_options_usage;
 
 struct pong_state {
@@ -64,6 +68,30 @@ ringio::task<void> pong_single(ringio::stream_socket s) {
     if (!sent || *sent != block.size()) break;
     echoed += st.block;
   }
+  s = ringio::stream_socket{};
+  session_ended(echoed);
+}
+
+// The single mode written with senders: one loop of recv_exact then send_all,
+// awaited by the connection's task (whose stop token reaches every operation).
+ringio::task<void> pong_senders(ringio::stream_socket s) {
+  namespace ex = ringio::exec;
+  st.accepted.fetch_add(1);
+  auto storage = std::make_unique<std::byte[]>(st.block);
+  const ringio::mutable_buffer block(storage.get(), st.block);
+  std::uint64_t echoed = 0;
+  auto loop = ex::repeat_until([&] {
+    return ex::recv_exact(s, block) | ex::let_value([&](std::size_t got) {
+             // A short block (EOF) sends nothing and ends the loop.
+             return ex::send_all(s, block.first(got == st.block ? got : 0)) | ex::then([&, got](std::size_t sent) {
+                      if (got != st.block || sent != st.block) return true;
+                      echoed += st.block;
+                      return false;
+                    });
+           });
+  });
+  auto ended = co_await std::move(loop);
+  (void)ended;  // an error or a stop ends the session like EOF
   s = ringio::stream_socket{};
   session_ended(echoed);
 }
@@ -112,15 +140,17 @@ ringio::task<void> pong_multishot(ringio::stream_socket s) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  apps::cli args(argc, argv, usage, apps::server_flags({"keep-running"}));
+  apps::cli args(argc, argv, usage, apps::server_flags({"keep-running", "senders"}));
   auto port = static_cast<std::uint16_t>(args.positional_integer(0, "port", 0, 65535));
   auto threads = static_cast<unsigned>(args.positional_integer(1, "threads", 1, 1024));
   st.block = static_cast<std::size_t>(args.positional_integer(2, "blocksize", 1, 64 << 20));
   st.sessions = args.positional_integer(3, "sessions", 1, 1'000'000'000);
   st.keep_running = args.flag("keep-running");
-  auto recv_mode = args.text("recv", "multishot");
+  const bool senders = args.flag("senders");
+  auto recv_mode = args.text("recv", senders ? "single" : "multishot");
   if (recv_mode != "single" && recv_mode != "multishot")
     args.fail("--recv must be single or multishot, got '" + recv_mode + "'");
+  if (senders && recv_mode != "single") args.fail("--senders runs the single receive mode only");
   apps::server_config cfg;
   cfg.name = "pong";
   apps::read_server_options(args, cfg, port, threads);
@@ -138,8 +168,9 @@ int main(int argc, char** argv) {
     return pool;
   };
   ringio::serve_summary summary;
-  int status = apps::run_server(cfg, recv_mode == "single" ? ringio::connection_handler(pong_single)
-                                                           : ringio::connection_handler(pong_multishot),
+  int status = apps::run_server(cfg, senders                   ? ringio::connection_handler(pong_senders)
+                                     : recv_mode == "single" ? ringio::connection_handler(pong_single)
+                                                             : ringio::connection_handler(pong_multishot),
                                 st.finished.get_token(), &summary);
   const int signo = summary.signal_number;
 

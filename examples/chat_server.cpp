@@ -1,63 +1,56 @@
-// chat_server — a chat room: each line a client sends reaches every other client. A
-// client 64 messages behind is disconnected instead of holding the room back.
+// chat_server — a chat room: each line a client sends reaches every other client. The
+// room is a broadcast: nobody waits for a slow reader; one that falls more than 256
+// messages behind is told how many it missed and goes on from there.
 //   chat_server [PORT]      then, in two terminals: nc localhost 7000
 #include <ringio/ringio.hpp>
 
-#include <array>
 #include <cstdio>
 #include <cstdlib>
-#include <list>
 #include <memory>
 #include <string>
 
 using namespace ringio;
-using message = std::shared_ptr<const std::string>;
-struct member {
-  stream_socket& socket;
-  std::string name;
-  channel<message> outbox{64};
+struct message {
+  unsigned from;  // not sent back to its author
+  std::shared_ptr<const std::string> text;
 };
-std::list<member*> room;  // one loop thread serves the room: no lock
+broadcast<message> room(256);  // one loop thread serves the room: no lock
 
-void broadcast(const member& from, std::string text) {
-  auto m = std::make_shared<const std::string>(std::move(text));
-  for (member* to : room)
-    if (to != &from && !to->outbox.try_send(m)) to->socket.cancel();  // too slow: drop it
+void say(unsigned from, std::string text) {
+  (void)room.send({from, std::make_shared<const std::string>(std::move(text))});
 }
 
-// Sends what is queued for one member, up to 16 messages per gather write.
-task<void> writer(member& me) {
-  std::array<message, 16> batch;
-  std::array<const_buffer, 16> parts;
+// Sends the room's messages to one member until the session ends.
+task<void> writer(stream_socket& s, broadcast<message>::receiver inbox, unsigned me) {
   for (;;) {
-    auto first = co_await me.outbox.receive();
-    if (!first) co_return;  // the session is over
-    std::size_t n = 0;
-    for (auto next = std::optional(std::move(*first)); next && n < batch.size(); next = me.outbox.try_receive()) {
-      batch[n] = std::move(*next);
-      parts[n] = const_buffer(*batch[n]);
-      ++n;
+    auto m = co_await inbox.receive();
+    if (!m && m.error() == errc::lagged) {
+      std::string notice = "* you missed " + std::to_string(inbox.missed()) + " messages\n";
+      auto sent = co_await s.send_all(const_buffer(notice));
+      if (!sent) co_return;
+      continue;
     }
-    auto sent = co_await me.socket.send_all(std::span(parts).first(n));
+    if (!m) co_return;  // the session is over
+    if (m->from == me) continue;
+    auto sent = co_await s.send_all(const_buffer(*m->text));
     if (!sent) co_return;
   }
 }
 
 task<void> session(stream_socket s) {
   static unsigned guests = 0;
-  member me{s, "guest" + std::to_string(++guests)};
-  room.push_back(&me);
+  const unsigned me = ++guests;
+  const std::string name = "guest" + std::to_string(me);
   scope output;
-  output.spawn(writer(me));
-  broadcast(me, "* " + me.name + " joined\n");
+  output.spawn(writer(s, room.subscribe(), me));
+  say(me, "* " + name + " joined\n");
   buffered_stream in(s, 1024);
   for (;;) {
     auto line = co_await in.read_line(1000);  // message_too_long, end_of_stream, reset, ...
     if (!line) break;
-    broadcast(me, me.name + ": " + std::string(*line) + "\n");
+    say(me, name + ": " + std::string(*line) + "\n");
   }
-  room.remove(&me);
-  broadcast(me, "* " + me.name + " left\n");
+  say(me, "* " + name + " left\n");
   output.request_stop();
   co_await output.join();
 }

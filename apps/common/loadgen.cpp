@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "ringio/exec.hpp"
 #include "ringio/io_context.hpp"
 #include "ringio/net/stream_socket.hpp"
 #include "ringio/runtime.hpp"
@@ -221,7 +222,19 @@ ringio::task<void> session(const roundtrip_config& cfg, thread_state& st, std::s
   for (;;) {
     if (cfg.verify) stamp_payload(out, len, seq);
     const std::int64_t t0 = now_ns();
-    auto sent = co_await s.send_all(ringio::const_buffer(out, len));
+    ringio::result<std::size_t> sent{0};
+    const ringio::const_buffer out_block(out, len);
+    if (cfg.mode == roundtrip_config::client_mode::tasks) {
+      auto r = co_await s.send_all(out_block);
+      sent = r;
+    } else if (cfg.mode == roundtrip_config::client_mode::senders) {
+      auto r = co_await ringio::exec::send_all(s, out_block);
+      sent = r;
+    } else {
+      auto r = co_await ringio::exec::when_any(ringio::exec::send_all(s, out_block),
+                                               ringio::exec::fail_after(cfg.op_timeout));
+      sent = r;
+    }
     if (!sent || *sent != len) {  // a short count: stopped part-way
       if (!sent && sent.error() != std::errc::operation_canceled) {
         ++st.session_errors;
@@ -229,7 +242,19 @@ ringio::task<void> session(const roundtrip_config& cfg, thread_state& st, std::s
       }
       break;
     }
-    auto got = co_await s.recv_exact(ringio::mutable_buffer(in, len));
+    ringio::result<std::size_t> got{0};
+    const ringio::mutable_buffer in_block(in, len);
+    if (cfg.mode == roundtrip_config::client_mode::tasks) {
+      auto r = co_await s.recv_exact(in_block);
+      got = r;
+    } else if (cfg.mode == roundtrip_config::client_mode::senders) {
+      auto r = co_await ringio::exec::recv_exact(s, in_block);
+      got = r;
+    } else {
+      auto r = co_await ringio::exec::when_any(ringio::exec::recv_exact(s, in_block),
+                                               ringio::exec::fail_after(cfg.op_timeout));
+      got = r;
+    }
     if (!got) {
       if (got.error() != std::errc::operation_canceled) {
         ++st.session_errors;

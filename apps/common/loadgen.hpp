@@ -71,6 +71,11 @@ struct roundtrip_config {
   double duration_s = 10;
   /// Stamp every request and compare every reply with what was sent.
   bool verify = false;
+  /// How each round trip's operations are run: awaited directly (tasks), as senders
+  /// awaited by the session (senders), or each raced against a timer with
+  /// exec::when_any (when_any: op_timeout bounds every send and receive).
+  enum class client_mode { tasks, senders, when_any } mode = client_mode::tasks;
+  std::chrono::milliseconds op_timeout{10000};
   std::optional<ringio::backend_kind> backend;
   std::chrono::milliseconds connect_timeout{10000};
   /// Connects in flight at a time per thread (a listen backlog is finite).

@@ -56,12 +56,13 @@ def command(layout, client, cell, port, server_pid="PID"):
         return [p, "--port", str(port), "--concurrency", str(c["concurrency"]), "--sessions", str(c["sessions"]),
                 "--messages", str(c["messages"]), "--threads", str(c.get("client_threads", 1)),
                 "--timeout", str(c.get("timeout", 120))]
+    scheme = c.get("scheme", "http")
     if client == "wrk":
         return [p, "-t1", f"-c{c['connections']}", f"-d{_num(c['duration'])}s", "--latency",
-                f"http://127.0.0.1:{port}{url_path(c)}"]
+                f"{scheme}://127.0.0.1:{port}{url_path(c)}"]
     if client == "ab":
         # -q: no progress lines; -r: a socket error is counted, not fatal.
-        return [p, "-q", "-r", f"-c{c['concurrency']}", f"-n{c['requests']}", f"http://127.0.0.1:{port}/"]
+        return [p, "-q", "-r", f"-c{c['concurrency']}", f"-n{c['requests']}", f"{scheme}://127.0.0.1:{port}/"]
     if client == "httpmem":
         load = c["load"]
         argv = [p, load, "--port", str(port)]

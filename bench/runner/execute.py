@@ -19,11 +19,30 @@ class Context:
     grace: float = 5.0
     cost_server: str = None  # the server of the client-cost scenario
     static_root: str = None  # the files of http-static (made once per run)
+    tls_files: tuple = None  # (certificate, key) of the https scenarios (made once per run)
     first_lines: dict = field(default_factory=dict)  # server -> its start-up line
 
 
 class RunFailed(Exception):
     pass
+
+
+def make_tls_files():
+    """A self-signed P-256 certificate for 127.0.0.1 and its key, in a
+    temporary directory (removed by the caller): every https server gets the
+    same pair.  None when the openssl program is missing."""
+    import subprocess
+    openssl = shutil.which("openssl")
+    if not openssl:
+        return None
+    d = tempfile.mkdtemp(prefix=procs.tmp_prefix() + "tls-")
+    os.chmod(d, 0o755)  # nginx's workers may run as another user
+    cert, key = os.path.join(d, "cert.pem"), os.path.join(d, "key.pem")
+    subprocess.run([openssl, "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                    "-days", "2", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
+                    "-keyout", key, "-out", cert], check=True, capture_output=True)
+    os.chmod(key, 0o644)
+    return cert, key
 
 
 def make_static_root():
@@ -77,7 +96,7 @@ def run_one(ctx, scen, cell, subject, repeat, kind="measure"):
     begin = time.monotonic()
     try:
         port = procs.free_port()
-        spec = servers.spec(ctx.layout, server, scen.mode, port, cell, tmp, ctx.static_root)
+        spec = servers.spec(ctx.layout, server, scen.mode, port, cell, tmp, ctx.static_root, ctx.tls_files)
         rec["server_cmd"] = spec.argv
         rec["port"] = port
         srv = procs.Child(spec.argv, os.path.join(tmp, "server.out"), os.path.join(tmp, "server.err"),

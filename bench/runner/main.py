@@ -160,6 +160,8 @@ def run_plan(a, ctx, plan, runs, skipped):
                for p in plan for c in p["cells"] if c["status"] == "run")
     done = 0
     for p in plan:
+        if p["scenario"] == scenarios.SWITCH:
+            continue  # ran before the plan (switch.run): it has no cells
         scen = scenarios.SCENARIOS[p["scenario"]]
         ctx.cost_server = p.get("server")
         broken = {}
@@ -232,7 +234,7 @@ def list_all(a, layout, ncpus, server_cpus, nofile, ports):
     log("servers:")
     for s in a.servers:
         modes = []
-        for m in ("echo", "pong", "http", "http-static"):
+        for m in ("echo", "pong", "http", "http-static", "https"):
             if servers.supports(s, m):
                 try:
                     servers.check(layout, s, m)
@@ -303,6 +305,9 @@ def main(argv=None):
         if any(p["scenario"] == "http-static" and p["subjects"] and any(c["status"] == "run" for c in p["cells"])
                for p in plan):
             ctx.static_root = execute.make_static_root()
+        if any(scenarios.SCENARIOS[p["scenario"]].mode == "https" and p["subjects"] for p in plan
+               if p["scenario"] in scenarios.SCENARIOS):
+            ctx.tls_files = execute.make_tls_files()
         if scenarios.SWITCH in a.scenarios and not switch.available(layout):
             log("switch: running switch_bench")
             res["switch"] = switch.run(layout, a.full, a.repeats, switch.cpus_for(server_cpus))
@@ -315,6 +320,8 @@ def main(argv=None):
         procs.kill_all()
         if ctx.static_root:
             shutil.rmtree(ctx.static_root, ignore_errors=True)
+        if ctx.tls_files:
+            shutil.rmtree(os.path.dirname(ctx.tls_files[0]), ignore_errors=True)
         res["backend_lines"] = {k: v for k, v in ctx.first_lines.items() if k.startswith("ringio")}
         res["finished"] = datetime.datetime.now().isoformat(timespec="seconds")
         res["elapsed_s"] = round(time.monotonic() - t0, 1)

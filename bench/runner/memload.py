@@ -4,6 +4,7 @@ server's resident memory read at fixed moments of the load.
 
     httpmem idle --port P --pid PID --connections N [--idle-wait 1] [--after 1,3]
     httpmem echo-idle --port P --pid PID --connections N [--idle-wait 1] [--after 1,3]
+    httpmem tls-idle --port P --pid PID --connections N [--idle-wait 1] [--after 1,3]
     httpmem slow --port P --pid PID --connections M --path /1MiB.bin --seconds 3 [--rcvbuf 4096]
                  [--chunk 4096] [--tick 0.1] [--after 1,3]
     httpmem download --port P --path /256MiB.bin --duration D
@@ -19,6 +20,7 @@ import json
 import os
 import selectors
 import socket
+import ssl
 import sys
 import time
 
@@ -143,11 +145,12 @@ class Load:
             self.last_sample = now
             self.samples.append(self.rss())
 
-    def open(self, n, path, read_response, deadline, rcvbuf=None, mss=None, echo=False):
+    def open(self, n, path, read_response, deadline, rcvbuf=None, mss=None, echo=False, tls=None):
         """Opens n connections, WINDOW at a time, and sends each one request
-        (`echo`: ECHO_MESSAGE instead of a GET of `path`); with
-        `read_response`, reads each whole response.  Returns the ones that got
-        that far; the others are in the failure counts."""
+        (`echo`: ECHO_MESSAGE instead of a GET of `path`; `tls`: an
+        ssl.SSLContext, a TLS handshake first); with `read_response`, reads
+        each whole response.  Returns the ones that got that far; the others
+        are in the failure counts."""
         sel = selectors.DefaultSelector()
         req = ECHO_MESSAGE if echo else request_bytes(path)
         done, started, busy = [], 0, 0
@@ -173,8 +176,34 @@ class Load:
                 busy += 1
             for key, _ in sel.select(timeout=0.05):
                 c = key.data
-                if c.state == "connect":
+                if c.state == "connect" and tls is not None:
                     err = c.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+                    if err:
+                        sel.unregister(c.sock)
+                        busy -= 1
+                        self.fail(c, "connect")
+                        continue
+                    sel.unregister(c.sock)
+                    c.sock = tls.wrap_socket(c.sock, do_handshake_on_connect=False)
+                    sel.register(c.sock, selectors.EVENT_WRITE, c)
+                    c.state = "handshake"
+                if c.state == "handshake":
+                    try:
+                        c.sock.do_handshake()
+                    except ssl.SSLWantReadError:
+                        sel.modify(c.sock, selectors.EVENT_READ, c)
+                        continue
+                    except ssl.SSLWantWriteError:
+                        sel.modify(c.sock, selectors.EVENT_WRITE, c)
+                        continue
+                    except OSError:
+                        sel.unregister(c.sock)
+                        busy -= 1
+                        self.fail(c, "handshake")
+                        continue
+                    c.state = "connect"  # handshake done: send the request below
+                if c.state == "connect":
+                    err = 0 if tls is not None else c.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
                     try:
                         if err or c.sock.send(req) != len(req):
                             raise OSError(err, "connect")
@@ -193,6 +222,8 @@ class Load:
                         if not data:
                             raise ResponseError("closed")
                         c.take(data)
+                    except ssl.SSLWantReadError:
+                        continue  # a record not complete yet, or only a session ticket
                     except (OSError, ResponseError) as e:
                         sel.unregister(c.sock)
                         busy -= 1
@@ -235,22 +266,32 @@ def _name(x):
     return str(int(x)) if float(x).is_integer() else str(x)
 
 
-def idle(a, echo=False):
+def client_tls_context():
+    """TLS for tls-idle: any certificate (the runner's is self-signed), the
+    client's default versions and ciphers."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    return ctx
+
+
+def idle(a, echo=False, tls=False):
     """N keep-alive connections, one request each (`echo`: one echoed
-    message), then idle; RSS before, with all of them idle, and after they
-    close."""
+    message; `tls`: over TLS), then idle; RSS before, with all of them idle,
+    and after they close."""
     load = Load(a.port, a.pid)
     time.sleep(0.2)  # the runner's readiness probe has just closed
     before = load.rss()
     t0 = time.monotonic()
-    conns = load.open(a.connections, "/", True, t0 + a.open_timeout, echo=echo)
+    conns = load.open(a.connections, "/", True, t0 + a.open_timeout, echo=echo,
+                      tls=client_tls_context() if tls else None)
     open_s = time.monotonic() - t0
     time.sleep(a.idle_wait)
     load.sample(force=True)
     loaded = load.samples[-1]
     rss = {"before": before, "loaded": loaded, "peak": max(load.samples)}
     rss.update(load.after_close(conns, a.after))
-    return {"load": "echo-idle" if echo else "idle", "connections": a.connections, "ok": len(conns), "failed": load.failed(),
+    return {"load": "echo-idle" if echo else "tls-idle" if tls else "idle", "connections": a.connections, "ok": len(conns), "failed": load.failed(),
             "failures": load.failures, "open_s": round(open_s, 3), "rss_kib": rss, "processes": len(load.pids)}
 
 
@@ -349,7 +390,7 @@ def download(a):
 def parse_args(argv):
     ap = argparse.ArgumentParser(prog="httpmem", description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="load", required=True)
-    for name in ("idle", "echo-idle", "slow", "download"):
+    for name in ("idle", "echo-idle", "tls-idle", "slow", "download"):
         p = sub.add_parser(name)
         p.add_argument("--port", type=int, required=True)
         if name != "download":
@@ -358,10 +399,11 @@ def parse_args(argv):
             p.add_argument("--after", type=lambda t: [float(x) for x in t.split(",")], default=[1.0, 3.0],
                            help="RSS this many seconds after the close (default 1,3)")
             p.add_argument("--open-timeout", type=float, default=60.0, help="for opening all connections")
-        if name not in ("idle", "echo-idle"):
+        if name not in ("idle", "echo-idle", "tls-idle"):
             p.add_argument("--path", required=True)
     sub.choices["idle"].add_argument("--idle-wait", type=float, default=1.0)
     sub.choices["echo-idle"].add_argument("--idle-wait", type=float, default=1.0)
+    sub.choices["tls-idle"].add_argument("--idle-wait", type=float, default=1.0)
     sl = sub.choices["slow"]
     sl.add_argument("--seconds", type=float, default=3.0)
     sl.add_argument("--rcvbuf", type=int, default=4096)
@@ -376,7 +418,8 @@ def parse_args(argv):
 
 def main(argv=None):
     a = parse_args(sys.argv[1:] if argv is None else argv)
-    res = {"idle": idle, "echo-idle": lambda x: idle(x, echo=True), "slow": slow, "download": download}[a.load](a)
+    res = {"idle": idle, "echo-idle": lambda x: idle(x, echo=True),
+           "tls-idle": lambda x: idle(x, tls=True), "slow": slow, "download": download}[a.load](a)
     print("RESULT " + json.dumps(res), flush=True)
     return 0  # failures are figures of the result, like wrk's socket errors
 

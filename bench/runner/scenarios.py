@@ -31,6 +31,11 @@ SCENARIOS = {s.name: s for s in [
              "wrk, one thread, keep-alive HTTP/1.1 GET of 'Hello world!'"),
     Scenario("http-ab", "http", "ab", "concurrency", "req/s", "request",
              "ab, HTTP/1.0, one connection per request"),
+    Scenario("https-wrk", "https", "wrk", "connections", "req/s", "request",
+             "wrk over HTTPS, one thread, keep-alive HTTP/1.1 GET of 'Hello world!'; every server has the "
+             "runner's P-256 certificate and OpenSSL's default TLS 1.3 suites"),
+    Scenario("tls-handshake", "https", "ab", "concurrency", "req/s", "request",
+             "ab over HTTPS, HTTP/1.0: a new connection and a full TLS handshake (no resumption) per request"),
     Scenario("client-cost", "echo", "echo_bench", "connections", "req/s", "round trip",
              "the same echo load from echo_bench and from raw_epoll_echo_client against one server; "
              "compares the clients' CPU per round trip", ("echo_bench", "raw_epoll_echo_client")),
@@ -41,6 +46,10 @@ SCENARIOS = {s.name: s for s in [
     Scenario("echo-idle", "echo", "httpmem", "connections", "-", "connection",
              "httpmem echo-idle: N connections each echo 16 bytes once, then stay idle; the server's RSS "
              "before, with all N idle (after 1 s), and 1 s and 3 s after they close"),
+    Scenario("tls-idle", "https", "httpmem", "connections", "-", "connection",
+             "httpmem tls-idle: N keep-alive HTTPS connections each complete the handshake, send one GET / "
+             "and read the response, then stay idle; the server's RSS before, with all N idle (after 1 s), "
+             "and 1 s and 3 s after they close"),
     Scenario("http-idle", "http", "httpmem", "connections", "-", "connection",
              "httpmem idle: N keep-alive connections each send one GET / and read the response, then stay "
              "idle; the server's RSS before, with all N idle (after 1 s), and 1 s and 3 s after they close"),
@@ -64,7 +73,8 @@ LOADS = {"wrk": ("wrk", "req/s", "request"),
          "download": ("httpmem", "GB/s", "MB"),
          "slow": ("httpmem", "-", "connection"),
          "idle": ("httpmem", "-", "connection"),
-         "echo-idle": ("httpmem", "-", "connection")}
+         "echo-idle": ("httpmem", "-", "connection"),
+         "tls-idle": ("httpmem", "-", "connection")}
 
 
 def _grid(**axes):
@@ -99,6 +109,12 @@ def cells(name, full, seconds=None):
         return _grid(threads=[1], connections=[100, 1000] if full else [100], duration=[d])
     if name == "http-ab":
         return _grid(threads=[1], concurrency=[100], requests=[100000 if full else 10000])
+    if name == "https-wrk":
+        return _grid(threads=[1], connections=[100, 1000] if full else [100], duration=[d], scheme=["https"])
+    if name == "tls-handshake":
+        return _grid(threads=[1], concurrency=[100], requests=[20000 if full else 2000], scheme=["https"])
+    if name == "tls-idle":
+        return _grid(threads=[1], load=["tls-idle"], connections=[5000], scheme=["https"])
     if name == "client-cost":
         return _grid(threads=[1], connections=[1, 50, 500] if full else [50], length=[512], duration=[d])
     if name == "pingpong-cancel":
@@ -128,14 +144,15 @@ def probe_cell(name, cell):
         c["duration"] = min(c["duration"], 1 if client_of(name, c) == "wrk" else 0.5 if c["duration"] <= 1 else 2)
     if "timeout" in c:
         c["timeout"] = min(c["timeout"], 2)
-    if name == "http-ab":
+    if name in ("http-ab", "tls-handshake"):
         c["requests"] = min(c["requests"], max(2000, c["requests"] // 4))
     if name == "churn":
         c["sessions"] = min(c["sessions"], max(2000, c["sessions"] // 4, 2 * c["concurrency"]))
     return c
 
 
-LABEL_KEYS = {"pingpong": ["threads", "sessions"], "pingpong-cancel": ["sessions"], "echo-idle": ["connections"], "echo": ["connections", "length"],
+LABEL_KEYS = {"pingpong": ["threads", "sessions"], "pingpong-cancel": ["sessions"], "echo-idle": ["connections"],
+              "https-wrk": ["connections"], "tls-handshake": ["concurrency"], "tls-idle": ["connections"], "echo": ["connections", "length"],
               "churn": ["concurrency"], "http-wrk": ["connections"], "http-ab": ["concurrency"],
               "client-cost": ["connections", "length"], "http-idle": ["connections"],
               "http-static": ["load", "file", "connections"]}
@@ -162,7 +179,7 @@ def unit_of(name, cell):
 
 def measures_memory(name, cell):
     """Whether the cell's figures are RSS readings rather than throughput."""
-    return cell.get("load") in ("idle", "slow", "echo-idle")
+    return cell.get("load") in ("idle", "slow", "echo-idle", "tls-idle")
 
 
 def counts_syscalls(name, cell):
@@ -208,7 +225,7 @@ def time_limit(name, cell):
     """Seconds after which a client that has not exited is killed."""
     if name == "churn":
         return CHURN_TIMEOUT + 30
-    if name == "http-ab":
+    if name in ("http-ab", "tls-handshake"):
         return 300
     if measures_memory(name, cell):
         return 60 + 10 + 30 + expected_seconds(name, cell)  # httpmem's --open-timeout and --head-timeout
@@ -228,6 +245,8 @@ def expected_seconds(name, cell):
         return float(cell["timeout"])
     if name == "http-ab":
         return cell["requests"] / 8000.0
+    if name == "tls-handshake":
+        return cell["requests"] / 1500.0
     if name == "churn":
         return cell["sessions"] / 9000.0
     return 1.0

@@ -29,7 +29,8 @@ VARIANTS = {  # name -> (backend, extra server arguments, modes that take them)
 ORDER = list(RINGIO) + list(PEERS) + ["nginx"]
 KNOWN = ORDER + list(VARIANTS)
 BASELINE = "ringio-uring"
-RINGIO_APP = {"echo": "echo_server", "pong": "pong", "http": "http_server", "http-static": "http_server"}
+RINGIO_APP = {"echo": "echo_server", "pong": "pong", "http": "http_server", "http-static": "http_server",
+              "https": "http_server"}
 RINGIO_MAX_CONNECTIONS = 10000  # http_server's default --max-connections
 HEADROOM = 64  # connections a server may see beyond a cell's (the readiness probe, stragglers)
 
@@ -73,6 +74,9 @@ def supports(name, mode):
         # Every server with an http mode is listed, so that those without
         # static files show up as skipped, with the reason, in the report.
         return supports(name, "http")
+    if mode == "https":
+        # TLS servers: ringio's http_server and nginx, with the same certificate.
+        return name in RINGIO or name == "nginx"
     if name in VARIANTS:
         return mode in VARIANTS[name][2]
     return name != "nginx" or mode == "http"
@@ -110,7 +114,7 @@ def _http_args(mode, cell, static_root):
     if mode == "http-static":
         out += ["--root", _need_root(static_root)]
     conns = int(cell.get("connections", 0))
-    if mode.startswith("http") and conns + HEADROOM > RINGIO_MAX_CONNECTIONS:
+    if mode.startswith("http") and conns + HEADROOM > RINGIO_MAX_CONNECTIONS:  # http, http-static, https
         out += ["--max-connections", str(conns + HEADROOM)]
     return out
 
@@ -121,10 +125,28 @@ def _need_root(static_root):
     return static_root
 
 
-def spec(layout, name, mode, port, cell, tmpdir, static_root=None):
+def _need_tls(tls_files):
+    if not tls_files:
+        raise Unavailable("no certificate was made for this run")
+    return tls_files
+
+
+def spec(layout, name, mode, port, cell, tmpdir, static_root=None, tls_files=None):
     """The command line that starts `name` in `mode` on 127.0.0.1:port
-    (http-static serves the files of `static_root`)."""
+    (http-static serves the files of `static_root`; https uses the
+    certificate and key files `tls_files`)."""
     path = check(layout, name, mode)
+    if mode == "https":
+        cert, key = _need_tls(tls_files)
+        if name == "nginx":
+            conf = write_nginx_conf(tmpdir, port, int(cell.get("threads", 1)),
+                                    int(cell.get("connections", cell.get("concurrency", 0))) + HEADROOM,
+                                    tls=(cert, key))
+            return ServerSpec(name, mode, [path, "-p", tmpdir, "-c", conf, "-e", os.path.join(tmpdir, "error.log")],
+                              path, ready_line=False, children=int(cell.get("threads", 1)), tmpdir=tmpdir)
+        argv = [path, "--port", str(port), "--threads", str(cell.get("threads", 1)), "--backend", RINGIO[name],
+                "--tls-cert", cert, "--tls-key", key] + _http_args(mode, cell, static_root)
+        return ServerSpec(name, mode, argv, path)
     threads = int(cell.get("threads", 1))
     if name in RINGIO:
         backend = RINGIO[name]
@@ -175,7 +197,7 @@ http {{
     scgi_temp_path {dir}/scgi;
     keepalive_requests 1000000;{static}
     server {{
-        listen 127.0.0.1:{port} reuseport;
+        listen 127.0.0.1:{port} reuseport{ssl};{tls}
         location / {{
 {location}
         }}
@@ -191,21 +213,32 @@ STATIC_LOCATION = """\
             root {root};"""
 
 
-def nginx_conf(dirpath, port, threads, nofile=65536, conns=0, root=None):
-    """nginx.conf for the http mode, or with `root` for http-static.  Each
-    worker gets at least `conns` connections (within the open-files limit):
-    nginx counts its listener among them and turns away the rest."""
+# https: the runner's certificate; TLS 1.2 and 1.3, tickets on, OpenSSL's default
+# TLS 1.3 suites (what ringio's http_server offers too).
+TLS_SERVER = """
+        ssl_certificate {cert};
+        ssl_certificate_key {key};
+        ssl_protocols TLSv1.2 TLSv1.3;
+        ssl_session_tickets on;"""
+
+
+def nginx_conf(dirpath, port, threads, nofile=65536, conns=0, root=None, tls=None):
+    """nginx.conf for the http mode, or with `root` for http-static, or with
+    `tls` = (cert, key) for https.  Each worker gets at least `conns`
+    connections (within the open-files limit): nginx counts its listener
+    among them and turns away the rest."""
     worker_conns = max(1024, nofile // 2, min(conns, nofile - HEADROOM))
     location = STATIC_LOCATION.format(root=root) if root else HELLO_LOCATION
     static = "\n    sendfile on;" if root else ""
     return NGINX_CONF.format(dir=dirpath, port=port, threads=threads, nofile=nofile, conns=worker_conns,
-                             location=location, static=static)
+                             location=location, static=static, ssl=" ssl" if tls else "",
+                             tls=TLS_SERVER.format(cert=tls[0], key=tls[1]) if tls else "")
 
 
-def write_nginx_conf(dirpath, port, threads, conns=0, root=None):
+def write_nginx_conf(dirpath, port, threads, conns=0, root=None, tls=None):
     import resource
     nofile = max(1024, min(resource.getrlimit(resource.RLIMIT_NOFILE)[0], 1 << 20))
     path = os.path.join(dirpath, "nginx.conf")
     with open(path, "w") as f:
-        f.write(nginx_conf(dirpath, port, threads, nofile, conns, root))
+        f.write(nginx_conf(dirpath, port, threads, nofile, conns, root, tls))
     return path

@@ -16,6 +16,8 @@ enum class errc {
   no_current_context,     ///< an operation was started outside a running io_context
   message_too_long,       ///< a delimited or counted message does not fit the limit or buffer
   end_of_stream,          ///< the peer closed its side before a whole message arrived
+  closed,                 ///< the channel or broadcast was closed (and, for receivers, drained)
+  lagged,                 ///< a broadcast receiver fell behind and missed values
 };
 
 /// The category of ringio::errc values ("ringio").

@@ -4,4 +4,5 @@
 #include "ringio/fiber/fiber_options.hpp"
 #include "ringio/fiber/fiber_stack_pool.hpp"
 #include "ringio/fiber/make_fiber.hpp"
+#include "ringio/fiber/blocking_io.hpp"
 #include "ringio/fiber/this_fiber.hpp"

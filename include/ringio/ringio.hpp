@@ -3,6 +3,7 @@
 
 #include "ringio/backend_kind.hpp"
 #include "ringio/buffer.hpp"
+#include "ringio/broadcast.hpp"
 #include "ringio/channel.hpp"
 #include "ringio/error.hpp"
 #include "ringio/fs/file.hpp"
@@ -27,6 +28,7 @@
 #include "ringio/serve_options.hpp"
 #include "ringio/signal_set.hpp"
 #include "ringio/stop.hpp"
+#include "ringio/sync.hpp"
 #include "ringio/sync_wait.hpp"
 #include "ringio/task.hpp"
 #include "ringio/time/deadline.hpp"

@@ -19,6 +19,8 @@ class category final : public std::error_category {
       case errc::no_current_context: return "no io_context is running on this thread";
       case errc::message_too_long: return "message longer than the limit (no delimiter within it)";
       case errc::end_of_stream: return "the peer closed the stream before a whole message arrived";
+      case errc::closed: return "closed";
+      case errc::lagged: return "the receiver fell behind and missed values";
     }
     return "unknown ringio error";
   }

@@ -83,6 +83,25 @@ TEST_P(Loadgen, PongEchoesBlocksExactlyInBothReceiveModes) {
   }
 }
 
+// The sender versions: pong --senders against ping --senders and ping --when-any,
+// with blocks that fit in one receive or need several; every echoed byte is checked.
+TEST_P(Loadgen, SenderPongAndPingEchoExactly) {
+  for (const char* client : {"--senders", "--when-any"}) {
+    for (const char* block : {"16384", "100000", "7"}) {
+      SCOPED_TRACE(std::string(client) + " " + block);
+      child_process pong({PONG_PATH, "0", "2", block, "4", "--backend", GetParam(), "--senders"});
+      auto port = port_of(pong);
+      ASSERT_FALSE(port.empty()) << pong.stderr_text();
+      int st = -1;
+      auto r = run_client({PING_PATH, port, "2", block, "4", "1", "--backend", GetParam(), "--verify", client}, &st);
+      EXPECT_EQ(st, 0);
+      EXPECT_GT(r["round_trips"], 10.0);
+      EXPECT_EQ(r["errors"], 0.0);
+      EXPECT_EQ(pong.wait(10s), std::optional<int>(0)) << pong.stderr_text();
+    }
+  }
+}
+
 TEST_P(Loadgen, EchoBenchReportsLatencyPercentiles) {
   child_process server({ECHO_SERVER_PATH, "--port", "0", "--backend", GetParam()});
   auto port = port_of(server);
@@ -123,6 +142,10 @@ TEST(LoadgenCli, BadArgumentsExitTwo) {
            {PING_PATH, "1", "1", "16384", "10"},
            {PING_PATH, "1", "x", "16384", "10", "1"},
            {PONG_PATH, "1", "1", "0", "1"},
+           {PONG_PATH, "1", "1", "64", "1", "--senders", "--recv", "multishot"},
+           {PING_PATH, "1", "1", "64", "1", "1", "--senders", "--when-any"},
+           {PING_PATH, "1", "1", "64", "1", "1", "--op-timeout", "5"},
+           {PING_PATH, "1", "1", "64", "1", "1", "--when-any", "--op-timeout", "0"},
            {ECHO_BENCH_PATH, "--port", "1"},
            {CHURN_BENCH_PATH, "--port", "1", "--concurrency", "-3"},
        }) {

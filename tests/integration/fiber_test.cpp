@@ -118,6 +118,74 @@ TEST_P(Fiber, EchoOverTcpWithAcceptAndConnect) {
   EXPECT_TRUE(same);
 }
 
+// The same exchange through the POSIX-like names of blocking_io.hpp, plus a file.
+TEST_P(Fiber, BlockingStyleNamesDoWhatTheirOperationsDo) {
+  auto l = listen_loopback();
+  auto at = address_of(l);
+  auto payload = random_bytes(32 * 1024, 11);
+  std::string path = ::testing::TempDir() + "ringio_fiber_names_" + std::to_string(::getpid());
+  bool same = run([](stream_listener& l, socket_address at, std::vector<std::byte>& payload,
+                     const std::string& path) -> task<bool> {
+    scope s;
+    spawn_fiber(s, [&l] {
+      auto c = this_fiber::accept(l);
+      EXPECT_TRUE(c);
+      std::array<std::byte, 1024> buf;
+      while (c) {
+        auto n = this_fiber::recv(*c, buf);
+        if (!n || *n == 0) break;
+        auto w = this_fiber::send_all(*c, std::span(buf).first(*n));
+        if (!w) break;
+      }
+    });
+    bool ok = co_await fiber([&] {
+      auto c = this_fiber::connect(at);
+      EXPECT_TRUE(c);
+      if (!c) return false;
+      std::vector<std::byte> back(payload.size());
+      for (std::size_t off = 0; off < payload.size(); off += 4096) {
+        auto w = this_fiber::send(*c, std::span(payload).subspan(off, 4096));
+        if (!w || *w == 0) return false;
+        if (*w < 4096) {
+          auto rest = this_fiber::send_all(*c, std::span(payload).subspan(off + *w, 4096 - *w));
+          if (!rest) return false;
+        }
+        auto r = this_fiber::recv_exact(*c, std::span(back).subspan(off, 4096));
+        if (!r || *r != 4096) return false;
+      }
+      auto f = file::open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+      if (!f) return false;
+      auto w = this_fiber::write_at(*f, back, 0);
+      std::vector<std::byte> again(back.size());
+      auto r = this_fiber::read_at(*f, again, 0);
+      EXPECT_TRUE(w && r);
+      return w && r && *w == back.size() && *r == again.size() && back == payload && again == payload;
+    });
+    co_await s.join();
+    co_return ok;
+  }(l, at, payload, path));
+  ::unlink(path.c_str());
+  EXPECT_TRUE(same);
+}
+
+// A stop reaches a wait made through the blocking-style names like any other.
+TEST_P(Fiber, BlockingStyleRecvObeysTheFibersStop) {
+  socket_pair p;
+  std::error_code got;
+  run([](stream_socket& a, std::error_code& got) -> task<void> {
+    scope s;
+    spawn_fiber(s, [&a, &got] {
+      std::array<std::byte, 16> buf;
+      auto n = this_fiber::recv(a, buf);
+      if (!n) got = n.error();
+    });
+    (void)co_await sleep_for(5ms);
+    s.request_stop();
+    co_await s.join();
+  }(p.a, got));
+  EXPECT_EQ(got, std::errc::operation_canceled);
+}
+
 TEST_P(Fiber, FileWriteAndReadBack) {
   std::string path = ::testing::TempDir() + "ringio_fiber_file_" + std::to_string(::getpid());
   auto data = random_bytes(100'000, 3);

@@ -5,10 +5,12 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <memory>
 #include <new>
 #include <span>
 #include <sys/socket.h>
 
+#include "ringio/exec.hpp"
 #include "ringio/fiber.hpp"
 #include "ringio/ringio.hpp"
 #include "support/backend_test.hpp"
@@ -75,6 +77,45 @@ TEST_P(ZeroAllocation, EchoRoundTripsAllocateNothing) {
     co_return n;
   }(l, at));
   EXPECT_EQ(allocs, 0) << "allocations during 10,000 round trips";
+}
+
+// Sender echo: the server is repeat_until(recv | let_value(send_all)), the client a
+// loop of when_all(send_all, recv_exact) raced against a timer with when_any; every
+// operation state lives inside the loop's own state.
+TEST_P(ZeroAllocation, SenderEchoLoopAllocatesNothing) {
+  namespace ex = ringio::exec;
+  socket_pair p;
+  std::array<std::byte, 256> server_buf{}, out{}, in{};
+  int rounds = 0, failures = 0;
+  const int warmup = 1000, counted = 10'000;
+  auto server = ex::repeat_until([&] {
+    return ex::recv(p.a, server_buf) | ex::let_value([&](std::size_t n) {
+             return ex::send_all(p.a, std::span(server_buf).first(n)) | ex::then([n](std::size_t) { return n == 0; });
+           });
+  });
+  auto client = ex::repeat_until([&] {
+    if (rounds == warmup) {
+      allocations = 0;
+      counting = true;
+    }
+    return ex::when_any(ex::when_all(ex::send_all(p.b, std::span(out).first(128)),
+                                     ex::recv_exact(p.b, std::span(in).first(128))),
+                        ex::fail_after(std::chrono::seconds(5))) |
+           ex::then([&](std::size_t sent, std::size_t got) {
+             if (sent != 128 || got != 128) ++failures;
+             return ++rounds == warmup + counted;
+           });
+  });
+  auto done = ex::sync_wait(ctx(), ex::when_all(std::move(client) | ex::let_value([&] {
+                                                  counting = false;
+                                                  return ex::shutdown(p.b);
+                                                }),
+                                                std::move(server)));
+  counting = false;
+  EXPECT_TRUE(done);
+  EXPECT_EQ(failures, 0);
+  EXPECT_EQ(rounds, warmup + counted);
+  EXPECT_EQ(allocations.load(), 0) << "allocations during 10,000 sender round trips";
 }
 
 TEST_P(ZeroAllocation, TimedOperationsAllocateNothing) {
@@ -283,6 +324,110 @@ TEST_P(ZeroAllocation, FiberEchoRoundTripsAllocateNothing) {
     co_return during;
   }(l, at));
   EXPECT_EQ(allocs, 0) << "allocations during 10,000 fiber round trips";
+}
+
+// A 4-slot channel between two tasks: the sender waits while it is full and the
+// receiver while it is empty, thousands of times, without allocating.
+TEST_P(ZeroAllocation, ChannelWaitsOnBothSidesAllocateNothing) {
+#if defined(RINGIO_SANITIZED)
+  GTEST_SKIP() << "sanitizer builds bypass the coroutine frame cache: each receive() allocates its frame";
+#endif
+  channel<long> ch(4);
+  long allocs = run([](channel<long>& ch) -> task<long> {
+    auto sender = [](channel<long>& ch) -> task<void> {
+      for (long i = 0; i < 20'000; ++i) {
+        auto s = co_await ch.send(i);
+        if (!s) co_return;
+        if (i % 7 == 0) co_await yield();  // the receiver empties it and waits too
+      }
+    };
+    auto receiver = [](channel<long>& ch, long& waits_seen) -> task<void> {
+      for (long i = 0; i < 20'000; ++i) {
+        if (i == 2'000) {
+          allocations = 0;
+          counting = true;
+        }
+        if (ch.size() == 0) ++waits_seen;
+        auto v = co_await ch.receive();
+        EXPECT_EQ(v.value_or(-1), i);
+        if (!v) break;
+      }
+      counting = false;
+    };
+    long waits_seen = 0;
+    co_await when_all(sender(ch), receiver(ch, waits_seen));
+    EXPECT_GT(waits_seen, 1000);
+    co_return allocations.load();
+  }(ch));
+  EXPECT_EQ(allocs, 0);
+}
+
+// Four tasks contend for a mutex (each waits in its queue) and a semaphore.
+TEST_P(ZeroAllocation, ContendedMutexAndSemaphoreAllocateNothing) {
+  long allocs = run([]() -> task<long> {
+    mutex m;
+    semaphore sem(2);
+    long total = 0;
+    auto worker = [](mutex& m, semaphore& sem, long& total) -> task<void> {
+      for (int i = 0; i < 5'000; ++i) {
+        auto g = co_await m.lock();
+        if (!g) co_return;
+        co_await yield();  // the others queue up meanwhile
+        ++total;
+        g->unlock();
+        auto a = co_await sem.acquire();
+        if (!a) co_return;
+        co_await yield();
+        sem.release();
+      }
+    };
+    scope sc;
+    for (int i = 0; i < 4; ++i) sc.spawn(worker(m, sem, total));
+    allocations = 0;
+    counting = true;
+    co_await sc.join();
+    counting = false;
+    EXPECT_EQ(total, 20'000);
+    co_return allocations.load();
+  }());
+  EXPECT_EQ(allocs, 0);
+}
+
+// Broadcast of shared messages to three receivers that wait for each one.
+TEST_P(ZeroAllocation, BroadcastSendAndReceiveAllocateNothing) {
+#if defined(RINGIO_SANITIZED)
+  GTEST_SKIP() << "sanitizer builds bypass the coroutine frame cache: each receive() allocates its frame";
+#endif
+  long allocs = run([]() -> task<long> {
+    broadcast<std::shared_ptr<const int>> b(16);
+    auto message = std::make_shared<const int>(42);
+    long received = 0;
+    auto reader = [](broadcast<std::shared_ptr<const int>>::receiver r, long& received) -> task<void> {
+      for (;;) {
+        auto v = co_await r.receive();
+        if (!v) co_return;
+        received += **v;
+      }
+    };
+    scope sc;
+    for (int i = 0; i < 3; ++i) sc.spawn(reader(b.subscribe(), received));
+    for (int i = 0; i < 20'000; ++i) {
+      if (i == 2'000) {
+        allocations = 0;
+        counting = true;
+      }
+      auto s = b.send(message);
+      if (!s) break;
+      co_await yield();
+    }
+    counting = false;
+    const long during = allocations.load();
+    b.close();
+    co_await sc.join();
+    EXPECT_EQ(received, 3L * 20'000 * 42);
+    co_return during;
+  }());
+  EXPECT_EQ(allocs, 0);
 }
 
 RINGIO_ALL_BACKENDS(ZeroAllocation);

@@ -57,6 +57,7 @@ class child_process {
   child_process& operator=(const child_process&) = delete;
 
   [[nodiscard]] bool started() const { return pid_ > 0; }
+  [[nodiscard]] pid_t pid() const { return pid_; }
   void signal(int sig) const { ::kill(pid_, sig); }
 
   /// The next line of stdout, or nullopt after `timeout`.

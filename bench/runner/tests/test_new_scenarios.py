@@ -55,3 +55,46 @@ class NewScenarioTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class TlsScenarioTest(unittest.TestCase):
+    def test_grids_and_clients(self):
+        wrk = scenarios.cells("https-wrk", True)
+        self.assertEqual([c["connections"] for c in wrk], [100, 1000])
+        lay = servers.Layout("/repo")
+        self.assertTrue(clients.command(lay, "wrk", wrk[0], 9000)[-1].startswith("https://127.0.0.1:9000/"))
+        ab = clients.command(lay, "ab", scenarios.cells("tls-handshake", False)[0], 9000)
+        self.assertEqual(ab[-1], "https://127.0.0.1:9000/")
+        idle = scenarios.cells("tls-idle", True)[0]
+        self.assertTrue(scenarios.measures_memory("tls-idle", idle))
+        self.assertEqual(clients.command(lay, "httpmem", idle, 9000, server_pid=1)[1], "tls-idle")
+        # plain http keeps its scheme
+        self.assertTrue(clients.command(lay, "wrk", scenarios.cells("http-wrk", False)[0], 9000)[-1]
+                        .startswith("http://"))
+
+    def test_servers(self):
+        self.assertTrue(servers.supports("nginx", "https"))
+        self.assertTrue(servers.supports("ringio-epoll", "https"))
+        self.assertFalse(servers.supports("tokio-mt", "https"))
+        self.assertFalse(servers.supports("ringio-uring-fibers", "https"))
+        conf = servers.nginx_conf("/t", 9443, 1, 20000, 100, tls=("/t/c.pem", "/t/k.pem"))
+        self.assertIn("listen 127.0.0.1:9443 reuseport ssl;", conf)
+        self.assertIn("ssl_certificate /t/c.pem;", conf)
+        self.assertNotIn("ssl", servers.nginx_conf("/t", 9080, 1, 20000, 100))
+        with self.assertRaises(servers.Unavailable):
+            servers.spec(servers.Layout("/nonexistent"), "nginx", "https", 9443, {}, "/tmp", None, None)
+
+
+class SwitchPlanTest(unittest.TestCase):
+    def test_the_plan_entry_of_switch_has_no_runs(self):
+        import tempfile
+        from .test_plan import fake_layout
+        with tempfile.TemporaryDirectory() as d:
+            lay = fake_layout(d, apps=["switch_bench"], peers=[])
+            a = main.parse_args(["--scenarios", "switch", "--servers", "ringio-uring"])
+            plan, skipped = main.make_plan(a, lay, 2, [0], 20000, 28232)
+            self.assertEqual(plan[0]["subjects"], switch.SUBJECTS)
+            self.assertEqual(skipped, [])
+            runs = []
+            main.run_plan(a, None, plan, runs, skipped)  # nothing to run, no server context needed
+            self.assertEqual(runs, [])

@@ -19,13 +19,16 @@ class connect_op : public io_operation<connect_op> {
 
   template <class P>
   bool await_suspend(std::coroutine_handle<P> h) {
-    if (int r = open_socket(); r < 0) {
+    if (int r = before_start(); r < 0) {
       res = r;
       return false;
     }
     return io_operation::await_suspend(h);
   }
   result<stream_socket> get_result();
+  /// Creates (and binds) the socket; a negative errno when that failed. Run before the
+  /// operation starts (the sender interface calls it too).
+  int before_start() noexcept { return open_socket(); }
 
   socket_address addr;
   socket_address local;  // AF_UNSPEC: let the kernel choose

@@ -54,15 +54,24 @@ class mpsc_ring {
 
   /// The consumer thread only.
   std::optional<T> try_pop() {
-    cell& c = cells_[head_ & mask_];
+    const std::size_t head = head_.load(std::memory_order_relaxed);
+    cell& c = cells_[head & mask_];
     std::size_t seq = c.seq.load(std::memory_order_acquire);
-    if (seq != head_ + 1) return std::nullopt;  // empty (or a producer is mid-write)
+    if (seq != head + 1) return std::nullopt;  // empty (or a producer is mid-write)
     T* p = std::launder(reinterpret_cast<T*>(&c.storage));
     std::optional<T> out(std::move(*p));
     p->~T();
-    c.seq.store(head_ + mask_ + 1, std::memory_order_release);
-    ++head_;
+    c.seq.store(head + mask_ + 1, std::memory_order_release);
+    head_.store(head + 1, std::memory_order_relaxed);
     return out;
+  }
+
+  /// Values queued: exact on the consumer's thread with no push in progress, a
+  /// snapshot otherwise (a push mid-write counts already).
+  [[nodiscard]] std::size_t size() const noexcept {
+    const std::size_t head = head_.load(std::memory_order_relaxed);
+    const std::size_t tail = tail_.load(std::memory_order_relaxed);
+    return tail > head ? tail - head : 0;
   }
 
   [[nodiscard]] std::size_t capacity() const noexcept { return mask_ + 1; }
@@ -75,7 +84,7 @@ class mpsc_ring {
   std::unique_ptr<cell[]> cells_;
   std::size_t mask_ = 0;
   alignas(64) std::atomic<std::size_t> tail_{0};
-  alignas(64) std::size_t head_ = 0;
+  alignas(64) std::atomic<std::size_t> head_{0};  // written by the consumer only
 };
 
 }  // namespace ringio::detail

@@ -4,6 +4,7 @@
 
 #include <coroutine>
 #include <exception>
+#include <type_traits>
 #include <stop_token>
 #include <utility>
 
@@ -20,6 +21,16 @@ inline thread_local promise_base* running_task = nullptr;
 
 template <class A>
 concept has_member_co_await = requires(A&& a) { std::forward<A>(a).operator co_await(); };
+
+/// Awaits a sender inside a task; defined in ringio/exec/sender_awaiter.hpp, which a
+/// translation unit that awaits senders includes (ringio/exec.hpp does).
+template <class S>
+class sender_awaiter;
+
+/// A sender (it names a sender_concept) that is not already awaitable.
+template <class A>
+concept awaitable_sender = requires { typename std::remove_cvref_t<A>::sender_concept; } &&
+                           !has_member_co_await<A> && !requires(std::remove_cvref_t<A>& a) { a.await_ready(); };
 
 /// Wraps what a task awaits so that resuming the task marks it as the running one.
 /// `Aw` is a reference (the awaited temporary lives until the end of the full
@@ -87,6 +98,9 @@ class promise_base {
     if constexpr (has_member_co_await<A>) {
       using Aw = decltype(std::forward<A>(a).operator co_await());
       return resume_marker<Aw>{std::forward<A>(a).operator co_await(), this};
+    } else if constexpr (awaitable_sender<A>) {
+      using Aw = sender_awaiter<std::remove_cvref_t<A>>;
+      return resume_marker<Aw>{Aw(std::forward<A>(a), token_), this};
     } else {
       return resume_marker<A&&>{std::forward<A>(a), this};
     }

@@ -1,0 +1,147 @@
+// ringio/exec/sender_awaiter.hpp — `co_await sender` inside a ringio task: the task's
+// stop token is the sender's stop token, and the result comes back as a result<T>.
+#pragma once
+
+#include <atomic>
+#include <coroutine>
+#include <exception>
+#include <stop_token>
+#include <system_error>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "ringio/detail/promise_base.hpp"
+#include "ringio/detail/remote_item.hpp"
+#include "ringio/exec/connect.hpp"
+#include "ringio/exec/env.hpp"
+#include "ringio/exec/manual_lifetime.hpp"
+#include "ringio/exec/outcome.hpp"
+#include "ringio/exec/scheduler.hpp"
+#include "ringio/exec/sender_traits.hpp"
+#include "ringio/io_context.hpp"
+#include "ringio/result.hpp"
+
+namespace ringio::detail {
+
+/// @cond INTERNAL
+template <class Tuple>
+struct awaited_value {
+  using type = Tuple;
+};
+template <>
+struct awaited_value<std::tuple<>> {
+  using type = void;
+};
+template <class T>
+struct awaited_value<std::tuple<T>> {
+  using type = T;
+};
+
+/// What `co_await s` does in a task (promise_base::await_transform picks it for any
+/// sender): connects s to a receiver whose environment carries the task's stop token
+/// and a scheduler for the task's loop, starts it, and resumes the task on its own loop
+/// (posted there if the sender completed on another thread). The result is a
+/// result<T>: the value (void for none, a tuple for several), the std::error_code of
+/// set_error, or operation_canceled for set_stopped; an error of another type is
+/// thrown (std::exception_ptr rethrown).
+template <class S>
+class sender_awaiter {
+  using values_t = exec::value_tuple_of_t<S>;
+  using value_type = typename awaited_value<values_t>::type;
+
+  struct receiver {
+    using receiver_concept = exec::receiver_t;
+    sender_awaiter* self;
+    template <class... A>
+    void set_value(A&&... a) noexcept {
+      self->result_.set_value(std::forward<A>(a)...);
+      self->done();
+    }
+    template <class E>
+    void set_error(E&& e) noexcept {
+      self->result_.set_error(std::forward<E>(e));
+      self->done();
+    }
+    void set_stopped() noexcept { self->done(); }
+    using env_type = exec::env_with<exec::env_with<exec::empty_env, exec::get_stop_token_t, std::stop_token>,
+                                    exec::get_scheduler_t, exec::scheduler>;
+    env_type get_env() const noexcept {
+      return exec::with_scheduler(
+          exec::with_stop_token(exec::empty_env{}, self->token_ != nullptr ? *self->token_ : std::stop_token{}),
+          exec::scheduler(*self->home_));
+    }
+  };
+  using op_t = exec::connect_result_t<S, receiver>;
+
+ public:
+  template <class A>
+  sender_awaiter(A&& s, const std::stop_token* token) : token_(token), home_(io_context::current()) {
+    op_.construct_with([&] { return exec::connect(std::forward<A>(s), receiver{this}); });
+  }
+  sender_awaiter(const sender_awaiter&) = delete;
+  sender_awaiter& operator=(const sender_awaiter&) = delete;
+  ~sender_awaiter() { op_.destroy(); }
+
+  bool await_ready() const noexcept { return false; }
+  bool await_suspend(std::coroutine_handle<> h) noexcept {
+    waiter_ = h;
+    op_.get().start();
+    int expected = starting;
+    // Still running: the completion resumes the task. Finished inline: go on at once.
+    return state_.compare_exchange_strong(expected, suspended, std::memory_order_acq_rel);
+  }
+  result<value_type> await_resume() {
+    if (result_.value) {
+      if constexpr (std::is_void_v<value_type>)
+        return {};
+      else if constexpr (std::tuple_size_v<values_t> == 1)
+        return std::get<0>(std::move(*result_.value));
+      else
+        return std::move(*result_.value);
+    }
+    if (result_.has_error()) {
+      std::error_code ec;
+      std::visit(
+          [&](auto& e) {
+            using E = std::decay_t<decltype(e)>;
+            if constexpr (std::is_same_v<E, std::error_code>)
+              ec = e;
+            else if constexpr (std::is_same_v<E, std::exception_ptr>)
+              std::rethrow_exception(e);
+            else if constexpr (!std::is_same_v<E, std::monostate>)
+              throw std::move(e);
+          },
+          result_.error);
+      return unexpected(ec);
+    }
+    return unexpected(std::make_error_code(std::errc::operation_canceled));
+  }
+
+ private:
+  static constexpr int starting = 0, suspended = 1, finished = 2;
+
+  void done() noexcept {
+    if (state_.exchange(finished, std::memory_order_acq_rel) != suspended) return;  // inline
+    if (home_ == nullptr || io_context::current() == home_) {
+      resume_inline(waiter_);
+      return;
+    }
+    back_.arg = this;
+    back_.run = [](remote_item& it, io_context&) noexcept {
+      resume_inline(static_cast<sender_awaiter*>(it.arg)->waiter_);
+    };
+    home_->post_remote(back_);
+  }
+
+  const std::stop_token* token_;
+  io_context* home_;
+  std::coroutine_handle<> waiter_;
+  std::atomic<int> state_{starting};
+  exec::detail::outcome<values_t, exec::error_types_of_t<S>> result_;
+  remote_item back_;
+  exec::detail::manual_lifetime<op_t> op_;
+};
+/// @endcond
+
+}  // namespace ringio::detail

@@ -1,0 +1,57 @@
+#include "ringio/sync/event.hpp"
+
+namespace ringio::detail {
+
+event_core::event_core(event_mode m) noexcept : mode(m) {
+  item.arg = this;
+  item.run = [](remote_item& it, io_context&) noexcept {
+    auto* c = static_cast<event_core*>(it.arg);
+    c->wake_queued.store(false, std::memory_order_release);  // before looking at the state
+    c->wake_waiters();
+    c->release();
+  };
+}
+
+void event_core::wake_waiters() noexcept {
+  if (mode == event_mode::one_shot) {
+    if (is_set.load(std::memory_order_acquire)) waiters.grant_all();
+    return;
+  }
+  while (!waiters.empty()) {
+    bool expected = true;
+    if (!is_set.compare_exchange_strong(expected, false, std::memory_order_acq_rel)) return;
+    if (!waiters.grant_one()) {
+      is_set.store(true, std::memory_order_release);  // nobody could take it: keep it
+      return;
+    }
+  }
+}
+
+void event_core::set() noexcept {
+  is_set.store(true, std::memory_order_release);
+  // RACE: pairs with the fence in try_take (Dekker): either the waiter sees the event
+  // set, or this thread sees the waiter's loop and wakes it.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  io_context* loop = home.load(std::memory_order_acquire);
+  if (loop == nullptr) return;  // nobody has waited yet
+  if (loop == io_context::current()) {
+    wake_waiters();
+    return;
+  }
+  if (wake_queued.exchange(true, std::memory_order_acq_rel)) return;
+  refs.fetch_add(1, std::memory_order_relaxed);
+  loop->post_remote(item);
+}
+
+bool event_core::try_take() {
+  io_context* here = io_context::current();
+  io_context* expected = nullptr;
+  if (!home.compare_exchange_strong(expected, here, std::memory_order_acq_rel) && expected != here)
+    throw std::logic_error("ringio: an event was awaited on a second loop");
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (mode == event_mode::one_shot) return is_set.load(std::memory_order_acquire);
+  bool set_now = true;
+  return is_set.compare_exchange_strong(set_now, false, std::memory_order_acq_rel);
+}
+
+}  // namespace ringio::detail

@@ -1,0 +1,21 @@
+#include "ringio/io_context.hpp"
+#include "ringio/sync/detail/queued_op.hpp"
+
+namespace ringio::detail {
+
+const op_vtable queued_wait_vtable = {.prepare = nullptr, .attempt = nullptr, .on_cqe = nullptr,
+                                      .step = nullptr, .complete = resume_waiter};
+
+bool waiter_list::grant_one() noexcept {
+  while (waiter_node* n = pop_front()) {
+    // RACE: a waiter whose stop or deadline already fired is completing with an error
+    // (no longer in flight): it cannot take the grant, the next one does.
+    if (n->op->ctx->complete_event_later(*n->op, 0)) {
+      n->granted = true;
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace ringio::detail
