@@ -72,7 +72,7 @@ int main(int argc, char** argv) {
   if (!tls_cert.empty()) {
     auto tls = ringio::tls::context::server(
         {.certificate_chain_file = tls_cert, .private_key_file = tls_key, .alpn = {"http/1.1"}});
-    if (!tls) args.fail("TLS: " + tls.error().message());
+    if (!tls) args.fail(tls_cert + ", " + tls_key + ": " + tls.error().message());
     cfg.banner = "https";
     return apps::run_server(cfg, [&srv, &tls](ringio::stream_socket s) {
       return ringio::http::serve_tls_connection(srv, *tls, std::move(s));
