@@ -5,11 +5,14 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
 #include "ringio/http/https.hpp"
 #include "ringio/http/router.hpp"
+#include "ringio/http/static_files.hpp"
 #include "ringio/ringio.hpp"
 #include "ringio/tls.hpp"
 #include "support/backend_test.hpp"
@@ -133,6 +136,62 @@ TEST_P(Https, SilentAndPlainHttpClientsAreClosed) {
     co_await server.join();
     EXPECT_EQ(srv.connections(), 0u);
   }(srv, sctx, listener));
+}
+
+// Reads one response with a Content-Length body from `c` (after `already`).
+task<std::string> read_response(tls::stream& c) {
+  std::string all;
+  std::vector<std::byte> buf(16384);
+  for (;;) {
+    auto head_end = all.find("\r\n\r\n");
+    if (head_end != std::string::npos) {
+      auto at = all.find("Content-Length: ");
+      if (at != std::string::npos && at < head_end) {
+        std::size_t length = std::stoul(all.substr(at + 16));
+        if (all.size() >= head_end + 4 + length) co_return all.substr(head_end + 4, length);
+      }
+    }
+    auto n = co_await with_timeout(c.recv(buf), 5s);
+    if (!n || *n == 0) co_return "incomplete: " + all.substr(0, 200);
+    all.append(reinterpret_cast<const char*>(buf.data()), *n);
+  }
+}
+
+TEST_P(Https, LargeBodiesAndStaticFilesArriveWhole) {
+  auto listener = listen_loopback();
+  auto sctx = make_server_context();
+  auto cctx = make_client_context();
+  // A 1 MiB body from memory, and a 300 kB file (sendfile into the relay, then encrypted).
+  std::string big(1 << 20, 'x');
+  for (std::size_t i = 0; i < big.size(); i += 997) big[i] = static_cast<char>('a' + i % 26);
+  routes_.get("/big", [&big](http::request&) -> task<http::response> { co_return http::response::borrowed(200, big); });
+  const std::string dir = test_certs::get().dir + "/site-" + std::to_string(static_cast<int>(GetParam()));
+  std::filesystem::create_directories(dir);
+  std::string file(300'000, 'f');
+  for (std::size_t i = 0; i < file.size(); i += 101) file[i] = static_cast<char>('0' + i % 10);
+  std::ofstream(dir + "/data.bin", std::ios::binary) << file;
+  routes_.prefix(http::method::get, "/files/", http::static_files(dir));
+  http::server srv(routes_);
+  auto [got_big, got_file] = run([](http::server& srv, tls::context& sctx, tls::context& cctx,
+                                    stream_listener& l) -> task<std::pair<std::string, std::string>> {
+    scope server;
+    server.spawn(serve_some(srv, sctx, l, 1));
+    auto sock = co_await stream_socket::connect(address_of(l));
+    auto c = tls::stream::client(cctx, std::move(*sock), "localhost");
+    auto hs = co_await c->handshake(5s);
+    EXPECT_TRUE(hs);
+    auto s1 = co_await c->send_all(std::string_view("GET /big HTTP/1.1\r\nHost: localhost\r\n\r\n"));
+    EXPECT_TRUE(s1);
+    std::string a = co_await read_response(*c);
+    auto s2 = co_await c->send_all(
+        std::string_view("GET /files/data.bin HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"));
+    EXPECT_TRUE(s2);
+    std::string b = co_await read_response(*c);
+    co_await server.join();
+    co_return std::pair{a, b};
+  }(srv, sctx, cctx, listener));
+  EXPECT_TRUE(got_big == big) << got_big.size();
+  EXPECT_TRUE(got_file == file) << got_file.size();
 }
 
 }  // namespace
