@@ -189,6 +189,8 @@ task<result<void>> run_handshake(stream_state& s, std::chrono::nanoseconds timeo
   }
   s.release_idle_buffers();
   if (!done) co_return unexpected(done.error());
+  // The record path: the first handshake logs (once) why kernel TLS is not used.
+  if (s.ctx->kernel_tls) (void)stream::kernel_tls_available();
   if (log_enabled(log_level::debug))
     log(log_level::debug, "tls: %s handshake done: %s, records in user space",
         SSL_is_server(s.ssl) ? "server" : "client", SSL_get_version(s.ssl));
