@@ -199,10 +199,12 @@ class http_client {
   // send(2) and recv(2) through TLS: the same results (a close_notify or a cut
   // connection reads as 0, a receive timeout as -1 with errno EAGAIN).
   ssize_t raw_send(const char* p, std::size_t n) {
+    if (ssl_ == nullptr) return (errno = EBADF), -1;
     int r = SSL_write(ssl_, p, static_cast<int>(n));
     return r > 0 ? r : -1;
   }
   ssize_t raw_recv(char* p, std::size_t n) {
+    if (ssl_ == nullptr) return (errno = EBADF), -1;
     errno = 0;
     int r = SSL_read(ssl_, p, static_cast<int>(n));
     if (r > 0) return r;
