@@ -12,7 +12,9 @@
 #include "common/cli.hpp"
 #include "common/serve.hpp"
 #include "ringio/http/router.hpp"
+#include "ringio/http/https.hpp"
 #include "ringio/http/server.hpp"
+#include "ringio/tls/context.hpp"
 #include "ringio/http/static_files.hpp"
 
 namespace {
@@ -25,6 +27,8 @@ const std::string usage = std::string(
     "Last-Modified, 304, byte ranges). SIGINT/SIGTERM stop it gracefully: no new\n"
     "connections, idle ones close, requests in progress get --drain-timeout seconds, exit 0.\n"
     "--no-sendfile reads files over 16 KiB through the loop instead of sendfile(2).\n"
+    "--tls-cert FILE --tls-key FILE: HTTPS (TLS 1.2/1.3, ALPN http/1.1) with that PEM\n"
+    "certificate chain and key.\n"
     "options:\n") + apps::server_port_threads_usage + apps::server_options_usage;
 
 constexpr std::string_view hello = "Hello world!";
@@ -37,6 +41,9 @@ int main(int argc, char** argv) {
   cfg.name = "http_server";
   apps::read_server_options(args, cfg);
   std::string root = args.text("root", "");
+  const std::string tls_cert = args.text("tls-cert", "");
+  const std::string tls_key = args.text("tls-key", "");
+  if (tls_cert.empty() != tls_key.empty()) args.fail("--tls-cert and --tls-key go together");
   ringio::http::server_options opts;
   opts.max_connections = static_cast<std::size_t>(args.integer("max-connections", 10000, 1, 10'000'000));
   opts.idle_timeout =
@@ -62,5 +69,14 @@ int main(int argc, char** argv) {
   }
   ringio::http::server srv(routes, std::move(opts));
   cfg.options.on_stop = [&srv](int) { srv.drain(); };  // idle keep-alive connections close at once
+  if (!tls_cert.empty()) {
+    auto tls = ringio::tls::context::server(
+        {.certificate_chain_file = tls_cert, .private_key_file = tls_key, .alpn = {"http/1.1"}});
+    if (!tls) args.fail(tls_cert + ", " + tls_key + ": " + tls.error().message());
+    cfg.banner = "https";
+    return apps::run_server(cfg, [&srv, &tls](ringio::stream_socket s) {
+      return ringio::http::serve_tls_connection(srv, *tls, std::move(s));
+    });
+  }
   return apps::run_server(cfg, [&srv](ringio::stream_socket s) { return srv.serve_connection(std::move(s)); });
 }

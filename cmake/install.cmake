@@ -7,6 +7,7 @@ install(TARGETS ringio EXPORT ringioTargets
 install(TARGETS ringio_http EXPORT ringioTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(TARGETS ringio_fiber EXPORT ringioTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(TARGETS ringio_tls EXPORT ringioTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(TARGETS ringio_https EXPORT ringioTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(DIRECTORY include/ringio DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(EXPORT ringioTargets NAMESPACE ringio:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ringio)
 configure_package_config_file(cmake/ringioConfig.cmake.in

@@ -57,8 +57,9 @@ int version_number(protocol_version v) noexcept {
   return v == protocol_version::tls1_2 ? TLS1_2_VERSION : TLS1_3_VERSION;
 }
 
+// The first error queued is the cause (a missing file); later ones say what failed.
 std::error_code last_error(std::error_code fallback) noexcept {
-  unsigned long e = ERR_peek_last_error();
+  unsigned long e = ERR_peek_error();
   ERR_clear_error();
   return e != 0 ? detail::openssl_error(e) : fallback;
 }

@@ -59,7 +59,8 @@ std::error_code verify_error(long v) noexcept {
 
 std::error_code openssl_error(unsigned long e) noexcept {
   // System errors (ERR_SYSTEM_FLAG) carry an errno; other codes fit an int.
-  if (ERR_SYSTEM_ERROR(e)) return {static_cast<int>(ERR_GET_REASON(e)), std::system_category()};
+  if (ERR_SYSTEM_ERROR(e) || ERR_GET_LIB(e) == ERR_LIB_SYS)
+    return {static_cast<int>(ERR_GET_REASON(e)), std::system_category()};
   unsigned long packed = ERR_PACK(ERR_GET_LIB(e), 0, ERR_GET_REASON(e));
   if (packed < static_cast<unsigned long>(openssl_base) || packed > 0x7fffffffUL)
     return make_error_code(tls_errc::protocol_error);

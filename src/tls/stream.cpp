@@ -73,18 +73,25 @@ task<result<void>> flush(stream_state& s, std::int64_t deadline) {
   co_return result<void>{};
 }
 
+// Waits until the socket has data (or its end) with a one-byte peek: a connection
+// waiting for its peer this way holds no record buffer.
+task<result<void>> wait_readable(stream_state& s, std::int64_t deadline) {
+  if (s.readable || s.peer_eof) co_return result<void>{};
+  std::array<std::byte, 1> probe{};
+  auto ready = co_await timed(s.socket.recv(mutable_buffer(probe.data(), probe.size()), MSG_PEEK), deadline);
+  if (!ready) co_return unexpected(ready.error());
+  if (*ready == 0) s.peer_eof = true;
+  else s.readable = true;
+  co_return result<void>{};
+}
+
 // Receives more ciphertext into `in`. While nothing is buffered it first waits for
-// data with a one-byte peek, so that a connection waiting for its peer holds no
-// record buffer.
+// data (wait_readable), and borrows the buffer only then.
 task<result<void>> fill(stream_state& s, std::int64_t deadline) {
   if (!s.has_input()) {
-    std::array<std::byte, 1> probe{};
-    auto ready = co_await timed(s.socket.recv(mutable_buffer(probe.data(), probe.size()), MSG_PEEK), deadline);
+    auto ready = co_await wait_readable(s, deadline);
     if (!ready) co_return unexpected(ready.error());
-    if (*ready == 0) {
-      s.peer_eof = true;
-      co_return result<void>{};
-    }
+    if (s.peer_eof) co_return result<void>{};
     if (s.in == nullptr) s.in = borrow_record_buffer();
     s.in_begin = s.in_end = 0;
   } else if (s.in_begin > 0) {
@@ -94,6 +101,7 @@ task<result<void>> fill(stream_state& s, std::int64_t deadline) {
   }
   mutable_buffer room(s.in + s.in_end, record_buffer_size - s.in_end);
   auto got = co_await timed(s.socket.recv(room), deadline);
+  s.readable = false;
   if (!got) co_return unexpected(got.error());
   if (*got == 0) s.peer_eof = true;
   s.in_end += *got;
@@ -189,6 +197,8 @@ task<result<void>> run_handshake(stream_state& s, std::chrono::nanoseconds timeo
   }
   s.release_idle_buffers();
   if (!done) co_return unexpected(done.error());
+  // The record path: the first handshake logs (once) why kernel TLS is not used.
+  if (s.ctx->kernel_tls) (void)stream::kernel_tls_available();
   if (log_enabled(log_level::debug))
     log(log_level::debug, "tls: %s handshake done: %s, records in user space",
         SSL_is_server(s.ssl) ? "server" : "client", SSL_get_version(s.ssl));
@@ -200,6 +210,16 @@ task<result<std::size_t>> run_recv(stream_state& s, mutable_buffer buf) {
   if (s.reading) co_return unexpected(tls_errc::busy);
   if (buf.size() == 0) co_return std::size_t{0};
   s.reading = true;
+  // Nothing buffered here or in OpenSSL, and no close_notify seen: wait before calling
+  // it, so that OpenSSL does not hold a read buffer of its own while the peer is silent.
+  if (!s.has_input() && SSL_has_pending(s.ssl) == 0 && (SSL_get_shutdown(s.ssl) & SSL_RECEIVED_SHUTDOWN) == 0) {
+    auto ready = co_await wait_readable(s, 0);
+    if (!ready) {
+      s.reading = false;
+      s.release_idle_buffers();
+      co_return unexpected(ready.error());
+    }
+  }
   auto got = co_await drive(s, step::read, buf.data(), buf.size(), 0);
   s.reading = false;
   s.release_idle_buffers();

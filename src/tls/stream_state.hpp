@@ -28,6 +28,7 @@ struct stream_state {
   std::size_t out_begin = 0, out_end = 0;
 
   bool peer_eof = false;     // the socket reported the end of the stream
+  bool readable = false;     // a peek saw data that no recv has taken yet
   bool reading = false;      // a recv (or the handshake, or shutdown) is in flight
   bool writing = false;      // a send is in flight
   bool flushing = false;     // out is being sent: it may grow but not move

@@ -4,6 +4,7 @@
 #include <ringio/http/server.hpp>
 #include <ringio/http/static_files.hpp>
 #include <ringio/ringio.hpp>
+#include <ringio/tls.hpp>
 
 #include <chrono>
 
@@ -18,7 +19,11 @@ bool options_compile() {
   ringio::serve_options serve{.threads = 4};
   ringio::serve_options drain{.max_connections = 100, .drain_timeout = 2s};
   ringio::serve_summary summary{};
+  ringio::tls::server_options tls_server{.certificate_chain_file = "c.pem", .private_key_file = "k.pem"};
+  ringio::tls::client_options tls_client{.alpn = {"http/1.1"}};
+  // ringio::tls links (OpenSSL is found): a context whose files are missing fails.
+  auto missing = ringio::tls::context::server(tls_server);
   return ctx.sq_entries == 256 && rt.threads == 2 && listen.backlog == 128 &&
          http.idle_timeout == 5s && files.index == "index.html" && serve.threads == 4 &&
-         drain.max_connections == 100 && summary.signal_number == 0;
+         drain.max_connections == 100 && summary.signal_number == 0 && tls_client.verify_peer && !missing;
 }

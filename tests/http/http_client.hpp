@@ -18,6 +18,12 @@
 #include <utility>
 #include <vector>
 
+#ifdef RINGIO_HTTP_TEST_TLS
+#include <openssl/ssl.h>
+
+#include "tls/test_certs.hpp"
+#endif
+
 namespace ringio_test {
 
 struct http_reply {
@@ -64,8 +70,26 @@ class http_client {
     ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     timeval tv{timeout_ms / 1000, (timeout_ms % 1000) * 1000};
     ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+#ifdef RINGIO_HTTP_TEST_TLS
+    // The same tests over HTTPS: a blocking OpenSSL client on the socket.
+    ssl_ = SSL_new(tls_context());
+    SSL_set_fd(ssl_, fd_);
+    SSL_set_tlsext_host_name(ssl_, "localhost");
+    SSL_set1_host(ssl_, "localhost");
+    int r;
+    do r = SSL_connect(ssl_);
+    while (r <= 0 && SSL_get_error(ssl_, r) == SSL_ERROR_WANT_READ && errno == EINTR);
+    if (r != 1) {
+      SSL_free(std::exchange(ssl_, nullptr));
+      ::close(fd_);
+      fd_ = -1;
+    }
+#endif
   }
   ~http_client() {
+#ifdef RINGIO_HTTP_TEST_TLS
+    if (ssl_ != nullptr) SSL_free(ssl_);
+#endif
     if (fd_ >= 0) ::close(fd_);
   }
   http_client(const http_client&) = delete;
@@ -76,7 +100,7 @@ class http_client {
 
   bool send(std::string_view data) {
     while (!data.empty()) {
-      ssize_t n = ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL);
+      ssize_t n = raw_send(data.data(), data.size());
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) return false;
       data.remove_prefix(static_cast<std::size_t>(n));
@@ -142,7 +166,7 @@ class http_client {
     if (!buf_.empty()) return false;
     char c;
     ssize_t n;
-    do n = ::recv(fd_, &c, 1, 0);
+    do n = raw_recv(&c, 1);
     while (n < 0 && errno == EINTR);
     return n == 0 || (n < 0 && errno == ECONNRESET);
   }
@@ -154,7 +178,7 @@ class http_client {
     ssize_t n;
     // io_uring task work queued to this thread (a ring it created and closed) interrupts
     // a receive that has a timeout with EINTR instead of restarting it.
-    do n = ::recv(fd_, tmp, sizeof tmp, 0);
+    do n = raw_recv(tmp, sizeof tmp);
     while (n < 0 && errno == EINTR);
     if (n <= 0) return false;
     buf_.append(tmp, static_cast<std::size_t>(n));
@@ -162,6 +186,39 @@ class http_client {
   }
 
  private:
+#ifdef RINGIO_HTTP_TEST_TLS
+  static SSL_CTX* tls_context() {
+    static SSL_CTX* ctx = [] {
+      SSL_CTX* c = SSL_CTX_new(TLS_client_method());
+      SSL_CTX_load_verify_locations(c, test_certs::get().ca.c_str(), nullptr);
+      SSL_CTX_set_verify(c, SSL_VERIFY_PEER, nullptr);
+      return c;
+    }();
+    return ctx;
+  }
+  // send(2) and recv(2) through TLS: the same results (a close_notify or a cut
+  // connection reads as 0, a receive timeout as -1 with errno EAGAIN).
+  ssize_t raw_send(const char* p, std::size_t n) {
+    if (ssl_ == nullptr) return (errno = EBADF), -1;
+    int r = SSL_write(ssl_, p, static_cast<int>(n));
+    return r > 0 ? r : -1;
+  }
+  ssize_t raw_recv(char* p, std::size_t n) {
+    if (ssl_ == nullptr) return (errno = EBADF), -1;
+    errno = 0;
+    int r = SSL_read(ssl_, p, static_cast<int>(n));
+    if (r > 0) return r;
+    int e = SSL_get_error(ssl_, r);
+    if (e == SSL_ERROR_ZERO_RETURN) return 0;
+    if (e == SSL_ERROR_WANT_READ && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) return -1;
+    if (e == SSL_ERROR_SSL || (e == SSL_ERROR_SYSCALL && errno == 0)) return 0;  // cut without close_notify
+    return -1;
+  }
+  SSL* ssl_ = nullptr;
+#else
+  ssize_t raw_send(const char* p, std::size_t n) { return ::send(fd_, p, n, MSG_NOSIGNAL); }
+  ssize_t raw_recv(char* p, std::size_t n) { return ::recv(fd_, p, n, 0); }
+#endif
   bool take(std::size_t n, std::string& out) {
     while (buf_.size() < n)
       if (!fill()) return false;

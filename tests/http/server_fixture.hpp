@@ -22,6 +22,12 @@
 #include "support/backend_test.hpp"
 #include "support/loopback.hpp"
 
+#ifdef RINGIO_HTTP_TEST_TLS
+#include "ringio/http/https.hpp"
+#include "ringio/tls/context.hpp"
+#include "tls/test_certs.hpp"
+#endif
+
 namespace ringio_test {
 
 class http_server_test : public ::testing::TestWithParam<ringio::backend_kind> {
@@ -48,7 +54,14 @@ class http_server_test : public ::testing::TestWithParam<ringio::backend_kind> {
     port_ = address_of(listener_).port();
     thread_ = std::thread([this, backend = GetParam()] {
       ringio::io_context ctx(ringio::io_context_options{.backend = backend, .quiet = true});
+#ifdef RINGIO_HTTP_TEST_TLS
+      // The same tests over HTTPS (https_protocol_tests).
+      static const auto tls = ringio::tls::context::server(
+          {.certificate_chain_file = test_certs::get().server_cert, .private_key_file = test_certs::get().server_key});
+      ringio::sync_wait(ctx, ringio::http::serve_tls(*server_, *tls, listener_, stop_.get_token()));
+#else
       ringio::sync_wait(ctx, server_->serve(listener_, stop_.get_token()));
+#endif
     });
   }
   /// Graceful stop: waits until every connection has ended.

@@ -349,6 +349,9 @@ TEST(TlsContext, BadFilesAreReportedWithTheirReason) {
   o.private_key_file = "/nonexistent/key.pem";
   auto c = tls::context::server(o);
   EXPECT_FALSE(c);
+  if (!c) {
+    EXPECT_EQ(c.error(), std::errc::no_such_file_or_directory) << c.error().message();
+  }
   o = server_settings();
   o.private_key_file = test_certs::get().other_key;  // not the certificate's key
   auto mismatch = tls::context::server(o);

@@ -16,24 +16,24 @@ struct client_options {
   /// Trust the system's CA store (`SSL_CTX_set_default_verify_paths`).
   bool use_system_trust_store = true;
   /// PEM file of further CAs to trust; empty: none.
-  std::string ca_file;
+  std::string ca_file{};
   /// Verify the server's certificate chain (and, with a name, its host name). Turning
   /// it off makes the connection open to interception: for tests only.
   bool verify_peer = true;
   /// Protocols offered in order of preference, e.g. {"http/1.1"}; empty: no ALPN.
-  std::vector<std::string> alpn;
+  std::vector<std::string> alpn{};
   /// Oldest version accepted.
   protocol_version min_version = protocol_version::tls1_2;
   /// Newest version accepted.
   protocol_version max_version = protocol_version::tls1_3;
   /// OpenSSL cipher list for TLS 1.2; empty: the default policy.
-  std::string cipher_list;
+  std::string cipher_list{};
   /// OpenSSL cipher suites for TLS 1.3; empty: OpenSSL's.
-  std::string cipher_suites;
+  std::string cipher_suites{};
   /// PEM certificate chain to present when the server asks for one; empty: none.
-  std::string certificate_chain_file;
+  std::string certificate_chain_file{};
   /// PEM private key of certificate_chain_file.
-  std::string private_key_file;
+  std::string private_key_file{};
   /// Keep the last session of each server name and offer it on the next connection.
   bool session_resumption = true;
   /// The deadline of stream::handshake() without an explicit timeout.

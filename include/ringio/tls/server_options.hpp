@@ -14,24 +14,24 @@ namespace ringio::tls {
 /// TLS 1.3 suites), session tickets on, renegotiation refused, no client certificate.
 struct server_options {
   /// PEM file with the certificate, then its intermediates (required).
-  std::string certificate_chain_file;
+  std::string certificate_chain_file{};
   /// PEM file with the certificate's private key (required).
-  std::string private_key_file;
+  std::string private_key_file{};
   /// Protocols offered in order of preference, e.g. {"h2", "http/1.1"}; empty: no ALPN.
   /// A client offering none of them gets no ALPN answer (the handshake goes on).
-  std::vector<std::string> alpn;
+  std::vector<std::string> alpn{};
   /// Oldest version accepted.
   protocol_version min_version = protocol_version::tls1_2;
   /// Newest version accepted.
   protocol_version max_version = protocol_version::tls1_3;
   /// OpenSSL cipher list for TLS 1.2; empty: the default policy above.
-  std::string cipher_list;
+  std::string cipher_list{};
   /// OpenSSL cipher suites for TLS 1.3; empty: OpenSSL's (AES-GCM, ChaCha20-Poly1305).
-  std::string cipher_suites;
+  std::string cipher_suites{};
   /// Session resumption with tickets (stateless on the server).
   bool session_tickets = true;
   /// PEM file of the CAs that client certificates must chain to; empty: none asked.
-  std::string client_ca_file;
+  std::string client_ca_file{};
   /// With client_ca_file: fail the handshake when the client sends no certificate.
   bool require_client_certificate = false;
   /// The deadline of stream::handshake() without an explicit timeout.

@@ -32,7 +32,8 @@ struct stream_state;
 ///
 /// As on a stream_socket, one receiving operation (recv, recv_exact) and one sending
 /// operation (send, send_all) may be in flight at a time; a second of the same
-/// direction fails with tls_errc::busy. handshake() and shutdown() run alone.
+/// direction fails with tls_errc::busy. handshake() runs alone; shutdown() may run
+/// while a recv is in flight, not while a send is.
 ///
 /// Errors are std::error_codes of tls_category (OpenSSL's reason in message(),
 /// tls_errc, certificate verification failures) or of the socket (connection_reset,
