@@ -447,6 +447,46 @@ TEST_P(Senders, RepeatUntilRunsInlineRoundsWithoutRecursion) {
   EXPECT_EQ(rounds, 100);
 }
 
+// A last round that completes inside start() hands the result to the awaiting task at
+// once; when that task then ends, its frame (and the loop's state in it) is gone before
+// start() returns. The loop must not touch itself after that. Same for an error.
+TEST_P(Senders, AnInlineLastRoundMayEndTheAwaitingTaskAndFreeTheLoop) {
+  socket_pair p;
+  int rounds = 0;
+  int stops = 0;
+  ringio::sync_wait(ctx(), [](socket_pair& p, int& rounds, int& stops) -> task<void> {
+    scope s;
+    // Round 1 waits for a byte; the peer then sends two, so round 2 finds its byte
+    // there (a readiness backend completes it inside start()) and ends the loop.
+    s.spawn([](stream_socket& rx, int& rounds) -> task<void> {
+      std::array<std::byte, 1> b;
+      auto r = co_await ex::repeat_until([&] {
+        return ex::recv(rx, b) | ex::then([&](std::size_t) { return ++rounds == 2; });
+      });
+      EXPECT_TRUE(r);
+    }(p.b, rounds));
+    s.spawn([](stream_socket& tx) -> task<void> {
+      co_await yield();
+      auto w = co_await tx.send_all(const_buffer("ab", 2));
+      EXPECT_TRUE(w);
+    }(p.a));
+    // Round 1 waits for the loop and asks for a stop; round 2 then stops inside start().
+    s.spawn([](int& stops) -> task<void> {
+      std::stop_source stop;
+      int n = 0;
+      auto r = co_await with_token(ex::repeat_until([&] {
+                                     if (++n == 2) stop.request_stop();
+                                     return ex::yield() | ex::then([] { return false; });
+                                   }),
+                                   stop.get_token());
+      if (!r) ++stops;
+    }(stops));
+    co_await s.join();
+  }(p, rounds, stops));
+  EXPECT_EQ(rounds, 2);
+  EXPECT_EQ(stops, 1);
+}
+
 // Over TCP: random stops (before start, right after, timer races) on the receiving
 // side while the peer sends random chunks; then the peer ends the connection either
 // gracefully (shutdown: every byte must arrive, then end of stream) or with a reset

@@ -42,7 +42,10 @@ class repeat_state {
   repeat_state(Make make, R r) : make_(std::move(make)), rcvr_(std::move(r)) {}
   repeat_state(const repeat_state&) = delete;
   repeat_state& operator=(const repeat_state&) = delete;
-  ~repeat_state() { finish(); }
+  ~repeat_state() {
+    if (gone_ != nullptr) *gone_ = true;
+    finish();
+  }
 
   void start() & noexcept { run(); }
 
@@ -76,7 +79,14 @@ class repeat_state {
       live_ = true;
       again_ = false;
       starting_ = true;
+      // A last round that completes inside start() hands its result to the receiver at
+      // once, and the receiver may destroy this state before start() returns (a task
+      // that resumes and ends frees its frame): then nothing here may be touched again.
+      bool gone = false;
+      gone_ = &gone;
       body_.get().start();
+      if (gone) return;
+      gone_ = nullptr;
       starting_ = false;  // RACE-free: a pending round completes on this loop, later
       if (!again_) return;
     }
@@ -85,6 +95,7 @@ class repeat_state {
   Make make_;
   R rcvr_;
   manual_lifetime<body_op> body_;
+  bool* gone_ = nullptr;  // set while a round starts: the destructor marks it
   bool live_ = false;
   bool starting_ = false;
   bool again_ = false;
