@@ -305,14 +305,8 @@ namespace detail {
 template <class T>
 template <class P>
 bool channel_send_op<T>::await_suspend(std::coroutine_handle<P> h) {
-  const std::stop_token* inherited = nullptr;
-  if constexpr (std::is_base_of_v<promise_base, P>) inherited = h.promise().stop_token();
-  if ((inherited != nullptr && inherited->stop_requested()) || this->token_.stop_requested()) {
-    this->res = -ECANCELED;
-    this->cancel_requested = true;
-    this->state = op_state::done;
-    return false;
-  }
+  const std::stop_token* inherited = this->inherited_token(h);
+  if (this->finish_if_stopped(inherited)) return false;
   channel_senders& s = ch_->senders_;
   s.lock();
   s.waiting.fetch_add(1, std::memory_order_seq_cst);

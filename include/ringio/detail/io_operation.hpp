@@ -47,8 +47,7 @@ class io_operation : public op_base {
 
   template <class P>
   bool await_suspend(std::coroutine_handle<P> h) {
-    const std::stop_token* inherited = nullptr;
-    if constexpr (std::is_base_of_v<promise_base, P>) inherited = h.promise().stop_token();
+    const std::stop_token* inherited = inherited_token(h);
     if (!token_.stop_possible()) return start_operation(*this, h, inherited);
     return start_operation(*this, h, &token_, inherited);
   }
@@ -70,6 +69,26 @@ class io_operation : public op_base {
   void set_deadline(std::int64_t ns) noexcept { deadline_ns = ns; }
 
  protected:
+  /// The stop token of the awaiting task (null when the awaiter is not a ringio task).
+  template <class P>
+  static const std::stop_token* inherited_token(std::coroutine_handle<P> h) noexcept {
+    if constexpr (std::is_base_of_v<promise_base, P>)
+      return h.promise().stop_token();
+    else
+      return nullptr;
+  }
+
+  /// For waits that must take nothing once stopped (a select's losing branch): when
+  /// `inherited` or the explicit token is already stopped, completes the operation with
+  /// operation_canceled without starting it and returns true.
+  bool finish_if_stopped(const std::stop_token* inherited) noexcept {
+    if ((inherited == nullptr || !inherited->stop_requested()) && !token_.stop_requested()) return false;
+    res = -ECANCELED;
+    cancel_requested = true;
+    state = op_state::done;
+    return true;
+  }
+
   std::stop_token token_;
 };
 

@@ -32,15 +32,9 @@ class queued_op : public io_operation<Derived> {
 
   template <class P>
   bool await_suspend(std::coroutine_handle<P> h) {
-    const std::stop_token* inherited = nullptr;
-    if constexpr (std::is_base_of_v<promise_base, P>) inherited = h.promise().stop_token();
+    const std::stop_token* inherited = this->inherited_token(h);
     // Stop before start takes nothing (a select's losing branch must not consume).
-    if ((inherited != nullptr && inherited->stop_requested()) || this->token_.stop_requested()) {
-      this->res = -ECANCELED;
-      this->cancel_requested = true;
-      this->state = op_state::done;
-      return false;
-    }
+    if (this->finish_if_stopped(inherited)) return false;
     if (static_cast<Derived*>(this)->try_now()) {
       node_.granted = true;
       this->state = op_state::done;
