@@ -9,6 +9,10 @@ import shutil
 RINGIO_CLIENTS = {"ping", "echo_bench", "churn_bench"}
 # Clients that are `ping` with a flag: the sender client and the per-operation-cancellation one.
 PING_VARIANTS = {"ping-senders": ["--senders"], "ping-when-any": ["--when-any"]}
+# The seed executor's own client (bench/peers/uring_exec/build.sh): each session sends a
+# block, then makes ONE read of up to a block (which may return less), and repeats; it
+# divides the bytes read by the whole timeout, connection set-up included.
+URING_EXEC_PING = "uring-exec-ping"
 
 
 def path_of(layout, client):
@@ -18,6 +22,8 @@ def path_of(layout, client):
         return layout.app("ping")
     if client == "httpmem":
         return os.path.join(layout.root, "bench/clients/httpmem")
+    if client == URING_EXEC_PING:
+        return os.path.join(layout.root, layout.build, "bench/peers/uring_exec_ping")
     if client == "raw_epoll_echo_client":
         return os.path.join(layout.root, layout.build, "bench/peers/raw_epoll_echo_client")
     return shutil.which(client) or client
@@ -30,6 +36,8 @@ def available(layout, client):
         return None
     if client in ("wrk", "ab"):
         return f"{client} not installed"
+    if client == URING_EXEC_PING:
+        return f"{os.path.relpath(path, layout.root)} not built (bench/peers/uring_exec/build.sh builds it)"
     return f"{os.path.relpath(path, layout.root)} not built"
 
 
@@ -47,6 +55,8 @@ def command(layout, client, cell, port, server_pid="PID"):
     if client == "ping" or client in PING_VARIANTS:
         return ([p, str(port), str(c["threads"]), str(c["blocksize"]), str(c["sessions"]), str(c["timeout"])]
                 + PING_VARIANTS.get(client, []))
+    if client == URING_EXEC_PING:  # <port> <threads> <blocksize> <sessions> <timeout(s)>
+        return [p, str(port), str(c["threads"]), str(c["blocksize"]), str(c["sessions"]), str(c["timeout"])]
     if client in ("echo_bench", "raw_epoll_echo_client"):
         # --warmup 0: the client counts every request of the window in which
         # the server's CPU time is taken.
@@ -83,11 +93,13 @@ class ParseError(Exception):
     pass
 
 
-def parse(client, stdout):
+def parse(client, stdout, block=None):
     if client in ("wrk",):
         return parse_wrk(stdout)
     if client == "ab":
         return parse_ab(stdout)
+    if client == URING_EXEC_PING:
+        return parse_uring_exec_ping(stdout, block)
     res = parse_result_line(stdout)
     if client == "httpmem":
         return parse_httpmem(res)
@@ -104,6 +116,31 @@ def parse(client, stdout):
         return {"throughput": res["sessions_per_s"], "ops": res["sessions"], "errors": res.get("failed", 0),
                 "rate": res["sessions_per_s"], "latency_us": lat, "raw": res}
     raise ValueError(f"unknown client {client}")
+
+
+_BINARY_UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
+
+
+def _binary_bytes(number, unit):
+    if unit not in _BINARY_UNITS:
+        raise ParseError(f"unknown unit '{unit}'")
+    return float(number) * _BINARY_UNITS[unit]
+
+
+def parse_uring_exec_ping(text, block):
+    """uring_exec's ping prints `read: 1.887 GiB` (bytes read over the run) and
+    `throughput (read): 965.914 MiB/s` (the same divided by its timeout).  Its reads
+    may return part of a block, so the operations are blocks' worth of bytes read."""
+    total = re.search(r"^read: ([0-9.]+) ?([KMGT]iB|B)$", text, re.M)
+    rate = re.search(r"^throughput \(read\): ([0-9.]+) ?([KMGT]iB|B)/s$", text, re.M)
+    if not total or not rate:
+        raise ParseError("no 'read:' and 'throughput (read):' lines in uring_exec ping's output")
+    read = _binary_bytes(*total.groups())
+    per_s = _binary_bytes(*rate.groups())
+    ops = read / block if block else None
+    return {"throughput": per_s / (1 << 30), "ops": ops, "errors": 0,
+            "rate": per_s / block if block else None, "latency_us": {},
+            "raw": {"read_bytes": read, "read_bytes_per_s": per_s}}
 
 
 def parse_result_line(text):

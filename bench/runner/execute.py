@@ -146,7 +146,7 @@ def run_one(ctx, scen, cell, subject, repeat, kind="measure"):
         if srv.exited():
             raise RunFailed(f"{server} exited during the load: {_tail(srv.errors(), 300)}")
         try:
-            m = clients.parse(client, out)
+            m = clients.parse(client, out, cell.get("blocksize"))
         except clients.ParseError as e:
             raise RunFailed(f"{client} exited {cli.status}: {e}; stderr: {_tail(cli.errors(), 300)}") from None
         rec["metrics"] = m

@@ -10,8 +10,9 @@ import sys
 X = {"pingpong": "sessions", "echo": "connections", "churn": "concurrency", "http-wrk": "connections",
      "http-ab": "concurrency", "client-cost": "connections", "http-idle": "connections",
      "http-static": "connections", "pingpong-cancel": "sessions", "echo-idle": "connections",
-     "https-wrk": "connections", "tls-handshake": "concurrency", "tls-idle": "connections"}
-UNIT = {"pingpong": "GiB/s", "pingpong-cancel": "GiB/s", "churn": "sessions/s"}
+     "https-wrk": "connections", "tls-handshake": "concurrency", "tls-idle": "connections",
+     "pingpong-seed": "sessions"}
+UNIT = {"pingpong": "GiB/s", "pingpong-cancel": "GiB/s", "pingpong-seed": "GiB/s", "churn": "sessions/s"}
 LOAD_UNIT = {"download": "GB/s"}  # cells of http-static; the others are req/s
 
 

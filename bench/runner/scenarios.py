@@ -23,6 +23,11 @@ class Scenario:
 SCENARIOS = {s.name: s for s in [
     Scenario("pingpong", "pong", "ping", "sessions", "GiB/s", "round trip",
              "ping sends a block on each session and waits for all of it back; servers in pong mode"),
+    Scenario("pingpong-seed", "pong", "uring-exec-ping", "sessions", "GiB/s", "block",
+             "the seed io_uring executor's own ping (uring_exec, built from its sources by "
+             "bench/peers/uring_exec/build.sh): each session sends a block, makes one read of up to a block "
+             "and repeats; GiB/s is bytes read over its whole timeout; servers in pong mode, its own pong "
+             "(uring-exec) among them"),
     Scenario("echo", "echo", "echo_bench", "connections", "req/s", "request",
              "echo_bench: each connection sends a message and waits for its echo, for a fixed time"),
     Scenario("churn", "echo", "churn_bench", "concurrency", "sessions/s", "session",
@@ -117,6 +122,9 @@ def cells(name, full, seconds=None):
         return _grid(threads=[1], load=["tls-idle"], connections=[5000], scheme=["https"])
     if name == "client-cost":
         return _grid(threads=[1], connections=[1, 50, 500] if full else [50], length=[512], duration=[d])
+    if name == "pingpong-seed":
+        return _grid(threads=[1], sessions=[10, 100, 1000] if full else [100], blocksize=[16384],
+                     timeout=[10 if full else max(1, round(d))])
     if name == "pingpong-cancel":
         return _grid(threads=[1], sessions=[10, 100, 1000] if full else [100], blocksize=[16384],
                      timeout=[max(1, round(d))])
@@ -151,7 +159,7 @@ def probe_cell(name, cell):
     return c
 
 
-LABEL_KEYS = {"pingpong": ["threads", "sessions"], "pingpong-cancel": ["sessions"], "echo-idle": ["connections"],
+LABEL_KEYS = {"pingpong": ["threads", "sessions"], "pingpong-seed": ["sessions"], "pingpong-cancel": ["sessions"], "echo-idle": ["connections"],
               "https-wrk": ["connections"], "tls-handshake": ["concurrency"], "tls-idle": ["connections"], "echo": ["connections", "length"],
               "churn": ["concurrency"], "http-wrk": ["connections"], "http-ab": ["concurrency"],
               "client-cost": ["connections", "length"], "http-idle": ["connections"],

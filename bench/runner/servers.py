@@ -26,7 +26,12 @@ VARIANTS = {  # name -> (backend, extra server arguments, modes that take them)
     "ringio-epoll-fibers": ("epoll", ["--fibers"], {"echo"}),
     "ringio-uring-senders": ("uring", ["--senders"], {"pong"}),
 }
-ORDER = list(RINGIO) + list(PEERS) + ["nginx"]
+# The seed io_uring executor's own pong (bench/peers/uring_exec/build.sh builds it from
+# its sources); pong mode only. It accepts a fixed number of sessions, so it is given
+# far more than a run opens and stopped by PID like the others.
+URING_EXEC = "uring-exec"
+URING_EXEC_SESSIONS = 1 << 30
+ORDER = list(RINGIO) + list(PEERS) + [URING_EXEC, "nginx"]
 KNOWN = ORDER + list(VARIANTS)
 BASELINE = "ringio-uring"
 RINGIO_APP = {"echo": "echo_server", "pong": "pong", "http": "http_server", "http-static": "http_server",
@@ -79,6 +84,8 @@ def supports(name, mode):
         return name in RINGIO or name == "nginx"
     if name in VARIANTS:
         return mode in VARIANTS[name][2]
+    if name == URING_EXEC:
+        return mode == "pong"
     return name != "nginx" or mode == "http"
 
 
@@ -88,6 +95,8 @@ def binary_for(layout, name, mode):
         return layout.app(RINGIO_APP[mode])
     if name in PEERS:
         return layout.peer(PEERS[name][0])
+    if name == URING_EXEC:
+        return layout.peer("uring_exec_pong")
     if name == "nginx":
         return layout.nginx() or "nginx"
     raise ValueError(f"unknown server {name}")
@@ -102,6 +111,8 @@ def check(layout, name, mode):
     path = binary_for(layout, name, mode)
     if not (path and os.path.isfile(path) and os.access(path, os.X_OK)):
         rel = os.path.relpath(path, layout.root) if os.path.isabs(path) else path
+        if name == URING_EXEC:
+            raise Unavailable(f"{rel} not built (bench/peers/uring_exec/build.sh builds it from source trees)")
         raise Unavailable(f"{rel} not built")
     return path
 
@@ -166,6 +177,10 @@ def spec(layout, name, mode, port, cell, tmpdir, static_root=None, tls_files=Non
             argv = [path, "--port", str(port), "--threads", str(threads), "--backend", backend] + extra
             argv += _http_args(mode, cell, static_root)
         return ServerSpec(name, mode, argv, path)
+    if name == URING_EXEC:
+        # <port> <threads> <blocksize> <sessions>; it prints nothing until it ends.
+        argv = [path, str(port), str(threads), str(cell["blocksize"]), str(URING_EXEC_SESSIONS)]
+        return ServerSpec(name, mode, argv, path, ready_line=False)
     if name in PEERS:
         argv = [path, "--mode", mode, "--port", str(port), "--threads", str(threads)]
         if mode == "pong":

@@ -90,7 +90,36 @@ def evaluate(summary, skipped, full, selected=None, servers=None):
     rows.append(row)
     rows += _http_targets(summary, miss)
     rows += _scaling_targets(summary, miss, full)
+    rows += _fast_path_targets(summary, miss)
     return rows
+
+
+def _fast_path_targets(summary, miss):
+    """Below the raw loop: server CPU per op <= 0.95x raw-uring at equal or better
+    throughput in echo (50 and 1,000 connections) and ping/pong (100 and 1,000
+    sessions); >= 1.1x the seed executor's pong on its own ping."""
+    rows = []
+    picks = (("echo", lambda c: one_thread(c) and int(c.get("connections", 0)) in (50, 1000)),
+             ("pingpong", lambda c: one_thread(c) and int(c.get("sessions", 0)) in (100, 1000)))
+    for scen, pred in picks:
+        for label, _ in _cells(summary, scen, pred):
+            row = _compare(summary, miss, scen, label, "raw-uring", "server_us", 0.95, False,
+                           "server CPU per op")
+            row["target"] = "fast path: " + row["target"]
+            rows.append(row)
+    cells = _cells(summary, "pingpong-seed", lambda c: True)
+    if not cells:
+        rows.append({"target": "fast path: pingpong-seed: throughput >= 1.10x uring-exec", "cell": "-",
+                     "measured": "not measured: " + miss("pingpong-seed", [ME, "uring-exec"]), "met": None})
+    for label, _ in cells:
+        row = _compare(summary, miss, "pingpong-seed", label, "uring-exec", "throughput", 1.10, True, "throughput")
+        row["target"] = "fast path: " + row["target"]
+        rows.append(row)
+    return rows
+
+
+def one_thread(cell):
+    return int(cell.get("threads", 1)) == 1
 
 
 def _http_targets(summary, miss):

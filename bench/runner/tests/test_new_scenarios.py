@@ -1,5 +1,6 @@
 """The echo-idle, pingpong-cancel and switch scenarios: grids, client command
 lines, the echo connection of httpmem and the parsing of switch_bench."""
+import os
 import unittest
 
 from runner import clients, main, memload, scenarios, servers, switch
@@ -98,3 +99,55 @@ class SwitchPlanTest(unittest.TestCase):
             runs = []
             main.run_plan(a, None, plan, runs, skipped)  # nothing to run, no server context needed
             self.assertEqual(runs, [])
+
+
+class UringExecScenarioTest(unittest.TestCase):
+    """The seed executor's pong and ping (bench/peers/uring_exec/build.sh)."""
+
+    OUT = ("done.\nread: 1.887 GiB\nwrite: 1.887 GiB\nthroughput (read): 965.914 MiB/s\n"
+           "throughput (write): 965.914 MiB/s\n")
+
+    def test_grid_and_commands(self):
+        full = scenarios.cells("pingpong-seed", True)
+        self.assertEqual([c["sessions"] for c in full], [10, 100, 1000])
+        self.assertEqual({c["timeout"] for c in full}, {10})
+        lay = servers.Layout("/repo")
+        cell = full[1]
+        argv = clients.command(lay, clients.URING_EXEC_PING, cell, 9000)
+        self.assertEqual(argv, ["/repo/build/bench/bench/peers/uring_exec_ping", "9000", "1", "16384", "100", "10"])
+        self.assertTrue(servers.supports(servers.URING_EXEC, "pong"))
+        self.assertFalse(servers.supports(servers.URING_EXEC, "echo"))
+        self.assertIn(servers.URING_EXEC, servers.ORDER)
+
+    def test_parse(self):
+        m = clients.parse(clients.URING_EXEC_PING, self.OUT, 16384)
+        self.assertAlmostEqual(m["throughput"], 965.914 / 1024)
+        self.assertAlmostEqual(m["ops"], 1.887 * (1 << 30) / 16384)
+        self.assertAlmostEqual(m["rate"], 965.914 * (1 << 20) / 16384)
+        with self.assertRaises(clients.ParseError):
+            clients.parse(clients.URING_EXEC_PING, "done.\n", 16384)
+        with self.assertRaises(clients.ParseError):
+            clients.parse(clients.URING_EXEC_PING, "read: 2 XB\nthroughput (read): 1 XB/s\n", 16384)
+
+    def test_unbuilt_peer_says_how_to_build_it(self):
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            lay = servers.Layout(d)
+            with self.assertRaises(servers.Unavailable) as e:
+                servers.check(lay, servers.URING_EXEC, "pong")
+            self.assertIn("bench/peers/uring_exec/build.sh", str(e.exception))
+            self.assertIn("build.sh", clients.available(lay, clients.URING_EXEC_PING))
+
+    def test_server_spec_takes_more_sessions_than_a_run_opens(self):
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            lay = servers.Layout(d)
+            path = lay.peer("uring_exec_pong")
+            os.makedirs(os.path.dirname(path))
+            with open(path, "w") as f:
+                f.write("#!/bin/sh\n")
+            os.chmod(path, 0o755)
+            spec = servers.spec(lay, servers.URING_EXEC, "pong", 9000, scenarios.cells("pingpong-seed", True)[2], d)
+            self.assertEqual(spec.argv[1:4], ["9000", "1", "16384"])
+            self.assertGreater(int(spec.argv[4]), 1000 + servers.HEADROOM)
+            self.assertFalse(spec.ready_line)
