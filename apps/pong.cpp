@@ -38,6 +38,7 @@ const std::string usage = std::string(
 
 struct pong_state {
   std::size_t block = 0;
+  bool reply_arrivals = false;  // --reply arrivals
   std::int64_t sessions = 0;
   bool keep_running = false;
   std::atomic<std::int64_t> accepted{0};
@@ -109,6 +110,12 @@ ringio::task<void> pong_multishot(ringio::stream_socket s) {
     while (open) {
       auto chunk = co_await rx.next();
       if (!chunk || chunk->empty()) break;
+      if (st.reply_arrivals) {  // the bytes go back as they came, from the pool buffer
+        auto sent = co_await s.send_all(ringio::const_buffer(chunk->data(), chunk->size()));
+        if (!sent || *sent != chunk->size()) break;
+        echoed += chunk->size();
+        continue;
+      }
       std::size_t used = 0;
       while (used < chunk->size()) {
         const std::byte* block = nullptr;
@@ -148,6 +155,10 @@ int main(int argc, char** argv) {
   st.keep_running = args.flag("keep-running");
   const bool senders = args.flag("senders");
   auto recv_mode = args.text("recv", senders ? "single" : "multishot");
+  const auto reply = args.text("reply", "blocks");
+  if (reply != "blocks" && reply != "arrivals") args.fail("--reply must be blocks or arrivals, got '" + reply + "'");
+  st.reply_arrivals = reply == "arrivals";
+  const auto pool_buffers = static_cast<unsigned>(args.integer("pool-buffers", 4096, 1, 32768));
   if (recv_mode != "single" && recv_mode != "multishot")
     args.fail("--recv must be single or multishot, got '" + recv_mode + "'");
   if (senders && recv_mode != "single") args.fail("--senders runs the single receive mode only");
@@ -163,7 +174,7 @@ int main(int argc, char** argv) {
   cfg.options.loop_setup = [&](ringio::io_context& ctx, unsigned) -> std::shared_ptr<void> {
     std::call_once(named, [&] { backend_name = std::string(ringio::to_string(ctx.backend())); });
     if (recv_mode == "single") return nullptr;
-    auto pool = std::make_shared<ringio::buffer_pool>(ctx, 4096, 16384);
+    auto pool = std::make_shared<ringio::buffer_pool>(ctx, pool_buffers, 16384);
     loop_pool = pool.get();
     return pool;
   };

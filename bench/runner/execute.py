@@ -92,7 +92,7 @@ def run_one(ctx, scen, cell, subject, repeat, kind="measure"):
            "subject": subject, "server": server, "client": client, "repeat": repeat, "kind": kind,
            "ok": False, "error": None}
     tmp = tempfile.mkdtemp(prefix=procs.tmp_prefix())
-    srv = cli = counter = None
+    srv = cli = counter = spec = None
     begin = time.monotonic()
     try:
         port = procs.free_port()
@@ -163,8 +163,12 @@ def run_one(ctx, scen, cell, subject, repeat, kind="measure"):
         if cli and cli.status is None:
             cli.kill()
         if srv:
-            clean = srv.stop(ctx.grace)
-            rec["server_stop"] = "SIGTERM" if clean else f"SIGKILL after {ctx.grace:.0f} s"
+            if spec is not None and spec.kill_only:
+                srv.kill()
+                rec["server_stop"] = "SIGKILL (ignores SIGTERM)"
+            else:
+                clean = srv.stop(ctx.grace)
+                rec["server_stop"] = "SIGTERM" if clean else f"SIGKILL after {ctx.grace:.0f} s"
             if rec.get("ok") is False and not rec.get("server_stderr"):
                 rec["server_stderr"] = _tail(srv.errors(), 600)
         shutil.rmtree(tmp, ignore_errors=True)

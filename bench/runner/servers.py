@@ -25,6 +25,10 @@ VARIANTS = {  # name -> (backend, extra server arguments, modes that take them)
     "ringio-uring-fibers": ("uring", ["--fibers"], {"echo"}),
     "ringio-epoll-fibers": ("epoll", ["--fibers"], {"echo"}),
     "ringio-uring-senders": ("uring", ["--senders"], {"pong"}),
+    # pong: every arrival is sent back at once from the pool buffer (no gathering into blocks).
+    "ringio-uring-arrivals": ("uring", ["--reply", "arrivals"], {"pong"}),
+    # pong: a pool of 256 receive buffers instead of 4,096 (a smaller working set).
+    "ringio-uring-pool256": ("uring", ["--pool-buffers", "256"], {"pong"}),
 }
 # The seed io_uring executor's own pong (bench/peers/uring_exec/build.sh builds it from
 # its sources); pong mode only. It accepts a fixed number of sessions, so it is given
@@ -54,6 +58,7 @@ class ServerSpec:
     children: int = 0  # worker processes to wait for (nginx)
     tmpdir: str = None
     notes: list = field(default_factory=list)
+    kill_only: bool = False  # ignores SIGTERM (blocks it): stopped with SIGKILL at once
 
 
 @dataclass
@@ -178,9 +183,10 @@ def spec(layout, name, mode, port, cell, tmpdir, static_root=None, tls_files=Non
             argv += _http_args(mode, cell, static_root)
         return ServerSpec(name, mode, argv, path)
     if name == URING_EXEC:
-        # <port> <threads> <blocksize> <sessions>; it prints nothing until it ends.
+        # <port> <threads> <blocksize> <sessions>; it prints nothing until it ends, and
+        # it blocks every signal but SIGINT, which it does not act on either.
         argv = [path, str(port), str(threads), str(cell["blocksize"]), str(URING_EXEC_SESSIONS)]
-        return ServerSpec(name, mode, argv, path, ready_line=False)
+        return ServerSpec(name, mode, argv, path, ready_line=False, kill_only=True)
     if name in PEERS:
         argv = [path, "--mode", mode, "--port", str(port), "--threads", str(threads)]
         if mode == "pong":

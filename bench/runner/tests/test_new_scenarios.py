@@ -151,3 +151,4 @@ class UringExecScenarioTest(unittest.TestCase):
             self.assertEqual(spec.argv[1:4], ["9000", "1", "16384"])
             self.assertGreater(int(spec.argv[4]), 1000 + servers.HEADROOM)
             self.assertFalse(spec.ready_line)
+            self.assertTrue(spec.kill_only)  # it blocks SIGTERM
