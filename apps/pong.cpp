@@ -33,7 +33,11 @@ const std::string usage = std::string(
     "                           block) or single (recv straight into the block until full)\n"
     "  --senders                each session is a sender loop (ringio/exec.hpp):\n"
     "                           repeat_until(recv_exact | let_value(send_all)); implies\n"
-    "                           --recv single\n") +
+    "                           --recv single\n"
+    "  --reply MODE             multishot: blocks (default: a whole block goes back once\n"
+    "                           it has arrived) or arrivals (every arrival goes back at\n"
+    "                           once, from the pool buffer it came in)\n"
+    "  --pool-buffers N         multishot: receive buffers per thread (default 4096)\n") +
     apps::server_options_usage;
 
 struct pong_state {
