@@ -35,6 +35,7 @@ VARIANTS = {  # name -> (backend, extra server arguments, modes that take them)
 # far more than a run opens and stopped by PID like the others.
 URING_EXEC = "uring-exec"
 URING_EXEC_SESSIONS = 1 << 30
+TOKIO = ("tokio-mt", "tokio-percore")
 ORDER = list(RINGIO) + list(PEERS) + [URING_EXEC, "nginx"]
 KNOWN = ORDER + list(VARIANTS)
 BASELINE = "ringio-uring"
@@ -85,8 +86,9 @@ def supports(name, mode):
         # static files show up as skipped, with the reason, in the report.
         return supports(name, "http")
     if mode == "https":
-        # TLS servers: ringio's http_server and nginx, with the same certificate.
-        return name in RINGIO or name == "nginx"
+        # TLS servers, all with the same certificate: ringio's http_server (OpenSSL),
+        # nginx (OpenSSL) and the tokio peer (rustls).
+        return name in RINGIO or name == "nginx" or name in TOKIO
     if name in VARIANTS:
         return mode in VARIANTS[name][2]
     if name == URING_EXEC:
@@ -160,6 +162,10 @@ def spec(layout, name, mode, port, cell, tmpdir, static_root=None, tls_files=Non
                                     tls=(cert, key))
             return ServerSpec(name, mode, [path, "-p", tmpdir, "-c", conf, "-e", os.path.join(tmpdir, "error.log")],
                               path, ready_line=False, children=int(cell.get("threads", 1)), tmpdir=tmpdir)
+        if name in TOKIO:
+            argv = [path, "--mode", "http", "--port", str(port), "--threads", str(cell.get("threads", 1)),
+                    "--tls-cert", cert, "--tls-key", key] + PEERS[name][1]
+            return ServerSpec(name, mode, argv, path)
         argv = [path, "--port", str(port), "--threads", str(cell.get("threads", 1)), "--backend", RINGIO[name],
                 "--tls-cert", cert, "--tls-key", key] + _http_args(mode, cell, static_root)
         return ServerSpec(name, mode, argv, path)

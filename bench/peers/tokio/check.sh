@@ -284,6 +284,31 @@ if start_server --mode echo --port "$port" --runtime per-core --threads 2; then
     stop_server TERM
 fi
 
+echo "== https (rustls)"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=localhost \
+    -keyout "$logdir/key.pem" -out "$logdir/cert.pem" 2>/dev/null
+expect_exit 2 --mode echo --port 18999 --tls-cert "$logdir/cert.pem" --tls-key "$logdir/key.pem"
+expect_exit 2 --mode http --port 18999 --tls-cert "$logdir/cert.pem"
+expect_exit 1 --mode http --port 18999 --tls-cert "$logdir/missing.pem" --tls-key "$logdir/key.pem"
+for runtime in mt per-core; do
+    pick_port
+    if start_server --mode http --port "$port" --runtime "$runtime" --tls-cert "$logdir/cert.pem" --tls-key "$logdir/key.pem"; then
+        body=$(timeout 10 curl -s --cacert "$logdir/cert.pem" "https://localhost:$port/" --resolve "localhost:$port:127.0.0.1")
+        if [ "$body" = "Hello world!" ]; then ok "curl https ($runtime, verified)"; else bad "curl https ($runtime) got '$body'"; fi
+        out=$(timeout 10 wrk -t1 -c10 -d1s "https://127.0.0.1:$port/" 2>&1)
+        if echo "$out" | grep -q "Requests/sec" && ! echo "$out" | grep -q "Non-2xx\|Socket errors"; then
+            ok "wrk https ($runtime)"
+        else
+            bad "wrk https ($runtime): $out"
+        fi
+        # Garbage instead of a ClientHello ends that connection only.
+        printf 'GET / HTTP/1.1\r\n\r\n' | timeout 5 python3 -c 'import socket,sys; s=socket.create_connection(("127.0.0.1", int(sys.argv[1]))); s.sendall(sys.stdin.buffer.read()); s.settimeout(3); s.recv(100)' "$port" >/dev/null 2>&1
+        body=$(timeout 10 curl -sk "https://127.0.0.1:$port/")
+        if [ "$body" = "Hello world!" ]; then ok "https after a plain-text client ($runtime)"; else bad "https after garbage ($runtime) got '$body'"; fi
+        stop_server TERM
+    fi
+done
+
 echo
 echo "$passes passed, $fails failed"
 [ "$fails" -eq 0 ]

@@ -76,7 +76,9 @@ class TlsScenarioTest(unittest.TestCase):
     def test_servers(self):
         self.assertTrue(servers.supports("nginx", "https"))
         self.assertTrue(servers.supports("ringio-epoll", "https"))
-        self.assertFalse(servers.supports("tokio-mt", "https"))
+        self.assertTrue(servers.supports("tokio-mt", "https"))
+        self.assertTrue(servers.supports("tokio-percore", "https"))
+        self.assertFalse(servers.supports("raw-uring", "https"))
         self.assertFalse(servers.supports("ringio-uring-fibers", "https"))
         conf = servers.nginx_conf("/t", 9443, 1, 20000, 100, tls=("/t/c.pem", "/t/k.pem"))
         self.assertIn("listen 127.0.0.1:9443 reuseport ssl;", conf)
@@ -84,6 +86,20 @@ class TlsScenarioTest(unittest.TestCase):
         self.assertNotIn("ssl", servers.nginx_conf("/t", 9080, 1, 20000, 100))
         with self.assertRaises(servers.Unavailable):
             servers.spec(servers.Layout("/nonexistent"), "nginx", "https", 9443, {}, "/tmp", None, None)
+
+    def test_tokio_serves_https_with_rustls(self):
+        import os
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            lay = servers.Layout(d)
+            path = lay.peer("tokio_server")
+            os.makedirs(os.path.dirname(path))
+            with open(path, "w") as f:
+                f.write("#!/bin/sh\n")
+            os.chmod(path, 0o755)
+            spec = servers.spec(lay, "tokio-percore", "https", 9443, {"threads": 1}, d, None, ("/c.pem", "/k.pem"))
+            self.assertEqual(spec.argv[1:], ["--mode", "http", "--port", "9443", "--threads", "1",
+                                             "--tls-cert", "/c.pem", "--tls-key", "/k.pem", "--runtime", "per-core"])
 
 
 class SwitchPlanTest(unittest.TestCase):

@@ -8,11 +8,13 @@
 use std::io::{self, ErrorKind, Write};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::process::exit;
+use std::sync::Arc;
 use std::time::Duration;
 
 use socket2::{Domain, Protocol, Socket, Type};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+use tokio_rustls::TlsAcceptor;
 
 const PROG: &str = "tokio_server";
 
@@ -37,6 +39,7 @@ const RESP_KEEP_10: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 12\r\nContent-T
 const USAGE: &str = "\
 usage: tokio_server --mode echo|pong|http --port P [--threads N] [--block B]
                     [--host ADDR] [--runtime mt|per-core]
+                    [--tls-cert FILE --tls-key FILE]
 
   --mode MODE        echo: write back bytes as they arrive
                      pong: read exactly B bytes, write them back, repeat
@@ -48,6 +51,8 @@ usage: tokio_server --mode echo|pong|http --port P [--threads N] [--block B]
   --runtime R        mt: multi-thread work-stealing runtime, one listener (default)
                      per-core: N threads, each a current-thread runtime with its
                      own SO_REUSEPORT listener
+  --tls-cert FILE    http mode over TLS (rustls, ring provider, TLS 1.2 and 1.3,
+  --tls-key FILE     ALPN http/1.1): PEM certificate chain and private key
   -h, --help         print this help and exit
 
 SIGINT or SIGTERM stops the server with exit status 0.
@@ -92,13 +97,16 @@ struct Config {
     block: usize,
     host: String,
     flavor: Flavor,
+    tls_cert: Option<String>,
+    tls_key: Option<String>,
 }
 
-/// What a connection task needs to know; cheap to copy into every task.
-#[derive(Clone, Copy)]
+/// What a connection task needs to know; cheap to clone into every task.
+#[derive(Clone)]
 struct ConnCfg {
     mode: Mode,
     block: usize,
+    tls: Option<TlsAcceptor>,
 }
 
 fn usage_error(msg: &str) -> ! {
@@ -119,6 +127,8 @@ fn parse_args() -> Config {
     let mut block = 16384usize;
     let mut host = String::from("127.0.0.1");
     let mut flavor = Flavor::Mt;
+    let mut tls_cert = None;
+    let mut tls_key = None;
 
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -134,7 +144,7 @@ fn parse_args() -> Config {
         };
         let known = matches!(
             flag.as_str(),
-            "--mode" | "--port" | "--threads" | "--block" | "--host" | "--runtime"
+            "--mode" | "--port" | "--threads" | "--block" | "--host" | "--runtime" | "--tls-cert" | "--tls-key"
         );
         if !known {
             usage_error(&format!("unknown argument '{arg}'"));
@@ -180,13 +190,21 @@ fn parse_args() -> Config {
                     _ => usage_error(&format!("bad --runtime '{value}' (mt or per-core)")),
                 }
             }
+            "--tls-cert" => tls_cert = Some(value),
+            "--tls-key" => tls_key = Some(value),
             _ => unreachable!(),
         }
     }
 
     let mode = mode.unwrap_or_else(|| usage_error("missing --mode"));
     let port = port.unwrap_or_else(|| usage_error("missing --port"));
-    Config { mode, port, threads, block, host, flavor }
+    if tls_cert.is_some() != tls_key.is_some() {
+        usage_error("--tls-cert and --tls-key go together");
+    }
+    if tls_cert.is_some() && mode != Mode::Http {
+        usage_error("--tls-cert needs --mode http");
+    }
+    Config { mode, port, threads, block, host, flavor, tls_cert, tls_key }
 }
 
 /// Blocks SIGINT and SIGTERM in the calling thread. Called before any other
@@ -309,7 +327,11 @@ fn main() {
     raise_nofile_limit();
 
     let want = resolve(&cfg.host, cfg.port);
-    let conn = ConnCfg { mode: cfg.mode, block: cfg.block };
+    let tls = match (&cfg.tls_cert, &cfg.tls_key) {
+        (Some(c), Some(k)) => Some(tls_acceptor(c, k)),
+        _ => None,
+    };
+    let conn = ConnCfg { mode: cfg.mode, block: cfg.block, tls };
 
     let port = match cfg.flavor {
         Flavor::Mt => start_mt(&cfg, want, conn),
@@ -317,8 +339,9 @@ fn main() {
     };
 
     println!(
-        "{PROG}: mode={} port={} threads={} runtime={} block={} host={}",
+        "{PROG}: mode={}{} port={} threads={} runtime={} block={} host={}",
         cfg.mode.name(),
+        if cfg.tls_cert.is_some() { " tls=rustls" } else { "" },
         port,
         cfg.threads,
         cfg.flavor.name(),
@@ -364,6 +387,7 @@ fn start_per_core(cfg: &Config, want: SocketAddr, conn: ConnCfg) -> u16 {
         .collect();
 
     for (i, listener) in listeners.into_iter().enumerate() {
+        let conn = conn.clone();
         let spawned = std::thread::Builder::new()
             .name(format!("tokio-core-{i}"))
             .spawn(move || {
@@ -390,7 +414,7 @@ async fn accept_loop(listener: TcpListener, conn: ConnCfg) {
         match listener.accept().await {
             Ok((stream, _peer)) => {
                 let _ = stream.set_nodelay(true);
-                tokio::spawn(serve(stream, conn));
+                tokio::spawn(serve(stream, conn.clone()));
             }
             Err(e) => {
                 // Out of descriptors or memory: back off briefly instead of
@@ -412,6 +436,13 @@ async fn accept_loop(listener: TcpListener, conn: ConnCfg) {
 /// Runs one connection to completion. Errors (resets, broken pipes) end only
 /// this connection.
 async fn serve(stream: TcpStream, conn: ConnCfg) {
+    if let Some(acceptor) = conn.tls {
+        // A failed handshake (garbage, a client that gives up) ends only this connection.
+        if let Ok(tls) = acceptor.accept(stream).await {
+            let _ = serve_http(tls).await;
+        }
+        return;
+    }
     let _ = match conn.mode {
         Mode::Echo => serve_echo(stream, conn.block).await,
         Mode::Pong => serve_pong(stream, conn.block).await,
@@ -524,7 +555,35 @@ fn respond_to(head: &[u8]) -> (&'static [u8], bool) {
     }
 }
 
-async fn serve_http(mut s: TcpStream) -> io::Result<()> {
+/// The rustls server configuration from PEM files: exits with status 1 and a
+/// message when they cannot be read or do not make a key pair.
+fn tls_acceptor(cert_path: &str, key_path: &str) -> TlsAcceptor {
+    let open = |path: &str| {
+        std::fs::File::open(path)
+            .map(io::BufReader::new)
+            .unwrap_or_else(|e| fatal(&format!("cannot read {path}: {e}")))
+    };
+    let certs: Vec<_> = rustls_pemfile::certs(&mut open(cert_path))
+        .collect::<Result<_, _>>()
+        .unwrap_or_else(|e| fatal(&format!("bad certificate file {cert_path}: {e}")));
+    if certs.is_empty() {
+        fatal(&format!("no certificate in {cert_path}"));
+    }
+    let key = rustls_pemfile::private_key(&mut open(key_path))
+        .unwrap_or_else(|e| fatal(&format!("bad key file {key_path}: {e}")))
+        .unwrap_or_else(|| fatal(&format!("no private key in {key_path}")));
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap_or_else(|e| fatal(&format!("TLS versions: {e}")))
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .unwrap_or_else(|e| fatal(&format!("certificate and key do not match: {e}")));
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    TlsAcceptor::from(Arc::new(config))
+}
+
+async fn serve_http<S: AsyncRead + AsyncWrite + Unpin>(mut s: S) -> io::Result<()> {
     let mut buf = vec![0u8; HTTP_BUF];
     let mut filled = 0; // bytes of `buf` holding received data
     let mut start = 0; // first byte not yet consumed by a complete request
