@@ -1,13 +1,17 @@
 // http_server — HTTP/1.1 on ringio::http: "Hello world!" at /, or the files under
 // --root. SIGINT/SIGTERM stop it gracefully (ringio::serve): no new connections,
 // requests in progress finish, exit 0.
+#include <pthread.h>
+#include <signal.h>
 #include <sys/stat.h>
 
 #include <chrono>
 #include <cstdint>
 #include <exception>
 #include <optional>
+#include <stop_token>
 #include <string>
+#include <thread>
 
 #include "common/cli.hpp"
 #include "common/serve.hpp"
@@ -28,10 +32,45 @@ const std::string usage = std::string(
     "connections, idle ones close, requests in progress get --drain-timeout seconds, exit 0.\n"
     "--no-sendfile reads files over 16 KiB through the loop instead of sendfile(2).\n"
     "--tls-cert FILE --tls-key FILE: HTTPS (TLS 1.2/1.3, ALPN http/1.1) with that PEM\n"
-    "certificate chain and key.\n"
+    "certificate chain and key; --http-port P serves plain HTTP on port P as well (the\n"
+    "same routes, --threads more loop threads; a second start-up line names it).\n"
     "options:\n") + apps::server_port_threads_usage + apps::server_options_usage;
 
 constexpr std::string_view hello = "Hello world!";
+
+// HTTPS on cfg's address and plain HTTP on `http_port` of the same host, each with its
+// own loops; a signal (or either one failing) stops both. Exit status as run_server's.
+int serve_both(apps::server_config cfg, ringio::http::server& srv, const ringio::tls::context& tls,
+               std::uint16_t http_port) {
+  apps::server_config plain = cfg;
+  plain.banner = "http";
+  plain.address = cfg.address.with_port(http_port);
+  plain.options.handle_signals = false;
+  plain.options.on_stop = nullptr;
+  std::stop_source stop_plain, stop_tls;
+  cfg.options.on_stop = [&srv, &stop_plain](int) {
+    srv.drain();
+    stop_plain.request_stop();
+  };
+  int plain_status = 0;
+  std::thread plain_thread([&] {
+    // Its loop threads inherit this mask: the signals go to the HTTPS side's waiter.
+    sigset_t stop_signals;
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGINT);
+    sigaddset(&stop_signals, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+    plain_status = apps::run_server(plain, [&srv](ringio::stream_socket s) { return srv.serve_connection(std::move(s)); },
+                                    stop_plain.get_token());
+    stop_tls.request_stop();  // it failed (or was stopped): the HTTPS side ends too
+  });
+  int tls_status = apps::run_server(
+      cfg, [&srv, &tls](ringio::stream_socket s) { return ringio::http::serve_tls_connection(srv, tls, std::move(s)); },
+      stop_tls.get_token());
+  stop_plain.request_stop();
+  plain_thread.join();
+  return tls_status != 0 ? tls_status : plain_status;
+}
 
 }  // namespace
 
@@ -44,6 +83,8 @@ int main(int argc, char** argv) {
   const std::string tls_cert = args.text("tls-cert", "");
   const std::string tls_key = args.text("tls-key", "");
   if (tls_cert.empty() != tls_key.empty()) args.fail("--tls-cert and --tls-key go together");
+  const auto http_port = args.integer("http-port", -1, 0, 65535);
+  if (http_port >= 0 && tls_cert.empty()) args.fail("--http-port needs --tls-cert and --tls-key");
   ringio::http::server_options opts;
   opts.max_connections = static_cast<std::size_t>(args.integer("max-connections", 10000, 1, 10'000'000));
   opts.idle_timeout =
@@ -74,9 +115,12 @@ int main(int argc, char** argv) {
         {.certificate_chain_file = tls_cert, .private_key_file = tls_key, .alpn = {"http/1.1"}});
     if (!tls) args.fail(tls_cert + ", " + tls_key + ": " + tls.error().message());
     cfg.banner = "https";
-    return apps::run_server(cfg, [&srv, &tls](ringio::stream_socket s) {
-      return ringio::http::serve_tls_connection(srv, *tls, std::move(s));
-    });
+    if (http_port < 0) {
+      return apps::run_server(cfg, [&srv, &tls](ringio::stream_socket s) {
+        return ringio::http::serve_tls_connection(srv, *tls, std::move(s));
+      });
+    }
+    return serve_both(cfg, srv, *tls, static_cast<std::uint16_t>(http_port));
   }
   return apps::run_server(cfg, [&srv](ringio::stream_socket s) { return srv.serve_connection(std::move(s)); });
 }

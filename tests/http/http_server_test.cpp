@@ -3,7 +3,10 @@
 // stop on SIGTERM.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <chrono>
+#include <filesystem>
 #include <string>
 #include <thread>
 
@@ -153,3 +156,55 @@ TEST(HttpServerLimits, ConnectionLimitIsLoggedAndAnswered503) {
 }
 
 }  // namespace
+
+// --tls-cert/--tls-key with --http-port: HTTPS on --port and plain HTTP on the other,
+// the same routes; one SIGTERM stops both and the program exits 0.
+TEST(HttpServerTls, ServesHttpsAndPlainHttpOnTwoPorts) {
+  if (::access("/usr/bin/openssl", X_OK) != 0 || ::access("/usr/bin/curl", X_OK) != 0)
+    GTEST_SKIP() << "needs /usr/bin/openssl (a certificate) and /usr/bin/curl (an HTTPS client)";
+  char tmpl[] = "/tmp/ringio-https-app-XXXXXX";
+  const std::string dir = ::mkdtemp(tmpl);
+  const std::string cert = dir + "/cert.pem", key = dir + "/key.pem";
+  child_process mk({"/usr/bin/openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+                    "-nodes", "-keyout", key, "-out", cert, "-days", "2", "-subj", "/CN=localhost"});
+  ASSERT_EQ(mk.wait(30s), std::optional<int>(0)) << mk.stderr_text();
+
+  auto probe = listen_loopback({.reuse_port = false});
+  const std::uint16_t http_port = address_of(probe).port();
+  probe = {};  // free again for the server
+  child_process p({server, "--port", "0", "--http-port", std::to_string(http_port), "--tls-cert", cert, "--tls-key",
+                   key});
+  std::uint16_t https_port = 0;
+  bool plain_up = false;
+  for (int i = 0; i < 2; ++i) {
+    std::string line;
+    auto port = start(p, &line);
+    ASSERT_NE(port, 0) << p.stderr_text();
+    if (line.find(", https,") != std::string::npos) https_port = port;
+    else if (line.find(", http,") != std::string::npos && port == http_port) plain_up = true;
+  }
+  ASSERT_NE(https_port, 0);
+  ASSERT_TRUE(plain_up);
+  {
+    http_client c(http_port);
+    auto r = c.exchange(get_request("/"));
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->body, "Hello world!");
+  }
+  child_process curl({"/usr/bin/curl", "-sS", "-w", "\\n", "--max-time", "10", "--cacert", cert, "--resolve",
+                      "localhost:" + std::to_string(https_port) + ":127.0.0.1",
+                      "https://localhost:" + std::to_string(https_port) + "/"});
+  auto body = curl.read_line(10s);
+  EXPECT_EQ(curl.wait(10s), std::optional<int>(0)) << curl.stderr_text();
+  EXPECT_EQ(body.value_or(""), "Hello world!");
+  p.signal(SIGTERM);
+  EXPECT_EQ(p.wait(10s), std::optional<int>(0)) << p.stderr_text();
+  std::filesystem::remove_all(dir);
+}
+
+TEST(HttpServerTls, HttpPortNeedsTlsAndAFreePort) {
+  std::string err;
+  EXPECT_EQ(run_to_exit({server, "--port", "0", "--http-port", "8080"}, &err), 2);
+  EXPECT_NE(err.find("--http-port needs --tls-cert"), std::string::npos) << err;
+  EXPECT_EQ(run_to_exit({server, "--port", "0", "--http-port", "70000", "--tls-cert", "c", "--tls-key", "k"}), 2);
+}
