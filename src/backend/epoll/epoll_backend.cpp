@@ -192,9 +192,9 @@ bool epoll_backend::drop_stale(std::size_t idx) noexcept {
   return true;
 }
 
-void epoll_backend::cancel_fd(int fd) noexcept {
+void epoll_backend::cancel_fd(int fd, bool direct) noexcept {
   auto idx = static_cast<std::size_t>(fd);
-  if (fd < 0 || idx >= fds_.size()) return;
+  if (direct || fd < 0 || idx >= fds_.size()) return;  // no direct descriptors here
   fail_waiters(fds_[idx], -ECANCELED);
 }
 
