@@ -27,7 +27,9 @@ void accept_prepare(op_base& b, io_uring_sqe& sqe) noexcept {
   op.direct = op.want_direct && op.ctx->direct_free() > 0;
   if (op.direct) {
     op.ctx->direct_reserve();
-    io_uring_prep_accept_direct(&sqe, op.fd, nullptr, nullptr, 0, IORING_FILE_INDEX_ALLOC);  // no CLOEXEC: EINVAL
+    // No SOCK_CLOEXEC (EINVAL with a table slot). ALLOC - 1: liburing 2.3 stores index + 1
+    // without special-casing ALLOC (later versions do; both then send ALLOC).
+    io_uring_prep_accept_direct(&sqe, op.fd, nullptr, nullptr, 0, IORING_FILE_INDEX_ALLOC - 1);
   } else {
     io_uring_prep_accept(&sqe, op.fd, nullptr, nullptr, SOCK_CLOEXEC);
   }

@@ -62,7 +62,9 @@ epoll_backend::~epoll_backend() {
   ::close(epfd_);
 }
 
-std::string epoll_backend::describe() const { return "epoll (edge triggered, epoll_pwait2 timeouts)"; }
+std::string epoll_backend::describe() const {
+  return "epoll (edge triggered, epoll_pwait2 timeouts, direct descriptors off: readiness backend)";
+}
 
 epoll_backend::wait_list& epoll_backend::list_of(op_base& op) noexcept {
   fd_state& s = fds_[static_cast<std::size_t>(op.fd)];
