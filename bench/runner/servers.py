@@ -26,7 +26,7 @@ VARIANTS = {  # name -> (backend, extra server arguments, modes that take them)
     "ringio-epoll-fibers": ("epoll", ["--fibers"], {"echo"}),
     "ringio-uring-senders": ("uring", ["--senders"], {"pong"}),
     # Connections accepted into each ring's file table (IOSQE_FIXED_FILE on every op).
-    "ringio-uring-direct": ("uring", ["--direct-fds"], {"echo", "pong", "http"}),
+    "ringio-uring-direct": ("uring", ["--direct-fds"], {"echo", "pong"}),
 }
 ORDER = list(RINGIO) + list(PEERS) + ["nginx"]
 KNOWN = ORDER + list(VARIANTS)

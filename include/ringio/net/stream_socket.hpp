@@ -100,7 +100,9 @@ class stream_socket {
     return on_socket(detail::shutdown_op{fd_.get(), how});
   }
   /// Closes the socket through the ring (a direct descriptor: its slot, with the close
-  /// operation's file_index); the socket is empty afterwards. Obeys no stop token.
+  /// operation's file_index); the socket is empty afterwards. Obeys no stop token. A
+  /// direct descriptor closed on another thread than its loop's reports
+  /// bad_file_descriptor (its slot is freed with its ring).
   [[nodiscard]] detail::close_op close() noexcept;
   /// Cancels every operation of the calling thread's loop that waits on this socket
   /// (recv, send, recv_exact, send_all, connect, and the next() of a multishot_receiver
