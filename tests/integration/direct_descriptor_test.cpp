@@ -194,6 +194,30 @@ TEST_P(DirectDescriptors, InstallGivesAPlainDescriptor) {
   EXPECT_EQ(ctx().direct_free(), ctx().direct_table_size());
 }
 
+// sendfile(2) needs a real descriptor: send_file installs the direct one first.
+TEST_P(DirectDescriptors, SendFileInstallsFirst) {
+  const bool direct = direct_expected();
+  char name[] = "/tmp/ringio-direct-XXXXXX";
+  const int file = ::mkstemp(name);
+  ASSERT_GE(file, 0);
+  ::unlink(name);
+  ASSERT_EQ(::write(file, "file contents", 13), 13);
+  auto l = direct_listener();
+  auto at = address_of(l);
+  run([](stream_listener& l, socket_address at, bool direct, int file) -> task<void> {
+    auto [c, s] = co_await connect_pair(l, at);
+    EXPECT_EQ(s.is_direct(), direct);
+    auto sent = co_await send_file(s, file, 0, 13);
+    EXPECT_TRUE(sent && *sent == 13u);
+    EXPECT_FALSE(s.is_direct());
+    std::array<char, 13> buf{};
+    auto got = co_await c.recv_exact(std::as_writable_bytes(std::span(buf)));
+    EXPECT_TRUE(got && *got == 13u && std::memcmp(buf.data(), "file contents", 13) == 0);
+  }(l, at, direct, file));
+  ::close(file);
+  EXPECT_EQ(ctx().direct_free(), ctx().direct_table_size());
+}
+
 // A table of 4 slots and 10 connections held open at once: the first 4 are direct,
 // the rest fall back to normal descriptors; every one is served; closing them frees
 // the slots for later accepts. Single-shot accepts and the multishot acceptor alike.
