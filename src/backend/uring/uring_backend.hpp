@@ -41,7 +41,9 @@ class uring_backend final : public backend {
   int register_buffer_ring(void* ring_addr, unsigned entries) noexcept override;
   void unregister_buffer_ring(int group) noexcept override;
   [[nodiscard]] unsigned direct_table_size() const noexcept override { return direct_size_; }
-  [[nodiscard]] unsigned direct_free() const noexcept override { return direct_size_ - direct_used_; }
+  [[nodiscard]] unsigned direct_free() const noexcept override {
+    return direct_used_ < direct_size_ ? direct_size_ - direct_used_ : 0;
+  }
   void direct_reserve() noexcept override { ++direct_used_; }
   void direct_unreserve() noexcept override { --direct_used_; }
   void close_direct(int index) noexcept override;
