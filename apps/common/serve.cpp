@@ -14,7 +14,7 @@
 namespace apps {
 
 std::set<std::string> server_flags(std::set<std::string> extra) {
-  extra.insert({"single-accept", "sqpoll", "no-defer-taskrun"});
+  extra.insert({"single-accept", "sqpoll", "no-defer-taskrun", "direct-fds"});
   return extra;
 }
 
@@ -37,6 +37,7 @@ void read_server_options(cli& args, server_config& cfg, std::uint16_t port, unsi
   o.drain_timeout =
       std::chrono::milliseconds(static_cast<long long>(args.seconds("drain-timeout", 5, 0, 3600) * 1000));
   o.multishot_accept = !args.flag("single-accept");
+  o.direct_descriptors = args.flag("direct-fds");
   auto dispatch = args.text("dispatch", "reuseport");
   if (dispatch == "acceptor")
     o.dispatch = ringio::serve_dispatch::acceptor;

@@ -40,7 +40,9 @@ constexpr const char* server_options_usage =
     "                           (thread 0 hands connections to the least-loaded thread)\n"
     "  --single-accept          one accept per connection instead of a multishot accept\n"
     "  --sqpoll                 a kernel thread polls each ring's submissions (io_uring)\n"
-    "  --no-defer-taskrun       set up the rings without IORING_SETUP_DEFER_TASKRUN\n";
+    "  --no-defer-taskrun       set up the rings without IORING_SETUP_DEFER_TASKRUN\n"
+    "  --direct-fds             accept into each ring's file table (direct descriptors,\n"
+    "                           io_uring on Linux 6.8+; ignored elsewhere)\n";
 
 /// Flags (options without a value) among the server options, for cli's constructor.
 std::set<std::string> server_flags(std::set<std::string> extra = {});

@@ -29,6 +29,8 @@ VARIANTS = {  # name -> (backend, extra server arguments, modes that take them)
     "ringio-uring-arrivals": ("uring", ["--reply", "arrivals"], {"pong"}),
     # pong: a pool of 256 receive buffers instead of 4,096 (a smaller working set).
     "ringio-uring-pool256": ("uring", ["--pool-buffers", "256"], {"pong"}),
+    # Connections accepted into each ring's file table (IOSQE_FIXED_FILE on every op).
+    "ringio-uring-direct": ("uring", ["--direct-fds"], {"echo", "pong"}),
 }
 # The seed io_uring executor's own pong (bench/peers/uring_exec/build.sh builds it from
 # its sources); pong mode only. It accepts a fixed number of sessions, so it is given

@@ -52,6 +52,15 @@ struct io_context_options {
   bool defer_taskrun = true;
   /// Do not print the fall-back warning.
   bool quiet = false;
+  /// Slots of a sparse file table registered with the ring for direct descriptors
+  /// (io_uring completion backend; 0: none). Accepts on a listener with
+  /// listen_options::direct_descriptors set fill it (IORING_FILE_INDEX_ALLOC), and the
+  /// sockets they return skip the kernel's per-operation file lookup. Capped at
+  /// RLIMIT_NOFILE (the kernel's bound for a table). Ignored (no table: normal
+  /// descriptors everywhere) on the epoll and uring-poll backends, on kernels without
+  /// IORING_OP_FIXED_FD_INSTALL (6.8) or when the registration fails; describe() says
+  /// which.
+  unsigned direct_descriptors = 0;
   /// Share the kernel's async worker pool with this context's ring
   /// (IORING_SETUP_ATTACH_WQ); must use an io_uring backend too.
   const class io_context* attach_wq_of = nullptr;
@@ -126,9 +135,18 @@ class io_context {
   /// Requests cancellation of a started operation (loop thread only). The operation
   /// still completes through its normal path, later.
   void cancel(detail::op_base& op) noexcept;
-  /// Cancels every operation of this loop on `fd` (loop thread only); each completes
-  /// later through its normal path.
-  void cancel_fd(int fd) noexcept;
+  /// Cancels every operation of this loop on `fd` (loop thread only), or on slot `fd`
+  /// of the ring's file table when `direct`; each completes later through its normal path.
+  void cancel_fd(int fd, bool direct = false) noexcept;
+  /// Direct descriptors (the ring's file table): its size, 0 when off; free slots;
+  /// counting a slot taken or given back; closing one (loop thread); installing one as
+  /// a normal descriptor (loop thread, synchronous: the fd or -errno).
+  [[nodiscard]] unsigned direct_table_size() const noexcept;
+  [[nodiscard]] unsigned direct_free() const noexcept;
+  void direct_reserve() noexcept;
+  void direct_unreserve() noexcept;
+  void close_direct(int index) noexcept;
+  int install_direct(int index) noexcept;
   /// Completes an operation of kind event that is waiting; false if it is not.
   bool complete_event(detail::op_base& op, int res) noexcept;
   /// The same, but the completion runs from the ready queue, not inside this call.

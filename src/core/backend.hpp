@@ -30,9 +30,10 @@ class backend {
   virtual void wake() noexcept = 0;
   /// Cancels everything in flight (shutdown).
   virtual void cancel_all() noexcept = 0;
-  /// Cancels every operation of this loop waiting on `fd` (stream_socket::cancel()).
-  /// Each completes later, normally, with -ECANCELED unless it already had a result.
-  virtual void cancel_fd(int fd) noexcept = 0;
+  /// Cancels every operation of this loop waiting on `fd` (stream_socket::cancel()), or
+  /// on slot `fd` of the file table when `direct`. Each completes later, normally, with
+  /// -ECANCELED unless it already had a result.
+  virtual void cancel_fd(int fd, bool direct) noexcept = 0;
   /// Operations in flight, not counting the backend's own.
   [[nodiscard]] virtual std::size_t in_flight() const noexcept = 0;
   /// One line: backend name, flags, sizes.
@@ -49,6 +50,23 @@ class backend {
     return -95;  // EOPNOTSUPP
   }
   virtual void unregister_buffer_ring(int group) noexcept { (void)group; }
+  // ---- direct descriptors (a sparse file table of the ring); io_uring only ----
+  /// Slots of the file table; 0 when the backend has none (the mode is off).
+  [[nodiscard]] virtual unsigned direct_table_size() const noexcept { return 0; }
+  /// Slots neither taken nor reserved.
+  [[nodiscard]] virtual unsigned direct_free() const noexcept { return 0; }
+  /// Counts one slot as taken (an accept about to fill one, or that filled one).
+  virtual void direct_reserve() noexcept {}
+  /// Gives back a slot counted by direct_reserve() that no accept filled.
+  virtual void direct_unreserve() noexcept {}
+  /// Closes slot `index` (through the ring, no completion to wait for) and counts it free.
+  virtual void close_direct(int index) noexcept { (void)index; }
+  /// Installs slot `index` as a normal descriptor (O_CLOEXEC), synchronously: returns it
+  /// or -errno. The slot stays taken.
+  virtual int install_direct(int index) noexcept {
+    (void)index;
+    return -9;  // EBADF
+  }
   /// The io_uring fd, or -1 (for IORING_SETUP_ATTACH_WQ and MSG_RING).
   [[nodiscard]] virtual int ring_fd() const noexcept { return -1; }
 };

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "ringio/detail/fd_generation.hpp"
+#include "ringio/io_context.hpp"
 
 namespace ringio::detail {
 namespace {
@@ -53,12 +54,33 @@ std::uint32_t fd_generation(int fd) noexcept {
 
 void fd_handle::reset() noexcept {
   if (fd_ < 0) return;
+  if (owner_ != nullptr) {
+    // Only the ring's own thread may submit; elsewhere the slot stays taken until the
+    // ring goes away (its table is released with it).
+    if (owner_->on_loop_thread()) owner_->close_direct(fd_);
+    owner_ = nullptr;
+    fd_ = -1;
+    return;
+  }
   note_fd_closed(fd_);
   ::close(fd_);
   fd_ = -1;
 }
 
+int fd_handle::install() noexcept {
+  if (owner_ == nullptr) return 0;
+  if (!owner_->on_loop_thread()) return -EXDEV;  // the slot is reachable only from its ring
+  int fd = owner_->install_direct(fd_);
+  if (fd < 0) return fd;
+  owner_->close_direct(fd_);
+  owner_ = nullptr;
+  fd_ = fd;
+  nonblocking_ = false;  // a blocking socket, as accept made it
+  return 0;
+}
+
 int fd_handle::set_nonblocking(bool on) noexcept {
+  if (owner_ != nullptr) return -EBADF;  // no descriptor to change
   if (on == nonblocking_ || fd_ < 0) return 0;
   int flags = ::fcntl(fd_, F_GETFL);
   if (flags < 0) return -errno;

@@ -214,16 +214,23 @@ void io_context::cancel(detail::op_base& op) noexcept {
   backend_->cancel(op);
 }
 
-void io_context::cancel_fd(int fd) noexcept {
+void io_context::cancel_fd(int fd, bool direct) noexcept {
   // Waits that no kernel request stands for (a multishot receiver's or acceptor's
   // next(), even one paused for lack of buffers) are cancelled here.
   for (detail::op_base* op = events_; op != nullptr;) {
     detail::op_base* next = op->next;
-    if (op->fd == fd) cancel(*op);
+    if (op->fd == fd && op->fixed_file == direct) cancel(*op);
     op = next;
   }
-  backend_->cancel_fd(fd);
+  backend_->cancel_fd(fd, direct);
 }
+
+unsigned io_context::direct_table_size() const noexcept { return backend_->direct_table_size(); }
+unsigned io_context::direct_free() const noexcept { return backend_->direct_free(); }
+void io_context::direct_reserve() noexcept { backend_->direct_reserve(); }
+void io_context::direct_unreserve() noexcept { backend_->direct_unreserve(); }
+void io_context::close_direct(int index) noexcept { backend_->close_direct(index); }
+int io_context::install_direct(int index) noexcept { return backend_->install_direct(index); }
 
 int io_context::register_buffer_ring(void* ring_addr, unsigned entries) noexcept {
   return backend_->register_buffer_ring(ring_addr, entries);

@@ -63,6 +63,7 @@ void missed_wakeup_sweep::sweep() noexcept {
   suspects_.clear();
   for (const entry& e : watched_) {
     if (e.since >= round || !e.receiver->waits_on_armed_request()) continue;
+    if (e.receiver->fixed_file) continue;  // a direct descriptor: no fd that poll(2) could check
     fds_.push_back({e.receiver->fd, POLLIN | POLLRDHUP, 0});
     suspects_.push_back(e.receiver);
   }

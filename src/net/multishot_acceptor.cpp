@@ -18,11 +18,20 @@ namespace ringio::detail {
 /// (orphaned) until the final CQE arrives.
 class multishot_accept_state : public op_base {
  public:
-  explicit multishot_accept_state(int listener_fd) noexcept;
+  struct accepted {
+    int fd;       // a descriptor, or a slot of the file table
+    bool direct;
+  };
+
+  multishot_accept_state(int listener_fd, bool direct) noexcept;
   ~multishot_accept_state() {
-    for (int fd : ready) {
-      note_fd_closed(fd);
-      ::close(fd);
+    for (accepted a : ready) {
+      if (a.direct) {
+        if (ctx != nullptr && ctx->on_loop_thread()) ctx->close_direct(a.fd);
+        continue;
+      }
+      note_fd_closed(a.fd);
+      ::close(a.fd);
     }
   }
 
@@ -37,34 +46,70 @@ class multishot_accept_state : public op_base {
     }
   }
 
-  std::deque<int> ready;  // accepted, not yet taken (grows only under bursts)
-  int error = 0;          // the error that ended the last multishot request
+  std::deque<accepted> ready;  // accepted, not yet taken (grows only under bursts)
+  int error = 0;               // the error that ended the last multishot request
   bool armed = false;
   bool orphaned = false;
+  bool want_direct;            // accept into the loop's file table when it has room
+  bool direct_armed = false;   // the request in flight accepts into the table
+  bool table_was_full = false; // the last direct request ended on a full table
   accept_next_op* consumer = nullptr;
 };
 
 namespace {
 
+// Free slots below which a direct multishot accept stops: it cannot be told how many
+// connections to take, and one that finds the table full loses the connection.
+unsigned direct_headroom(unsigned table_size) noexcept {
+  unsigned h = table_size / 16;
+  return h < 1 ? 1 : (h > 64 ? 64 : h);
+}
+
 void multishot_prepare(op_base& b, io_uring_sqe& sqe) noexcept {
-  io_uring_prep_multishot_accept(&sqe, b.fd, nullptr, nullptr, SOCK_CLOEXEC);
+  auto& s = static_cast<multishot_accept_state&>(b);
+  s.direct_armed = false;
+  const unsigned table = s.want_direct ? s.ctx->direct_table_size() : 0;
+  if (table == 0) {
+    io_uring_prep_multishot_accept(&sqe, b.fd, nullptr, nullptr, SOCK_CLOEXEC);
+  } else if (!s.table_was_full && s.ctx->direct_free() >= direct_headroom(table)) {
+    s.direct_armed = true;
+    io_uring_prep_multishot_accept_direct(&sqe, b.fd, nullptr, nullptr, 0);  // no CLOEXEC: EINVAL
+  } else {
+    // (Nearly) full: one normal accept, so that the next arm looks at the table again.
+    s.table_was_full = false;
+    io_uring_prep_accept(&sqe, b.fd, nullptr, nullptr, SOCK_CLOEXEC);
+  }
 }
 
 // Every CQE: a connection (res >= 0) or the error that ends the request.
-void multishot_on_cqe(op_base& b, int res, unsigned) noexcept {
+void multishot_on_cqe(op_base& b, int res, unsigned flags) noexcept {
   auto& s = static_cast<multishot_accept_state&>(b);
   if (res < 0) {
+    // The table was full after all: the kernel closed the connection it had taken.
+    // Nothing to report for it; the next arm accepts normally.
+    if (res == -ENFILE && s.direct_armed) {
+      s.table_was_full = true;
+      return;
+    }
     // -ECANCELED not asked for (stream_listener::cancel() cancels the waiting next()
     // itself): the request is re-armed for the next consumer.
     if (res != -ECANCELED) s.error = res;
     return;
   }
+  const bool direct = s.direct_armed;
+  if (direct) {
+    s.ctx->direct_reserve();
+    if ((flags & IORING_CQE_F_MORE) != 0 && !s.cancel_submitted &&
+        s.ctx->direct_free() < direct_headroom(s.ctx->direct_table_size()))
+      s.ctx->cancel(s);  // ends with -ECANCELED; the next arm looks at the table again
+  }
   if (s.consumer != nullptr && s.ready.empty()) {
     accept_next_op* c = s.consumer;
     s.consumer = nullptr;
+    c->accepted_direct = direct;
     if (c->ctx->complete_event(*c, res)) return;
   }
-  s.ready.push_back(res);
+  s.ready.push_back({res, direct});
 }
 
 // The request ended (final CQE): report its error, re-arm for a waiting consumer.
@@ -105,9 +150,12 @@ const op_vtable multishot_vtable = {.prepare = multishot_prepare, .attempt = nul
 const op_vtable accept_next_vtable = {.prepare = nullptr, .attempt = nullptr, .on_cqe = nullptr,
                                       .step = nullptr, .complete = next_complete};
 
-multishot_accept_state::multishot_accept_state(int listener_fd) noexcept : op_base(&multishot_vtable) {
+multishot_accept_state::multishot_accept_state(int listener_fd, bool direct) noexcept
+    : op_base(&multishot_vtable), want_direct(direct) {
   fd = listener_fd;
 }
+
+fd_handle accept_next_op::direct_handle() const noexcept { return fd_handle::direct(res, *owner->ctx); }
 
 bool accept_next_op::uses_multishot() noexcept {
   io_context* ctx = io_context::current();
@@ -116,7 +164,8 @@ bool accept_next_op::uses_multishot() noexcept {
 
 bool accept_next_op::take_ready() noexcept {
   if (!owner->ready.empty()) {
-    res = owner->ready.front();
+    res = owner->ready.front().fd;
+    accepted_direct = owner->ready.front().direct;
     owner->ready.pop_front();
     return true;
   }
@@ -146,7 +195,9 @@ bool accept_next_op::wait(bool suspended) noexcept {
 namespace ringio {
 
 multishot_acceptor::multishot_acceptor(stream_listener& listener)
-    : state_(new detail::multishot_accept_state(listener.native_handle())), listener_(&listener.fd_) {}
+    : state_(new detail::multishot_accept_state(listener.native_handle(), listener.direct_)),
+      listener_(&listener.fd_),
+      direct_(listener.direct_) {}
 
 multishot_acceptor::~multishot_acceptor() {
   if (!state_->armed) {
@@ -160,6 +211,6 @@ multishot_acceptor::~multishot_acceptor() {
   if (io_context::current() == state_->ctx) state_->ctx->cancel(*state_);
 }
 
-detail::accept_next_op multishot_acceptor::next() noexcept { return {state_, listener_}; }
+detail::accept_next_op multishot_acceptor::next() noexcept { return {state_, listener_, direct_}; }
 
 }  // namespace ringio

@@ -239,12 +239,20 @@ result<pooled_buffer> recv_next_op::get_result() noexcept {
 namespace ringio {
 
 multishot_receiver::multishot_receiver(stream_socket& socket, buffer_pool& pool)
-    : state_(new detail::multishot_recv_state(pool.core(), socket.native_handle())),
+    : state_(new detail::multishot_recv_state(pool.core(), socket.operation_fd())),
       core_(&pool.core()),
-      fd_(socket.native_handle()) {}
+      fd_(socket.operation_fd()),
+      direct_(socket.is_direct()) {
+  state_->fixed_file = direct_;
+}
 
 multishot_receiver::~multishot_receiver() { state_->detach(); }
 
-detail::recv_next_op multishot_receiver::next() noexcept { return {state_, core_, fd_}; }
+detail::recv_next_op multishot_receiver::next() noexcept {
+  detail::recv_next_op op{state_, core_, fd_};
+  op.fixed_file = direct_;  // stream_socket::cancel() matches it by kind of descriptor too
+  op.fallback.fixed_file = direct_;
+  return op;
+}
 
 }  // namespace ringio

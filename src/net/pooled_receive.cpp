@@ -84,7 +84,7 @@ result<pooled_buffer> pooled_recv_op::get_result() noexcept {
 namespace ringio {
 
 detail::pooled_recv_op receive_pooled(stream_socket& socket, buffer_pool& pool) noexcept {
-  return {&pool.core(), socket.native_handle()};
+  return socket.on_socket(detail::pooled_recv_op{&pool.core(), socket.operation_fd()});
 }
 
 }  // namespace ringio

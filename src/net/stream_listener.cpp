@@ -22,7 +22,23 @@ void accept_prepare(op_base& b, io_uring_sqe& sqe) noexcept {
   auto& op = static_cast<accept_op&>(b);
   op.listener->set_nonblocking(false);
   op.accepted_nonblocking = false;
-  io_uring_prep_accept(&sqe, op.fd, nullptr, nullptr, SOCK_CLOEXEC);
+  // A slot is reserved now: a direct accept that finds the table full would drop the
+  // connection it already took off the backlog (the kernel closes it, ENFILE).
+  op.direct = op.want_direct && op.ctx->direct_free() > 0;
+  if (op.direct) {
+    op.ctx->direct_reserve();
+    // No SOCK_CLOEXEC (EINVAL with a table slot). ALLOC - 1: liburing 2.3 stores index + 1
+    // without special-casing ALLOC (later versions do; both then send ALLOC).
+    io_uring_prep_accept_direct(&sqe, op.fd, nullptr, nullptr, 0, IORING_FILE_INDEX_ALLOC - 1);
+  } else {
+    io_uring_prep_accept(&sqe, op.fd, nullptr, nullptr, SOCK_CLOEXEC);
+  }
+}
+
+void accept_complete(op_base& b) noexcept {
+  auto& op = static_cast<accept_op&>(b);
+  if (op.direct && op.res < 0) op.ctx->direct_unreserve();  // no slot was filled
+  resume_waiter(op);
 }
 
 int accept_attempt(op_base& b) noexcept {
@@ -36,7 +52,7 @@ int accept_attempt(op_base& b) noexcept {
 }  // namespace
 
 const op_vtable accept_vtable = {.prepare = accept_prepare, .attempt = accept_attempt,
-                                 .on_cqe = nullptr, .step = nullptr, .complete = resume_waiter};
+                                 .on_cqe = nullptr, .step = nullptr, .complete = accept_complete};
 
 }  // namespace detail
 
@@ -57,12 +73,12 @@ result<stream_listener> stream_listener::bind(const socket_address& at, listen_o
   }
   if (::bind(s, at.native(), at.size()) < 0) return fail();
   if (::listen(s, opts.backlog) < 0) return fail();
-  return stream_listener(std::move(fd));
+  return stream_listener(std::move(fd), opts.direct_descriptors);
 }
 
 void stream_listener::cancel() noexcept {
   io_context* ctx = io_context::current();
-  if (ctx != nullptr && fd_.valid()) ctx->cancel_fd(fd_.get());
+  if (ctx != nullptr && fd_.valid()) ctx->cancel_fd(fd_.get(), false);
 }
 
 result<socket_address> stream_listener::local_address() const { return detail::address_of(fd_.get(), false); }

@@ -87,7 +87,12 @@ void shutdown_prepare(op_base& b, io_uring_sqe& sqe) noexcept {
 int shutdown_attempt(op_base& b) noexcept {
   return syscall_result(::shutdown(b.fd, static_cast<shutdown_op&>(b).how));
 }
-void close_prepare(op_base& b, io_uring_sqe& sqe) noexcept { io_uring_prep_close(&sqe, b.fd); }
+void close_prepare(op_base& b, io_uring_sqe& sqe) noexcept {
+  if (static_cast<close_op&>(b).direct)
+    io_uring_prep_close_direct(&sqe, static_cast<unsigned>(b.fd));
+  else
+    io_uring_prep_close(&sqe, b.fd);
+}
 int close_attempt(op_base& b) noexcept {
   note_fd_closed(b.fd);
   return syscall_result(::close(b.fd));

@@ -87,6 +87,17 @@ result<stream_socket> connect_op::get_result() {
 }  // namespace detail
 
 detail::close_op stream_socket::close() noexcept {
+  if (fd_.is_direct()) {
+    io_context* owner = fd_.direct_owner();
+    if (!owner->on_loop_thread()) {
+      // The slot means nothing to this thread's ring: give it up (it is freed with
+      // its ring) and let the close report bad_file_descriptor.
+      fd_.release();
+      return detail::close_op(-1);
+    }
+    owner->direct_unreserve();  // the close operation frees the slot
+    return detail::close_op(fd_.release(), true);
+  }
   int fd = fd_.release();
   detail::note_fd_closed(fd);
   return detail::close_op(fd);
@@ -94,14 +105,31 @@ detail::close_op stream_socket::close() noexcept {
 
 void stream_socket::cancel() noexcept {
   io_context* ctx = io_context::current();
-  if (ctx != nullptr && fd_.valid()) ctx->cancel_fd(fd_.get());
+  if (ctx == nullptr || !fd_.valid()) return;
+  if (fd_.is_direct() && fd_.direct_owner() != ctx) return;  // its operations run on the owner
+  ctx->cancel_fd(fd_.get(), fd_.is_direct());
 }
 
-result<socket_address> stream_socket::local_address() const { return detail::address_of(fd_.get(), false); }
-result<socket_address> stream_socket::peer_address() const { return detail::address_of(fd_.get(), true); }
+result<void> stream_socket::install_fd() noexcept {
+  if (int r = fd_.install(); r < 0) return unexpected(errno_code(r));
+  return {};
+}
+
+int stream_socket::native_handle() const noexcept {
+  if (fd_.is_direct() && fd_.install() < 0) return -1;
+  return fd_.get();
+}
+
+int stream_socket::release() noexcept {
+  if (fd_.is_direct() && fd_.install() < 0) return -1;
+  return fd_.release();
+}
+
+result<socket_address> stream_socket::local_address() const { return detail::address_of(native_handle(), false); }
+result<socket_address> stream_socket::peer_address() const { return detail::address_of(native_handle(), true); }
 
 result<void> stream_socket::set_nodelay(bool on) noexcept {
-  if (int r = detail::set_nodelay(fd_.get(), on); r < 0) return unexpected(errno_code(r));
+  if (int r = detail::set_nodelay(native_handle(), on); r < 0) return unexpected(errno_code(r));
   return {};
 }
 

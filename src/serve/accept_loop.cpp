@@ -59,6 +59,8 @@ task<result<void>> accept_loop(stream_listener& listener, const connection_handl
   std::stop_callback<forward_stop> on_outer(outer, forward_stop{&accepting});
   const std::stop_token token = accepting.get_token();
 
+  // Direct descriptors belong to this loop's ring: not with a dispatch to other loops.
+  if (options.direct_descriptors && dispatch == nullptr) listener.set_direct_descriptors(true);
   connection_set conns(outer, options.max_connections, counters);
   // A multishot accept keeps accepting whether or not anyone asks: with a limit the
   // loop accepts one at a time, so that clients beyond it stay in the backlog.

@@ -26,6 +26,9 @@ struct forward_stop {
   void operator()() const noexcept { target->request_stop(); }
 };
 
+// File table slots per loop for serve_options::direct_descriptors.
+constexpr unsigned default_direct_table = 65536;
+
 result<std::vector<stream_listener>> bind_listeners(const socket_address& address, unsigned count) {
   // Listeners sharing a port with SO_REUSEPORT would also let a second server join
   // silently: check first that the port is free with a plain bind.
@@ -154,6 +157,8 @@ result<serve_summary> serve(const socket_address& address, connection_handler ha
   try {
     // Before any loop thread starts: the threads inherit the blocked signals.
     if (options.handle_signals) signals.emplace(std::initializer_list<int>{SIGINT, SIGTERM});
+    if (options.direct_descriptors && options.context.direct_descriptors == 0)
+      options.context.direct_descriptors = default_direct_table;
     loops = std::make_unique<runtime>(runtime_options{.threads = options.threads, .context = options.context});
   } catch (const std::system_error& e) {
     log(log_level::error, "%s", e.what());

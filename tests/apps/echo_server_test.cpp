@@ -50,6 +50,8 @@ TEST(EchoServerCli, BadArgumentsPrintUsageAndExitTwo) {
   EXPECT_EQ(run_to_exit({server, "--port", "1", "--host", "not-an-ip"}), 2);
   EXPECT_EQ(run_to_exit({server, "--port", "1", "--frobnicate", "2"}), 2);
   EXPECT_EQ(run_to_exit({server, "--port", "1", "extra"}), 2);
+  EXPECT_EQ(run_to_exit({server, "--port", "1", "--direct-fds=yes"}, &err), 2);
+  EXPECT_NE(err.find("usage:"), std::string::npos);
 }
 
 TEST(EchoServerCli, FiberOptionsThatMakeNoSenseExitTwo) {
@@ -250,6 +252,13 @@ TEST(EchoServerLoad, EchoesOneGibibyteExactlyOverHundredConnections) {
   constexpr std::size_t total = std::size_t{1} << 30;
 #endif
   echo_exactly({server, "--port", "0", "--threads", "2"}, total);
+}
+
+// --direct-fds: connections in the rings' file tables (io_uring; the default backend
+// here), with the multishot receiver and with a recv per message.
+TEST(EchoServerLoad, DirectDescriptorsEchoExactlyOverHundredConnections) {
+  echo_exactly({server, "--port", "0", "--threads", "2", "--direct-fds"}, std::size_t{128} << 20);
+  echo_exactly({server, "--port", "0", "--threads", "2", "--direct-fds", "--recv", "single"}, std::size_t{128} << 20);
 }
 
 TEST(EchoServerLoad, FibersEchoExactlyOverHundredConnections) {

@@ -173,6 +173,41 @@ TEST_P(ZeroAllocation, MultishotReceiverEchoAllocatesNothing) {
   EXPECT_EQ(allocs, 0);
 }
 
+// The same echo over a direct descriptor (a slot of the ring's file table on io_uring;
+// the option is ignored, normal descriptors, on the other backends): a single recv per
+// message, then a multishot receiver.
+TEST_P(ZeroAllocation, DirectDescriptorEchoAllocatesNothing) {
+  io_context direct_ctx(io_context_options{.backend = GetParam(), .quiet = true, .direct_descriptors = 16});
+  for (bool multishot : {false, true}) {
+    auto l = listen_loopback({.direct_descriptors = true});
+    auto at = address_of(l);
+    long allocs = sync_wait(direct_ctx, [](stream_listener& l, socket_address at, bool multishot) -> task<long> {
+      buffer_pool pool(*io_context::current(), 64, 4096);
+      scope server;
+      server.spawn([](stream_listener& l, buffer_pool& pool, bool multishot) -> task<void> {
+        auto s = co_await l.accept();
+        if (!s) co_return;
+        EXPECT_EQ(s->is_direct(), io_context::current()->direct_table_size() != 0);
+        if (!multishot) {
+          co_await echo_one(std::move(*s));
+          co_return;
+        }
+        multishot_receiver rx(*s, pool);
+        for (;;) {
+          auto chunk = co_await rx.next();
+          if (!chunk || chunk->empty()) co_return;
+          auto w = co_await s->send_all(chunk->bytes());
+          if (!w) co_return;
+        }
+      }(l, pool, multishot));
+      long n = co_await client(at, 1000, 10'000, 128);
+      co_await server.join();
+      co_return n;
+    }(l, at, multishot));
+    EXPECT_EQ(allocs, 0) << (multishot ? "multishot receiver" : "single recv");
+  }
+}
+
 TEST_P(ZeroAllocation, BufferedLinesAndGatherWritesAllocateNothing) {
   auto l = listen_loopback();
   auto at = address_of(l);

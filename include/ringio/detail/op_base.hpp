@@ -88,6 +88,8 @@ struct op_base {
   bool polling = false;             ///< uring-poll: the request in flight is a POLL_ADD
   bool drained = false;             ///< attempt(): a short stream read emptied the socket
   bool remote_cancel_seen = false;  ///< the loop has drained its cross-thread cancel
+  /// io_uring: `fd` is an index in the ring's file table (IOSQE_FIXED_FILE).
+  bool fixed_file = false;
   std::atomic<bool> remote_cancel{false};  ///< a stop callback on another thread queued it
   std::uint32_t heap_index = 0;            ///< position in the readiness timer heap (+1)
   /// with_timeout deadline, or a timer's wake time: ns on CLOCK_MONOTONIC; 0 = none.
@@ -102,7 +104,7 @@ struct op_base {
   explicit op_base(const op_vtable* v, op_kind k = op_kind::io) noexcept : vt(v), kind(k) {}
   // Operations may be copied or moved only before they start (with_timeout wraps them).
   op_base(const op_base& o) noexcept
-      : vt(o.vt), fd(o.fd), kind(o.kind), want(o.want), deadline_ns(o.deadline_ns) {}
+      : vt(o.vt), fd(o.fd), kind(o.kind), want(o.want), fixed_file(o.fixed_file), deadline_ns(o.deadline_ns) {}
   op_base& operator=(const op_base&) = delete;
   ~op_base() = default;
 };

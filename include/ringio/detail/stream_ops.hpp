@@ -133,21 +133,27 @@ class shutdown_op : public io_operation<shutdown_op> {
 
 /// close(2) through the ring. The descriptor is released whatever the outcome: a close
 /// obeys no stop token (the descriptor was already taken from its owner), and one that
-/// the loop refuses (it is shutting down) is done with close(2) right away.
+/// the loop refuses (it is shutting down) is done with close(2) right away. A direct
+/// descriptor (`direct_`) is closed with the close operation's file_index; one refused
+/// that way stays in the table, which goes away with the ring.
 class close_op : public io_operation<close_op> {
  public:
-  explicit close_op(int fd_) noexcept : io_operation(&close_vtable) { fd = fd_; }
+  explicit close_op(int fd_, bool direct_ = false) noexcept : io_operation(&close_vtable), direct(direct_) {
+    fd = fd_;
+  }
   template <class P>
   bool await_suspend(std::coroutine_handle<P> h) {
     return start_operation(*this, h, nullptr);
   }
   result<void> get_result() noexcept {
     if (res == -ECANCELED && fd >= 0) {  // refused at the start: close(2) cannot say ECANCELED
-      res = close_now();
+      res = direct ? 0 : close_now();
       fd = -1;
     }
     return void_result(*this);
   }
+
+  bool direct;
 
  private:
   int close_now() noexcept;

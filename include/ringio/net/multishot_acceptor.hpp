@@ -20,8 +20,8 @@ extern const op_vtable accept_next_vtable;
 /// Waits for the next connection of a multishot_acceptor.
 class accept_next_op : public io_operation<accept_next_op> {
  public:
-  accept_next_op(multishot_accept_state* s, fd_handle* listener) noexcept
-      : io_operation(&accept_next_vtable, op_kind::event), owner(s), fallback(listener) {
+  accept_next_op(multishot_accept_state* s, fd_handle* listener, bool want_direct) noexcept
+      : io_operation(&accept_next_vtable, op_kind::event), owner(s), fallback(listener, want_direct) {
     fd = listener->get();  // stream_listener::cancel() finds the waiting next() by its socket
   }
   accept_next_op(const accept_next_op& o) noexcept : io_operation(o), owner(o.owner), fallback(o.fallback) {}
@@ -40,17 +40,20 @@ class accept_next_op : public io_operation<accept_next_op> {
   result<stream_socket> get_result() noexcept {
     if (use_fallback) return fallback.get_result();
     if (res < 0) return unexpected(op_error(*this));
+    if (accepted_direct) return stream_socket(direct_handle());
     return stream_socket(fd_handle(res, false));
   }
 
   multishot_accept_state* owner;
   accept_op fallback;
   bool use_fallback = false;
+  bool accepted_direct = false;  // res is a slot of the file table
 
  private:
   static bool uses_multishot() noexcept;
   bool take_ready() noexcept;      // a connection or an error is already queued
   bool wait(bool suspended) noexcept;
+  fd_handle direct_handle() const noexcept;
 };
 
 }  // namespace detail
@@ -59,6 +62,14 @@ class accept_next_op : public io_operation<accept_next_op> {
 /// Accepted sockets queue up inside until next() takes them; whatever is queued when
 /// the acceptor is destroyed is closed. Errors (EMFILE, ...) end the multishot request
 /// and are reported by next(); the following next() re-arms it.
+///
+/// With direct descriptors (listen_options::direct_descriptors on the listener when the
+/// acceptor is created, on a loop with a file table) the multishot request accepts into
+/// the table while at least 1/16 of it (1 to 64 slots) is free; below that it is
+/// cancelled and connections come one normal accept at a time until slots free up. A
+/// burst larger than that headroom arriving at once can still find the table full: the
+/// kernel then drops that one connection (the client sees a reset), and the acceptor
+/// goes on with normal accepts.
 class multishot_acceptor {
  public:
   /// Accepts on `listener`, which must outlive the acceptor. Create it on the loop thread.
@@ -74,6 +85,7 @@ class multishot_acceptor {
  private:
   detail::multishot_accept_state* state_;
   detail::fd_handle* listener_;
+  bool direct_;
 };
 
 }  // namespace ringio

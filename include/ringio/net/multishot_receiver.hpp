@@ -77,6 +77,7 @@ class multishot_receiver {
   detail::multishot_recv_state* state_;
   detail::buffer_pool_core* core_;
   int fd_;
+  bool direct_;
 };
 
 }  // namespace ringio

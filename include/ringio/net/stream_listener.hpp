@@ -25,6 +25,13 @@ struct listen_options {
   bool nodelay = true;
   /// IPV6_V6ONLY for [::] listeners.
   bool ipv6_only = false;
+  /// Accept into the loop's io_uring file table (direct descriptors, see
+  /// io_context_options::direct_descriptors) when it has one with a free slot: the
+  /// accepted stream_socket is then a direct one (stream_socket::is_direct()). When the
+  /// table is full, or the loop has none (epoll, uring-poll, older kernels, no table
+  /// asked for), accepts return normal descriptors: a full table never refuses a
+  /// connection. Measured gain: see docs/performance.md ("Direct descriptors").
+  bool direct_descriptors = false;
 };
 
 namespace detail {
@@ -34,17 +41,21 @@ extern const op_vtable accept_vtable;
 /// Accepts one connection.
 class accept_op : public io_operation<accept_op> {
  public:
-  explicit accept_op(fd_handle* l) noexcept : io_operation(&accept_vtable), listener(l) {
+  accept_op(fd_handle* l, bool want_direct_) noexcept
+      : io_operation(&accept_vtable), listener(l), want_direct(want_direct_) {
     fd = l->get();
     want = interest::readable;
   }
   result<stream_socket> get_result() noexcept {
     if (res < 0) return unexpected(op_error(*this));
+    if (direct) return stream_socket(fd_handle::direct(res, *ctx));
     return stream_socket(fd_handle(res, accepted_nonblocking));
   }
 
   fd_handle* listener;
   bool accepted_nonblocking = false;
+  bool want_direct;     // the listener asks for direct descriptors
+  bool direct = false;  // this accept fills a slot of the file table (io_uring)
 };
 
 }  // namespace detail
@@ -60,8 +71,15 @@ class stream_listener {
 
   /// Accepts the next connection. A cancel that loses the race still delivers the
   /// accepted socket (it is never leaked). EMFILE/ENFILE are reported as errors; the
-  /// listener stays usable and accepting again later succeeds once fds are free.
-  [[nodiscard]] detail::accept_op accept() noexcept { return detail::accept_op(&fd_); }
+  /// listener stays usable and accepting again later succeeds once fds are free. With
+  /// direct descriptors on (listen_options::direct_descriptors), a direct socket when
+  /// the loop's file table has a free slot, else a normal one.
+  [[nodiscard]] detail::accept_op accept() noexcept { return detail::accept_op(&fd_, direct_); }
+  /// Turns direct descriptors (listen_options::direct_descriptors) on or off for later
+  /// accepts (and acceptors created afterwards).
+  void set_direct_descriptors(bool on) noexcept { direct_ = on; }
+  /// Whether accepts ask for direct descriptors.
+  [[nodiscard]] bool direct_descriptors() const noexcept { return direct_; }
 
   /// The bound address (with the port the kernel chose for port 0).
   [[nodiscard]] result<socket_address> local_address() const;
@@ -79,8 +97,9 @@ class stream_listener {
 
  private:
   friend class multishot_acceptor;
-  explicit stream_listener(detail::fd_handle fd) noexcept : fd_(std::move(fd)) {}
+  stream_listener(detail::fd_handle fd, bool direct) noexcept : fd_(std::move(fd)), direct_(direct) {}
   detail::fd_handle fd_;
+  bool direct_ = false;
 };
 
 using tcp_listener = stream_listener;

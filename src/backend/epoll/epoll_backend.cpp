@@ -62,7 +62,9 @@ epoll_backend::~epoll_backend() {
   ::close(epfd_);
 }
 
-std::string epoll_backend::describe() const { return "epoll (edge triggered, epoll_pwait2 timeouts)"; }
+std::string epoll_backend::describe() const {
+  return "epoll (edge triggered, epoll_pwait2 timeouts, direct descriptors off: readiness backend)";
+}
 
 epoll_backend::wait_list& epoll_backend::list_of(op_base& op) noexcept {
   fd_state& s = fds_[static_cast<std::size_t>(op.fd)];
@@ -192,9 +194,9 @@ bool epoll_backend::drop_stale(std::size_t idx) noexcept {
   return true;
 }
 
-void epoll_backend::cancel_fd(int fd) noexcept {
+void epoll_backend::cancel_fd(int fd, bool direct) noexcept {
   auto idx = static_cast<std::size_t>(fd);
-  if (fd < 0 || idx >= fds_.size()) return;
+  if (direct || fd < 0 || idx >= fds_.size()) return;  // no direct descriptors here
   fail_waiters(fds_[idx], -ECANCELED);
 }
 

@@ -31,7 +31,7 @@ class epoll_backend final : public backend {
   void poll(bool block, std::int64_t wake_at_ns) override;
   void wake() noexcept override;
   void cancel_all() noexcept override;
-  void cancel_fd(int fd) noexcept override;
+  void cancel_fd(int fd, bool direct) noexcept override;
   [[nodiscard]] std::size_t in_flight() const noexcept override { return in_flight_; }
   [[nodiscard]] std::string describe() const override;
 

@@ -70,6 +70,7 @@ uring_backend::uring_backend(io_context& ctx, loop_state& st, const io_context_o
                              bool poll_mode)
     : ctx_(ctx), st_(st), poll_mode_(poll_mode) {
   setup_ = create_ring(ring_, opts);
+  setup_direct(opts.direct_descriptors);
   cap_ = opts.max_in_flight != 0 ? opts.max_in_flight : setup_.cq_entries;
   wake_fd_ = ::eventfd(0, EFD_CLOEXEC);
   if (wake_fd_ < 0) {
@@ -109,7 +110,7 @@ std::string uring_backend::describe() const {
   s += " (flags ";
   s += describe_setup_flags(setup_.flags & ~IORING_SETUP_R_DISABLED);
   s += ", sq " + std::to_string(setup_.sq_entries) + ", cq " + std::to_string(setup_.cq_entries);
-  s += ", max in flight " + std::to_string(cap_) + ")";
+  s += ", max in flight " + std::to_string(cap_) + ", " + describe_direct() + ")";
   return s;
 }
 
@@ -243,6 +244,7 @@ void uring_backend::submit(op_base& op) noexcept {
     io_uring_prep_nop(sqe);
   } else {
     op.vt->prepare(op, *sqe);
+    if (op.fixed_file) use_fixed_file(*sqe);
   }
   io_uring_sqe_set_data64(sqe, tagged(op, ud_tag_main));
   op.state = op_state::in_flight;
@@ -300,11 +302,11 @@ void uring_backend::cancel_all() noexcept {
   io_uring_sqe_set_data64(sqe, 0);
 }
 
-void uring_backend::cancel_fd(int fd) noexcept {
+void uring_backend::cancel_fd(int fd, bool direct) noexcept {
   // Operations still waiting for room under the cap never reached the kernel.
   for (op_base* op = backlog_head_; op != nullptr;) {
     op_base* next = op->next;
-    if (op->fd == fd && op->kind == op_kind::io) {
+    if (op->fd == fd && op->fixed_file == direct && op->kind == op_kind::io) {
       op->cancel_requested = true;
       cancel(*op);
     }
@@ -313,7 +315,7 @@ void uring_backend::cancel_fd(int fd) noexcept {
   // Everything the kernel holds on this fd (uring-poll: the POLL_ADDs) fails with
   // -ECANCELED; a request that already finished keeps its result.
   io_uring_sqe* sqe = get_sqe();
-  io_uring_prep_cancel_fd(sqe, fd, IORING_ASYNC_CANCEL_ALL);
+  io_uring_prep_cancel_fd(sqe, fd, IORING_ASYNC_CANCEL_ALL | (direct ? IORING_ASYNC_CANCEL_FD_FIXED : 0));
   io_uring_sqe_set_data64(sqe, 0);
 }
 
@@ -331,6 +333,7 @@ void uring_backend::enable() {
 
 void uring_backend::poll(bool block, std::int64_t wake_at_ns) {
   if (!enabled_) enable();
+  if (!stash_.empty()) block = false;  // completions taken off the CQ are ready already
   drain_backlog();
   for (const timer_heap* h : {&poll_deadlines_, &backlog_deadlines_})
     if (!h->empty() && (wake_at_ns == 0 || h->top()->deadline_ns < wake_at_ns)) wake_at_ns = h->top()->deadline_ns;
@@ -424,7 +427,7 @@ void uring_backend::dispatch(std::uint64_t ud, int res, unsigned flags) noexcept
   // 0: a request nobody waits for (cancel-all, fire-and-forget). A wake message from
   // another loop needs no action: the inbox is drained after every poll.
   if (ud == ud_wake_message) ++st_.stats.message_wakes;
-  if (ud == 0 || ud == ud_wake_message) return;
+  if (ud == 0 || ud == ud_wake_message || ud == ud_direct_install) return;
   if ((ud & ud_tag_mask) == ud_tag_wake_failed) {
     // The message could not be posted (e.g. the target ring was not enabled yet):
     // wake the target through its eventfd instead, or the wake-up is lost.

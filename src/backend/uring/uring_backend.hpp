@@ -32,7 +32,7 @@ class uring_backend final : public backend {
   void poll(bool block, std::int64_t wake_at_ns) override;
   void wake() noexcept override;
   void cancel_all() noexcept override;
-  void cancel_fd(int fd) noexcept override;
+  void cancel_fd(int fd, bool direct) noexcept override;
   void flush() noexcept override;
   [[nodiscard]] std::size_t in_flight() const noexcept override { return user_in_flight_; }
   [[nodiscard]] std::string describe() const override;
@@ -40,6 +40,14 @@ class uring_backend final : public backend {
   bool send_wake(int ring_fd) noexcept override;
   int register_buffer_ring(void* ring_addr, unsigned entries) noexcept override;
   void unregister_buffer_ring(int group) noexcept override;
+  [[nodiscard]] unsigned direct_table_size() const noexcept override { return direct_size_; }
+  [[nodiscard]] unsigned direct_free() const noexcept override {
+    return direct_used_ < direct_size_ ? direct_size_ - direct_used_ : 0;
+  }
+  void direct_reserve() noexcept override { ++direct_used_; }
+  void direct_unreserve() noexcept override { --direct_used_; }
+  void close_direct(int index) noexcept override;
+  int install_direct(int index) noexcept override;
 
  private:
   struct wake_op : op_base {
@@ -71,6 +79,10 @@ class uring_backend final : public backend {
   void arm_wake() noexcept;
   void expire_polls() noexcept;
   static void wake_complete(op_base& op) noexcept;
+  // Direct descriptors (uring_direct.cpp).
+  void setup_direct(unsigned wanted) noexcept;
+  [[nodiscard]] std::string describe_direct() const;
+  static void use_fixed_file(io_uring_sqe& sqe) noexcept;
 
   io_context& ctx_;
   loop_state& st_;
@@ -93,6 +105,9 @@ class uring_backend final : public backend {
   timer_heap backlog_deadlines_;  // backlogged operations with a deadline (or wake time)
   std::vector<completion> stash_;  // CQEs taken off a full CQ to let a submit through
   bool overflow_reported_ = false;
+  unsigned direct_size_ = 0;  // slots of the sparse file table (0: direct descriptors off)
+  unsigned direct_used_ = 0;  // slots taken or reserved by an accept in flight
+  const char* direct_off_reason_ = "not asked for";
 };
 
 }  // namespace ringio::detail

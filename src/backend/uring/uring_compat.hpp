@@ -20,8 +20,15 @@
 #ifndef IORING_CQE_F_BUF_MORE
 #define IORING_CQE_F_BUF_MORE (1U << 4)
 #endif
+#ifndef IORING_ASYNC_CANCEL_FD_FIXED
+#define IORING_ASYNC_CANCEL_FD_FIXED (1U << 3)
+#endif
 
 namespace ringio::detail {
+
+/// IORING_OP_FIXED_FD_INSTALL (6.8): installs a direct descriptor as a normal one.
+/// Not in liburing 2.3's enum.
+inline constexpr int op_fixed_fd_install = 54;
 
 /// user_data tags: operations are 8-byte aligned, the low bits say which CQE this is.
 enum : unsigned long long {
@@ -35,6 +42,8 @@ enum : unsigned long long {
   /// Our MSG_RING towards another ring failed (the CQE comes only on failure); the
   /// target's ring fd is in the bits above the tag.
   ud_tag_wake_failed = 5,
+  /// The CQE of a synchronous IORING_OP_FIXED_FD_INSTALL, waited for in place.
+  ud_direct_install = 6,
 };
 
 /// io_uring_enable_rings() is missing from liburing 2.3's shared library; call the

@@ -17,6 +17,7 @@ struct ring_setup {
   unsigned cq_entries = 0;
   bool disabled = false;   ///< created with R_DISABLED: enable on the loop's thread
   bool msg_ring = false;   ///< IORING_OP_MSG_RING available (ring-to-ring wake-ups)
+  bool fixed_fd_install = false;  ///< IORING_OP_FIXED_FD_INSTALL available (direct descriptors)
 };
 
 /// Creates the ring; on EINVAL drops optional flags one by one. Throws
