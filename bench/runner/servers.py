@@ -25,6 +25,11 @@ VARIANTS = {  # name -> (backend, extra server arguments, modes that take them)
     "ringio-uring-fibers": ("uring", ["--fibers"], {"echo"}),
     "ringio-epoll-fibers": ("epoll", ["--fibers"], {"echo"}),
     "ringio-uring-senders": ("uring", ["--senders"], {"pong"}),
+    # Receive-buffer options of the multishot receiver (buffer_pool_options).
+    "ringio-uring-bundle": ("uring", ["--recv-bundle", "on"], {"echo", "pong"}),
+    "ringio-uring-nobundle": ("uring", ["--recv-bundle", "off"], {"echo", "pong"}),
+    "ringio-uring-pbufinc": ("uring", ["--pbuf-inc", "on"], {"echo", "pong"}),
+    "ringio-uring-bundle-pbufinc": ("uring", ["--recv-bundle", "on", "--pbuf-inc", "on"], {"echo", "pong"}),
 }
 ORDER = list(RINGIO) + list(PEERS) + ["nginx"]
 KNOWN = ORDER + list(VARIANTS)
