@@ -11,7 +11,7 @@ namespace apps {
 
 constexpr const char* pool_flags_usage =
     "  --recv-bundle on|off     receive bundles: one completion carries several pool\n"
-    "                           buffers (io_uring, Linux 6.10; default off)\n"
+    "                           buffers (io_uring, Linux 6.10; default on)\n"
     "  --pbuf-inc on|off        incremental pool buffers: small messages share a buffer\n"
     "                           (io_uring, Linux 6.12; default off)\n";
 

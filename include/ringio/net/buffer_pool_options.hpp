@@ -6,22 +6,26 @@
 
 namespace ringio {
 
-/// How a buffer_pool's buffers are handed to the kernel. Both default to off: see
-/// docs/performance.md ("Receive bundles", "Incremental buffers") for the measurements.
+/// How a buffer_pool's buffers are handed to the kernel. Measurements behind the
+/// defaults: docs/performance.md ("Receive bundles", "Incremental buffers").
 struct buffer_pool_options {
   /// Receive bundles (IORING_RECVSEND_BUNDLE, Linux 6.10): one completion of a
   /// multishot_receiver carries several consecutive buffers when more data waits in the
   /// socket than one buffer holds; next() then hands them out one by one (next_ready()
-  /// takes the rest without waiting). Fewer completions for streams that arrive faster
-  /// than they are consumed (bulk transfers into small buffers); no change for
-  /// request/response traffic, where each arrival fits in one buffer.
-  bool bundle = false;
+  /// takes the rest without waiting). Wins when data arrives faster than one buffer per
+  /// completion (echo of 64 KiB messages into 16 KiB buffers: about a quarter less
+  /// server CPU per message); request/response traffic whose messages fit in a buffer
+  /// never forms a bundle and runs as without. On by default.
+  bool bundle = true;
   /// Incremental consumption (IOU_PBUF_RING_INC, Linux 6.12): the kernel fills each
   /// buffer piece by piece, one arrival after the other, so a small message takes only
   /// its own bytes of a buffer instead of a whole one; the pooled_buffers handed out are
   /// slices, and a buffer goes back to the kernel once it is full and every slice of it
   /// has been released. Lets a pool of a few large buffers serve many connections
-  /// exchanging small messages. A slice held for long keeps its whole buffer out of use.
+  /// exchanging small messages: 10,000 echo connections with 16-byte messages took
+  /// 27% less server memory. Off by default: messages as large as a buffer then straddle
+  /// two buffers (ping/pong with 16 KiB blocks in 16 KiB buffers cost up to 30% more
+  /// CPU), and a slice held for long keeps its whole buffer out of use.
   bool incremental = false;
 };
 
