@@ -82,6 +82,21 @@ task<void> drain(multishot_receiver& rx, drained& d) {
   }
 }
 
+// describe() names what the probe found, and a pool uses exactly that.
+TEST_P(RecvBundle, DescribeNamesTheProbedFeaturesAndPoolsFollowIt) {
+  const std::string d = ctx().describe();
+  buffer_pool pool(ctx(), 4, 1024, {.bundle = true, .incremental = true});
+  if (GetParam() == backend_kind::uring) {
+    EXPECT_NE(d.find(pool.bundles() ? "recv bundles yes" : "recv bundles no"), std::string::npos) << d;
+    EXPECT_NE(d.find(pool.incremental() ? "incremental buffers yes" : "incremental buffers no"), std::string::npos)
+        << d;
+  } else {
+    EXPECT_EQ(d.find("recv bundles"), std::string::npos) << d;
+    EXPECT_FALSE(pool.bundles());
+    EXPECT_FALSE(pool.incremental());
+  }
+}
+
 TEST_P(RecvBundle, ABurstOfSmallWritesAndALargeWriteArriveWholeAndInOrder) {
   for (buffer_pool_options opts : combos) {
     SCOPED_TRACE(name(opts));
