@@ -5,6 +5,7 @@
 #include <string>
 
 #include "common/cli.hpp"
+#include "common/pool_flags.hpp"
 #include "common/serve.hpp"
 #include "ringio/fiber.hpp"
 #include "ringio/net/buffer_pool.hpp"
@@ -19,7 +20,8 @@ const std::string usage = std::string(
     "no new connections, open ones get --drain-timeout seconds, exit 0.\n"
     "options:\n") + apps::server_port_threads_usage + apps::server_options_usage +
     "  --recv MODE              multishot (default: one armed recv per connection into\n"
-    "                           buffers shared by the thread) or single (a recv per message)\n"
+    "                           buffers shared by the thread) or single (a recv per message)\n" +
+    apps::pool_flags_usage +
     "  --fibers                 one fiber per connection doing blocking-style recv/send\n"
     "                           (a recv per message; not with --recv)\n"
     "  --fiber-stack-kib N      stack of each fiber with --fibers (default 64)\n";
@@ -58,13 +60,29 @@ ringio::task<void> echo(ringio::stream_socket s) {
 thread_local ringio::buffer_pool* loop_pool = nullptr;
 
 // One multishot recv for the connection; data arrives in the loop's shared buffers.
+// Whatever else is queued when it wakes (a bundle's buffers, earlier arrivals) goes
+// back with the first buffer in one gathered send.
 ringio::task<void> echo_multishot(ringio::stream_socket s) {
   ringio::multishot_receiver rx(s, *loop_pool);
+  constexpr std::size_t max_batch = 16;
+  std::array<ringio::pooled_buffer, max_batch> held;
+  std::array<ringio::const_buffer, max_batch> out;
   for (;;) {
     auto chunk = co_await rx.next();
     if (!chunk || chunk->empty()) co_return;
-    auto sent = co_await s.send_all(chunk->bytes());
-    if (!sent || *sent != chunk->size()) co_return;
+    held[0] = std::move(*chunk);
+    std::size_t n = 1;
+    std::size_t total = held[0].size();
+    while (n < max_batch && rx.next_ready(held[n])) total += held[n++].size();
+    if (n == 1) {
+      auto sent = co_await s.send_all(held[0].bytes());
+      if (!sent || *sent != total) co_return;
+    } else {
+      for (std::size_t i = 0; i < n; ++i) out[i] = ringio::const_buffer(held[i].data(), held[i].size());
+      auto sent = co_await s.send_all(std::span<const ringio::const_buffer>(out.data(), n));
+      if (!sent || *sent != total) co_return;
+    }
+    for (std::size_t i = 0; i < n; ++i) held[i].release();
   }
 }
 
@@ -84,11 +102,13 @@ int main(int argc, char** argv) {
   if (recv_mode.empty()) recv_mode = "multishot";
   if (recv_mode != "single" && recv_mode != "multishot")
     args.fail("--recv must be single or multishot, got '" + recv_mode + "'");
+  static ringio::buffer_pool_options pool_options;
+  pool_options = apps::read_pool_flags(args);
   args.done();
   if (fibers) return apps::run_server(cfg, echo_fiber);
   if (recv_mode == "single") return apps::run_server(cfg, echo);
   cfg.options.loop_setup = [](ringio::io_context& ctx, unsigned) -> std::shared_ptr<void> {
-    auto pool = std::make_shared<ringio::buffer_pool>(ctx, 4096, 16384);
+    auto pool = std::make_shared<ringio::buffer_pool>(ctx, 4096, 16384, pool_options);
     loop_pool = pool.get();
     return pool;
   };

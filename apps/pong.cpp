@@ -12,6 +12,7 @@
 
 #include "common/cli.hpp"
 #include "common/loadgen.hpp"
+#include "common/pool_flags.hpp"
 #include "common/serve.hpp"
 #include "ringio/exec.hpp"
 #include "ringio/net/buffer_pool.hpp"
@@ -38,7 +39,7 @@ const std::string usage = std::string(
     "                           it has arrived) or arrivals (every arrival goes back at\n"
     "                           once, from the pool buffer it came in)\n"
     "  --pool-buffers N         multishot: receive buffers per thread (default 4096)\n") +
-    apps::server_options_usage;
+    apps::pool_flags_usage + apps::server_options_usage;
 
 struct pong_state {
   std::size_t block = 0;
@@ -166,6 +167,7 @@ int main(int argc, char** argv) {
   if (recv_mode != "single" && recv_mode != "multishot")
     args.fail("--recv must be single or multishot, got '" + recv_mode + "'");
   if (senders && recv_mode != "single") args.fail("--senders runs the single receive mode only");
+  const ringio::buffer_pool_options pool_options = apps::read_pool_flags(args);
   apps::server_config cfg;
   cfg.name = "pong";
   apps::read_server_options(args, cfg, port, threads);
@@ -178,7 +180,7 @@ int main(int argc, char** argv) {
   cfg.options.loop_setup = [&](ringio::io_context& ctx, unsigned) -> std::shared_ptr<void> {
     std::call_once(named, [&] { backend_name = std::string(ringio::to_string(ctx.backend())); });
     if (recv_mode == "single") return nullptr;
-    auto pool = std::make_shared<ringio::buffer_pool>(ctx, pool_buffers, 16384);
+    auto pool = std::make_shared<ringio::buffer_pool>(ctx, pool_buffers, 16384, pool_options);
     loop_pool = pool.get();
     return pool;
   };

@@ -31,6 +31,11 @@ VARIANTS = {  # name -> (backend, extra server arguments, modes that take them)
     "ringio-uring-pool256": ("uring", ["--pool-buffers", "256"], {"pong"}),
     # Connections accepted into each ring's file table (IOSQE_FIXED_FILE on every op).
     "ringio-uring-direct": ("uring", ["--direct-fds"], {"echo", "pong"}),
+    # Receive-buffer options of the multishot receiver (buffer_pool_options).
+    "ringio-uring-bundle": ("uring", ["--recv-bundle", "on"], {"echo", "pong"}),
+    "ringio-uring-nobundle": ("uring", ["--recv-bundle", "off"], {"echo", "pong"}),
+    "ringio-uring-pbufinc": ("uring", ["--pbuf-inc", "on"], {"echo", "pong"}),
+    "ringio-uring-bundle-pbufinc": ("uring", ["--recv-bundle", "on", "--pbuf-inc", "on"], {"echo", "pong"}),
 }
 # The seed io_uring executor's own pong (bench/peers/uring_exec/build.sh builds it from
 # its sources); pong mode only. It accepts a fixed number of sessions, so it is given

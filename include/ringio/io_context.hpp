@@ -151,8 +151,11 @@ class io_context {
   bool complete_event(detail::op_base& op, int res) noexcept;
   /// The same, but the completion runs from the ready queue, not inside this call.
   bool complete_event_later(detail::op_base& op, int res) noexcept;
-  /// Provided-buffer rings (buffer_pool): group id or -errno; and its removal.
-  int register_buffer_ring(void* ring_addr, unsigned entries) noexcept;
+  /// Provided-buffer rings (buffer_pool): group id or -errno (with IOU_PBUF_RING_INC
+  /// when `incremental`); its removal; the optional features the kernel offers
+  /// (detail::buffer_ring_feature bits).
+  int register_buffer_ring(void* ring_addr, unsigned entries, bool incremental = false) noexcept;
+  [[nodiscard]] unsigned buffer_ring_features() const noexcept;
   void unregister_buffer_ring(int group) noexcept;
   /// Queues a coroutine to be resumed by the loop.
   void schedule(std::coroutine_handle<> h);

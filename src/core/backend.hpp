@@ -10,6 +10,12 @@
 
 namespace ringio::detail {
 
+/// Optional receive features of provided-buffer rings (backend::buffer_ring_features).
+enum buffer_ring_feature : unsigned {
+  feature_recv_bundle = 1,  ///< IORING_RECVSEND_BUNDLE on receives
+  feature_incremental = 2,  ///< rings registered with IOU_PBUF_RING_INC
+};
+
 class backend {
  public:
   virtual ~backend() = default;
@@ -42,13 +48,17 @@ class backend {
   /// (IORING_OP_MSG_RING: no syscall of its own, sent with this loop's next submit).
   /// False when this backend cannot (then the target's wake() is used).
   virtual bool send_wake(int ring_fd) noexcept { (void)ring_fd; return false; }
-  /// Registers a provided-buffer ring of `entries` at `ring_addr` (page aligned);
-  /// returns its buffer group id, or -errno (-EOPNOTSUPP without io_uring).
-  virtual int register_buffer_ring(void* ring_addr, unsigned entries) noexcept {
+  /// Registers a provided-buffer ring of `entries` at `ring_addr` (page aligned), with
+  /// IOU_PBUF_RING_INC when `incremental`; returns its buffer group id, or -errno
+  /// (-EOPNOTSUPP without io_uring).
+  virtual int register_buffer_ring(void* ring_addr, unsigned entries, bool incremental) noexcept {
     (void)ring_addr;
     (void)entries;
+    (void)incremental;
     return -95;  // EOPNOTSUPP
   }
+  /// buffer_ring_feature bits the kernel offers (io_uring completion mode only).
+  [[nodiscard]] virtual unsigned buffer_ring_features() const noexcept { return 0; }
   virtual void unregister_buffer_ring(int group) noexcept { (void)group; }
   // ---- direct descriptors (a sparse file table of the ring); io_uring only ----
   /// Slots of the file table; 0 when the backend has none (the mode is off).

@@ -232,9 +232,10 @@ void io_context::direct_unreserve() noexcept { backend_->direct_unreserve(); }
 void io_context::close_direct(int index) noexcept { backend_->close_direct(index); }
 int io_context::install_direct(int index) noexcept { return backend_->install_direct(index); }
 
-int io_context::register_buffer_ring(void* ring_addr, unsigned entries) noexcept {
-  return backend_->register_buffer_ring(ring_addr, entries);
+int io_context::register_buffer_ring(void* ring_addr, unsigned entries, bool incremental) noexcept {
+  return backend_->register_buffer_ring(ring_addr, entries, incremental);
 }
+unsigned io_context::buffer_ring_features() const noexcept { return backend_->buffer_ring_features(); }
 void io_context::unregister_buffer_ring(int group) noexcept { backend_->unregister_buffer_ring(group); }
 
 void io_context::schedule(std::coroutine_handle<> h) { state_->ready.push(h); }

@@ -9,6 +9,7 @@
 
 #include "net/buffer_pool_core.hpp"
 #include "net/multishot_recv_state.hpp"
+#include "core/backend.hpp"
 
 namespace ringio {
 namespace detail {
@@ -22,7 +23,8 @@ void* map(std::size_t bytes) {
 
 }  // namespace
 
-buffer_pool_core::buffer_pool_core(io_context& ctx, unsigned count, std::size_t size) : ctx_(&ctx), size_(size) {
+buffer_pool_core::buffer_pool_core(io_context& ctx, unsigned count, std::size_t size, buffer_pool_options opts)
+    : ctx_(&ctx), size_(size) {
   if (count == 0 || count > 32768) throw std::invalid_argument("buffer_pool: count must be in 1..32768");
   if (size == 0 || size > (std::size_t{1} << 31)) throw std::invalid_argument("buffer_pool: size must be in 1..2^31");
   count_ = 1;
@@ -32,16 +34,24 @@ buffer_pool_core::buffer_pool_core(io_context& ctx, unsigned count, std::size_t 
   // Kernel mode: a ring of buffer descriptors the kernel consumes and we refill.
   ring_bytes_ = std::size_t{count_} * sizeof(io_uring_buf);
   ring_ = map(ring_bytes_);
-  int g = ctx_->register_buffer_ring(ring_, count_);
+  const unsigned features = ctx_->buffer_ring_features();
+  const bool incremental = opts.incremental && (features & feature_incremental) != 0;
+  int g = ctx_->register_buffer_ring(ring_, count_, incremental);
   if (g >= 0) {
     group_ = g;
     kernel_selected_ = true;
+    incremental_ = incremental;
+    bundle_ = opts.bundle && (features & feature_recv_bundle) != 0;
+    slots_.resize(count_);
+    pos_of_.resize(count_);
     auto* br = static_cast<io_uring_buf_ring*>(ring_);
     io_uring_buf_ring_init(br);
     const int mask = static_cast<int>(count_ - 1);
-    for (unsigned i = 0; i < count_; ++i)
+    for (unsigned i = 0; i < count_; ++i) {
       io_uring_buf_ring_add(br, address(i), static_cast<unsigned>(size_), static_cast<unsigned short>(i), mask,
                             static_cast<int>(i));
+      pos_of_[i] = static_cast<std::uint16_t>(i);
+    }
     io_uring_buf_ring_advance(br, static_cast<int>(count_));
     return;
   }
@@ -77,16 +87,49 @@ int buffer_pool_core::take_free() noexcept {
   return static_cast<int>(id);
 }
 
+unsigned buffer_pool_core::next_in_ring(std::uint16_t pos) const noexcept {
+  // The kernel took a bundle's buffers from consecutive ring entries. Their slots are
+  // not written again before this completion is handled: every entry from the
+  // bundle's first to the tail holds a buffer not yet returned.
+  const auto* br = static_cast<const io_uring_buf_ring*>(ring_);
+  return br->bufs[pos & (count_ - 1)].bid;
+}
+
+void buffer_pool_core::refill(unsigned id) noexcept {
+  auto* br = static_cast<io_uring_buf_ring*>(ring_);
+  pos_of_[id] = br->tail;
+  io_uring_buf_ring_add(br, address(id), static_cast<unsigned>(size_), static_cast<unsigned short>(id),
+                        static_cast<int>(count_ - 1), 0);
+  io_uring_buf_ring_advance(br, 1);
+}
+
+void buffer_pool_core::received_nothing(unsigned id, bool bundle) noexcept {
+  // Without data the kernel consumed a whole, single buffer only: a bundle commits
+  // no buffer for no bytes, an incremental ring keeps its head buffer.
+  if (bundle || incremental_ || group_ < 0) return;
+  if (slots_[id].busy) return;  // cannot happen: the kernel never picks a busy buffer
+  refill(id);
+}
+
 void buffer_pool_core::give_back(unsigned id) noexcept {
+  if (kernel_selected_) {
+    slot& s = slots_[id];
+    if (s.refs > 0 && --s.refs > 0) return;
+    if (s.kernel_keeps && group_ >= 0) return;  // the kernel still fills the rest
+    s.busy = false;
+    s.offset = 0;
+    s.kernel_keeps = false;
+  }
   ++available_;
   if (group_ >= 0) {
-    auto* br = static_cast<io_uring_buf_ring*>(ring_);
-    io_uring_buf_ring_add(br, address(id), static_cast<unsigned>(size_), static_cast<unsigned short>(id),
-                          static_cast<int>(count_ - 1), 0);
-    io_uring_buf_ring_advance(br, 1);
+    refill(id);
   } else {
     free_.push_back(id);
   }
+  wake_starved();
+}
+
+void buffer_pool_core::wake_starved() noexcept {
   if (!starved_.empty()) {
     std::vector<multishot_recv_state*> waiting;
     waiting.swap(starved_);
@@ -111,8 +154,9 @@ void buffer_pool_core::forget(multishot_recv_state& r) noexcept {
 
 }  // namespace detail
 
-pooled_buffer::pooled_buffer(detail::buffer_pool_core* core, unsigned id, std::size_t size) noexcept
-    : core_(core), data_(core->address(id)), id_(id), size_(size) {
+pooled_buffer::pooled_buffer(detail::buffer_pool_core* core, unsigned id, std::size_t offset,
+                             std::size_t size) noexcept
+    : core_(core), data_(core->address(id) + offset), id_(id), size_(size) {
   core_->acquire();
 }
 
@@ -126,8 +170,8 @@ void pooled_buffer::release() noexcept {
   data_ = nullptr;
 }
 
-buffer_pool::buffer_pool(io_context& ctx, unsigned count, std::size_t size)
-    : core_(new detail::buffer_pool_core(ctx, count, size)) {}
+buffer_pool::buffer_pool(io_context& ctx, unsigned count, std::size_t size, buffer_pool_options opts)
+    : core_(new detail::buffer_pool_core(ctx, count, size, opts)) {}
 buffer_pool::~buffer_pool() {
   core_->detach_from_context();
   core_->release();
@@ -136,5 +180,7 @@ unsigned buffer_pool::count() const noexcept { return core_->count(); }
 std::size_t buffer_pool::buffer_size() const noexcept { return core_->size(); }
 unsigned buffer_pool::available() const noexcept { return core_->available(); }
 bool buffer_pool::in_kernel() const noexcept { return core_->group() >= 0; }
+bool buffer_pool::bundles() const noexcept { return core_->bundles(); }
+bool buffer_pool::incremental() const noexcept { return core_->incremental(); }
 
 }  // namespace ringio

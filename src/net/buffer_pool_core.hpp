@@ -3,10 +3,12 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "net/missed_wakeup_sweep.hpp"
 #include "ringio/io_context.hpp"
+#include "ringio/net/buffer_pool_options.hpp"
 
 namespace ringio::detail {
 
@@ -14,7 +16,7 @@ class multishot_recv_state;
 
 class buffer_pool_core {
  public:
-  buffer_pool_core(io_context& ctx, unsigned count, std::size_t size);
+  buffer_pool_core(io_context& ctx, unsigned count, std::size_t size, buffer_pool_options opts);
   ~buffer_pool_core();
 
   /// The buffer_pool itself is being destroyed (on its loop, before the io_context):
@@ -36,13 +38,48 @@ class buffer_pool_core {
   [[nodiscard]] int group() const noexcept { return group_; }
   /// The kernel selected the buffers (io_uring) while the pool lived.
   [[nodiscard]] bool kernel_selected() const noexcept { return kernel_selected_; }
+  /// Receives ask for bundles (IORING_RECVSEND_BUNDLE).
+  [[nodiscard]] bool bundles() const noexcept { return bundle_; }
+  /// The ring was registered with IOU_PBUF_RING_INC.
+  [[nodiscard]] bool incremental() const noexcept { return incremental_; }
   [[nodiscard]] std::byte* address(unsigned id) const noexcept { return memory_ + std::size_t{id} * size_; }
 
-  /// The kernel picked buffer `id`: one fewer available.
-  void taken() noexcept { --available_; }
+  /// A receive that selected from the ring got `bytes` (> 0) starting in buffer `id`:
+  /// calls piece(id, offset, length) for each buffer the bytes lie in, in order (a
+  /// bundle continues in ring order; an incremental buffer continues where its last
+  /// piece ended). Every piece counts one user of its buffer, dropped by give_back().
+  template <class F>
+  void received(unsigned id, std::size_t bytes, F&& piece) noexcept {
+    std::uint16_t pos = pos_of_[id];
+    for (;;) {
+      slot& s = slots_[id];
+      if (!s.busy) {
+        s.busy = true;
+        --available_;
+      }
+      const std::size_t room = size_ - s.offset;
+      const std::size_t n = bytes < room ? bytes : room;
+      const std::size_t offset = s.offset;
+      if (incremental_) {
+        s.offset += static_cast<std::uint32_t>(n);
+        s.kernel_keeps = n < room;  // the kernel goes on filling the rest
+      }
+      ++s.refs;
+      piece(id, offset, n);
+      bytes -= n;
+      if (bytes == 0) return;
+      id = next_in_ring(++pos);
+    }
+  }
+  /// A receive that selected buffer `id` ended without data (end of stream, error):
+  /// the buffer goes back unless the kernel kept it (`bundle`: the request was a
+  /// bundle, which consumes no buffer for no data; incremental rings likewise).
+  void received_nothing(unsigned id, bool bundle) noexcept;
   /// User-space mode: a free buffer id, or -1.
   int take_free() noexcept;
-  /// Buffer `id` is free again; receivers that ran out of buffers are re-armed.
+  /// One user of buffer `id` is done with it (a piece released); with the last one, and
+  /// once the kernel no longer fills it, the buffer is free again and receivers that
+  /// ran out of buffers are re-armed.
   void give_back(unsigned id) noexcept;
   /// `r` ran out of buffers: re-arm it when one comes back (once).
   void wait_for_buffer(multishot_recv_state& r);
@@ -51,6 +88,19 @@ class buffer_pool_core {
   missed_wakeup_sweep& sweep() noexcept { return sweep_; }
 
  private:
+  // Kernel mode: what the kernel and the pieces handed out do with each buffer.
+  struct slot {
+    std::uint32_t offset = 0;  // bytes the kernel has filled (incremental)
+    std::uint32_t refs = 0;    // pieces not yet given back
+    bool busy = false;         // counted out of available_
+    bool kernel_keeps = false; // incremental: the kernel fills the rest later
+  };
+  /// The buffer id the ring holds at position `pos`.
+  [[nodiscard]] unsigned next_in_ring(std::uint16_t pos) const noexcept;
+  /// Appends buffer `id`, whole, at the ring's tail.
+  void refill(unsigned id) noexcept;
+  void wake_starved() noexcept;
+
   io_context* ctx_;  // null once the pool is gone
   unsigned count_;
   std::size_t size_;
@@ -59,9 +109,13 @@ class buffer_pool_core {
   std::size_t ring_bytes_ = 0;
   int group_ = -1;
   bool kernel_selected_ = false;
+  bool bundle_ = false;
+  bool incremental_ = false;
   unsigned available_;
   unsigned users_ = 1;  // the pool itself
   std::vector<unsigned> free_;
+  std::vector<slot> slots_;              // kernel mode, per buffer id
+  std::vector<std::uint16_t> pos_of_;    // kernel mode: ring position of each id's last refill
   std::vector<multishot_recv_state*> starved_;
   missed_wakeup_sweep sweep_;
 };

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <utility>
 
+#include "backend/uring/uring_compat.hpp"
 #include "net/multishot_recv_state.hpp"
 #include "ringio/io_context.hpp"
 
@@ -19,6 +20,7 @@ void ms_prepare(op_base& b, io_uring_sqe& sqe) noexcept {
   io_uring_prep_recv_multishot(&sqe, s.fd, nullptr, 0, 0);
   sqe.flags |= IOSQE_BUFFER_SELECT;
   sqe.buf_group = static_cast<__u16>(s.pool.group());
+  if (s.pool.bundles()) sqe.ioprio |= IORING_RECVSEND_BUNDLE;
 }
 void ms_on_cqe(op_base& b, int res, unsigned flags) noexcept { static_cast<multishot_recv_state&>(b).on_cqe(res, flags); }
 void ms_complete(op_base& b) noexcept { static_cast<multishot_recv_state&>(b).on_final(); }
@@ -71,8 +73,9 @@ void multishot_recv_state::arm(io_context& ctx) noexcept {
 bool multishot_recv_state::take_ready(recv_next_op& c) noexcept {
   if (head_ < queue_.size()) {
     c.buffer_id = queue_[head_].id;
+    c.buffer_offset = queue_[head_].offset;
     c.res = queue_[head_].len;
-    if (++head_ == queue_.size()) queue_.clear(), head_ = 0;
+    pop_front();
     return true;
   }
   if (ended_) {
@@ -80,6 +83,14 @@ bool multishot_recv_state::take_ready(recv_next_op& c) noexcept {
     return true;
   }
   return false;
+}
+
+bool multishot_recv_state::take_queued(pooled_buffer& out) noexcept {
+  if (head_ == queue_.size()) return false;
+  const chunk c = queue_[head_];
+  pop_front();
+  out = pooled_buffer(&pool, c.id, c.offset, static_cast<std::size_t>(c.len));
+  return true;
 }
 
 void multishot_recv_state::wait(recv_next_op& c) noexcept {
@@ -92,7 +103,7 @@ void multishot_recv_state::wait(recv_next_op& c) noexcept {
   starved_ = false;  // buffers came back meanwhile
   arm(*loop_);
   if (ended_) {
-    finish_consumer(end_res_, 0);  // could not arm: say why now
+    finish_consumer(end_res_, 0, 0);  // could not arm: say why now
     return;
   }
   if (armed_) pool.sweep().watch(*this);
@@ -104,28 +115,43 @@ void multishot_recv_state::rearm_after_missed_wakeup() noexcept {
 
 // False when the consumer no longer waits (it was cancelled and its completion has not
 // run yet): then the caller keeps what it wanted to hand over.
-bool multishot_recv_state::finish_consumer(int r, unsigned id) noexcept {
+bool multishot_recv_state::finish_consumer(int r, unsigned id, unsigned offset) noexcept {
   pool.sweep().unwatch(*this);
   recv_next_op* c = consumer_;
   consumer_ = nullptr;
   c->buffer_id = id;
+  c->buffer_offset = offset;
   return loop_->complete_event(*c, r);
 }
 
-// One CQE of the armed request: a buffer of data, the end of the stream, or an error.
+// One CQE of the armed request: data in one buffer or several (a bundle), the end of
+// the stream, or an error.
 void multishot_recv_state::on_cqe(int r, unsigned flags) noexcept {
   const bool has_buffer = (flags & IORING_CQE_F_BUFFER) != 0;
   const unsigned id = flags >> IORING_CQE_BUFFER_SHIFT;
-  if (has_buffer) pool.taken();
   if (r > 0 && has_buffer) {
-    if (orphaned_) {
-      pool.give_back(id);
-    } else if (consumer_ == nullptr || head_ != queue_.size() || !finish_consumer(r, id)) {
-      queue_.push_back({id, r});  // (also when the consumer was cancelled a moment ago)
+    // Every piece is queued before anyone runs: the consumer resumed below may release
+    // buffers, which refills the ring this loop reads a bundle's buffer ids from.
+    const bool was_empty = head_ == queue_.size();
+    pool.received(id, static_cast<std::size_t>(r), [this](unsigned bid, std::size_t offset, std::size_t n) {
+      if (orphaned_)
+        pool.give_back(bid);
+      else
+        queue_.push_back({bid, static_cast<unsigned>(offset), static_cast<int>(n)});
+    });
+    if (orphaned_ || consumer_ == nullptr || !was_empty) return;
+    // Hand the first piece to the waiting consumer; taken off the queue first, so that
+    // a next() it makes at once gets the piece after it.
+    const chunk first = queue_[head_];
+    ++head_;
+    if (!finish_consumer(first.len, first.id, first.offset)) {
+      --head_;  // the consumer was cancelled a moment ago: it stays queued (nothing ran)
+    } else if (head_ == queue_.size()) {
+      queue_.clear(), head_ = 0;
     }
     return;
   }
-  if (has_buffer) pool.give_back(id);  // a buffer picked for a failed receive
+  if (has_buffer) pool.received_nothing(id, pool.bundles());  // a buffer picked for a failed receive
   if (r == -ENOBUFS) {
     starved_ = true;  // the request ends; data waits in the socket
   } else if (r == -ECANCELED) {
@@ -147,13 +173,13 @@ void multishot_recv_state::on_final() noexcept {
   }
   if (consumer_ == nullptr || head_ < queue_.size()) return;
   if (ended_) {
-    finish_consumer(end_res_, 0);
+    finish_consumer(end_res_, 0, 0);
   } else if (starved_ && pool.available() == 0 && !pool.detached()) {
     pool.wait_for_buffer(*this);
   } else {
     starved_ = false;  // buffers came back while the last CQEs were in flight
     arm(*loop_);  // ended without a reason (e.g. a cancel racing the consumer): re-arm
-    if (ended_) finish_consumer(end_res_, 0);
+    if (ended_) finish_consumer(end_res_, 0, 0);
   }
 }
 
@@ -161,7 +187,7 @@ void multishot_recv_state::buffers_returned() noexcept {
   starved_ = false;
   if (consumer_ != nullptr && loop_ != nullptr) {
     arm(*loop_);
-    if (ended_) finish_consumer(end_res_, 0);
+    if (ended_) finish_consumer(end_res_, 0, 0);
   }
 }
 
@@ -227,11 +253,11 @@ result<pooled_buffer> recv_next_op::get_result() noexcept {
       owner->requeue(static_cast<unsigned>(id), fallback.res);
       return unexpected(errno_code(-ECANCELED));
     }
-    return pooled_buffer(core, static_cast<unsigned>(id), static_cast<std::size_t>(fallback.res));
+    return pooled_buffer(core, static_cast<unsigned>(id), 0, static_cast<std::size_t>(fallback.res));
   }
   if (res < 0) return unexpected(op_error(*this));
   if (res == 0) return pooled_buffer{};
-  return pooled_buffer(core, buffer_id, static_cast<std::size_t>(res));
+  return pooled_buffer(core, buffer_id, buffer_offset, static_cast<std::size_t>(res));
 }
 
 }  // namespace ringio::detail
@@ -253,6 +279,11 @@ detail::recv_next_op multishot_receiver::next() noexcept {
   op.fixed_file = direct_;  // stream_socket::cancel() matches it by kind of descriptor too
   op.fallback.fixed_file = direct_;
   return op;
+}
+
+bool multishot_receiver::next_ready(pooled_buffer& out) noexcept {
+  out = pooled_buffer{};
+  return state_->take_queued(out);
 }
 
 }  // namespace ringio

@@ -22,7 +22,9 @@ class multishot_recv_state : public op_base {
   /// Hands a queued chunk (or the sticky end) to `c`; false if there is none.
   bool take_ready(recv_next_op& c) noexcept;
   /// A chunk a cancelled next() had received goes back, to be taken first.
-  void requeue(unsigned id, int len) { queue_.push_back({id, len}); }
+  void requeue(unsigned id, int len) { queue_.push_back({id, 0, len}); }
+  /// Takes the oldest queued chunk into `out`; false when none is queued.
+  bool take_queued(pooled_buffer& out) noexcept;
   /// `c` waits: remember it and make sure a request is armed.
   void wait(recv_next_op& c) noexcept;
   /// The pool has buffers again (we ran out before).
@@ -49,9 +51,13 @@ class multishot_recv_state : public op_base {
  private:
   struct chunk {
     unsigned id;
+    unsigned offset;  // where the bytes start in the buffer (incremental buffers)
     int len;
   };
-  bool finish_consumer(int res, unsigned id) noexcept;
+  bool finish_consumer(int res, unsigned id, unsigned offset) noexcept;
+  void pop_front() noexcept {
+    if (++head_ == queue_.size()) queue_.clear(), head_ = 0;
+  }
 
   std::vector<chunk> queue_;  // received, not yet taken (grows only under bursts)
   std::size_t head_ = 0;

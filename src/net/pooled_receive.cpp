@@ -66,8 +66,16 @@ bool pooled_recv_op::take_buffer_for_submission() noexcept {
 
 result<pooled_buffer> pooled_recv_op::get_result() noexcept {
   if (id < 0 && (cqe_flags & IORING_CQE_F_BUFFER) != 0) {
-    id = static_cast<int>(cqe_flags >> IORING_CQE_BUFFER_SHIFT);
-    core->taken();
+    // The kernel picked from the ring (one buffer: this receive asks for no bundle).
+    const auto picked = static_cast<unsigned>(cqe_flags >> IORING_CQE_BUFFER_SHIFT);
+    if (res <= 0) {
+      core->received_nothing(picked, false);
+      if (res < 0) return unexpected(op_error(*this));
+      return pooled_buffer{};
+    }
+    std::size_t offset = 0;
+    core->received(picked, static_cast<std::size_t>(res), [&](unsigned, std::size_t off, std::size_t) { offset = off; });
+    return pooled_buffer(core, picked, offset, static_cast<std::size_t>(res));
   }
   const int taken = id;
   id = -1;
@@ -76,7 +84,7 @@ result<pooled_buffer> pooled_recv_op::get_result() noexcept {
     if (res < 0) return unexpected(op_error(*this));
     return pooled_buffer{};
   }
-  return pooled_buffer(core, static_cast<unsigned>(taken), static_cast<std::size_t>(res));
+  return pooled_buffer(core, static_cast<unsigned>(taken), 0, static_cast<std::size_t>(res));
 }
 
 }  // namespace ringio::detail

@@ -6,7 +6,10 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cerrno>
 #include <string>
+#include <thread>
+#include <utility>
 
 #include "ringio/ringio.hpp"
 #include "support/child_process.hpp"
@@ -63,6 +66,15 @@ TEST(EchoServerCli, FiberOptionsThatMakeNoSenseExitTwo) {
   EXPECT_EQ(run_to_exit({server, "--port", "1", "--fibers", "--fiber-stack-kib", "4"}), 2);
 }
 
+TEST(EchoServerCli, ReceiveBufferOptionsTakeOnOrOff) {
+  std::string err;
+  EXPECT_EQ(run_to_exit({server, "--port", "1", "--recv-bundle", "maybe"}, &err), 2);
+  EXPECT_NE(err.find("--recv-bundle"), std::string::npos) << err;
+  EXPECT_NE(err.find("usage:"), std::string::npos) << err;
+  EXPECT_EQ(run_to_exit({server, "--port", "1", "--pbuf-inc", "1"}, &err), 2);
+  EXPECT_NE(err.find("--pbuf-inc"), std::string::npos) << err;
+}
+
 TEST(EchoServerCli, PortInUseIsAClearErrorAndExitOne) {
   auto busy = listen_loopback({.reuse_port = false});
   auto port = std::to_string(address_of(busy).port());
@@ -97,6 +109,36 @@ bool echo_once(int s, const std::string& msg) {
 }
 
 class EchoServerStop : public ::testing::TestWithParam<const char*> {};
+
+// Small and large messages come back exactly with every receive-buffer option.
+TEST_P(EchoServerStop, EchoesExactlyWithEveryReceiveBufferOption) {
+  for (auto [bundle, inc] : {std::pair{"off", "off"}, std::pair{"on", "off"}, std::pair{"off", "on"},
+                             std::pair{"on", "on"}}) {
+    SCOPED_TRACE(std::string("bundle ") + bundle + " inc " + inc);
+    child_process p({server, "--port", "0", "--backend", GetParam(), "--recv-bundle", bundle, "--pbuf-inc", inc});
+    auto port = start(p);
+    ASSERT_NE(port, 0) << p.stderr_text();
+    int c = connect_to(port);
+    ASSERT_GE(c, 0);
+    for (int i = 0; i < 50; ++i) EXPECT_TRUE(echo_once(c, "message " + std::to_string(i)));
+    std::string large(200000, '\0');
+    for (std::size_t i = 0; i < large.size(); ++i) large[i] = static_cast<char>('a' + (i * 7) % 26);
+    std::thread sender([c, &large] { (void)::send(c, large.data(), large.size(), MSG_NOSIGNAL); });
+    std::string back(large.size(), '\0');
+    std::size_t got = 0;
+    while (got < back.size()) {
+      ssize_t n = ::recv(c, back.data() + got, back.size() - got, 0);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      got += static_cast<std::size_t>(n);
+    }
+    sender.join();
+    EXPECT_TRUE(back == large) << "the large message came back different (" << got << " bytes)";
+    ::close(c);
+    p.signal(SIGTERM);
+    EXPECT_EQ(p.wait(10s), std::optional<int>(0));
+  }
+}
 
 TEST_P(EchoServerStop, SigtermLetsOpenConnectionsFinishThenExitsZero) {
   child_process p({server, "--port", "0", "--backend", GetParam(), "--drain-timeout", "10"});

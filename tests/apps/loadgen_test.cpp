@@ -64,6 +64,26 @@ TEST_P(Loadgen, PingAgainstPongMeasuresThroughputWithoutErrors) {
   EXPECT_EQ(pong.wait(10s), std::optional<int>(0)) << pong.stderr_text();
 }
 
+// The receive-buffer options of the multishot mode (bundles off, incremental buffers,
+// both): blocks that fit a pool buffer, span several, or are tiny come back exactly.
+TEST_P(Loadgen, PongEchoesBlocksExactlyWithEveryReceiveBufferOption) {
+  for (auto [bundle, inc] : {std::pair{"off", "off"}, std::pair{"off", "on"}, std::pair{"on", "on"}}) {
+    for (const char* block : {"16384", "100000", "7"}) {
+      SCOPED_TRACE(std::string("bundle ") + bundle + " inc " + inc + " " + block);
+      child_process pong({PONG_PATH, "0", "2", block, "6", "--backend", GetParam(), "--recv-bundle", bundle,
+                          "--pbuf-inc", inc});
+      auto port = port_of(pong);
+      ASSERT_FALSE(port.empty()) << pong.stderr_text();
+      int st = -1;
+      auto r = run_client({PING_PATH, port, "2", block, "6", "1", "--backend", GetParam(), "--verify"}, &st);
+      EXPECT_EQ(st, 0);
+      EXPECT_GT(r["round_trips"], 10.0);
+      EXPECT_EQ(r["errors"], 0.0);
+      EXPECT_EQ(pong.wait(10s), std::optional<int>(0)) << pong.stderr_text();
+    }
+  }
+}
+
 // Both receive modes, with blocks that fit a pool buffer, span several, or are tiny:
 // every echoed byte is checked (--verify).
 TEST_P(Loadgen, PongEchoesBlocksExactlyInBothReceiveModes) {
@@ -143,6 +163,8 @@ TEST(LoadgenCli, BadArgumentsExitTwo) {
            {PING_PATH, "1", "x", "16384", "10", "1"},
            {PONG_PATH, "1", "1", "0", "1"},
            {PONG_PATH, "1", "1", "64", "1", "--senders", "--recv", "multishot"},
+           {PONG_PATH, "1", "1", "64", "1", "--recv-bundle", "yes"},
+           {PONG_PATH, "1", "1", "64", "1", "--pbuf-inc", "maybe"},
            {PING_PATH, "1", "1", "64", "1", "1", "--senders", "--when-any"},
            {PING_PATH, "1", "1", "64", "1", "1", "--op-timeout", "5"},
            {PING_PATH, "1", "1", "64", "1", "1", "--when-any", "--op-timeout", "0"},

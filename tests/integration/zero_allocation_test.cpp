@@ -208,6 +208,48 @@ TEST_P(ZeroAllocation, DirectDescriptorEchoAllocatesNothing) {
   }
 }
 
+// Bundles (64-byte buffers: every 128-byte message spans two) and incremental slices
+// (4 KiB buffers shared by 32 messages), with batches sent back by one gathered send.
+TEST_P(ZeroAllocation, BundlesAndIncrementalBuffersAllocateNothing) {
+  struct config {
+    buffer_pool_options opts;
+    std::size_t buffer_size;
+  };
+  for (config c : {config{{.bundle = true, .incremental = false}, 64},
+                   config{{.bundle = true, .incremental = true}, 4096},
+                   config{{.bundle = false, .incremental = true}, 4096}}) {
+    SCOPED_TRACE(std::to_string(c.buffer_size) + (c.opts.incremental ? " incremental" : " bundle"));
+    auto l = listen_loopback();
+    auto at = address_of(l);
+    long allocs = run([](stream_listener& l, socket_address at, config c) -> task<long> {
+      buffer_pool pool(*io_context::current(), 64, c.buffer_size, c.opts);
+      scope server;
+      server.spawn([](stream_listener& l, buffer_pool& pool) -> task<void> {
+        auto s = co_await l.accept();
+        if (!s) co_return;
+        multishot_receiver rx(*s, pool);
+        std::array<pooled_buffer, 8> held;
+        std::array<const_buffer, 8> out;
+        for (;;) {
+          auto chunk = co_await rx.next();
+          if (!chunk || chunk->empty()) co_return;
+          held[0] = std::move(*chunk);
+          std::size_t n = 1;
+          while (n < held.size() && rx.next_ready(held[n])) ++n;
+          for (std::size_t i = 0; i < n; ++i) out[i] = const_buffer(held[i].data(), held[i].size());
+          auto w = co_await s->send_all(std::span<const const_buffer>(out.data(), n));
+          if (!w) co_return;
+          for (std::size_t i = 0; i < n; ++i) held[i].release();
+        }
+      }(l, pool));
+      long n = co_await client(at, 1000, 10'000, 128);
+      co_await server.join();
+      co_return n;
+    }(l, at, c));
+    EXPECT_EQ(allocs, 0);
+  }
+}
+
 TEST_P(ZeroAllocation, BufferedLinesAndGatherWritesAllocateNothing) {
   auto l = listen_loopback();
   auto at = address_of(l);

@@ -80,6 +80,25 @@ class ServerTest(unittest.TestCase):
             with self.assertRaisesRegex(servers.Unavailable, "no static root"):
                 servers.spec(lay, "ringio-uring", "http-static", 9000, {"threads": 1}, d)
 
+    def test_receive_buffer_variants(self):
+        with tempfile.TemporaryDirectory() as d:
+            lay = fake_layout(d, apps=["echo_server", "pong"])
+            s = servers.spec(lay, "ringio-uring-bundle", "echo", 9000, {"threads": 1, "connections": 50}, d)
+            self.assertEqual(s.argv[1:], ["--port", "9000", "--threads", "1", "--backend", "uring",
+                                          "--recv-bundle", "on"])
+            s = servers.spec(lay, "ringio-uring-nobundle", "pong", 9000,
+                             {"threads": 1, "blocksize": 4096, "sessions": 10}, d)
+            self.assertEqual(s.argv[-2:], ["--recv-bundle", "off"])
+            self.assertIn("--keep-running", s.argv)
+            s = servers.spec(lay, "ringio-uring-pbufinc", "echo", 9000, {"threads": 1, "connections": 50}, d)
+            self.assertEqual(s.argv[-2:], ["--pbuf-inc", "on"])
+            for name in ("ringio-uring-bundle", "ringio-uring-nobundle", "ringio-uring-pbufinc",
+                         "ringio-uring-bundle-pbufinc"):
+                self.assertTrue(servers.supports(name, "echo"))
+                self.assertTrue(servers.supports(name, "pong"))
+                self.assertFalse(servers.supports(name, "http"))
+                self.assertNotIn(name, servers.ORDER)  # run only when named
+
     def test_peers_have_no_static_files(self):
         with tempfile.TemporaryDirectory() as d:
             lay = fake_layout(d, peers=["raw_uring_server"])

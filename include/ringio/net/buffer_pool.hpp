@@ -7,6 +7,8 @@
 #include <span>
 #include <utility>
 
+#include "ringio/net/buffer_pool_options.hpp"
+
 namespace ringio {
 
 class io_context;
@@ -16,14 +18,16 @@ class buffer_pool_core;  // shared by the pool, its receivers and its buffers
 }
 
 /// One buffer of a pool, holding received bytes; goes back to the pool when destroyed.
+/// With buffer_pool_options::incremental it is a slice of a pool buffer, which goes back
+/// once the kernel has filled it and all its slices are released.
 /// Move-only. Destroy it on the loop thread that owns the pool (it may outlive the pool
 /// and the io_context: see buffer_pool). An empty one (size 0) marks the end of the
 /// stream.
 class pooled_buffer {
  public:
   pooled_buffer() noexcept = default;
-  /// Made by the receive operations: buffer `id` of the pool, holding `size` bytes.
-  pooled_buffer(detail::buffer_pool_core* core, unsigned id, std::size_t size) noexcept;
+  /// Made by the receive operations: `size` bytes at `offset` in buffer `id` of the pool.
+  pooled_buffer(detail::buffer_pool_core* core, unsigned id, std::size_t offset, std::size_t size) noexcept;
   /// Moves the buffer; the source becomes empty.
   /// @{
   pooled_buffer(pooled_buffer&& o) noexcept
@@ -74,12 +78,14 @@ class pooled_buffer {
 /// context once the pool is gone. A receiver whose pool is gone still delivers what it
 /// had already received, then its next() fails with no_buffer_space (io_uring); on the
 /// readiness backends it keeps working with the buffers that come back.
+/// `opts` turns on receive bundles and incremental consumption where the kernel offers
+/// them (see buffer_pool_options; bundles() and incremental() say what is in effect).
 /// Throws std::invalid_argument for a zero or oversized count or size,
 /// std::system_error if memory cannot be mapped.
 class buffer_pool {
  public:
   /// See the class.
-  buffer_pool(io_context& ctx, unsigned count, std::size_t size);
+  buffer_pool(io_context& ctx, unsigned count, std::size_t size, buffer_pool_options opts = {});
   ~buffer_pool();
   buffer_pool(const buffer_pool&) = delete;
   buffer_pool& operator=(const buffer_pool&) = delete;
@@ -92,6 +98,11 @@ class buffer_pool {
   [[nodiscard]] unsigned available() const noexcept;
   /// True when the kernel selects the buffers (io_uring).
   [[nodiscard]] bool in_kernel() const noexcept;
+  /// True when receives through this pool ask for bundles (asked for, and the kernel
+  /// offers them).
+  [[nodiscard]] bool bundles() const noexcept;
+  /// True when the kernel consumes the buffers incrementally (asked for, and offered).
+  [[nodiscard]] bool incremental() const noexcept;
 
   /// @cond INTERNAL
   detail::buffer_pool_core& core() noexcept { return *core_; }

@@ -44,7 +44,8 @@ class recv_next_op : public io_operation<recv_next_op> {
   buffer_pool_core* core;
   pooled_recv_op fallback;
   bool use_fallback = false;
-  unsigned buffer_id = 0;  // the kernel's choice (set before completion)
+  unsigned buffer_id = 0;      // the kernel's choice (set before completion)
+  unsigned buffer_offset = 0;  // where the bytes start in it (incremental buffers)
 
  private:
   bool kernel_mode() const noexcept;
@@ -56,10 +57,14 @@ class recv_next_op : public io_operation<recv_next_op> {
 }  // namespace detail
 
 /// Receives from `socket` (which, like `pool`, must outlive it) through `pool`'s buffers.
-/// Each next() yields the bytes of one arrival in a pooled_buffer; hold it only as long
-/// as needed, since the pool is shared by every connection of the loop. When the pool
-/// runs dry the receiver pauses (the kernel keeps the data) and resumes as buffers come
-/// back. Errors and the end of the stream are sticky.
+/// Each next() yields the bytes of one arrival in a pooled_buffer (one buffer of a
+/// bundle; a slice with incremental buffers, see buffer_pool_options); hold it only as
+/// long as needed, since the pool is shared by every connection of the loop. When the
+/// pool runs dry the receiver pauses (the kernel keeps the data) and resumes as buffers
+/// come back. Errors and the end of the stream are sticky.
+///
+/// To handle several buffers per wake-up (and send them with one gathered send), await
+/// next() and then take what else is already queued with next_ready().
 class multishot_receiver {
  public:
   /// Receives from `socket` into `pool`'s buffers; the socket must outlive the
@@ -72,6 +77,13 @@ class multishot_receiver {
   /// The next received bytes; an empty buffer at end of stream. Obeys stop tokens; a
   /// cancelled next() loses no data (it stays queued for the next call).
   [[nodiscard]] detail::recv_next_op next() noexcept;
+
+  /// A buffer already received and queued (the rest of a bundle, or arrivals the
+  /// kernel reported before the consumer came back), without waiting or submitting
+  /// anything: false, with `out` left empty, when none is queued. It never reports the
+  /// end of the stream or an error: next() does. Bytes come in stream order across
+  /// next() and next_ready() calls.
+  [[nodiscard]] bool next_ready(pooled_buffer& out) noexcept;
 
  private:
   detail::multishot_recv_state* state_;

@@ -110,7 +110,12 @@ std::string uring_backend::describe() const {
   s += " (flags ";
   s += describe_setup_flags(setup_.flags & ~IORING_SETUP_R_DISABLED);
   s += ", sq " + std::to_string(setup_.sq_entries) + ", cq " + std::to_string(setup_.cq_entries);
-  s += ", max in flight " + std::to_string(cap_) + ", " + describe_direct() + ")";
+  s += ", max in flight " + std::to_string(cap_);
+  if (!poll_mode_) {  // what buffer_pool_options may turn on
+    s += std::string(", recv bundles ") + (setup_.recv_bundle ? "yes" : "no");
+    s += std::string(", incremental buffers ") + (setup_.pbuf_inc ? "yes" : "no");
+  }
+  s += ", " + describe_direct() + ")";
   return s;
 }
 
@@ -504,18 +509,24 @@ void uring_backend::drain_backlog() noexcept {
   }
 }
 
-int uring_backend::register_buffer_ring(void* ring_addr, unsigned entries) noexcept {
+int uring_backend::register_buffer_ring(void* ring_addr, unsigned entries, bool incremental) noexcept {
   if (poll_mode_) return -EOPNOTSUPP;  // uring-poll does its own recv: no kernel selection
   io_uring_buf_reg reg{};
   reg.ring_addr = reinterpret_cast<std::uint64_t>(ring_addr);
   reg.ring_entries = entries;
   reg.bgid = static_cast<__u16>(next_buffer_group_);
+  if (incremental) set_buf_reg_flags(reg, IOU_PBUF_RING_INC);
   int r = io_uring_register_buf_ring(&ring_, &reg, 0);
   if (r < 0) return r;
   return static_cast<int>(next_buffer_group_++);
 }
 
 void uring_backend::unregister_buffer_ring(int group) noexcept { io_uring_unregister_buf_ring(&ring_, group); }
+
+unsigned uring_backend::buffer_ring_features() const noexcept {
+  if (poll_mode_) return 0;
+  return (setup_.recv_bundle ? feature_recv_bundle : 0u) | (setup_.pbuf_inc ? feature_incremental : 0u);
+}
 
 bool uring_backend::send_wake(int target_ring_fd) noexcept {
   if (!enabled_ || !setup_.msg_ring) return false;  // a running loop's next submit sends it

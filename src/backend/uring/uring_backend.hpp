@@ -38,7 +38,8 @@ class uring_backend final : public backend {
   [[nodiscard]] std::string describe() const override;
   [[nodiscard]] int ring_fd() const noexcept override { return ring_.ring_fd; }
   bool send_wake(int ring_fd) noexcept override;
-  int register_buffer_ring(void* ring_addr, unsigned entries) noexcept override;
+  int register_buffer_ring(void* ring_addr, unsigned entries, bool incremental) noexcept override;
+  [[nodiscard]] unsigned buffer_ring_features() const noexcept override;
   void unregister_buffer_ring(int group) noexcept override;
   [[nodiscard]] unsigned direct_table_size() const noexcept override { return direct_size_; }
   [[nodiscard]] unsigned direct_free() const noexcept override {

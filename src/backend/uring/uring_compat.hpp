@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstddef>
+#include <cstring>
 
 #ifndef IORING_RECVSEND_BUNDLE
 #define IORING_RECVSEND_BUNDLE (1U << 4)
@@ -22,6 +24,9 @@
 #endif
 #ifndef IORING_ASYNC_CANCEL_FD_FIXED
 #define IORING_ASYNC_CANCEL_FD_FIXED (1U << 3)
+#endif
+#ifndef IORING_FEAT_RECVSEND_BUNDLE
+#define IORING_FEAT_RECVSEND_BUNDLE (1U << 14)
 #endif
 
 namespace ringio::detail {
@@ -51,6 +56,13 @@ enum : unsigned long long {
 inline int enable_rings(io_uring& ring) noexcept {
   long r = ::syscall(__NR_io_uring_register, ring.ring_fd, IORING_REGISTER_ENABLE_RINGS, nullptr, 0);
   return r < 0 ? -errno : 0;
+}
+
+/// Sets io_uring_buf_reg's flags (IOU_PBUF_RING_*): liburing 2.3 still calls that
+/// 16-bit field `pad`, newer headers `flags`; it follows `bgid` either way.
+inline void set_buf_reg_flags(io_uring_buf_reg& reg, unsigned short flags) noexcept {
+  static_assert(sizeof(reg.bgid) == 2 && offsetof(io_uring_buf_reg, bgid) == 12);
+  std::memcpy(reinterpret_cast<unsigned char*>(&reg) + 14, &flags, sizeof flags);
 }
 
 }  // namespace ringio::detail

@@ -1,6 +1,10 @@
 #include "backend/uring/uring_setup.hpp"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -90,6 +94,23 @@ void probe(io_uring& ring, unsigned features, ring_setup& s) {
   s.fixed_fd_install = io_uring_opcode_supported(p.get(), op_fixed_fd_install) != 0;
 }
 
+// Whether the kernel registers a buffer ring with IOU_PBUF_RING_INC (older kernels
+// refuse the flag with EINVAL): a one-entry ring under a group id nothing else uses.
+bool probe_incremental_buffers(io_uring& ring) {
+  const long page = ::sysconf(_SC_PAGESIZE);
+  void* mem = ::mmap(nullptr, static_cast<std::size_t>(page), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mem == MAP_FAILED) return false;
+  io_uring_buf_reg reg{};
+  reg.ring_addr = reinterpret_cast<std::uint64_t>(mem);
+  reg.ring_entries = 1;
+  reg.bgid = 0xffff;
+  set_buf_reg_flags(reg, IOU_PBUF_RING_INC);
+  const bool ok = io_uring_register_buf_ring(&ring, &reg, 0) == 0;
+  if (ok) io_uring_unregister_buf_ring(&ring, 0xffff);
+  ::munmap(mem, static_cast<std::size_t>(page));
+  return ok;
+}
+
 }  // namespace
 
 std::string describe_setup_flags(unsigned flags) {
@@ -142,6 +163,8 @@ ring_setup create_ring(io_uring& ring, const io_context_options& opts) {
     s.disabled = (p.flags & IORING_SETUP_R_DISABLED) != 0;
     try {
       probe(ring, p.features, s);
+      s.recv_bundle = (p.features & IORING_FEAT_RECVSEND_BUNDLE) != 0;
+      s.pbuf_inc = probe_incremental_buffers(ring);
     } catch (...) {
       io_uring_queue_exit(&ring);
       throw;

@@ -18,6 +18,8 @@ struct ring_setup {
   bool disabled = false;   ///< created with R_DISABLED: enable on the loop's thread
   bool msg_ring = false;   ///< IORING_OP_MSG_RING available (ring-to-ring wake-ups)
   bool fixed_fd_install = false;  ///< IORING_OP_FIXED_FD_INSTALL available (direct descriptors)
+  bool recv_bundle = false;  ///< IORING_RECVSEND_BUNDLE accepted (Linux 6.10)
+  bool pbuf_inc = false;     ///< buffer rings may be registered IOU_PBUF_RING_INC (6.12)
 };
 
 /// Creates the ring; on EINVAL drops optional flags one by one. Throws
