@@ -54,6 +54,7 @@ class uring_backend final : public backend {
   };
 
   void enable();
+  int wait_min(std::int64_t wake_at_ns) noexcept;
   io_uring_sqe* get_sqe() noexcept;
   void stash_completions() noexcept;
   void enter_failed(int r);
@@ -93,6 +94,10 @@ class uring_backend final : public backend {
   timer_heap backlog_deadlines_;  // backlogged operations with a deadline (or wake time)
   std::vector<completion> stash_;  // CQEs taken off a full CQ to let a submit through
   bool overflow_reported_ = false;
+  // Zero-copy sends and min-wait batching (io_context_options; 0 = off or unsupported).
+  std::size_t zero_copy_threshold_ = 0;
+  unsigned min_wait_usec_ = 0;
+  kernel_timespec wake_nudge_ts_{};  // 0: the wake read's linked TIMEOUT expires at once
 };
 
 }  // namespace ringio::detail

@@ -70,8 +70,8 @@ constexpr feature_name required_features[] = {
   throw backend_setup_error(std::error_code(err, std::system_category()), what);
 }
 
-// Checks every required opcode and feature; returns whether MSG_RING (optional) exists.
-bool probe(io_uring& ring, unsigned features) {
+// Checks every required opcode and feature; notes the optional ones in `s`.
+void probe(io_uring& ring, unsigned features, ring_setup& s) {
   for (const feature_name& f : required_features)
     if ((features & f.feature) == 0)
       fail(EINVAL, std::string("kernel lacks ") + f.name);
@@ -85,7 +85,9 @@ bool probe(io_uring& ring, unsigned features) {
   for (const opcode_name& o : required_opcodes)
     if (!io_uring_opcode_supported(p.get(), o.op))
       fail(EINVAL, std::string("kernel lacks ") + o.name);
-  return io_uring_opcode_supported(p.get(), IORING_OP_MSG_RING) != 0;
+  s.msg_ring = io_uring_opcode_supported(p.get(), IORING_OP_MSG_RING) != 0;
+  s.send_zc = io_uring_opcode_supported(p.get(), IORING_OP_SEND_ZC) != 0;
+  s.min_wait = (features & IORING_FEAT_MIN_TIMEOUT) != 0;
 }
 
 }  // namespace
@@ -139,7 +141,7 @@ ring_setup create_ring(io_uring& ring, const io_context_options& opts) {
     s.cq_entries = p.cq_entries;
     s.disabled = (p.flags & IORING_SETUP_R_DISABLED) != 0;
     try {
-      s.msg_ring = probe(ring, p.features);
+      probe(ring, p.features, s);
     } catch (...) {
       io_uring_queue_exit(&ring);
       throw;

@@ -17,6 +17,8 @@ struct ring_setup {
   unsigned cq_entries = 0;
   bool disabled = false;   ///< created with R_DISABLED: enable on the loop's thread
   bool msg_ring = false;   ///< IORING_OP_MSG_RING available (ring-to-ring wake-ups)
+  bool send_zc = false;    ///< IORING_OP_SEND_ZC available (zero-copy sends)
+  bool min_wait = false;   ///< IORING_FEAT_MIN_TIMEOUT: io_uring_enter takes a minimum wait
 };
 
 /// Creates the ring; on EINVAL drops optional flags one by one. Throws
