@@ -25,6 +25,12 @@ VARIANTS = {  # name -> (backend, extra server arguments, modes that take them)
     "ringio-uring-fibers": ("uring", ["--fibers"], {"echo"}),
     "ringio-epoll-fibers": ("epoll", ["--fibers"], {"echo"}),
     "ringio-uring-senders": ("uring", ["--senders"], {"pong"}),
+    # Sends of 16 KiB and more as IORING_OP_SEND_ZC (http-static: bodies read into a
+    # buffer by ringio-uring-zc-copy: sendfile would not use it).
+    "ringio-uring-zc": ("uring", ["--send-zc", "16384"], {"echo", "pong", "http"}),
+    "ringio-uring-zc-copy": ("uring", ["--send-zc", "16384", "--no-sendfile"], {"http"}),
+    # Min-wait batching: the loop waits up to 50 us to take completions in one batch.
+    "ringio-uring-minwait": ("uring", ["--min-wait", "50"], {"echo", "pong", "http"}),
 }
 ORDER = list(RINGIO) + list(PEERS) + ["nginx"]
 KNOWN = ORDER + list(VARIANTS)
