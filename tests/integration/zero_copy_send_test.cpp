@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <optional>
 #include <random>
@@ -126,6 +127,9 @@ TEST_P(ZeroCopySend, EverySizeAroundTheThresholdArrivesIntact) {
   }(l, sizes));
   if (zero_copy_on()) {
     EXPECT_GT(ctx().stats().zero_copy_sends, 0u);
+    std::printf("zero-copy sends %llu, copied by the kernel %llu\n",
+                static_cast<unsigned long long>(ctx().stats().zero_copy_sends),
+                static_cast<unsigned long long>(ctx().stats().zero_copy_copied));
   }
   if (GetParam() != backend_kind::uring) {
     EXPECT_EQ(ctx().stats().zero_copy_sends, 0u);
