@@ -59,7 +59,11 @@ struct io_context_options {
   /// Sends (send, send_all) of at least this many bytes use `IORING_OP_SEND_ZC`: the
   /// kernel sends from the caller's buffer instead of copying it, and the operation
   /// completes only once the kernel's notification says it no longer reads the buffer,
-  /// so the buffer may be reused as soon as the awaiting task resumes. 0 (the default):
+  /// so the buffer may be reused as soon as the awaiting task resumes. That includes a
+  /// send that a stop or deadline cut short: its completion also waits for the
+  /// notification, which for bytes still queued in the socket can mean until the peer
+  /// reads them or the socket is closed. A socket that refuses zero copy (AF_UNIX) is
+  /// sent to by copy. Gather sends (`sendmsg(2)`) are not converted. 0 (the default):
   /// off. Ignored by the readiness backends (epoll, uring-poll) and by kernels without
   /// the opcode; describe() says whether it is on. Measured on loopback, where the
   /// kernel copies anyway, it never won (docs/performance.md, "Zero-copy send").
