@@ -168,6 +168,32 @@ TEST_P(MinWait, IdleLoopDoesNotWakeAtEveryMinWait) {
   EXPECT_LT(waits, 20u) << "a 1 ms min wait over 100 ms idle";
 }
 
+// A with_timeout deadline ends in a completion like any other, which a min wait may
+// hold: it is late by at most the min wait, never lost.
+TEST_P(MinWait, DeadlineIsLateByAtMostTheMinWait) {
+  make(long_min_wait_us);
+  if (IsSkipped()) return;
+  socket_pair quiet, other;
+  auto took = run([](socket_pair& quiet, socket_pair& other) -> task<steady::duration> {
+    std::stop_source stop;
+    scope s;
+    s.spawn(idle_receive(other.a, stop.get_token()));
+    std::array<std::byte, 8> buf;
+    auto t0 = steady::now();
+    auto r = co_await with_timeout(quiet.a.recv(buf), 5ms);
+    auto took = steady::now() - t0;
+    EXPECT_FALSE(r);
+    if (!r) {
+      EXPECT_EQ(r.error(), std::errc::timed_out);
+    }
+    stop.request_stop();
+    co_await s.join();
+    co_return took;
+  }(quiet, other));
+  EXPECT_GE(took, 5ms);
+  EXPECT_LT(took, 5ms + std::chrono::microseconds(long_min_wait_us) + 30ms);
+}
+
 TEST_P(MinWait, DescribeSaysWhetherItIsOn) {
   make(200);
   if (IsSkipped()) return;
