@@ -42,7 +42,11 @@ constexpr const char* server_options_usage =
     "  --sqpoll                 a kernel thread polls each ring's submissions (io_uring)\n"
     "  --no-defer-taskrun       set up the rings without IORING_SETUP_DEFER_TASKRUN\n"
     "  --direct-fds             accept into each ring's file table (direct descriptors,\n"
-    "                           io_uring on Linux 6.8+; ignored elsewhere)\n";
+    "                           io_uring on Linux 6.8+; ignored elsewhere)\n"
+    "  --send-zc BYTES          sends of at least BYTES use IORING_OP_SEND_ZC (io_uring;\n"
+    "                           default 0: off)\n"
+    "  --min-wait US            wait up to US microseconds to batch completions\n"
+    "                           (io_uring, Linux 6.12; default 0: off)\n";
 
 /// Flags (options without a value) among the server options, for cli's constructor.
 std::set<std::string> server_flags(std::set<std::string> extra = {});

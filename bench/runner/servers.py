@@ -36,6 +36,12 @@ VARIANTS = {  # name -> (backend, extra server arguments, modes that take them)
     "ringio-uring-nobundle": ("uring", ["--recv-bundle", "off"], {"echo", "pong"}),
     "ringio-uring-pbufinc": ("uring", ["--pbuf-inc", "on"], {"echo", "pong"}),
     "ringio-uring-bundle-pbufinc": ("uring", ["--recv-bundle", "on", "--pbuf-inc", "on"], {"echo", "pong"}),
+    # Sends of 16 KiB and more as IORING_OP_SEND_ZC (http-static: bodies read into a
+    # buffer by ringio-uring-zc-copy: sendfile would not use it).
+    "ringio-uring-zc": ("uring", ["--send-zc", "16384"], {"echo", "pong", "http"}),
+    "ringio-uring-zc-copy": ("uring", ["--send-zc", "16384", "--no-sendfile"], {"http"}),
+    # Min-wait batching: the loop waits up to 50 us to take completions in one batch.
+    "ringio-uring-minwait": ("uring", ["--min-wait", "50"], {"echo", "pong", "http"}),
 }
 # The seed io_uring executor's own pong (bench/peers/uring_exec/build.sh builds it from
 # its sources); pong mode only. It accepts a fixed number of sessions, so it is given

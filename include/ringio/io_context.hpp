@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -64,6 +65,28 @@ struct io_context_options {
   /// Share the kernel's async worker pool with this context's ring
   /// (IORING_SETUP_ATTACH_WQ); must use an io_uring backend too.
   const class io_context* attach_wq_of = nullptr;
+  /// Sends (send, send_all) of at least this many bytes use `IORING_OP_SEND_ZC`: the
+  /// kernel sends from the caller's buffer instead of copying it, and the operation
+  /// completes only once the kernel's notification says it no longer reads the buffer,
+  /// so the buffer may be reused as soon as the awaiting task resumes. That includes a
+  /// send that a stop or deadline cut short: its completion also waits for the
+  /// notification, which for bytes still queued in the socket can mean until the peer
+  /// reads them or the socket is closed. A socket that refuses zero copy (AF_UNIX) is
+  /// sent to by copy. Gather sends (`sendmsg(2)`) are not converted. 0 (the default):
+  /// off. Ignored by the readiness backends (epoll, uring-poll) and by kernels without
+  /// the opcode; describe() says whether it is on. Measured on loopback, where the
+  /// kernel copies anyway, it never won (docs/performance.md, "Zero-copy send").
+  std::size_t zero_copy_send_threshold = 0;
+  /// Minimum wait in microseconds before a blocking io_uring wait returns with fewer
+  /// completions than are in flight (`min_wait_usec` of `io_uring_enter(2)`, Linux
+  /// 6.12, IORING_FEAT_MIN_TIMEOUT): the loop sleeps up to this long collecting
+  /// completions into one batch, then returns with whatever arrived; with none, it
+  /// waits on for the first. Sleeps and posts from threads outside ringio still end
+  /// the wait at once; completions (with_timeout deadlines included) and wake-ups
+  /// from other loops may be seen up to this much later. 0 (the default): off.
+  /// Ignored by the readiness backends, with SQPOLL, and by older kernels; describe()
+  /// says whether it is on.
+  unsigned min_wait = 0;
 };
 
 /// Counters of one loop (updated by its thread; read them on that thread or after it
@@ -74,6 +97,8 @@ struct loop_statistics {
   std::uint64_t completions = 0;    ///< CQEs reaped, or readiness events handled
   std::uint64_t message_wakes = 0;  ///< wake-ups received as ring-to-ring messages
   std::uint64_t eventfd_wakes = 0;  ///< wake-ups received through the eventfd
+  std::uint64_t zero_copy_sends = 0;   ///< sends submitted as `IORING_OP_SEND_ZC`
+  std::uint64_t zero_copy_copied = 0;  ///< of those, sends the kernel copied anyway
 };
 
 /// A single-threaded event loop over io_uring or epoll. Operations (recv, accept,

@@ -7,6 +7,7 @@
 
 #include <cerrno>
 
+#include "ringio/detail/clock.hpp"
 #include "ringio/detail/fd_generation.hpp"
 #include "ringio/io_context.hpp"
 
@@ -74,6 +75,14 @@ bool loop_step(op_base& b, bool stop_at_zero) noexcept {
     if (op.res == 0 && stop_at_zero) return false;  // EOF: the count says how far we got
     op.done += static_cast<std::size_t>(op.res);
     if (op.done >= op.buf.size()) return false;
+    // A deadline that passed between steps ends the operation here: a step that
+    // completes at once (data or room already there; a zero-copy send waits for its
+    // notification outside the request) would otherwise outrun its linked timeout.
+    if (op.deadline_ns != 0 && monotonic_ns() >= op.deadline_ns) {
+      op.timed_out = true;
+      op.res = -ECANCELED;
+      return false;
+    }
     if (!op.ctx->start(op)) return true;  // the next step is in flight
   }
 }

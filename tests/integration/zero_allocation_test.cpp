@@ -7,6 +7,9 @@
 #include <cstdlib>
 #include <memory>
 #include <new>
+#include <optional>
+#include <system_error>
+#include <vector>
 #include <span>
 #include <sys/socket.h>
 
@@ -508,6 +511,68 @@ TEST_P(ZeroAllocation, BroadcastSendAndReceiveAllocateNothing) {
 }
 
 RINGIO_ALL_BACKENDS(ZeroAllocation);
+
+// Zero-copy sends (every block is over the threshold) and min-wait batching on: the
+// notification CQEs and the raw enter allocate nothing either.
+class ZeroAllocationZeroCopyMinWait : public ::testing::TestWithParam<backend_kind> {
+ protected:
+  void SetUp() override {
+    try {
+      ctx_.emplace(io_context_options{
+          .backend = GetParam(), .quiet = true, .zero_copy_send_threshold = 4096, .min_wait = 50});
+    } catch (const std::system_error& e) {
+      GTEST_SKIP() << "backend " << to_string(GetParam()) << " cannot start here: " << e.what();
+    }
+  }
+  std::optional<io_context> ctx_;
+};
+
+TEST_P(ZeroAllocationZeroCopyMinWait, EchoOfLargeBlocksAllocatesNothing) {
+  auto l = listen_loopback();
+  auto at = address_of(l);
+  long allocs = sync_wait(*ctx_, [](stream_listener& l, socket_address at) -> task<long> {
+    constexpr std::size_t block = 16 * 1024;
+    scope server;
+    server.spawn([](stream_listener& l) -> task<void> {
+      auto s = co_await l.accept();
+      if (!s) co_return;
+      std::vector<std::byte> buf(block);
+      for (;;) {
+        auto n = co_await s->recv_exact(buf);
+        if (!n || *n < block) co_return;
+        auto w = co_await s->send_all(buf);
+        if (!w) co_return;
+      }
+    }(l));
+    auto c = co_await stream_socket::connect(at);
+    EXPECT_TRUE(c);
+    std::vector<std::byte> out(block), in(block);
+    long during = -1;
+    int completed = 0;
+    for (int i = 0; i < 3000; ++i) {
+      if (i == 1000) {
+        allocations = 0;
+        counting = true;
+      }
+      auto w = co_await c->send_all(out);
+      auto r = co_await c->recv_exact(in);
+      if (!w || !r || *r != block) break;
+      ++completed;
+    }
+    counting = false;
+    during = allocations.load();
+    EXPECT_EQ(completed, 3000);
+    c = unexpected(std::errc::not_connected);  // closes the client: the server ends
+    co_await server.join();
+    co_return during;
+  }(l, at));
+  EXPECT_EQ(allocs, 0);
+  if (ctx_->describe().find("zero-copy") != std::string::npos) {
+    EXPECT_GT(ctx_->stats().zero_copy_sends, 2000u);
+  }
+}
+
+RINGIO_ALL_BACKENDS(ZeroAllocationZeroCopyMinWait);
 
 }  // namespace
 

@@ -87,6 +87,8 @@ struct op_base {
   bool timed_out = false;           ///< its deadline expired (with_timeout)
   bool polling = false;             ///< uring-poll: the request in flight is a POLL_ADD
   bool drained = false;             ///< attempt(): a short stream read emptied the socket
+  bool zero_copy = false;           ///< io_uring: in flight as SEND_ZC (a notification follows)
+  bool zero_copy_refused = false;   ///< the socket refused SEND_ZC: send by copy from now on
   bool remote_cancel_seen = false;  ///< the loop has drained its cross-thread cancel
   /// io_uring: `fd` is an index in the ring's file table (IOSQE_FIXED_FILE).
   bool fixed_file = false;

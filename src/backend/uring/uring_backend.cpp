@@ -11,7 +11,9 @@
 #include <thread>
 #include <system_error>
 
+#include "backend/uring/min_wait_enter.hpp"
 #include "backend/uring/uring_compat.hpp"
+#include "backend/uring/zero_copy_send.hpp"
 #include "core/backend_factory.hpp"
 #include "ringio/detail/clock.hpp"
 #include "ringio/io_context.hpp"
@@ -72,6 +74,8 @@ uring_backend::uring_backend(io_context& ctx, loop_state& st, const io_context_o
   setup_ = create_ring(ring_, opts);
   setup_direct(opts.direct_descriptors);
   cap_ = opts.max_in_flight != 0 ? opts.max_in_flight : setup_.cq_entries;
+  if (!poll_mode_ && setup_.send_zc) zero_copy_threshold_ = opts.zero_copy_send_threshold;
+  if (setup_.min_wait && (setup_.flags & IORING_SETUP_SQPOLL) == 0) min_wait_usec_ = opts.min_wait;
   wake_fd_ = ::eventfd(0, EFD_CLOEXEC);
   if (wake_fd_ < 0) {
     int err = errno;
@@ -115,6 +119,8 @@ std::string uring_backend::describe() const {
     s += std::string(", recv bundles ") + (setup_.recv_bundle ? "yes" : "no");
     s += std::string(", incremental buffers ") + (setup_.pbuf_inc ? "yes" : "no");
   }
+  if (zero_copy_threshold_ != 0) s += ", zero-copy send >= " + std::to_string(zero_copy_threshold_) + " B";
+  if (min_wait_usec_ != 0) s += ", min wait " + std::to_string(min_wait_usec_) + " us";
   s += ", " + describe_direct() + ")";
   return s;
 }
@@ -250,6 +256,7 @@ void uring_backend::submit(op_base& op) noexcept {
   } else {
     op.vt->prepare(op, *sqe);
     if (op.fixed_file) use_fixed_file(*sqe);
+    if (use_zero_copy_send(op, *sqe, zero_copy_threshold_)) ++st_.stats.zero_copy_sends;
   }
   io_uring_sqe_set_data64(sqe, tagged(op, ud_tag_main));
   op.state = op_state::in_flight;
@@ -343,7 +350,9 @@ void uring_backend::poll(bool block, std::int64_t wake_at_ns) {
   for (const timer_heap* h : {&poll_deadlines_, &backlog_deadlines_})
     if (!h->empty() && (wake_at_ns == 0 || h->top()->deadline_ns < wake_at_ns)) wake_at_ns = h->top()->deadline_ns;
   int r;
-  if (block && wake_at_ns != 0) {
+  if (block && min_wait_usec_ != 0) {
+    r = wait_min(wake_at_ns);
+  } else if (block && wake_at_ns != 0) {
     // Still one enter: submit and wait, bounded (IORING_ENTER_EXT_ARG).
     std::int64_t left = wake_at_ns - monotonic_ns();
     if (left < 0) left = 0;
@@ -359,6 +368,25 @@ void uring_backend::poll(bool block, std::int64_t wake_at_ns) {
   if (!poll_deadlines_.empty()) expire_polls();
   if (!backlog_deadlines_.empty()) expire_backlog();
   drain_backlog();
+}
+
+// The blocking wait with min-wait batching: wait for every user completion in flight,
+// or min_wait_usec_, then return with what came. A wake time sooner than the min wait
+// makes this an ordinary wait (the kernel would hold it until the min wait ends). With
+// no wake time a long one is given: without any, the kernel ends the wait at the min
+// wait even when nothing came, and an idle loop would spin.
+int uring_backend::wait_min(std::int64_t wake_at_ns) noexcept {
+  constexpr std::int64_t idle_wait_ns = 3600LL * 1'000'000'000;
+  std::int64_t left = idle_wait_ns;
+  if (wake_at_ns != 0) {
+    left = wake_at_ns - monotonic_ns();
+    if (left < 0) left = 0;
+  }
+  const bool batch = left > static_cast<std::int64_t>(min_wait_usec_) * 1000 && user_cqes() > 1;
+  unsigned wait_nr = 1;
+  if (batch) wait_nr = user_cqes() < setup_.cq_entries ? static_cast<unsigned>(user_cqes()) : setup_.cq_entries;
+  __kernel_timespec ts{left / 1'000'000'000, left % 1'000'000'000};
+  return submit_and_wait_min(ring_, wait_nr, ts, batch ? min_wait_usec_ : 0);
 }
 
 // io_uring_enter failed. Transient conditions are handled by the reap that follows:
@@ -457,10 +485,14 @@ void uring_backend::dispatch(std::uint64_t ud, int res, unsigned flags) noexcept
           finish(*op);
         }
         return;
+      } else if ((flags & IORING_CQE_F_NOTIF) != 0) {
+        // A zero-copy send's notification: the kernel let go of the buffer.
+        if ((res & IORING_NOTIF_USAGE_ZC_COPIED) != 0) ++st_.stats.zero_copy_copied;
       } else {
         // A timer's expiry is its success.
         op->res = (op->kind == op_kind::timer && res == -ETIME) ? 0 : res;
         op->cqe_flags = flags;
+        if (!final_cqe) return;  // a zero-copy send: wait for its notification
       }
       break;
     case ud_tag_cancel:
@@ -496,6 +528,10 @@ void uring_backend::on_poll_cqe(op_base& op, int res) noexcept {
 }
 
 void uring_backend::finish(op_base& op) noexcept {
+  if (op.zero_copy && retry_without_zero_copy(op)) {
+    submit(op);
+    return;
+  }
   poll_deadlines_.remove(op);  // whichever of its CQEs came last
   --user_in_flight_;
   finish_operation(op);
@@ -543,11 +579,20 @@ void uring_backend::wake() noexcept {
 }
 
 void uring_backend::arm_wake() noexcept {
+  if (min_wait_usec_ != 0 && io_uring_sq_space_left(&ring_) < 2) io_uring_submit(&ring_);
   io_uring_sqe* sqe = get_sqe();
   io_uring_prep_read(sqe, wake_fd_, &wake_.value, sizeof wake_.value, static_cast<__u64>(-1));
   io_uring_sqe_set_data64(sqe, tagged(wake_, ud_tag_internal));
   ++cqes_expected_;
   wake_armed_ = true;
+  if (min_wait_usec_ != 0) {
+    // A completed TIMEOUT ends a min wait at once, an ordinary CQE does not: a post
+    // from another thread is followed by a TIMEOUT that expires immediately.
+    sqe->flags |= IOSQE_IO_LINK;
+    io_uring_sqe* nudge = get_sqe();
+    io_uring_prep_timeout(nudge, as_kernel(wake_nudge_ts_), 0, 0);
+    io_uring_sqe_set_data64(nudge, 0);
+  }
 }
 
 void uring_backend::wake_complete(op_base& op) noexcept {

@@ -63,6 +63,7 @@ class uring_backend final : public backend {
   };
 
   void enable();
+  int wait_min(std::int64_t wake_at_ns) noexcept;
   io_uring_sqe* get_sqe() noexcept;
   void stash_completions() noexcept;
   void enter_failed(int r);
@@ -109,6 +110,10 @@ class uring_backend final : public backend {
   unsigned direct_size_ = 0;  // slots of the sparse file table (0: direct descriptors off)
   unsigned direct_used_ = 0;  // slots taken or reserved by an accept in flight
   const char* direct_off_reason_ = "not asked for";
+  // Zero-copy sends and min-wait batching (io_context_options; 0 = off or unsupported).
+  std::size_t zero_copy_threshold_ = 0;
+  unsigned min_wait_usec_ = 0;
+  kernel_timespec wake_nudge_ts_{};  // 0: the wake read's linked TIMEOUT expires at once
 };
 
 }  // namespace ringio::detail

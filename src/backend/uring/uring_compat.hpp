@@ -28,12 +28,31 @@
 #ifndef IORING_FEAT_RECVSEND_BUNDLE
 #define IORING_FEAT_RECVSEND_BUNDLE (1U << 14)
 #endif
+#ifndef IORING_FEAT_MIN_TIMEOUT
+#define IORING_FEAT_MIN_TIMEOUT (1U << 15)
+#endif
+#ifndef IORING_SEND_ZC_REPORT_USAGE
+#define IORING_SEND_ZC_REPORT_USAGE (1U << 3)
+#endif
+#ifndef IORING_NOTIF_USAGE_ZC_COPIED
+#define IORING_NOTIF_USAGE_ZC_COPIED (1U << 31)
+#endif
 
 namespace ringio::detail {
 
 /// IORING_OP_FIXED_FD_INSTALL (6.8): installs a direct descriptor as a normal one.
 /// Not in liburing 2.3's enum.
 inline constexpr int op_fixed_fd_install = 54;
+
+/// struct io_uring_getevents_arg as Linux 6.12 lays it out: `min_wait_usec` took the
+/// place of liburing 2.3's `pad`.
+struct getevents_arg_min_wait {
+  __u64 sigmask = 0;
+  __u32 sigmask_sz = 0;
+  __u32 min_wait_usec = 0;
+  __u64 ts = 0;
+};
+static_assert(sizeof(getevents_arg_min_wait) == sizeof(io_uring_getevents_arg));
 
 /// user_data tags: operations are 8-byte aligned, the low bits say which CQE this is.
 enum : unsigned long long {

@@ -74,8 +74,7 @@ constexpr feature_name required_features[] = {
   throw backend_setup_error(std::error_code(err, std::system_category()), what);
 }
 
-// Checks every required opcode and feature; notes the optional ones (MSG_RING,
-// FIXED_FD_INSTALL) in `s`.
+// Checks every required opcode and feature; notes the optional ones in `s`.
 void probe(io_uring& ring, unsigned features, ring_setup& s) {
   for (const feature_name& f : required_features)
     if ((features & f.feature) == 0)
@@ -92,6 +91,8 @@ void probe(io_uring& ring, unsigned features, ring_setup& s) {
       fail(EINVAL, std::string("kernel lacks ") + o.name);
   s.msg_ring = io_uring_opcode_supported(p.get(), IORING_OP_MSG_RING) != 0;
   s.fixed_fd_install = io_uring_opcode_supported(p.get(), op_fixed_fd_install) != 0;
+  s.send_zc = io_uring_opcode_supported(p.get(), IORING_OP_SEND_ZC) != 0;
+  s.min_wait = (features & IORING_FEAT_MIN_TIMEOUT) != 0;
 }
 
 // Whether the kernel registers a buffer ring with IOU_PBUF_RING_INC (older kernels

@@ -20,6 +20,8 @@ struct ring_setup {
   bool fixed_fd_install = false;  ///< IORING_OP_FIXED_FD_INSTALL available (direct descriptors)
   bool recv_bundle = false;  ///< IORING_RECVSEND_BUNDLE accepted (Linux 6.10)
   bool pbuf_inc = false;     ///< buffer rings may be registered IOU_PBUF_RING_INC (6.12)
+  bool send_zc = false;    ///< IORING_OP_SEND_ZC available (zero-copy sends)
+  bool min_wait = false;   ///< IORING_FEAT_MIN_TIMEOUT: io_uring_enter takes a minimum wait
 };
 
 /// Creates the ring; on EINVAL drops optional flags one by one. Throws
