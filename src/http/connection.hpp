@@ -70,6 +70,9 @@ class connection : public sweep_hook {
   void on_tick(std::chrono::milliseconds elapsed) noexcept;
   /// Answers 503 (connection limit) and closes.
   task<void> refuse();
+  /// HTTPS, after run(): sends close_notify (bounded by close_notify_timeout) unless a
+  /// send timed out or the connection was stopped; the caller closes the socket.
+  task<void> send_close_notify();
 
  private:
   static constexpr std::size_t min_receive = 1024;

@@ -168,6 +168,16 @@ task<void> connection::refuse() {
   co_await fail(503);
 }
 
+task<void> connection::send_close_notify() {
+  std::stop_token outer = co_await current_stop_token();
+  std::stop_callback<forward_stop> kill_on_outer(outer, forward_stop{&kill_});
+  if (tls_ == nullptr || kill_.stop_requested() || !tls_->is_established()) co_return;
+  const std::stop_token kill_token = kill_.get_token();
+  under_token<result<void>> op{tls_->send_close_notify(close_notify_timeout), &kill_token};
+  auto notified = co_await op;
+  (void)notified;
+}
+
 // Sends what is pending. With `linger`, then half-closes and reads what the client
 // still sends (the rest of a refused body) for a moment: closing with unread input
 // would reset the connection, and the client could lose the response.
@@ -177,7 +187,7 @@ task<void> connection::close_gracefully(bool linger) {
     if (!sent) co_return;
   }
   // The socket closes with the connection: FIN after the data (over TLS the close_notify
-  // goes first, sent by serve_tls_connection unless sent here).
+  // goes first: send_close_notify() after run(), unless sent here).
   if (!linger) co_return;
   if (tls_ != nullptr) {
     const std::stop_token kill_token = kill_.get_token();

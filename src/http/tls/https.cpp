@@ -13,10 +13,6 @@
 #include "server_core.hpp"
 
 namespace ringio::http {
-namespace {
-// A client that stopped reading must not hold the connection open for long.
-constexpr auto close_notify_timeout = std::chrono::milliseconds(500);
-}  // namespace
 
 task<void> serve_tls_connection(server& srv, const tls::context& ctx, stream_socket s) {
   auto t = tls::stream::server(ctx, std::move(s));
@@ -28,18 +24,16 @@ task<void> serve_tls_connection(server& srv, const tls::context& ctx, stream_soc
     co_return;
   }
   detail::server_core& core = *srv.core_;
-  {
-    detail::connection conn(core, *t);
-    if (!core.admit()) {
-      co_await conn.refuse();
-    } else {
-      detail::admission held(core);
-      co_await conn.run();
-    }
+  detail::connection conn(core, *t);
+  if (!core.admit()) {
+    co_await conn.refuse();
+    co_return;
   }
-  // The connection's end (the client's close, a timeout, Connection: close, a drain):
-  // close_notify, unless sent already or the stream failed. Closing the socket follows.
-  if (t->is_established()) (void)co_await t->send_close_notify(close_notify_timeout);
+  detail::admission held(core);
+  co_await conn.run();
+  // Connection: close, the idle timeout, a drain, the client's close_notify: close_notify
+  // (not after a send timeout or a stop). The socket closes with the stream.
+  co_await conn.send_close_notify();
 }
 
 task<void> serve_tls(server& srv, const tls::context& ctx, stream_listener& listener, std::stop_token stop) {
