@@ -2,6 +2,7 @@
 
 #include "output_buffer.hpp"
 #include "ringio/time/timeout.hpp"
+#include "ringio/tls/stream.hpp"
 
 namespace ringio::http {
 namespace {
@@ -29,7 +30,13 @@ task<result<void>> body_writer::put(std::string_view data, bool send_now) {
   }
   auto sent = co_await send_buffered();  // the chunk header and earlier parts
   if (!sent) co_return sent;
-  auto w = co_await with_timeout(socket_.send_all(data), timeout_);
+  result<std::size_t> w;  // bounded by the send timeout (over TLS, a deadline on its operations)
+  if (tls_ != nullptr) {
+    auto op = tls_->send_all(data, std::chrono::steady_clock::now() + timeout_);
+    w = co_await op;
+  } else {
+    w = co_await with_timeout(socket_->send_all(data), timeout_);
+  }
   if (!w || *w != data.size()) {  // a short count: stopped part-way
     failed_ = true;
     co_return unexpected(w ? std::make_error_code(std::errc::timed_out) : w.error());
@@ -52,7 +59,13 @@ void body_writer::finish() {
 task<result<void>> body_writer::send_buffered() {
   if (out_.empty()) co_return result<void>{};
   const std::size_t size = out_.view().size();
-  auto w = co_await with_timeout(socket_.send_all(out_.view()), timeout_);
+  result<std::size_t> w;
+  if (tls_ != nullptr) {
+    auto op = tls_->send_all(out_.view(), std::chrono::steady_clock::now() + timeout_);
+    w = co_await op;
+  } else {
+    w = co_await with_timeout(socket_->send_all(out_.view()), timeout_);
+  }
   out_.clear();
   if (!w || *w != size) {  // a short count: stopped part-way
     failed_ = true;

@@ -30,6 +30,10 @@ connection::connection(server_core& core, stream_socket s)
   loop_.watch(*this, tick.count());
 }
 
+connection::connection(server_core& core, tls::stream& secure) : connection(core, stream_socket{}) {
+  tls_ = &secure;
+}
+
 connection::~connection() {
   loop_.unwatch(*this);
   if (w_ != nullptr) loop_.release(w_);
@@ -108,24 +112,38 @@ task<void> connection::run() {
   for (;;) {
     if (idle_.stop_requested()) co_return;
     enter(phase::idle);
-    // One operation object in the frame (a .with_stop() temporary would be a second).
-    auto wait = receive_pooled(sock_, loop_.pool());
-    wait.set_stop_token(idle_.get_token());
-    auto chunk = co_await wait;
-    enter(phase::busy);
     bool receive_first = false;
-    if (chunk) {
-      if (chunk->empty()) co_return;  // the client closed
-      request_state& w = work();
-      static_assert(loop_resources::pool_buffer_size <= request_state::initial_input);
-      std::memcpy(w.in.get(), chunk->data(), chunk->size());
-      w.end = chunk->size();
-      chunk->release();
-    } else if (chunk.error() == std::errc::no_buffer_space) {
-      work();  // every pool buffer was taken at once: receive into our own
+    if (tls_ != nullptr && tls_->has_buffered_input()) {  // pipelined records, or the peer's end
+      enter(phase::busy);
+      work();
       receive_first = true;
     } else {
-      co_return;
+      // One operation object in the frame (a .with_stop() temporary would be a second).
+      // Over TLS the pool buffer receives ciphertext, handed to the stream to decrypt.
+      auto wait = receive_pooled(raw_socket(), loop_.pool());
+      wait.set_stop_token(idle_.get_token());
+      auto chunk = co_await wait;
+      enter(phase::busy);
+      if (chunk) {
+        if (chunk->empty()) co_return;  // the client closed
+        request_state& w = work();
+        if (tls_ != nullptr) {
+          auto fed = tls_->feed(chunk->bytes());
+          chunk->release();
+          if (!fed) co_return;
+          receive_first = true;
+        } else {
+          static_assert(loop_resources::pool_buffer_size <= request_state::initial_input);
+          std::memcpy(w.in.get(), chunk->data(), chunk->size());
+          w.end = chunk->size();
+          chunk->release();
+        }
+      } else if (chunk.error() == std::errc::no_buffer_space) {
+        work();  // every pool buffer was taken at once: receive into our own
+        receive_first = true;
+      } else {
+        co_return;
+      }
     }
     bool more = co_await serve_requests(receive_first);
     if (!more) co_return;
@@ -135,6 +153,7 @@ task<void> connection::run() {
 task<bool> connection::serve_requests(bool receive_first) {
   const std::stop_token idle_token = idle_.get_token();
   const std::stop_token kill_token = kill_.get_token();
+  const std::stop_token own_token = co_await current_stop_token();
   const server_options& o = core_.opts;
   for (;;) {
     w_->req.clear();
@@ -147,7 +166,13 @@ task<bool> connection::serve_requests(bool receive_first) {
       if (!w_->out.empty()) {  // answer every request parsed so far, in one write, before waiting
         enter(phase::sending);
         const std::size_t size = w_->out.view().size();
-        auto sent = co_await sock_.send_all(w_->out.view()).with_stop(kill_token);
+        result<std::size_t> sent;
+        if (tls_ != nullptr) {
+          auto op = secure_send(w_->out.view(), kill_token);
+          sent = co_await op;
+        } else {
+          sent = co_await sock_.send_all(w_->out.view()).with_stop(kill_token);
+        }
         w_->out.clear();
         if (!sent || *sent != size) co_return false;  // a short count: stopped part-way
       }
@@ -160,7 +185,13 @@ task<bool> connection::serve_requests(bool receive_first) {
         co_return false;
       }
       result<std::size_t> n;
-      if (receive_first) {  // the data is there: no head deadline yet
+      if (tls_ != nullptr) {
+        // What arrived may be part of a record only: the head deadline starts now.
+        receive_first = false;
+        if (head_deadline == clock::time_point{}) head_deadline = clock::now() + o.header_timeout;
+        auto op = secure_recv(free_space(), own_token, head_deadline);
+        n = co_await op;
+      } else if (receive_first) {  // the data is there: no head deadline yet
         receive_first = false;
         n = co_await sock_.recv(free_space()).with_stop(idle_token);
       } else {
@@ -253,7 +284,13 @@ task<int> connection::read_body(std::size_t head_size, std::size_t& request_size
     if (!make_room(std::max(missing, min_receive)) && !make_room(missing)) co_return 413;
     // A stall (idle_timeout) or the whole body taking too long (body_timeout): 408.
     const clock::time_point limit = std::min(body_deadline, clock::now() + o.idle_timeout);
-    auto n = co_await with_deadline(sock_.recv(free_space()), limit);
+    result<std::size_t> n;
+    if (tls_ != nullptr) {
+      auto op = tls_->recv(free_space(), limit, tls::recv_wait::with_buffer);
+      n = co_await op;
+    } else {
+      n = co_await with_deadline(sock_.recv(free_space()), limit);
+    }
     if (!n) co_return n.error() == std::errc::timed_out ? 408 : -1;
     if (*n == 0) co_return -1;
     w_->end += *n;

@@ -1,10 +1,13 @@
 // connection — one client connection: read, parse, call the handler, write; again
 // while keep-alive allows. Between requests it holds no buffer: it waits with a
 // receive into its loop's shared pool, and borrows a request_state (buffers, parsed
-// request) from the loop only while a request is in progress.
+// request) from the loop only while a request is in progress. Over HTTPS the same
+// code reads and writes through a tls::stream: every I/O call site branches on tls_,
+// so that the plain path awaits the socket operations as before.
 #pragma once
 
 #include <chrono>
+#include <coroutine>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -16,6 +19,7 @@
 #include "ringio/http/response.hpp"
 #include "ringio/net/stream_socket.hpp"
 #include "ringio/task.hpp"
+#include "ringio/tls/stream.hpp"
 #include "server_core.hpp"
 
 namespace ringio::http::detail {
@@ -36,9 +40,26 @@ struct forward_stop_both {
   }
 };
 
+/// Awaits a task under `token` instead of the awaiting task's own stop token (the
+/// TLS counterpart of an operation's .with_stop(token)); `token` must outlive it.
+template <class T>
+struct under_token {
+  task<T> t;
+  const std::stop_token* token;
+  bool await_ready() const noexcept { return false; }
+  std::coroutine_handle<> await_suspend(std::coroutine_handle<> parent) noexcept {
+    t.handle().promise().set_continuation(parent);
+    t.handle().promise().set_stop_token(token);
+    return t.handle();
+  }
+  T await_resume() { return t.handle().promise().take(); }
+};
+
 class connection : public sweep_hook {
  public:
   connection(server_core& core, stream_socket s);
+  /// Serves over `secure` (handshake done), which must outlive the connection.
+  connection(server_core& core, tls::stream& secure);
   ~connection();
   connection(const connection&) = delete;
   connection& operator=(const connection&) = delete;
@@ -49,6 +70,9 @@ class connection : public sweep_hook {
   void on_tick(std::chrono::milliseconds elapsed) noexcept;
   /// Answers 503 (connection limit) and closes.
   task<void> refuse();
+  /// HTTPS, after run(): sends close_notify (bounded by close_notify_timeout) unless a
+  /// send timed out or the connection was stopped; the caller closes the socket.
+  task<void> send_close_notify();
 
  private:
   static constexpr std::size_t min_receive = 1024;
@@ -60,6 +84,7 @@ class connection : public sweep_hook {
   static constexpr std::uint64_t read_through_limit = 16 * 1024;
   static constexpr auto linger_time = std::chrono::seconds(2);
   static constexpr std::size_t linger_bytes = 1 << 20;
+  static constexpr auto close_notify_timeout = std::chrono::milliseconds(500);
 
   enum class framing : std::uint8_t { length, chunked, until_close, none };
   // What run() waits for; every change counts as progress for the watchdog.
@@ -91,9 +116,23 @@ class connection : public sweep_hook {
   task<void> close_gracefully(bool linger);
   void log_handler_error(std::string_view what);
 
+  /// The socket (under the TLS stream for HTTPS).
+  stream_socket& raw_socket() noexcept { return tls_ != nullptr ? tls_->socket() : sock_; }
+  /// TLS: receives plaintext by `deadline` (none: time_point{}) under `token`, the
+  /// record buffer held while waiting (the connection expects the data now).
+  under_token<result<std::size_t>> secure_recv(mutable_buffer b, const std::stop_token& token,
+                                               std::chrono::steady_clock::time_point deadline) {
+    return {tls_->recv(b, deadline, tls::recv_wait::with_buffer), &token};
+  }
+  /// TLS: sends all of `b` under `token`.
+  under_token<result<std::size_t>> secure_send(const_buffer b, const std::stop_token& token) {
+    return {tls_->send_all(b), &token};
+  }
+
   server_core& core_;
   loop_resources& loop_;
-  stream_socket sock_;
+  stream_socket sock_;          // plain HTTP
+  tls::stream* tls_ = nullptr;  // HTTPS (sock_ is then empty)
   request_state* w_ = nullptr;  // while a request is in progress
   std::size_t limit_;           // the receive buffer never grows beyond this
   std::stop_source idle_;  // stops waits for a next request: drain, idle timeout, our own stop

@@ -72,7 +72,8 @@ task<bool> connection::write_special(response& r, bool& keep) {
     if (!chunked) keep = false;  // HTTP/1.0: the end of the connection ends the body
     write_head(r, chunked ? framing::chunked : framing::until_close, 0, keep);
     if (head_only || status_has_no_body(r.status_)) co_return true;
-    body_writer writer(sock_, w_->out, core_.opts.send_timeout, chunked);
+    body_writer writer = tls_ != nullptr ? body_writer(*tls_, w_->out, core_.opts.send_timeout, chunked)
+                                         : body_writer(sock_, w_->out, core_.opts.send_timeout, chunked);
     bool threw = false;
     try {
       co_await (*fn)(writer);
@@ -89,13 +90,22 @@ task<bool> connection::write_special(response& r, bool& keep) {
   auto sent = co_await send_out();
   if (!sent) co_return false;
   enter(phase::sending);
-  auto w = co_await sock_.send_all(body).with_stop(kill_.get_token());
+  const std::stop_token kill_token = kill_.get_token();
+  result<std::size_t> w;
+  if (tls_ != nullptr) {
+    auto op = secure_send(body, kill_token);
+    w = co_await op;
+  } else {
+    w = co_await sock_.send_all(body).with_stop(kill_token);
+  }
   enter(phase::busy);
   co_return w && *w == body.size();
 }
 
 task<bool> connection::send_file(file_body& f) {
-  if (f.length > read_through_limit && core_.opts.sendfile) {
+  // Over TLS the records are made in user space: the file is read in chunks, each
+  // encrypted and sent before the next is read (at most file_chunk bytes held).
+  if (f.length > read_through_limit && core_.opts.sendfile && tls_ == nullptr) {
     // In the kernel: no buffer of ours, however slowly the client reads.
     auto head = co_await send_out();
     if (!head) co_return false;
@@ -129,7 +139,14 @@ task<bool> connection::send_file(file_body& f) {
 task<bool> connection::send_out() {
   enter(phase::sending);
   const std::size_t size = w_->out.view().size();
-  auto sent = co_await sock_.send_all(w_->out.view()).with_stop(kill_.get_token());
+  const std::stop_token kill_token = kill_.get_token();
+  result<std::size_t> sent;
+  if (tls_ != nullptr) {
+    auto op = secure_send(w_->out.view(), kill_token);
+    sent = co_await op;
+  } else {
+    sent = co_await sock_.send_all(w_->out.view()).with_stop(kill_token);
+  }
   enter(phase::busy);
   w_->out.clear();
   co_return sent && *sent == size;
@@ -151,6 +168,16 @@ task<void> connection::refuse() {
   co_await fail(503);
 }
 
+task<void> connection::send_close_notify() {
+  std::stop_token outer = co_await current_stop_token();
+  std::stop_callback<forward_stop> kill_on_outer(outer, forward_stop{&kill_});
+  if (tls_ == nullptr || kill_.stop_requested() || !tls_->is_established()) co_return;
+  const std::stop_token kill_token = kill_.get_token();
+  under_token<result<void>> op{tls_->send_close_notify(close_notify_timeout), &kill_token};
+  auto notified = co_await op;
+  (void)notified;
+}
+
 // Sends what is pending. With `linger`, then half-closes and reads what the client
 // still sends (the rest of a refused body) for a moment: closing with unread input
 // would reset the connection, and the client could lose the response.
@@ -159,14 +186,24 @@ task<void> connection::close_gracefully(bool linger) {
     auto sent = co_await send_out();
     if (!sent) co_return;
   }
-  if (!linger) co_return;  // the socket closes with the connection: FIN after the data
+  // The socket closes with the connection: FIN after the data (over TLS the close_notify
+  // goes first: send_close_notify() after run(), unless sent here).
+  if (!linger) co_return;
+  if (tls_ != nullptr) {
+    const std::stop_token kill_token = kill_.get_token();
+    under_token<result<void>> op{tls_->send_close_notify(close_notify_timeout), &kill_token};
+    auto notified = co_await op;
+    if (!notified) co_return;
+  }
   // shutdown(2) never blocks; called directly because the readiness backends park a
   // shutdown operation until the socket is readable, which a silent client never is.
-  if (::shutdown(sock_.native_handle(), SHUT_WR) != 0) co_return;
+  // Over TLS what still arrives is ciphertext, discarded undecrypted.
+  stream_socket& socket = raw_socket();
+  if (::shutdown(socket.native_handle(), SHUT_WR) != 0) co_return;
   auto deadline = clock::now() + linger_time;
   std::size_t discarded = 0;
   while (discarded < linger_bytes) {
-    auto n = co_await with_deadline(sock_.recv({w_->in.get(), w_->cap}), deadline);
+    auto n = co_await with_deadline(socket.recv({w_->in.get(), w_->cap}), deadline);
     if (!n || *n == 0) break;
     discarded += *n;
   }

@@ -89,8 +89,10 @@ task<result<void>> wait_readable(stream_state& s, std::int64_t deadline) {
 // data (wait_readable), and borrows the buffer only then.
 task<result<void>> fill(stream_state& s, std::int64_t deadline) {
   if (!s.has_input()) {
-    auto ready = co_await wait_readable(s, deadline);
-    if (!ready) co_return unexpected(ready.error());
+    if (!s.eager_fill) {
+      auto ready = co_await wait_readable(s, deadline);
+      if (!ready) co_return unexpected(ready.error());
+    }
     if (s.peer_eof) co_return result<void>{};
     if (s.in == nullptr) s.in = borrow_record_buffer();
     s.in_begin = s.in_end = 0;
@@ -205,22 +207,29 @@ task<result<void>> run_handshake(stream_state& s, std::chrono::nanoseconds timeo
   co_return result<void>{};
 }
 
-task<result<std::size_t>> run_recv(stream_state& s, mutable_buffer buf) {
+task<result<std::size_t>> run_recv(stream_state& s, mutable_buffer buf, std::int64_t deadline = 0,
+                                   recv_wait wait = recv_wait::without_buffer) {
   if (!s.established) co_return unexpected(not_usable(s));
   if (s.reading) co_return unexpected(tls_errc::busy);
   if (buf.size() == 0) co_return std::size_t{0};
   s.reading = true;
   // Nothing buffered here or in OpenSSL, and no close_notify seen: wait before calling
   // it, so that OpenSSL does not hold a read buffer of its own while the peer is silent.
-  if (!s.has_input() && SSL_has_pending(s.ssl) == 0 && (SSL_get_shutdown(s.ssl) & SSL_RECEIVED_SHUTDOWN) == 0) {
-    auto ready = co_await wait_readable(s, 0);
+  // A caller expecting data now skips the wait (and its syscall) and receives straight
+  // into a borrowed record buffer.
+  if (wait == recv_wait::with_buffer) {
+    s.eager_fill = true;
+  } else if (!s.has_input() && SSL_has_pending(s.ssl) == 0 &&
+             (SSL_get_shutdown(s.ssl) & SSL_RECEIVED_SHUTDOWN) == 0) {
+    auto ready = co_await wait_readable(s, deadline);
     if (!ready) {
       s.reading = false;
       s.release_idle_buffers();
       co_return unexpected(ready.error());
     }
   }
-  auto got = co_await drive(s, step::read, buf.data(), buf.size(), 0);
+  auto got = co_await drive(s, step::read, buf.data(), buf.size(), deadline);
+  s.eager_fill = false;
   s.reading = false;
   s.release_idle_buffers();
   co_return got;
@@ -240,21 +249,21 @@ task<result<std::size_t>> run_recv_exact(stream_state& s, mutable_buffer buf) {
   co_return done;
 }
 
-task<result<std::size_t>> run_send(stream_state& s, const_buffer buf) {
+task<result<std::size_t>> run_send(stream_state& s, const_buffer buf, std::int64_t deadline = 0) {
   if (!s.established) co_return unexpected(not_usable(s));
   if (s.writing) co_return unexpected(tls_errc::busy);
   if (buf.size() == 0) co_return std::size_t{0};
   s.writing = true;
   if (s.has_output()) {  // the rest of a record whose send was interrupted goes first
-    auto sent = co_await flush(s, 0);
+    auto sent = co_await flush(s, deadline);
     if (!sent) {
       s.writing = false;
       co_return unexpected(sent.error());
     }
   }
-  auto taken = co_await drive(s, step::write, const_cast<std::byte*>(buf.data()), buf.size(), 0);
+  auto taken = co_await drive(s, step::write, const_cast<std::byte*>(buf.data()), buf.size(), deadline);
   if (taken) {
-    auto sent = co_await flush(s, 0);
+    auto sent = co_await flush(s, deadline);
     if (!sent && !is_stop(sent.error())) {
       s.writing = false;
       s.release_idle_buffers();
@@ -266,10 +275,10 @@ task<result<std::size_t>> run_send(stream_state& s, const_buffer buf) {
   co_return taken;
 }
 
-task<result<std::size_t>> run_send_all(stream_state& s, const_buffer buf) {
+task<result<std::size_t>> run_send_all(stream_state& s, const_buffer buf, std::int64_t deadline = 0) {
   std::size_t done = 0;
   while (done < buf.size()) {
-    auto sent = co_await run_send(s, buf.skip(done));
+    auto sent = co_await run_send(s, buf.skip(done), deadline);
     if (!sent) {
       if (done > 0) break;
       co_return unexpected(sent.error());
@@ -279,6 +288,24 @@ task<result<std::size_t>> run_send_all(stream_state& s, const_buffer buf) {
     if (token.stop_requested() && done < buf.size()) break;
   }
   co_return done;
+}
+
+task<result<void>> run_close_notify(stream_state& s, std::chrono::nanoseconds timeout) {
+  if (!s.established) co_return unexpected(not_usable(s));
+  if (s.writing) co_return unexpected(tls_errc::busy);
+  ERR_clear_error();
+  // Once sent, a second SSL_shutdown would wait for the peer's: only flush then.
+  int r = (SSL_get_shutdown(s.ssl) & SSL_SENT_SHUTDOWN) != 0 ? 0 : SSL_shutdown(s.ssl);
+  if (r < 0) {
+    std::error_code ec = failure_of(s, SSL_get_error(s.ssl, r));
+    s.release_idle_buffers();
+    co_return unexpected(ec);
+  }
+  s.writing = true;
+  auto sent = co_await flush(s, deadline_in(timeout));
+  s.writing = false;
+  s.release_idle_buffers();
+  co_return sent;
 }
 
 task<result<void>> run_shutdown(stream_state& s, std::chrono::nanoseconds timeout) {
@@ -333,6 +360,12 @@ result<std::unique_ptr<stream_state>> make_state(const context& ctx, stream_sock
 }  // namespace
 }  // namespace detail
 
+namespace {
+std::int64_t deadline_ns(std::chrono::steady_clock::time_point t) noexcept {
+  return t == std::chrono::steady_clock::time_point{} ? 0 : ringio::detail::to_monotonic_ns(t);
+}
+}  // namespace
+
 stream::stream() noexcept = default;
 stream::stream(std::unique_ptr<detail::stream_state> s) noexcept : state_(std::move(s)) {}
 stream::stream(stream&&) noexcept = default;
@@ -379,9 +412,47 @@ task<result<void>> stream::handshake(std::chrono::nanoseconds timeout) {
   return detail::run_handshake(*state_, timeout);
 }
 task<result<std::size_t>> stream::recv(mutable_buffer buf) { return detail::run_recv(*state_, buf); }
+task<result<std::size_t>> stream::recv(mutable_buffer buf, std::chrono::steady_clock::time_point deadline,
+                                       recv_wait wait) {
+  return detail::run_recv(*state_, buf, deadline_ns(deadline), wait);
+}
 task<result<std::size_t>> stream::recv_exact(mutable_buffer buf) { return detail::run_recv_exact(*state_, buf); }
 task<result<std::size_t>> stream::send(const_buffer buf) { return detail::run_send(*state_, buf); }
 task<result<std::size_t>> stream::send_all(const_buffer buf) { return detail::run_send_all(*state_, buf); }
+task<result<std::size_t>> stream::send_all(const_buffer buf, std::chrono::steady_clock::time_point deadline) {
+  return detail::run_send_all(*state_, buf, deadline_ns(deadline));
+}
+task<result<void>> stream::send_close_notify(std::chrono::nanoseconds timeout) {
+  return detail::run_close_notify(*state_, timeout);
+}
+
+result<void> stream::feed(const_buffer ciphertext) {
+  detail::stream_state& s = *state_;
+  if (s.reading) return unexpected(tls_errc::busy);
+  if (ciphertext.size() == 0) return result<void>{};
+  if (s.in == nullptr) {
+    s.in = detail::borrow_record_buffer();
+    s.in_begin = s.in_end = 0;
+  } else if (s.in_begin > 0) {
+    std::memmove(s.in, s.in + s.in_begin, s.in_end - s.in_begin);
+    s.in_end -= s.in_begin;
+    s.in_begin = 0;
+  }
+  if (detail::record_buffer_size - s.in_end < ciphertext.size()) {
+    s.release_idle_buffers();
+    return unexpected(std::errc::no_buffer_space);
+  }
+  std::memcpy(s.in + s.in_end, ciphertext.data(), ciphertext.size());
+  s.in_end += ciphertext.size();
+  return result<void>{};
+}
+
+bool stream::has_buffered_input() const noexcept {
+  if (!state_) return false;
+  const detail::stream_state& s = *state_;
+  return s.has_input() || s.readable || s.peer_eof || SSL_has_pending(s.ssl) != 0 ||
+         (SSL_get_shutdown(s.ssl) & SSL_RECEIVED_SHUTDOWN) != 0;
+}
 task<result<void>> stream::shutdown(std::chrono::nanoseconds timeout) {
   return detail::run_shutdown(*state_, timeout);
 }

@@ -34,6 +34,7 @@ struct stream_state {
   bool flushing = false;     // out is being sent: it may grow but not move
   bool established = false;  // the handshake succeeded
   bool kernel_tls = false;   // records go through the kernel
+  bool eager_fill = false;   // the recv in flight waits with a record buffer (no peek)
   std::error_code failure;   // a fatal error, reported again by later operations
 
   stream_state() = default;

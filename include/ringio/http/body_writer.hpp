@@ -21,6 +21,13 @@ namespace ringio::http {
 namespace detail {
 class output_buffer;
 }
+}  // namespace ringio::http
+
+namespace ringio::tls {
+class stream;
+}
+
+namespace ringio::http {
 
 /// Writes the body of a streamed response (see the top of this file); one per
 /// response, made by the server and handed to the body_stream.
@@ -29,7 +36,13 @@ class body_writer {
   /// Made by the server for each streamed response.
   body_writer(stream_socket& socket, detail::output_buffer& out, std::chrono::nanoseconds send_timeout,
               bool chunked) noexcept
-      : socket_(socket), out_(out), timeout_(send_timeout), chunked_(chunked) {}
+      : socket_(&socket), out_(out), timeout_(send_timeout), chunked_(chunked) {}
+  /// Made by the server for each streamed response over HTTPS.
+  body_writer(tls::stream& secure, detail::output_buffer& out, std::chrono::nanoseconds send_timeout,
+              bool chunked) noexcept
+      : tls_(&secure), out_(out), timeout_(send_timeout), chunked_(chunked) {}
+  /// Moved by the server while no write is in flight.
+  body_writer(body_writer&&) noexcept = default;
   body_writer(const body_writer&) = delete;
   body_writer& operator=(const body_writer&) = delete;
 
@@ -62,7 +75,8 @@ class body_writer {
   task<result<void>> put(std::string_view data, bool send_now);
   task<result<void>> send_buffered();
 
-  stream_socket& socket_;
+  stream_socket* socket_ = nullptr;
+  tls::stream* tls_ = nullptr;
   detail::output_buffer& out_;
   std::chrono::nanoseconds timeout_;
   std::uint64_t written_ = 0;

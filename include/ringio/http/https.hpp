@@ -1,4 +1,4 @@
-// ringio/http/https.hpp — HTTPS for http::server: TLS in front of its connections.
+// ringio/http/https.hpp — HTTPS for http::server: its connections served over TLS.
 // Part of ringio::https (link it; it brings ringio::tls and OpenSSL), so that the
 // plain server does not depend on OpenSSL.
 #pragma once
@@ -16,11 +16,15 @@ namespace ringio::http {
 /// Serves one accepted connection over TLS: the handshake (bounded by the context's
 /// handshake_timeout; a client that sends nothing, garbage or plain HTTP is closed when
 /// it fails), then `srv` serves the decrypted requests with all its limits and
-/// timeouts. The plaintext goes between the TLS stream and the server through a Unix
-/// socket pair relayed by two tasks, so the plain-HTTP path is untouched; file bodies
-/// are read, then encrypted. When the server ends the connection it sends
-/// close_notify. Cancellation: the awaiting task's stop token ends the connection.
-/// `ctx` must be a server context and outlive the call.
+/// timeouts. The server's connection code reads and writes through the TLS stream
+/// directly (no copy through a socket pair): between requests it waits with a receive
+/// into its loop's shared pool, so an idle connection holds no record buffer; file
+/// bodies are read in chunks and encrypted (no sendfile). When the connection ends
+/// (Connection: close, the idle timeout, a drain, the client's close_notify) it sends
+/// close_notify, waiting at most 500 ms for the socket to take it, and closes the socket.
+/// A client that ends without close_notify or resets ends the connection like a reset.
+/// Cancellation: the awaiting task's stop token ends the connection at once (no
+/// close_notify). `ctx` must be a server context and outlive the call.
 [[nodiscard]] task<void> serve_tls_connection(server& srv, const tls::context& ctx, stream_socket s);
 
 /// Accepts on `listener` and serves every connection over TLS (serve_tls_connection)

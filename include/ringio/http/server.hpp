@@ -21,6 +21,13 @@ namespace ringio::http {
 namespace detail {
 class server_core;
 }
+}  // namespace ringio::http
+
+namespace ringio::tls {
+class context;
+}
+
+namespace ringio::http {
 
 /// Limits and timeouts of an HTTP server. Every field has a default.
 struct server_options {
@@ -88,6 +95,7 @@ class server {
   [[nodiscard]] std::size_t connections() const noexcept;
 
  private:
+  friend task<void> serve_tls_connection(server& srv, const tls::context& ctx, stream_socket s);
   std::unique_ptr<detail::server_core> core_;
 };
 

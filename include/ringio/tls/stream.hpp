@@ -14,6 +14,7 @@
 #include "ringio/task.hpp"
 #include "ringio/tls/context.hpp"
 #include "ringio/tls/error.hpp"
+#include "ringio/tls/recv_wait.hpp"
 
 using SSL = struct ssl_st;
 
@@ -88,6 +89,11 @@ class stream {
   /// Errors: not_established, busy, OpenSSL's reason, socket errors. Cancellation:
   /// operation_canceled, no data lost (see the class).
   [[nodiscard]] task<result<std::size_t>> recv(mutable_buffer buf);
+  /// Receives like recv(buf), bounded by `deadline` (timed_out when it passes first; a
+  /// default-constructed time_point: no bound), waiting for the socket as `wait` says.
+  /// Errors and cancellation as recv(buf).
+  [[nodiscard]] task<result<std::size_t>> recv(mutable_buffer buf, std::chrono::steady_clock::time_point deadline,
+                                               recv_wait wait = recv_wait::without_buffer);
   /// Receives until buf is full. A shorter count means the stream ended cleanly or the
   /// operation stopped (stop, timeout, error) after some bytes; the error is reported
   /// only when nothing arrived, and a fatal one again by the next recv.
@@ -100,6 +106,15 @@ class stream {
   /// early (stop, timeout, error) after sending some bytes; the error only when nothing
   /// was sent.
   [[nodiscard]] task<result<std::size_t>> send_all(const_buffer buf);
+  /// Sends all of buf like send_all(buf), bounded by `deadline` (a default-constructed
+  /// time_point: no bound): when it passes, the result is the bytes sent so far, or
+  /// timed_out when none were. Cancellation as send_all(buf).
+  [[nodiscard]] task<result<std::size_t>> send_all(const_buffer buf, std::chrono::steady_clock::time_point deadline);
+  /// Sends close_notify (and anything still queued before it) without waiting for the
+  /// peer's answer, bounded by `timeout` (0 or less: no bound); for a server that closes
+  /// the socket next. Errors: timed_out, busy (a send in flight), not_established,
+  /// socket errors. Cancellation: operation_canceled; the alert may be partly sent.
+  [[nodiscard]] task<result<void>> send_close_notify(std::chrono::nanoseconds timeout);
   /// Sends close_notify and waits up to `timeout` for the peer's (data arriving
   /// meanwhile is discarded). Success: both alerts exchanged (or ours sent while a recv
   /// in flight is left to see the peer's). Errors: tls_errc::truncated when the peer
@@ -109,6 +124,18 @@ class stream {
   /// Closes the socket through the ring (no close_notify: shutdown() first). Nothing
   /// may be in flight. Errors: those of `close(2)`.
   [[nodiscard]] ringio::detail::close_op close() noexcept;
+
+  /// Hands the stream ciphertext that the caller received from its socket (for example
+  /// with ringio::receive_pooled, so that a connection waiting for its peer holds no
+  /// buffer of its own); the next recv decrypts it before it reads the socket. Copied:
+  /// `ciphertext` may be reused at once. Errors: busy (a recv in flight),
+  /// std::errc::no_buffer_space (more than the record buffer holds beside what is
+  /// buffered already; nothing is taken).
+  [[nodiscard]] result<void> feed(const_buffer ciphertext);
+  /// Whether a recv would find something without waiting for the socket: ciphertext or
+  /// plaintext buffered, data seen by a peek, the peer's close_notify or end of stream.
+  /// A caller that waits on the socket itself checks this first.
+  [[nodiscard]] bool has_buffered_input() const noexcept;
 
   /// Whether it holds a connection.
   [[nodiscard]] bool valid() const noexcept { return state_ != nullptr; }
