@@ -572,6 +572,65 @@ TEST_P(ZeroAllocationZeroCopyMinWait, EchoOfLargeBlocksAllocatesNothing) {
   }
 }
 
+// Every fast-path option at once: direct descriptors, receive bundles with incremental
+// buffers, zero-copy sends of the gathered replies and min-wait batching.
+TEST_P(ZeroAllocationZeroCopyMinWait, EveryFastPathOptionAtOnceAllocatesNothing) {
+  std::optional<io_context> all;
+  try {
+    all.emplace(io_context_options{.backend = GetParam(), .quiet = true, .direct_descriptors = 16,
+                                   .zero_copy_send_threshold = 4096, .min_wait = 50});
+  } catch (const std::system_error& e) {
+    GTEST_SKIP() << "backend " << to_string(GetParam()) << " cannot start here: " << e.what();
+  }
+  auto l = listen_loopback({.direct_descriptors = true});
+  auto at = address_of(l);
+  long allocs = sync_wait(*all, [](stream_listener& l, socket_address at) -> task<long> {
+    constexpr std::size_t block = 16 * 1024;
+    buffer_pool pool(*io_context::current(), 64, 64 * 1024, {.bundle = true, .incremental = true});
+    scope server;
+    server.spawn([](stream_listener& l, buffer_pool& pool) -> task<void> {
+      auto s = co_await l.accept();
+      if (!s) co_return;
+      EXPECT_EQ(s->is_direct(), io_context::current()->direct_table_size() != 0);
+      multishot_receiver rx(*s, pool);
+      std::array<pooled_buffer, 8> held;
+      std::array<const_buffer, 8> out;
+      for (;;) {
+        auto chunk = co_await rx.next();
+        if (!chunk || chunk->empty()) co_return;
+        held[0] = std::move(*chunk);
+        std::size_t n = 1;
+        while (n < held.size() && rx.next_ready(held[n])) ++n;
+        for (std::size_t i = 0; i < n; ++i) out[i] = const_buffer(held[i].data(), held[i].size());
+        auto w = co_await s->send_all(std::span<const const_buffer>(out.data(), n));
+        if (!w) co_return;
+        for (std::size_t i = 0; i < n; ++i) held[i].release();
+      }
+    }(l, pool));
+    auto c = co_await stream_socket::connect(at);
+    EXPECT_TRUE(c);
+    std::vector<std::byte> out(block), in(block);
+    int completed = 0;
+    for (int i = 0; i < 3000; ++i) {
+      if (i == 1000) {
+        allocations = 0;
+        counting = true;
+      }
+      auto w = co_await c->send_all(out);
+      auto r = co_await c->recv_exact(in);
+      if (!w || !r || *r != block) break;
+      ++completed;
+    }
+    counting = false;
+    const long during = allocations.load();
+    EXPECT_EQ(completed, 3000);
+    c = unexpected(std::errc::not_connected);
+    co_await server.join();
+    co_return during;
+  }(l, at));
+  EXPECT_EQ(allocs, 0);
+}
+
 RINGIO_ALL_BACKENDS(ZeroAllocationZeroCopyMinWait);
 
 }  // namespace
