@@ -19,6 +19,7 @@
 #include "ringio/http/response.hpp"
 #include "ringio/net/stream_socket.hpp"
 #include "ringio/task.hpp"
+#include "ringio/time/timeout.hpp"
 #include "ringio/tls/stream.hpp"
 #include "server_core.hpp"
 
@@ -42,17 +43,12 @@ struct forward_stop_both {
 
 /// Awaits a task under `token` instead of the awaiting task's own stop token (the
 /// TLS counterpart of an operation's .with_stop(token)); `token` must outlive it.
+/// Await it as a named local (GCC 12 mishandles awaiting such a temporary).
 template <class T>
 struct under_token {
   task<T> t;
   const std::stop_token* token;
-  bool await_ready() const noexcept { return false; }
-  std::coroutine_handle<> await_suspend(std::coroutine_handle<> parent) noexcept {
-    t.handle().promise().set_continuation(parent);
-    t.handle().promise().set_stop_token(token);
-    return t.handle();
-  }
-  T await_resume() { return t.handle().promise().take(); }
+  ringio::detail::token_awaiter<T> operator co_await() & noexcept { return {t, token}; }
 };
 
 class connection : public sweep_hook {

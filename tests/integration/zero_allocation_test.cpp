@@ -37,6 +37,25 @@ task<void> echo_one(stream_socket s) {
 }
 
 // Round trips of `size` bytes; counting starts after `warmup` of them.
+// Echoes through a multishot receiver, sending each wake-up's buffers with one gathered
+// send (bundles and incremental slices arrive several at a time).
+task<void> batched_echo(stream_socket& s, buffer_pool& pool) {
+  multishot_receiver rx(s, pool);
+  std::array<pooled_buffer, 8> held;
+  std::array<const_buffer, 8> out;
+  for (;;) {
+    auto chunk = co_await rx.next();
+    if (!chunk || chunk->empty()) co_return;
+    held[0] = std::move(*chunk);
+    std::size_t n = 1;
+    while (n < held.size() && rx.next_ready(held[n])) ++n;
+    for (std::size_t i = 0; i < n; ++i) out[i] = const_buffer(held[i].data(), held[i].size());
+    auto w = co_await s.send_all(std::span<const const_buffer>(out.data(), n));
+    if (!w) co_return;
+    for (std::size_t i = 0; i < n; ++i) held[i].release();
+  }
+}
+
 task<long> client(socket_address to, int warmup, int counted, std::size_t size) {
   auto s = co_await stream_socket::connect(to);
   EXPECT_TRUE(s);
@@ -230,20 +249,7 @@ TEST_P(ZeroAllocation, BundlesAndIncrementalBuffersAllocateNothing) {
       server.spawn([](stream_listener& l, buffer_pool& pool) -> task<void> {
         auto s = co_await l.accept();
         if (!s) co_return;
-        multishot_receiver rx(*s, pool);
-        std::array<pooled_buffer, 8> held;
-        std::array<const_buffer, 8> out;
-        for (;;) {
-          auto chunk = co_await rx.next();
-          if (!chunk || chunk->empty()) co_return;
-          held[0] = std::move(*chunk);
-          std::size_t n = 1;
-          while (n < held.size() && rx.next_ready(held[n])) ++n;
-          for (std::size_t i = 0; i < n; ++i) out[i] = const_buffer(held[i].data(), held[i].size());
-          auto w = co_await s->send_all(std::span<const const_buffer>(out.data(), n));
-          if (!w) co_return;
-          for (std::size_t i = 0; i < n; ++i) held[i].release();
-        }
+        co_await batched_echo(*s, pool);
       }(l, pool));
       long n = co_await client(at, 1000, 10'000, 128);
       co_await server.join();
@@ -592,20 +598,7 @@ TEST_P(ZeroAllocationZeroCopyMinWait, EveryFastPathOptionAtOnceAllocatesNothing)
       auto s = co_await l.accept();
       if (!s) co_return;
       EXPECT_EQ(s->is_direct(), io_context::current()->direct_table_size() != 0);
-      multishot_receiver rx(*s, pool);
-      std::array<pooled_buffer, 8> held;
-      std::array<const_buffer, 8> out;
-      for (;;) {
-        auto chunk = co_await rx.next();
-        if (!chunk || chunk->empty()) co_return;
-        held[0] = std::move(*chunk);
-        std::size_t n = 1;
-        while (n < held.size() && rx.next_ready(held[n])) ++n;
-        for (std::size_t i = 0; i < n; ++i) out[i] = const_buffer(held[i].data(), held[i].size());
-        auto w = co_await s->send_all(std::span<const const_buffer>(out.data(), n));
-        if (!w) co_return;
-        for (std::size_t i = 0; i < n; ++i) held[i].release();
-      }
+      co_await batched_echo(*s, pool);
     }(l, pool));
     auto c = co_await stream_socket::connect(at);
     EXPECT_TRUE(c);
