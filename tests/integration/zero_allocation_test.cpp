@@ -518,6 +518,30 @@ TEST_P(ZeroAllocation, BroadcastSendAndReceiveAllocateNothing) {
 
 RINGIO_ALL_BACKENDS(ZeroAllocation);
 
+// 3,000 round trips of `block` bytes (send, then receive all of it back); returns the
+// allocations of the last 2,000, then closes the connection.
+task<long> block_round_trips(socket_address to, std::size_t block) {
+  auto c = co_await stream_socket::connect(to);
+  EXPECT_TRUE(c);
+  if (!c) co_return -1;
+  std::vector<std::byte> out(block), in(block);
+  int completed = 0;
+  for (int i = 0; i < 3000; ++i) {
+    if (i == 1000) {
+      allocations = 0;
+      counting = true;
+    }
+    auto w = co_await c->send_all(out);
+    auto r = co_await c->recv_exact(in);
+    if (!w || !r || *r != block) break;
+    ++completed;
+  }
+  counting = false;
+  const long during = allocations.load();
+  EXPECT_EQ(completed, 3000);
+  co_return during;
+}
+
 // Zero-copy sends (every block is over the threshold) and min-wait batching on: the
 // notification CQEs and the raw enter allocate nothing either.
 class ZeroAllocationZeroCopyMinWait : public ::testing::TestWithParam<backend_kind> {
@@ -550,25 +574,7 @@ TEST_P(ZeroAllocationZeroCopyMinWait, EchoOfLargeBlocksAllocatesNothing) {
         if (!w) co_return;
       }
     }(l));
-    auto c = co_await stream_socket::connect(at);
-    EXPECT_TRUE(c);
-    std::vector<std::byte> out(block), in(block);
-    long during = -1;
-    int completed = 0;
-    for (int i = 0; i < 3000; ++i) {
-      if (i == 1000) {
-        allocations = 0;
-        counting = true;
-      }
-      auto w = co_await c->send_all(out);
-      auto r = co_await c->recv_exact(in);
-      if (!w || !r || *r != block) break;
-      ++completed;
-    }
-    counting = false;
-    during = allocations.load();
-    EXPECT_EQ(completed, 3000);
-    c = unexpected(std::errc::not_connected);  // closes the client: the server ends
+    long during = co_await block_round_trips(at, block);  // closes the client: the server ends
     co_await server.join();
     co_return during;
   }(l, at));
@@ -600,24 +606,7 @@ TEST_P(ZeroAllocationZeroCopyMinWait, EveryFastPathOptionAtOnceAllocatesNothing)
       EXPECT_EQ(s->is_direct(), io_context::current()->direct_table_size() != 0);
       co_await batched_echo(*s, pool);
     }(l, pool));
-    auto c = co_await stream_socket::connect(at);
-    EXPECT_TRUE(c);
-    std::vector<std::byte> out(block), in(block);
-    int completed = 0;
-    for (int i = 0; i < 3000; ++i) {
-      if (i == 1000) {
-        allocations = 0;
-        counting = true;
-      }
-      auto w = co_await c->send_all(out);
-      auto r = co_await c->recv_exact(in);
-      if (!w || !r || *r != block) break;
-      ++completed;
-    }
-    counting = false;
-    const long during = allocations.load();
-    EXPECT_EQ(completed, 3000);
-    c = unexpected(std::errc::not_connected);
+    const long during = co_await block_round_trips(at, block);
     co_await server.join();
     co_return during;
   }(l, at));
