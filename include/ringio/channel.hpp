@@ -129,9 +129,10 @@ class channel_send_op : public io_operation<channel_send_op<T>> {
 ///
 /// Closing: close() (or the destruction of the last channel::sender handle) makes
 /// sends fail with errc::closed; the receiver still gets every value queued before,
-/// then errc::closed. Destroy a channel only after its senders have returned from
-/// their last send (join their threads, or finish their tasks) and while no task waits
-/// in receive().
+/// then errc::closed. Once the receiver has seen errc::closed, no send, close or sender
+/// handle touches the channel any more: the receiver may destroy it at once. Otherwise
+/// destroy a channel only after its senders have returned from their last send, and
+/// while no task waits in receive().
 template <class T>
 class channel {
  public:
@@ -182,18 +183,27 @@ class channel {
   /// when the task's stop token is requested before the value went in (then the value
   /// was not sent).
   task<result<void>> send(T v) {
+    const detail::push_outcome first = push(v);
+    if (first == detail::push_outcome::pushed) co_return result<void>{};
+    if (first == detail::push_outcome::closed) co_return unexpected(errc::closed);
+    // A send that waits counts as a push in progress until it returns, so a receiver
+    // that sees the channel closed and drained knows no send still touches it.
+    active_.fetch_add(1, std::memory_order_seq_cst);
+    result<void> out;
     for (;;) {
-      const detail::push_outcome first = push(v);
-      if (first == detail::push_outcome::pushed) co_return result<void>{};
-      if (first == detail::push_outcome::closed) co_return unexpected(errc::closed);
       detail::channel_send_op<T> op(*this, v);
       auto r = co_await op;
       // RACE: cancelled while a receiver on another thread was waking it; the wake's
       // item is already in this loop's inbox and runs within an iteration or two.
       while (op.wake_in_flight()) co_await yield();
-      if (!r) co_return unexpected(r.error());
-      if (*r) co_return result<void>{};
+      if (!r) {
+        out = unexpected(r.error());
+        break;
+      }
+      if (*r) break;
     }
+    end_push();  // the last access to the channel
+    co_return out;
   }
 
   /// The receiving task (one at a time, on one loop): the next value; errc::closed
@@ -203,10 +213,18 @@ class channel {
   /// channel's values in place.
   task<result<T>> receive(std::stop_token stop = {}) {
     const std::stop_token inherited = co_await current_stop_token();
-    for (;;) {
+    for (unsigned finishing = 0;;) {
       if (stop.stop_requested() || inherited.stop_requested()) co_return unexpected(errno_code(-ECANCELED));
       if (auto v = pop()) co_return std::move(*v);
       if (drained()) co_return unexpected(errc::closed);
+      if (closing()) {
+        // Closed and empty, but a send or the close itself is still finishing (a few
+        // instructions, or a woken sender on its way out): wait for it without
+        // sleeping in the kernel for a wake that may not come.
+        if (++finishing < 64) co_await yield();
+        else co_await sleep_for(std::chrono::milliseconds(1));
+        continue;
+      }
       detail::channel_waker& w = *waker_;
       w.ctx.store(io_context::current(), std::memory_order_release);
       w.waiting.store(true, std::memory_order_relaxed);
@@ -217,10 +235,9 @@ class channel {
         w.waiting.store(false);
         co_return std::move(*v);
       }
-      // A push still in progress (even one racing close()) notifies when it is done.
-      if (drained()) {
+      if (closed_.load(std::memory_order_seq_cst)) {
         w.waiting.store(false);
-        co_return unexpected(errc::closed);
+        continue;  // drained, or finishing: decided above
       }
       detail::channel_wait_op op;
       if (stop.stop_possible()) op.set_stop_token(stop);
@@ -239,9 +256,14 @@ class channel {
   /// (and fail), and the receiver gets what is queued, then errc::closed. Any thread;
   /// closing twice does nothing more.
   void close() noexcept {
-    if (closed_.exchange(true, std::memory_order_seq_cst)) return;
-    waker_->notify();
-    senders_.wake_all();
+    // Counted as a push in progress: the receiver sees the channel drained only after
+    // the last access below, so it may free the channel the moment it sees that.
+    active_.fetch_add(1, std::memory_order_seq_cst);
+    if (!closed_.exchange(true, std::memory_order_seq_cst)) {
+      senders_.wake_all();
+      waker_->notify();
+    }
+    end_push();
   }
 
   /// True once close() was called (or the last sender handle went away).
@@ -265,14 +287,23 @@ class channel {
 
   // Any thread. `active_` counts pushes in progress, so that a receiver that sees the
   // channel closed and empty knows no value is still on its way in.
+  // The receiver is woken before the count drops (after it, the channel may be gone).
   detail::push_outcome push(T& v) {
     active_.fetch_add(1, std::memory_order_seq_cst);
     detail::push_outcome out = detail::push_outcome::closed;
     if (!closed_.load(std::memory_order_seq_cst))
       out = ring_.try_push(v) ? detail::push_outcome::pushed : detail::push_outcome::full;
-    active_.fetch_sub(1, std::memory_order_seq_cst);
-    if (out == detail::push_outcome::pushed || closed_.load(std::memory_order_relaxed)) waker_->notify();
+    if (out == detail::push_outcome::pushed) waker_->notify();
+    end_push();
     return out;
+  }
+
+  // Ends a push, a waiting send or a close: the last access to the channel, since a
+  // receiver that then finds it closed and empty may destroy it at once.
+  void end_push() noexcept { active_.fetch_sub(1, std::memory_order_seq_cst); }
+
+  bool closing() const noexcept {
+    return closed_.load(std::memory_order_seq_cst) && ring_.size() == 0 && active_.load(std::memory_order_seq_cst) != 0;
   }
 
   // Receiver: pops, then wakes a sender waiting for the slot just freed.

@@ -163,6 +163,8 @@ class io_context {
   /// Cancels every operation of this loop on `fd` (loop thread only), or on slot `fd`
   /// of the ring's file table when `direct`; each completes later through its normal path.
   void cancel_fd(int fd, bool direct = false) noexcept;
+  /// How many cancel_fd() calls `fd` has seen on this loop, plus one (op_base::fd_cancel_mark).
+  [[nodiscard]] std::uint32_t cancel_mark(int fd, bool direct) const noexcept;
   /// Direct descriptors (the ring's file table): its size, 0 when off; free slots;
   /// counting a slot taken or given back; closing one (loop thread); installing one as
   /// a normal descriptor (loop thread, synchronous: the fd or -errno).

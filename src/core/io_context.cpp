@@ -140,6 +140,9 @@ bool io_context::start(detail::op_base& op) {
   // RACE: a stop callback on another thread reads op.ctx while a multi-step operation
   // starts its next step here; the value never changes, so it is written only once.
   if (op.ctx != this) op.ctx = this;
+  if (op.fd_cancel_mark != 0 && op.kind == detail::op_kind::io &&
+      op.fd_cancel_mark != state_->cancel_mark(op.fd, op.fixed_file))
+    op.cancel_requested = true;  // RACE: its fd was cancelled after the last step completed
   if (state_->shutting_down || op.cancel_requested) {
     op.res = -ECANCELED;
     op.state = detail::op_state::done;
@@ -215,6 +218,11 @@ void io_context::cancel(detail::op_base& op) noexcept {
 }
 
 void io_context::cancel_fd(int fd, bool direct) noexcept {
+  try {
+    state_->note_cancel(fd, direct);
+  } catch (const std::bad_alloc&) {
+    log(log_level::error, "cancel of fd %d: no memory to record it; a later step may still start", fd);
+  }
   // Waits that no kernel request stands for (a multishot receiver's or acceptor's
   // next(), even one paused for lack of buffers) are cancelled here.
   for (detail::op_base* op = events_; op != nullptr;) {
@@ -224,6 +232,8 @@ void io_context::cancel_fd(int fd, bool direct) noexcept {
   }
   backend_->cancel_fd(fd, direct);
 }
+
+std::uint32_t io_context::cancel_mark(int fd, bool direct) const noexcept { return state_->cancel_mark(fd, direct); }
 
 unsigned io_context::direct_table_size() const noexcept { return backend_->direct_table_size(); }
 unsigned io_context::direct_free() const noexcept { return backend_->direct_free(); }

@@ -3,7 +3,9 @@
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <exception>
+#include <vector>
 
 #include "core/ready_queue.hpp"
 #include "ringio/detail/promise_base.hpp"
@@ -56,6 +58,23 @@ class loop_state {
   std::size_t detached_tasks = 0;
   detached_sink detached{detached_tasks};
   loop_statistics stats;
+  /// How many times stream_socket::cancel() was asked for each fd number (and each
+  /// slot of the direct table): a multi-step operation whose next step would start
+  /// after a cancel of its fd ends instead (the cancel request cannot reach a step
+  /// submitted behind it). Grown only by a cancel.
+  std::vector<std::uint32_t> fd_cancels;
+  std::vector<std::uint32_t> direct_cancels;
+
+  [[nodiscard]] std::uint32_t cancel_mark(int fd, bool direct) const noexcept {
+    const auto& v = direct ? direct_cancels : fd_cancels;
+    return fd >= 0 && static_cast<std::size_t>(fd) < v.size() ? v[static_cast<std::size_t>(fd)] + 1 : 1;
+  }
+  void note_cancel(int fd, bool direct) {
+    if (fd < 0) return;
+    auto& v = direct ? direct_cancels : fd_cancels;
+    if (static_cast<std::size_t>(fd) >= v.size()) v.resize(static_cast<std::size_t>(fd) + 1, 0);
+    ++v[static_cast<std::size_t>(fd)];
+  }
 };
 
 }  // namespace ringio::detail

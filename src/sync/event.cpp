@@ -28,19 +28,22 @@ void event_core::wake_waiters() noexcept {
 }
 
 void event_core::set() noexcept {
+  // A waiter may see the event set the moment is_set is stored, and destroy it: this
+  // call holds its own reference until its last access (handed to the wake-up item
+  // when one is queued).
+  refs.fetch_add(1, std::memory_order_relaxed);
   is_set.store(true, std::memory_order_release);
   // RACE: pairs with the fence in try_take (Dekker): either the waiter sees the event
   // set, or this thread sees the waiter's loop and wakes it.
   std::atomic_thread_fence(std::memory_order_seq_cst);
   io_context* loop = home.load(std::memory_order_acquire);
-  if (loop == nullptr) return;  // nobody has waited yet
   if (loop == io_context::current()) {
-    wake_waiters();
+    if (loop != nullptr) wake_waiters();
+  } else if (loop != nullptr && !wake_queued.exchange(true, std::memory_order_acq_rel)) {
+    loop->post_remote(item);  // the item owns this call's reference now
     return;
   }
-  if (wake_queued.exchange(true, std::memory_order_acq_rel)) return;
-  refs.fetch_add(1, std::memory_order_relaxed);
-  loop->post_remote(item);
+  release();
 }
 
 bool event_core::try_take() {

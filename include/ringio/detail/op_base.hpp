@@ -94,6 +94,9 @@ struct op_base {
   bool fixed_file = false;
   std::atomic<bool> remote_cancel{false};  ///< a stop callback on another thread queued it
   std::uint32_t heap_index = 0;            ///< position in the readiness timer heap (+1)
+  /// The loop's cancel count for `fd` when the operation began, plus one (0: not
+  /// tracked). A later step started after a cancel_fd() of the same fd fails at once.
+  std::uint32_t fd_cancel_mark = 0;
   /// with_timeout deadline, or a timer's wake time: ns on CLOCK_MONOTONIC; 0 = none.
   std::int64_t deadline_ns = 0;
   kernel_timespec ts;  ///< deadline_ns as the kernel reads it, alive until submission

@@ -59,7 +59,8 @@ class event_wait_op : public queued_op<event_wait_op> {
 /// another loop throws std::logic_error); set() and reset() are safe from any thread
 /// and any loop: from another thread the waiters' loop is woken through its inbox (a
 /// ring message or its eventfd), as channel senders wake a receiver. Destroy it only
-/// while no task waits on it; a set() in flight from another thread must have returned.
+/// while no task waits on it: a waiter released by a set() from another thread may
+/// destroy it at once (that set() keeps the shared state alive until it returns).
 class event {
  public:
   /// An unset event of the given mode.
