@@ -41,7 +41,7 @@ test-sanitize: build-sanitize
 # ThreadSanitizer: the tests whose code runs on several threads. Fibers run on one
 # thread; their stack switches are told to TSan (__tsan_switch_to_fiber), and the one
 # fiber test with a second thread (a stop from it) runs here.
-TSAN_TESTS = CrossThread|SenderCrossThread|StdexecInterop|Channel|ChannelAcrossLoops|MpscRing|Cancellation.StopFromAnotherThread|Chaos|Log\.|ServeProgram|Fiber.StopFromAnotherThread|Sync\.EventSetFromAnotherThread|SyncRandom\.Channel|Client\.Resolve|MinWait\.CrossThread
+TSAN_TESTS = CrossThread|Teardown|SenderCrossThread|StdexecInterop|Channel|ChannelAcrossLoops|MpscRing|Cancellation.StopFromAnotherThread|Chaos|Log\.|ServeProgram|Fiber.StopFromAnotherThread|Sync\.EventSetFromAnotherThread|SyncRandom\.Channel|Client\.Resolve|MinWait\.CrossThread
 build-tsan: deps-test
 	cmake -S . -B build/tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug \
 	  -DCMAKE_CXX_COMPILER=clang++-16 -DCMAKE_C_COMPILER=clang-16 \
