@@ -20,14 +20,21 @@ using namespace ringio_test;
 namespace {
 
 // Pins the calling thread to one CPU for its lifetime, restoring the old mask after.
+// `yielding`: the thread also runs under SCHED_IDLE, so the wake-up of the loop's
+// thread (a normal one, on the same CPU) preempts it on the spot: right after the
+// store that the woken side observes.
 class pin_to_cpu {
  public:
-  explicit pin_to_cpu(int cpu) {
+  explicit pin_to_cpu(int cpu, bool yielding = false) {
     pthread_getaffinity_np(pthread_self(), sizeof old_, &old_);
     cpu_set_t one;
     CPU_ZERO(&one);
     CPU_SET(cpu, &one);
     pthread_setaffinity_np(pthread_self(), sizeof one, &one);
+    if (yielding) {
+      sched_param none{};
+      pthread_setschedparam(pthread_self(), SCHED_IDLE, &none);
+    }
   }
   ~pin_to_cpu() { pthread_setaffinity_np(pthread_self(), sizeof old_, &old_); }
   pin_to_cpu(const pin_to_cpu&) = delete;
@@ -55,8 +62,11 @@ TEST_P(Teardown, ChannelFreedWhenTheLastSenderHandleCloses) {
   for (int round = 0; round < rounds; ++round) {
     auto ch = std::make_unique<channel<int>>(4);
     std::thread t([cpu, s = ch->make_sender(), round]() mutable {
-      pin_to_cpu p(cpu);
+      pin_to_cpu p(cpu, true);
       if (round % 2 == 0) s.try_send(round);
+      // Mostly after the receiver went to sleep in the kernel: the wake-up then lets
+      // the scheduler switch to it in the middle of the close.
+      std::this_thread::sleep_for(std::chrono::microseconds(round % 4 * 300));
       auto last = std::move(s);  // destroyed at the end of this scope: closes
     });
     int got = 0;
@@ -87,7 +97,7 @@ TEST_P(Teardown, ChannelFreedWhileAWaitingSenderIsWokenByClose) {
     std::atomic<bool> sender_waiting{false};
     std::atomic<int> sent{0};
     std::thread t([cpu, raw, &sender_waiting, &sent] {
-      pin_to_cpu p(cpu);
+      pin_to_cpu p(cpu, true);
       io_context other(io_context_options{.quiet = true});
       sync_wait(other, [](channel<int>& c, std::atomic<bool>& waiting, std::atomic<int>& sent) -> task<void> {
         EXPECT_TRUE(c.try_send(1));
@@ -123,9 +133,10 @@ TEST_P(Teardown, EventFreedWhenSetFromAnotherThread) {
     auto ev = std::make_unique<event>(round % 2 == 0 ? event_mode::one_shot : event_mode::auto_reset);
     event* raw = ev.get();
     std::atomic<bool> go{false};
-    std::thread t([cpu, raw, &go] {
-      pin_to_cpu p(cpu);
+    std::thread t([cpu, raw, &go, round] {
+      pin_to_cpu p(cpu, true);
       while (!go.load()) std::this_thread::yield();
+      std::this_thread::sleep_for(std::chrono::microseconds(round % 4 * 300));
       raw->set();
     });
     run([&]() -> task<void> {
