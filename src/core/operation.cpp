@@ -53,6 +53,13 @@ bool start_operation(op_base& op, std::coroutine_handle<> h, const std::stop_tok
     throw std::logic_error("ringio: an operation was awaited outside a running io_context");
   op.waiter = h;
   op.ctx = ctx;
+  if (op.direct_owner != nullptr && op.direct_owner != ctx) {
+    // A direct descriptor names a slot of its own loop's table: here the same number
+    // is another connection (or nothing).
+    op.res = -EXDEV;
+    op.state = op_state::done;
+    return false;
+  }
   if (op.kind == op_kind::io && op.fd >= 0) op.fd_cancel_mark = ctx->cancel_mark(op.fd, op.fixed_file);
   if ((token != nullptr && token->stop_requested()) || (also != nullptr && also->stop_requested())) {
     // Stopped before it started: no SQE is sent.

@@ -271,6 +271,42 @@ TEST_P(DirectDescriptors, FullTableFallsBackAndRefills) {
   }
 }
 
+// A direct descriptor awaited on another loop (whose table holds another connection
+// in the same slot) fails with cross_device_link and moves no byte of that connection.
+TEST_P(DirectDescriptors, OperationOnAnotherLoopFailsAndTouchesNothing) {
+  if (!direct_expected()) GTEST_SKIP() << "no direct descriptors on this backend or kernel";
+  auto l = direct_listener();
+  auto at = address_of(l);
+  auto first = run(connect_pair(l, at));
+  ASSERT_TRUE(first.second.is_direct());
+  io_context other(io_context_options{.backend = GetParam(), .quiet = true, .direct_descriptors = 64});
+  auto l2 = direct_listener();
+  auto at2 = address_of(l2);
+  sync_wait(other, [](stream_listener& l2, socket_address at2, stream_socket& foreign) -> task<void> {
+    auto [c2, s2] = co_await connect_pair(l2, at2);
+    EXPECT_TRUE(s2.is_direct());
+    EXPECT_TRUE(co_await c2.send_all(std::string_view("other loop's secret")));
+    std::array<char, 64> buf{};
+    auto got = co_await foreign.recv(std::as_writable_bytes(std::span(buf)));
+    EXPECT_FALSE(got) << "read " << got.value_or(0) << " bytes of another connection";
+    EXPECT_EQ(got ? std::error_code{} : got.error(), std::errc::cross_device_link);
+    auto sent = co_await foreign.send_all(std::string_view("leak"));
+    EXPECT_FALSE(sent);
+    EXPECT_EQ(sent ? std::error_code{} : sent.error(), std::errc::cross_device_link);
+    auto exact = co_await foreign.recv_exact(std::as_writable_bytes(std::span(buf).first(4)));
+    EXPECT_FALSE(exact);
+    // The other loop's connection still has all its bytes, and got nothing.
+    auto mine = co_await s2.recv_exact(std::as_writable_bytes(std::span(buf).first(19)));
+    EXPECT_TRUE(mine && *mine == 19u);
+    EXPECT_EQ(std::string_view(buf.data(), 19), "other loop's secret");
+    char probe;
+    EXPECT_EQ(::recv(c2.native_handle(), &probe, 1, MSG_DONTWAIT), -1) << "the other connection received bytes";
+  }(l2, at2, first.second));
+  // The socket still works on its own loop.
+  bool ok = run(one_way(first.first, first.second, "still mine"));
+  EXPECT_TRUE(ok);
+}
+
 TEST_P(DirectDescriptors, CancelStopAndTimeoutOnADirectRecv) {
   const bool direct = direct_expected();
   auto l = direct_listener();

@@ -92,6 +92,10 @@ struct op_base {
   bool remote_cancel_seen = false;  ///< the loop has drained its cross-thread cancel
   /// io_uring: `fd` is an index in the ring's file table (IOSQE_FIXED_FILE).
   bool fixed_file = false;
+  /// With fixed_file: the loop whose file table `fd` indexes (null: not checked). An
+  /// operation started on another loop fails with cross_device_link instead of doing
+  /// I/O on whatever that loop's table holds in the same slot.
+  io_context* direct_owner = nullptr;
   std::atomic<bool> remote_cancel{false};  ///< a stop callback on another thread queued it
   std::uint32_t heap_index = 0;            ///< position in the readiness timer heap (+1)
   /// The loop's cancel count for `fd` when the operation began, plus one (0: not
@@ -109,7 +113,13 @@ struct op_base {
   explicit op_base(const op_vtable* v, op_kind k = op_kind::io) noexcept : vt(v), kind(k) {}
   // Operations may be copied or moved only before they start (with_timeout wraps them).
   op_base(const op_base& o) noexcept
-      : vt(o.vt), fd(o.fd), kind(o.kind), want(o.want), fixed_file(o.fixed_file), deadline_ns(o.deadline_ns) {}
+      : vt(o.vt),
+        fd(o.fd),
+        kind(o.kind),
+        want(o.want),
+        fixed_file(o.fixed_file),
+        direct_owner(o.direct_owner),
+        deadline_ns(o.deadline_ns) {}
   op_base& operator=(const op_base&) = delete;
   ~op_base() = default;
 };

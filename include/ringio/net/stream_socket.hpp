@@ -27,7 +27,8 @@ class connect_op;
 /// with listen_options::direct_descriptors on a loop that has a file table, see
 /// io_context_options::direct_descriptors): a slot of that loop's io_uring file table.
 /// Its operations then skip the kernel's per-operation file lookup. Such a socket is
-/// usable only on the loop that accepted it; every path that needs a real descriptor
+/// usable only on the loop that accepted it (an operation awaited on another loop fails
+/// with cross_device_link and touches nothing); every path that needs a real descriptor
 /// (native_handle(), release(), the address and option calls, send_file, buffered_stream,
 /// copy_bidirectional) first installs it as a normal one (install_fd()).
 class stream_socket {
@@ -52,6 +53,7 @@ class stream_socket {
     detail::recv_op op{fd_.get(), buf, flags};
     op.deferred_error = &deferred_error_;
     op.fixed_file = fd_.is_direct();
+    op.direct_owner = fd_.direct_owner();
     return op;
   }
   /// Receives until buf is full. A shorter count means the stream ended, or that the
@@ -64,6 +66,7 @@ class stream_socket {
     detail::recv_exact_op op{fd_.get(), buf};
     op.deferred_error = &deferred_error_;
     op.fixed_file = fd_.is_direct();
+    op.direct_owner = fd_.direct_owner();
     return op;
   }
   /// Sends some of buf (possibly fewer bytes than given).
@@ -158,6 +161,7 @@ class stream_socket {
   template <class Op>
   Op on_socket(Op op) const noexcept {
     op.fixed_file = fd_.is_direct();
+    op.direct_owner = fd_.direct_owner();
     return op;
   }
   /// @endcond
