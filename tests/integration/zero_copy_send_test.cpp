@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -15,6 +16,7 @@
 #include <random>
 #include <stop_token>
 #include <system_error>
+#include <thread>
 #include <vector>
 
 #include "ringio/ringio.hpp"
@@ -236,6 +238,46 @@ TEST_P(ZeroCopySend, DeadlineMidSendLosesNoCount) {
 }
 
 // AF_UNIX sockets refuse SEND_ZC: the send goes again by copy, transparently.
+// A send waiting for its notification while the peer has stopped reading must not hold
+// the context: destroying it returns at once (the peer resets the connection after 5 s
+// to unblock a failing run).
+TEST_P(ZeroCopySend, ContextDestroyedWhileThePeerStopsReading) {
+  auto own = std::make_unique<io_context>(
+      io_context_options{.backend = GetParam(), .quiet = true, .zero_copy_send_threshold = threshold});
+  auto l = listen_loopback();
+  auto pair = sync_wait(*own, connect_pair(l, 16384));
+  const int peer = pair.receiver.release();
+  int small = 4096;
+  ASSERT_EQ(::setsockopt(peer, SOL_SOCKET, SO_RCVBUF, &small, sizeof small), 0);
+  // Sends until the peer's window and our buffer are full; the peer never reads.
+  own->spawn([](stream_socket s) -> task<void> {
+    std::vector<std::byte> block(64 * 1024, std::byte{1});
+    for (int i = 0; i < 256; ++i) {
+      auto sent = co_await s.send_all(block);
+      if (!sent || *sent != block.size()) co_return;
+    }
+  }(std::move(pair.sender)));
+  sync_wait(*own, []() -> task<void> { (void)co_await sleep_for(300ms); }());
+  std::atomic<bool> destroyed{false};
+  bool peer_reset = false;
+  std::thread unblock([&] {
+    for (int i = 0; i < 500 && !destroyed.load(); ++i) std::this_thread::sleep_for(10ms);
+    if (destroyed.load()) return;
+    linger reset{1, 0};
+    ::setsockopt(peer, SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
+    ::close(peer);  // the reset lets the kernel drop the queued bytes
+    peer_reset = true;
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  own.reset();
+  destroyed.store(true);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  unblock.join();
+  if (!peer_reset) ::close(peer);
+  EXPECT_LT(took, 2s) << "~io_context waited " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
+                      << " ms for the peer to read";
+}
+
 TEST_P(ZeroCopySend, SocketWithoutZeroCopySendsByCopy) {
   socket_pair p;
   run([](socket_pair& p) -> task<void> {

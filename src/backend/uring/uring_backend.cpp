@@ -300,6 +300,12 @@ void uring_backend::cancel(op_base& op) noexcept {
 }
 
 void uring_backend::cancel_all() noexcept {
+  // Shutdown: sends already done stop waiting for their notifications, and no new send
+  // goes out as zero copy (a notification of a finished send could then carry the
+  // address of a new operation).
+  shutting_down_ = true;
+  zero_copy_threshold_ = 0;
+  while (notif_waiting_ != nullptr) release_from_notification(*notif_waiting_);
   while (backlog_head_ != nullptr) {
     op_base* op = backlog_head_;
     unlink_backlog(*op);
@@ -470,6 +476,7 @@ void uring_backend::dispatch(std::uint64_t ud, int res, unsigned flags) noexcept
   auto* op = reinterpret_cast<op_base*>(ud & ~static_cast<std::uint64_t>(ud_tag_mask));
   const bool final_cqe = (flags & IORING_CQE_F_MORE) == 0;
   if (final_cqe) --cqes_expected_;
+  if ((flags & IORING_CQE_F_NOTIF) != 0 && !orphans_.empty() && orphaned_notification(ud)) return;
   switch (ud & ud_tag_mask) {
     case ud_tag_main:
       if (op->vt->on_cqe != nullptr) {  // multishot: every CQE is delivered
@@ -488,11 +495,15 @@ void uring_backend::dispatch(std::uint64_t ud, int res, unsigned flags) noexcept
       } else if ((flags & IORING_CQE_F_NOTIF) != 0) {
         // A zero-copy send's notification: the kernel let go of the buffer.
         if ((res & IORING_NOTIF_USAGE_ZC_COPIED) != 0) ++st_.stats.zero_copy_copied;
+        unlink_notif_wait(*op);
       } else {
         // A timer's expiry is its success.
         op->res = (op->kind == op_kind::timer && res == -ETIME) ? 0 : res;
         op->cqe_flags = flags;
-        if (!final_cqe) return;  // a zero-copy send: wait for its notification
+        if (!final_cqe) {  // a zero-copy send: wait for its notification
+          wait_for_notification(*op);
+          return;
+        }
       }
       break;
     case ud_tag_cancel:
@@ -508,6 +519,45 @@ void uring_backend::dispatch(std::uint64_t ud, int res, unsigned flags) noexcept
       return;
   }
   if (--op->outstanding == 0) finish(*op);
+}
+
+void uring_backend::wait_for_notification(op_base& op) noexcept {
+  op.prev = nullptr;
+  op.next = notif_waiting_;
+  if (notif_waiting_ != nullptr) notif_waiting_->prev = &op;
+  notif_waiting_ = &op;
+  if (shutting_down_) release_from_notification(op);
+}
+
+void uring_backend::unlink_notif_wait(op_base& op) noexcept {
+  if (op.prev == nullptr && notif_waiting_ != &op) return;  // not waiting
+  (op.prev != nullptr ? op.prev->next : notif_waiting_) = op.next;
+  if (op.next != nullptr) op.next->prev = op.prev;
+  op.next = op.prev = nullptr;
+}
+
+// RACE: the notification may still come; it is recognised by its user_data and
+// dropped. The kernel holds its own references to the pages until the bytes leave, so
+// the buffer's memory may be reused: at worst the bytes still queued on a connection
+// being torn down reflect the later writes.
+void uring_backend::release_from_notification(op_base& op) noexcept {
+  unlink_notif_wait(op);
+  try {
+    orphans_.push_back(tagged(op, ud_tag_main));
+  } catch (const std::bad_alloc&) {
+    return;  // keep waiting: the notification will finish it
+  }
+  if (--op.outstanding == 0) finish(op);
+}
+
+bool uring_backend::orphaned_notification(std::uint64_t ud) noexcept {
+  for (std::size_t i = 0; i < orphans_.size(); ++i) {
+    if (orphans_[i] != ud) continue;
+    orphans_[i] = orphans_.back();
+    orphans_.pop_back();
+    return true;
+  }
+  return false;
 }
 
 void uring_backend::on_poll_cqe(op_base& op, int res) noexcept {

@@ -78,6 +78,10 @@ class uring_backend final : public backend {
   void reap() noexcept;
   void drain_backlog() noexcept;
   void finish(op_base& op) noexcept;
+  void wait_for_notification(op_base& op) noexcept;
+  void release_from_notification(op_base& op) noexcept;
+  void unlink_notif_wait(op_base& op) noexcept;
+  bool orphaned_notification(std::uint64_t ud) noexcept;
   void arm_wake() noexcept;
   void expire_polls() noexcept;
   static void wake_complete(op_base& op) noexcept;
@@ -114,6 +118,13 @@ class uring_backend final : public backend {
   std::size_t zero_copy_threshold_ = 0;
   unsigned min_wait_usec_ = 0;
   kernel_timespec wake_nudge_ts_{};  // 0: the wake read's linked TIMEOUT expires at once
+  // Zero-copy sends that have their result and wait for the kernel to let go of the
+  // buffer (linked through op.next/prev). At shutdown they finish without it: a peer
+  // that stopped reading would otherwise hold the context forever. Their notifications
+  // (user_data in `orphans_`) are then dropped when they come.
+  op_base* notif_waiting_ = nullptr;
+  std::vector<std::uint64_t> orphans_;
+  bool shutting_down_ = false;
 };
 
 }  // namespace ringio::detail
