@@ -78,7 +78,7 @@ class client {
  private:
   /// @cond INTERNAL
   struct outcome;
-  task<result<response_stream>> exchange(const url& target, method m, const request_spec& spec, bool drop_authorization,
+  task<result<response_stream>> exchange(const url& target, method m, const request_spec& spec, bool cross_origin,
                                          bool with_body);
   task<result<detail::connection_ptr>> connect(const url& target);
   task<result<tls::stream>> handshake(const url& target, stream_socket socket);

@@ -40,6 +40,11 @@ struct client_options {
   tls::client_options tls{};
   /// The User-Agent field sent unless a request gives its own; empty: none.
   std::string user_agent = "ringio";
+  /// Over TLS, accept a body delimited by the end of the connection (no Content-Length,
+  /// not chunked) when the connection ends without close_notify. Off: such a body is
+  /// truncated_body, since an attacker on the path can cut it anywhere (RFC 9112
+  /// section 9.8). Turn it on only for servers known to close without close_notify.
+  bool accept_tls_truncation = false;
 };
 
 }  // namespace ringio::http
