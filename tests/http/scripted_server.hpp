@@ -35,6 +35,7 @@ struct step {
     stall,         // wait `ms`
     close_notify,  // TLS: send close_notify
     reset,         // close with SO_LINGER 0 (an RST)
+    mark,          // count in server_log::marks that the script got here
   };
   kind what;
   std::string bytes;
@@ -48,6 +49,7 @@ inline step flood(std::string bytes) { return {step::flood, std::move(bytes)}; }
 inline step stall(int ms) { return {step::stall, {}, ms}; }
 inline step close_notify() { return {step::close_notify, {}}; }
 inline step reset() { return {step::reset, {}}; }
+inline step mark() { return {step::mark, {}}; }
 
 // What the server saw: the request heads (all connections, in arrival order) and how
 // many connections it has accepted and closed.
@@ -55,6 +57,7 @@ struct server_log {
   std::vector<std::string> heads;
   int accepted = 0;
   int closed = 0;
+  int marks = 0;
 };
 
 namespace detail {
@@ -140,6 +143,7 @@ inline ringio::task<> play(scripted_conn c, std::vector<step> script, server_log
       case step::close_notify:
         go_on = c.secure && static_cast<bool>(co_await c.secure->send_close_notify(std::chrono::seconds(1)));
         break;
+      case step::mark: ++log.marks; break;
       case step::reset: {
         linger l{1, 0};
         ::setsockopt(c.fd(), SOL_SOCKET, SO_LINGER, &l, sizeof l);
@@ -186,6 +190,13 @@ inline ringio::task<bool> closed_at_least(const server_log& log, int n) {
   for (int i = 0; i < 400 && log.closed < n; ++i)
     if (!co_await ringio::sleep_for(std::chrono::milliseconds(5))) break;
   co_return log.closed >= n;
+}
+
+// Waits (bounded by 2 s) until the scripts have passed `n` mark() steps.
+inline ringio::task<bool> marked_at_least(const server_log& log, int n) {
+  for (int i = 0; i < 400 && log.marks < n; ++i)
+    if (!co_await ringio::sleep_for(std::chrono::milliseconds(5))) break;
+  co_return log.marks >= n;
 }
 
 // Runs `client_side` while the scripted server serves, then stops the server.
