@@ -18,7 +18,8 @@ struct client_options {
   unsigned max_redirects = 5;
   /// The longest response body accepted (body_too_large beyond it).
   std::size_t max_body = 8 * 1024 * 1024;
-  /// The longest response head (status line and fields) accepted.
+  /// The longest response head (status line and fields) accepted, the heads of the
+  /// interim (1xx) responses before it counted in.
   std::size_t max_head_bytes = 16 * 1024;
   /// Idle connections kept per (scheme, host, port); 0 disables reuse.
   std::size_t max_idle_per_host = 4;
