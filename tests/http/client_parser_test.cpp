@@ -56,6 +56,42 @@ TEST(ClientUrl, ResolvesLocations) {
   EXPECT_FALSE(http::resolve_location(*base, "ftp://x/"));
 }
 
+// RFC 3986 section 5.4: the reference resolution examples against its base URI.
+TEST(ClientUrl, ResolvesTheExamplesOfRfc3986) {
+  auto base = http::parse_url("http://a/b/c/d;p?q");
+  ASSERT_TRUE(base);
+  const std::pair<const char*, const char*> rows[] = {
+      // 5.4.1 normal examples ("g:h" names another scheme: refused below)
+      {"g", "http://a/b/c/g"}, {"./g", "http://a/b/c/g"}, {"g/", "http://a/b/c/g/"}, {"/g", "http://a/g"},
+      {"//g", "http://g"}, {"?y", "http://a/b/c/d;p?y"}, {"g?y", "http://a/b/c/g?y"}, {"#s", "http://a/b/c/d;p?q#s"},
+      {"g#s", "http://a/b/c/g#s"}, {"g?y#s", "http://a/b/c/g?y#s"}, {";x", "http://a/b/c/;x"},
+      {"g;x", "http://a/b/c/g;x"}, {"g;x?y#s", "http://a/b/c/g;x?y#s"}, {".", "http://a/b/c/"},
+      {"./", "http://a/b/c/"}, {"..", "http://a/b/"}, {"../", "http://a/b/"}, {"../g", "http://a/b/g"},
+      {"../..", "http://a/"}, {"../../", "http://a/"}, {"../../g", "http://a/g"},
+      // 5.4.2 abnormal examples
+      {"../../../g", "http://a/g"}, {"../../../../g", "http://a/g"}, {"/./g", "http://a/g"}, {"/../g", "http://a/g"},
+      {"g.", "http://a/b/c/g."}, {".g", "http://a/b/c/.g"}, {"g..", "http://a/b/c/g.."}, {"..g", "http://a/b/c/..g"},
+      {"./../g", "http://a/b/g"}, {"./g/.", "http://a/b/c/g/"}, {"g/./h", "http://a/b/c/g/h"},
+      {"g/../h", "http://a/b/c/h"}, {"g;x=1/./y", "http://a/b/c/g;x=1/y"}, {"g;x=1/../y", "http://a/b/c/y"},
+      {"g?y/./x", "http://a/b/c/g?y/./x"}, {"g?y/../x", "http://a/b/c/g?y/../x"}, {"g#s/./x", "http://a/b/c/g#s/./x"},
+      {"g#s/../x", "http://a/b/c/g#s/../x"},
+      // absolute references lose their dot segments too
+      {"http://x/a/./b/../c", "http://x/a/c"}, {"HTTPS://x:8/../p?q", "HTTPS://x:8/p?q"},
+  };
+  for (const auto& [reference, expected] : rows) {
+    auto r = http::resolve_location(*base, reference);
+    ASSERT_TRUE(r) << reference;
+    EXPECT_EQ(*r, expected) << reference;
+  }
+  // "g:h" (another scheme) and "http:g" (http without an authority, read strictly)
+  // name nothing the client can fetch; "" would be the base itself, a redirect loop.
+  for (const char* refused : {"g:h", "http:g", ""}) {
+    auto r = http::resolve_location(*base, refused);
+    ASSERT_FALSE(r) << refused;
+    EXPECT_EQ(r.error(), http::client_errc::bad_redirect) << refused;
+  }
+}
+
 TEST(ClientResponseHead, FramingRules) {
   struct row {
     const char* text;
@@ -69,9 +105,9 @@ TEST(ClientResponseHead, FramingRules) {
       {"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n", true, http::body_framing::none, true},
       {"HTTP/1.1 204 No Content\r\n\r\n", false, http::body_framing::none, true},
       {"HTTP/1.1 304 Not Modified\r\nContent-Length: 9\r\n\r\n", false, http::body_framing::none, true},
-      {"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", false, http::body_framing::chunked, true},
+      {"HTTP/1.1 200 OK\r\nTransfer-Encoding: Chunked\r\n\r\n", false, http::body_framing::chunked, true},
+      {"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", true, http::body_framing::none, true},
       {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n", false, http::body_framing::chunked, false},
-      {"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n", false, http::body_framing::until_close, false},
       {"HTTP/1.1 200 OK\r\n\r\n", false, http::body_framing::until_close, false},
       {"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n", false, http::body_framing::none, false},
       {"HTTP/1.0 200 OK\r\nContent-Length: 1\r\n\r\n", false, http::body_framing::content_length, false},
@@ -104,6 +140,14 @@ TEST(ClientResponseHead, RejectsWhatIsMalformed) {
       {"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n", http::client_errc::bad_content_length},
       {"HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999\r\n\r\n", http::client_errc::bad_content_length},
       {"HTTP/1.0 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", http::client_errc::bad_transfer_encoding},
+      {"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n", http::client_errc::bad_transfer_encoding},
+      {"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", http::client_errc::bad_transfer_encoding},
+      {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, gzip\r\n\r\n", http::client_errc::bad_transfer_encoding},
+      {"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n",
+       http::client_errc::bad_transfer_encoding},
+      {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n",
+       http::client_errc::bad_transfer_encoding},
+      {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked;q=1\r\n\r\n", http::client_errc::bad_transfer_encoding},
       {"HTTP/1.1 200 OK\nA: b\n\n", http::client_errc::bad_header},
   };
   for (const auto& [text, expected] : rows) {

@@ -29,10 +29,13 @@ namespace ringio::http {
 ///
 /// Connections are kept per (scheme, host, port) after a response whose body was read
 /// to its end, up to client_options::max_idle_per_host, for idle_timeout. A pooled
-/// connection the server has closed is noticed before use; if a request on a pooled
-/// connection fails before any byte of the response arrived, it is sent once more on
-/// a new connection when that is safe: an idempotent method (GET, HEAD, PUT, DELETE,
-/// OPTIONS, TRACE) and a body that is not streamed.
+/// connection the server has closed, or that has anything to read, is dropped before
+/// use; if a request on a pooled connection fails before any byte of the response
+/// arrived (a send or receive error, or the close), it is sent once more on a newly
+/// opened connection when that is safe: an idempotent method (GET, HEAD, PUT, DELETE,
+/// OPTIONS, TRACE) and a body that is not streamed. A server that answers before the
+/// whole body is sent and closes gets its answer returned. Redirects to another origin
+/// go without Authorization, Proxy-Authorization and Cookie.
 ///
 /// Host names are resolved on the loop's resolver thread (see resolve()); literals
 /// are used directly. Every request obeys the stop token of its task: a stop ends it
@@ -54,8 +57,8 @@ class client {
                                                    std::string_view content_type);
   /// Sends `spec` and reads the whole response. Errors: client_errc (bad_url,
   /// resolve_failed, connect_failed, the timeouts, protocol errors, body_too_large,
-  /// too_many_redirects, bad_redirect, bad_request_header), socket errors
-  /// (connection_reset, ...), operation_canceled on a stop.
+  /// truncated_body, too_many_redirects, bad_redirect, bad_request_header), socket
+  /// errors (connection_reset, broken_pipe, ...), operation_canceled on a stop.
   [[nodiscard]] task<result<client_response>> request(const request_spec& spec);
   /// Sends `spec` and returns once the response head has arrived; the body is then read
   /// with response_stream::read. Redirects are followed as in request() (their bodies
@@ -78,7 +81,7 @@ class client {
  private:
   /// @cond INTERNAL
   struct outcome;
-  task<result<response_stream>> exchange(const url& target, method m, const request_spec& spec, bool drop_authorization,
+  task<result<response_stream>> exchange(const url& target, method m, const request_spec& spec, bool cross_origin,
                                          bool with_body);
   task<result<detail::connection_ptr>> connect(const url& target);
   task<result<tls::stream>> handshake(const url& target, stream_socket socket);

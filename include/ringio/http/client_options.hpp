@@ -18,7 +18,8 @@ struct client_options {
   unsigned max_redirects = 5;
   /// The longest response body accepted (body_too_large beyond it).
   std::size_t max_body = 8 * 1024 * 1024;
-  /// The longest response head (status line and fields) accepted.
+  /// The longest response head (status line and fields) accepted, the heads of the
+  /// interim (1xx) responses before it counted in.
   std::size_t max_head_bytes = 16 * 1024;
   /// Idle connections kept per (scheme, host, port); 0 disables reuse.
   std::size_t max_idle_per_host = 4;
@@ -40,6 +41,11 @@ struct client_options {
   tls::client_options tls{};
   /// The User-Agent field sent unless a request gives its own; empty: none.
   std::string user_agent = "ringio";
+  /// Over TLS, accept a body delimited by the end of the connection (no Content-Length,
+  /// not chunked) when the connection ends without close_notify. Off: such a body is
+  /// truncated_body, since an attacker on the path can cut it anywhere (RFC 9112
+  /// section 9.8). Turn it on only for servers known to close without close_notify.
+  bool accept_tls_truncation = false;
 };
 
 }  // namespace ringio::http

@@ -34,11 +34,12 @@ struct response_head {
 /// (through its blank line) once it is complete, or 0 when more bytes are needed.
 /// `head_request`: the request was HEAD (no body whatever the fields say). Strict:
 /// CRLF line endings, "HTTP/1.x NNN reason", field names are tokens with no space
-/// before ':', obs-fold rejected, conflicting Content-Length values rejected,
-/// Transfer-Encoding other than a final "chunked" read until close. Errors
-/// (client_errc): bad_status_line, bad_header, head_too_large (over `max_bytes`
-/// without a blank line, or more than header_list::capacity fields),
-/// bad_content_length, bad_transfer_encoding. Not asynchronous: nothing to cancel.
+/// before ':', obs-fold rejected, conflicting Content-Length values rejected, and on a
+/// response with a body a Transfer-Encoding other than "chunked" alone rejected (the
+/// client decodes no other coding). Errors (client_errc): bad_status_line, bad_header,
+/// head_too_large (over `max_bytes` with or without a blank line, or more than
+/// header_list::capacity fields), bad_content_length, bad_transfer_encoding. Not
+/// asynchronous: nothing to cancel.
 [[nodiscard]] result<std::size_t> parse_response_head(std::string_view data, bool head_request, response_head& out,
                                                       std::size_t max_bytes = 16 * 1024) noexcept;
 

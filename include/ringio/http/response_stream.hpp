@@ -59,7 +59,8 @@ class response_stream {
 
   /// Reads the next bytes of the body into `buf` (which must not be empty): the count,
   /// or 0 at the end of the body. Errors: client_errc::body_timeout (nothing arrived for
-  /// body_timeout), truncated_body (the connection ended early), bad_chunk,
+  /// body_timeout), truncated_body (the connection ended early; over TLS, any end
+  /// without close_notify unless client_options::accept_tls_truncation), bad_chunk,
   /// body_too_large (over max_body), and socket errors. Cancellation: a stop completes
   /// it with operation_canceled, or with the bytes that had already arrived (never
   /// lost); after an error or a stop the connection is not reused.

@@ -41,10 +41,11 @@ struct url {
 /// nothing to cancel.
 [[nodiscard]] result<url> parse_url(std::string_view text);
 
-/// The absolute URL that a Location field `location` names, relative to `base`
-/// (RFC 3986 section 5.2 for the common forms: absolute, "//host/...", "/path",
-/// "path", "?query"). Errors: client_errc::bad_redirect when it is empty or names a
-/// scheme other than http/https. Not asynchronous: nothing to cancel.
+/// The absolute URL that a Location field `location` names, relative to `base`: RFC 3986
+/// section 5.2 reference resolution, "." and ".." segments removed (section 5.2.4), the
+/// fragment kept. Errors: client_errc::bad_redirect when it is empty, names a scheme
+/// other than http/https, or is "http:" / "https:" without "//" (read strictly). Not
+/// asynchronous: nothing to cancel.
 [[nodiscard]] result<std::string> resolve_location(const url& base, std::string_view location);
 
 }  // namespace ringio::http

@@ -58,14 +58,16 @@ std::error_code phase_error(const std::error_code& ec, client_errc timeout) noex
   return ec;
 }
 
-// Whether a pooled socket still looks usable: nothing to read and not closed.
-// On TLS, bytes waiting may be a session ticket or an alert: only an end counts there.
-bool looks_alive(int fd, bool tls) noexcept {
+// Whether a pooled connection still looks usable: nothing to read and not closed.
+// Anything waiting (a close_notify before the FIN, an unsolicited response, a TLS
+// record) means the connection is not in the state a new request needs.
+bool looks_alive(const detail::client_connection& c) noexcept {
+  if (c.secure && c.secure->has_buffered_input()) return false;
   char b;
   for (;;) {
-    const ssize_t n = ::recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    const ssize_t n = ::recv(c.secure ? c.secure->native_handle() : c.socket.native_handle(), &b, 1,
+                             MSG_PEEK | MSG_DONTWAIT);
     if (n < 0 && errno == EINTR) continue;
-    if (n > 0) return tls;
     return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
   }
 }
@@ -83,6 +85,11 @@ void append_field(std::string& out, std::string_view name, std::string_view valu
   out.append("\r\n");
 }
 
+// Fields not sent to another origin than the request's first one.
+bool is_credential(std::string_view name) noexcept {
+  return iequals(name, "authorization") || iequals(name, "proxy-authorization") || iequals(name, "cookie");
+}
+
 // The caller's fields and Content-Type, checked before anything is sent.
 bool valid_fields(const request_spec& spec) noexcept {
   for (const header& h : spec.headers) {
@@ -93,7 +100,7 @@ bool valid_fields(const request_spec& spec) noexcept {
 }
 
 result<void> build_head(detail::client_connection& c, const url& t, method m, const request_spec& spec,
-                        bool drop_authorization, bool with_body, const client_options& opts) {
+                        bool cross_origin, bool with_body, const client_options& opts) {
   std::string& out = c.out;
   out.clear();
   out.append(to_string(m));
@@ -114,7 +121,7 @@ result<void> build_head(detail::client_connection& c, const url& t, method m, co
     if (!is_token(h.name) || !is_field_value(h.value)) return unexpected(make_error_code(client_errc::bad_request_header));
     if (iequals(h.name, "host") || iequals(h.name, "content-length") || iequals(h.name, "transfer-encoding"))
       return unexpected(make_error_code(client_errc::bad_request_header));
-    if (drop_authorization && iequals(h.name, "authorization")) continue;
+    if (cross_origin && is_credential(h.name)) continue;
     if (!with_body && iequals(h.name, "content-type")) continue;
     if (iequals(h.name, "user-agent")) user_agent = true;
     append_field(out, h.name, h.value);
@@ -137,13 +144,6 @@ result<void> build_head(detail::client_connection& c, const url& t, method m, co
 
 bool is_redirect(int status) noexcept {
   return status == 301 || status == 302 || status == 303 || status == 307 || status == 308;
-}
-
-// A short count from send_all: stopped by the task's token, or by the deadline.
-task<std::error_code> short_send_error() {
-  std::stop_token token = co_await current_stop_token();
-  if (token.stop_requested()) co_return std::make_error_code(std::errc::operation_canceled);
-  co_return std::make_error_code(std::errc::timed_out);
 }
 
 }  // namespace
@@ -172,7 +172,7 @@ detail::connection_ptr client::checkout(const url& target) noexcept {
     if (c.tls != target.tls || c.port != target.port || !iequals(c.host, target.host)) continue;
     detail::connection_ptr conn = std::move(idle_[i]);
     idle_.erase(idle_.begin() + static_cast<std::ptrdiff_t>(i));
-    if (looks_alive(conn->secure ? conn->secure->native_handle() : conn->socket.native_handle(), conn->tls)) return conn;
+    if (looks_alive(*conn)) return conn;
   }
   return {};
 }
@@ -240,10 +240,12 @@ task<result<detail::connection_ptr>> client::connect(const url& target) {
 }
 
 task<result<response_stream>> client::exchange(const url& target, method m, const request_spec& spec,
-                                               bool drop_authorization, bool with_body) {
+                                               bool cross_origin, bool with_body) {
   const bool streamed = with_body && static_cast<bool>(spec.source);
   for (int attempt = 0;; ++attempt) {
-    detail::connection_ptr conn = checkout(target);
+    // A retry after a stale pooled connection goes out on a new one: the other pooled
+    // connections are as old as the one that failed.
+    detail::connection_ptr conn = attempt == 0 ? checkout(target) : detail::connection_ptr{};
     const bool reused = conn != nullptr;
     if (reused) {
       ++stats_.connections_reused;
@@ -252,30 +254,25 @@ task<result<response_stream>> client::exchange(const url& target, method m, cons
       if (!fresh) co_return unexpected(fresh.error());
       conn = std::move(*fresh);
     }
-    const bool may_retry = reused && attempt == 0 && idempotent(m) && !streamed;
-    auto built = build_head(*conn, target, m, spec, drop_authorization, with_body, opts_);
+    const bool may_retry = reused && idempotent(m) && !streamed;
+    auto built = build_head(*conn, target, m, spec, cross_origin, with_body, opts_);
     if (!built) co_return unexpected(built.error());
     std::int64_t head_deadline = ringio::detail::deadline_after(opts_.head_timeout);
 
-    std::error_code failure;
+    // A send that fails with the connection's error (not the deadline, not a stop) may
+    // be a server that answered early and closed: its answer is read below.
+    std::error_code send_failure;
     {
       const std::string_view body = with_body && !streamed ? spec.body : std::string_view{};
       const std::array<const_buffer, 2> parts{const_buffer(conn->out.data(), conn->out.size()),
                                               const_buffer(body.data(), body.size())};
       auto sent = co_await detail::send_parts(*conn, parts, head_deadline);
-      if (!sent) {
-        failure = sent.error();
-      } else if (*sent != conn->out.size() + body.size()) {
-        failure = co_await short_send_error();
-      }
+      if (!sent) send_failure = sent.error();
     }
-    if (failure && may_retry && stale_error(failure)) {
-      ++stats_.stale_retries;
-      continue;
-    }
-    if (failure) co_return unexpected(phase_error(failure, client_errc::head_timeout));
+    if (send_failure == std::errc::timed_out || send_failure == std::errc::operation_canceled)
+      co_return unexpected(phase_error(send_failure, client_errc::head_timeout));
 
-    if (streamed) {
+    if (streamed && !send_failure) {
       char* area = conn->buffer.get();
       const std::size_t area_size = conn->capacity;
       for (;;) {
@@ -292,12 +289,12 @@ task<result<response_stream>> client::exchange(const url& target, method m, cons
         const std::string_view tail("\r\n");  // ends the chunk, or the body after "0\r\n"
         const std::array<const_buffer, 3> parts{const_buffer(size_line, static_cast<std::size_t>(r.ptr - size_line)),
                                                 const_buffer(area, n), const_buffer(tail.data(), tail.size())};
-        const std::size_t total = parts[0].size() + parts[1].size() + parts[2].size();
         auto sent = co_await detail::send_parts(*conn, parts, ringio::detail::deadline_after(opts_.body_timeout));
-        if (!sent) co_return unexpected(phase_error(sent.error(), client_errc::body_timeout));
-        if (*sent != total) {
-          auto why = co_await short_send_error();
-          co_return unexpected(phase_error(why, client_errc::body_timeout));
+        if (!sent) {
+          if (sent.error() == std::errc::timed_out || sent.error() == std::errc::operation_canceled)
+            co_return unexpected(phase_error(sent.error(), client_errc::body_timeout));
+          send_failure = sent.error();
+          break;
         }
         if (n == 0) break;
       }
@@ -305,18 +302,22 @@ task<result<response_stream>> client::exchange(const url& target, method m, cons
       head_deadline = ringio::detail::deadline_after(opts_.head_timeout);
     }
 
-    // The response head, 1xx interim responses skipped.
+    // The response head, 1xx interim responses skipped. Their heads count towards
+    // max_head_bytes with the final one, so that a flood of them ends.
     conn->begin = conn->end = 0;
     response_head head;
     std::size_t head_len = 0;
+    std::size_t interim = 0;
     bool retry = false;
     for (;;) {
+      if (interim >= opts_.max_head_bytes) co_return unexpected(make_error_code(client_errc::head_too_large));
       auto parsed = parse_response_head(std::string_view(conn->buffer.get() + conn->begin, conn->end - conn->begin),
-                                        m == method::head, head, opts_.max_head_bytes);
+                                        m == method::head, head, opts_.max_head_bytes - interim);
       if (!parsed) co_return unexpected(parsed.error());
       if (*parsed > 0) {
         if (head.status >= 100 && head.status < 200 && head.status != 101) {
           conn->begin += *parsed;
+          interim += *parsed;
           continue;
         }
         head_len = *parsed;
@@ -331,8 +332,10 @@ task<result<response_stream>> client::exchange(const url& target, method m, cons
       auto n = co_await detail::receive_some(
           *conn, mutable_buffer(conn->buffer.get() + conn->end, conn->capacity - conn->end), head_deadline);
       if (!n || *n == 0) {
-        const std::error_code ec = !n ? n.error() : make_error_code(client_errc::connection_closed);
-        if (may_retry && conn->end == 0 && stale_error(ec)) {
+        std::error_code ec = !n ? n.error() : make_error_code(client_errc::connection_closed);
+        // Nothing came back after a failed send: the send's error is the one to report.
+        if (send_failure && ec != std::errc::operation_canceled) ec = send_failure;
+        if (may_retry && conn->end == 0 && interim == 0 && stale_error(ec)) {
           retry = true;
           break;
         }
@@ -344,7 +347,7 @@ task<result<response_stream>> client::exchange(const url& target, method m, cons
       ++stats_.stale_retries;
       continue;
     }
-    if (head.status == 101) head.keep_alive = false;
+    if (head.status == 101 || send_failure) head.keep_alive = false;
     // The head stays where it is (its views point there); the body follows it.
     const std::size_t body_begin = conn->begin + head_len;
     co_return response_stream(*this, std::move(conn), head, body_begin);
@@ -360,12 +363,12 @@ task<result<response_stream>> client::stream_request(const request_spec& spec) {
   std::string_view current = spec.url;
   method m = spec.method;
   bool with_body = true;
-  bool drop_authorization = false;
+  bool cross_origin = false;  // once set, stays set (a redirect back does not undo it)
   for (unsigned redirects = 0;; ++redirects) {
     auto target = parse_url(current);
     if (!target) co_return unexpected(target.error());
-    if (!origin.same_origin(*target)) drop_authorization = true;
-    auto rs = co_await exchange(*target, m, spec, drop_authorization, with_body);
+    if (!origin.same_origin(*target)) cross_origin = true;
+    auto rs = co_await exchange(*target, m, spec, cross_origin, with_body);
     if (!rs) co_return rs;
     const int status = rs->status();
     if (!opts_.follow_redirects || !is_redirect(status) || rs->header("location").empty()) co_return rs;

@@ -37,8 +37,9 @@ struct client_connection {
 // Receives some bytes before `deadline_ns` (CLOCK_MONOTONIC; the errors of the stream,
 // timed_out at the deadline).
 task<result<std::size_t>> receive_some(client_connection& c, mutable_buffer b, std::int64_t deadline_ns);
-// Sends every part in order before `deadline_ns`: the total, or a shorter count when
-// it stopped early after sending some bytes.
+// Sends every part (at most 4) in order before `deadline_ns`: the total, or the error
+// that stopped it, even after some bytes went (timed_out at the deadline,
+// operation_canceled on a stop, the socket's or the stream's error).
 task<result<std::size_t>> send_parts(client_connection& c, std::span<const const_buffer> parts, std::int64_t deadline_ns);
 
 }  // namespace ringio::http::detail

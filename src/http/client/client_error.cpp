@@ -23,7 +23,7 @@ class client_error_category final : public std::error_category {
       case client_errc::bad_header: return "malformed header field in the response";
       case client_errc::head_too_large: return "response head too large (bytes or fields)";
       case client_errc::bad_content_length: return "invalid or conflicting Content-Length in the response";
-      case client_errc::bad_transfer_encoding: return "unsupported Transfer-Encoding in the response";
+      case client_errc::bad_transfer_encoding: return "unsupported Transfer-Encoding in the response (only chunked is decoded)";
       case client_errc::bad_chunk: return "malformed chunked framing in the response body";
       case client_errc::truncated_body: return "the connection closed before the whole response body arrived";
       case client_errc::body_too_large: return "response body larger than max_body";

@@ -49,11 +49,19 @@ bool parse_length_list(std::string_view v, std::uint64_t& out, bool& seen) noexc
   }
 }
 
-// Whether the last transfer coding of a Transfer-Encoding value is "chunked".
-bool ends_with_chunked(std::string_view v) noexcept {
-  const std::size_t comma = v.rfind(',');
-  std::string_view last = trim(comma == std::string_view::npos ? v : v.substr(comma + 1));
-  return iequals(last, "chunked");
+// Counts the transfer codings of a Transfer-Encoding value (empty list elements
+// skipped) and whether each is exactly "chunked".
+void count_codings(std::string_view v, int& codings, bool& all_chunked) noexcept {
+  for (;;) {
+    const std::size_t comma = v.find(',');
+    const std::string_view item = trim(v.substr(0, comma));
+    if (!item.empty()) {
+      ++codings;
+      if (!iequals(item, "chunked")) all_chunked = false;
+    }
+    if (comma == std::string_view::npos) return;
+    v.remove_prefix(comma + 1);
+  }
 }
 
 bool has_token(std::string_view v, std::string_view token) noexcept {
@@ -104,7 +112,8 @@ result<std::size_t> parse_response_head(std::string_view data, bool head_request
   out.status = status;
 
   bool length_seen = false;
-  bool chunked = false;
+  int codings = 0;
+  bool all_chunked = true;
   bool transfer_encoding = false;
   bool close = false;
   bool keep_alive_token = false;
@@ -129,7 +138,7 @@ result<std::size_t> parse_response_head(std::string_view data, bool head_request
     } else if (iequals(name, "transfer-encoding")) {
       if (value.empty()) return fail(client_errc::bad_transfer_encoding);
       transfer_encoding = true;
-      chunked = ends_with_chunked(value);  // the last field counts
+      count_codings(value, codings, all_chunked);  // over every field
     } else if (iequals(name, "connection")) {
       if (has_token(value, "close")) close = true;
       if (has_token(value, "keep-alive")) keep_alive_token = true;
@@ -143,9 +152,11 @@ result<std::size_t> parse_response_head(std::string_view data, bool head_request
   } else if (transfer_encoding) {
     // Content-Length is ignored next to Transfer-Encoding, and the connection cannot be
     // trusted for another request.
+    // Only chunked alone can be decoded: a body in any other coding (gzip, ...) would
+    // be handed over still encoded, or framed by the close.
+    if (codings != 1 || !all_chunked) return fail(client_errc::bad_transfer_encoding);
     if (length_seen) out.keep_alive = false;
-    out.framing = chunked ? body_framing::chunked : body_framing::until_close;
-    if (!chunked) out.keep_alive = false;
+    out.framing = body_framing::chunked;
   } else if (length_seen) {
     out.framing = out.content_length == 0 ? body_framing::none : body_framing::content_length;
   } else {

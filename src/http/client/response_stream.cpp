@@ -38,6 +38,13 @@ task<result<std::size_t>> response_stream::receive(mutable_buffer buf) {
   co_return n;
 }
 
+namespace {
+// A TLS connection that ended without close_notify ended the body early.
+std::error_code body_error(const std::error_code& ec) noexcept {
+  return ec == tls::tls_errc::truncated ? make_error_code(client_errc::truncated_body) : ec;
+}
+}  // namespace
+
 task<result<std::size_t>> response_stream::read(mutable_buffer buf) {
   if (done_) co_return std::size_t{0};
   if (!conn_) co_return unexpected(make_error_code(client_errc::connection_closed));
@@ -58,11 +65,14 @@ task<result<std::size_t>> response_stream::read(mutable_buffer buf) {
       c.begin += n;
     } else {
       auto got = co_await receive(buf.first(want));
-      // Many servers end a read-until-close body over TLS without close_notify.
-      if (!got && head_.framing == body_framing::until_close && got.error() == tls::tls_errc::truncated) got = std::size_t{0};
+      // Over TLS only close_notify ends a body delimited by the close: without it, the
+      // end may be anyone's (RFC 9112 section 9.8), unless the caller opted in.
+      if (!got && head_.framing == body_framing::until_close && got.error() == tls::tls_errc::truncated &&
+          owner_->options().accept_tls_truncation)
+        got = std::size_t{0};
       if (!got) {
         fail();
-        co_return unexpected(got.error());
+        co_return unexpected(body_error(got.error()));
       }
       if (*got == 0) {
         if (head_.framing == body_framing::until_close) {
@@ -108,7 +118,7 @@ task<result<std::size_t>> response_stream::read(mutable_buffer buf) {
     auto got = co_await receive(mutable_buffer(c.buffer.get() + c.end, c.capacity - c.end));
     if (!got) {
       fail();
-      co_return unexpected(got.error());
+      co_return unexpected(body_error(got.error()));
     }
     if (*got == 0) {
       fail();

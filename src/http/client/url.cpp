@@ -51,6 +51,40 @@ bool has_scheme(std::string_view s) noexcept {
   return false;
 }
 
+// Section 5.2.4: removes "." and ".." segments from a path.
+std::string remove_dot_segments(std::string_view in) {
+  std::string out;
+  const auto drop_last = [&out] {
+    const std::size_t slash = out.rfind('/');
+    out.erase(slash == std::string::npos ? 0 : slash);
+  };
+  while (!in.empty()) {
+    if (in.starts_with("../")) {
+      in.remove_prefix(3);
+    } else if (in.starts_with("./")) {
+      in.remove_prefix(2);
+    } else if (in.starts_with("/./")) {
+      in.remove_prefix(2);
+    } else if (in == "/.") {
+      in = "/";
+    } else if (in.starts_with("/../")) {
+      in.remove_prefix(3);
+      drop_last();
+    } else if (in == "/..") {
+      in = "/";
+      drop_last();
+    } else if (in == "." || in == "..") {
+      in = {};
+    } else {
+      const std::size_t next = in.find('/', 1);
+      const std::size_t n = next == std::string_view::npos ? in.size() : next;
+      out.append(in.substr(0, n));
+      in.remove_prefix(n);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 bool url::same_origin(const url& other) const noexcept {
@@ -114,33 +148,57 @@ result<std::string> resolve_location(const url& base, std::string_view location)
   const auto bad = unexpected(make_error_code(client_errc::bad_redirect));
   while (!location.empty() && (location.front() == ' ' || location.front() == '\t')) location.remove_prefix(1);
   while (!location.empty() && (location.back() == ' ' || location.back() == '\t')) location.remove_suffix(1);
-  if (location.empty()) return bad;
-  bool tls = false;
-  if (scheme_prefix(location, tls) != 0) return std::string(location);
-  if (has_scheme(location)) return bad;  // ftp:, mailto:, ...
-  std::string out = base.tls ? "https://" : "http://";
-  if (location.starts_with("//")) {
-    out.append(location.substr(2));
-    return out;
+  if (location.empty()) return bad;  // the base itself: a redirect to where it came from
+  // The reference's parts (RFC 3986 section 5.2.2): [scheme:][//authority]path[?query][#fragment]
+  std::string_view fragment;
+  if (const std::size_t hash = location.find('#'); hash != std::string_view::npos) {
+    fragment = location.substr(hash);
+    location = location.substr(0, hash);
   }
-  if (base.ipv6_literal) out += '[';
-  out.append(base.host);
-  if (base.ipv6_literal) out += ']';
-  if (base.explicit_port) {
-    out += ':';
-    out += std::to_string(base.port);
+  std::string_view query;
+  if (const std::size_t q = location.find('?'); q != std::string_view::npos) {
+    query = location.substr(q);
+    location = location.substr(0, q);
   }
-  std::string_view base_path = base.target.substr(0, base.target.find('?'));
-  if (location.front() == '/') {
-    out.append(location);
-  } else if (location.front() == '?') {
-    out.append(base_path.empty() ? std::string_view("/") : base_path);
-    out.append(location);
+  std::string out;
+  if (has_scheme(location)) {
+    bool tls = false;
+    const std::size_t prefix = scheme_prefix(location, tls);
+    if (prefix == 0) return bad;  // ftp:, mailto:, or "http:" without an authority
+    const std::size_t path = location.find('/', prefix);
+    out.append(location.substr(0, path));
+    if (path != std::string_view::npos) out.append(remove_dot_segments(location.substr(path)));
+  } else if (location.starts_with("//")) {
+    out = base.tls ? "https:" : "http:";
+    const std::size_t path = location.find('/', 2);
+    out.append(location.substr(0, path));
+    if (path != std::string_view::npos) out.append(remove_dot_segments(location.substr(path)));
   } else {
-    const std::size_t slash = base_path.rfind('/');
-    out.append(slash == std::string_view::npos ? std::string_view("/") : base_path.substr(0, slash + 1));
-    out.append(location);
+    out = base.tls ? "https://" : "http://";
+    if (base.ipv6_literal) out += '[';
+    out.append(base.host);
+    if (base.ipv6_literal) out += ']';
+    if (base.explicit_port) {
+      out += ':';
+      out += std::to_string(base.port);
+    }
+    const std::size_t base_q = base.target.find('?');
+    const std::string_view base_path = base.target.substr(0, base_q);
+    if (location.empty()) {
+      out.append(base_path);
+      if (query.empty() && base_q != std::string_view::npos) query = base.target.substr(base_q);
+    } else if (location.front() == '/') {
+      out.append(remove_dot_segments(location));
+    } else {
+      // Merge (section 5.2.3): the base path up to its last '/', "/" when it is empty.
+      const std::size_t slash = base_path.rfind('/');
+      std::string merged(slash == std::string_view::npos ? std::string_view("/") : base_path.substr(0, slash + 1));
+      merged.append(location);
+      out.append(remove_dot_segments(merged));
+    }
   }
+  out.append(query);
+  out.append(fragment);
   return out;
 }
 
