@@ -193,12 +193,13 @@ TEST_P(SenderEnvironmentDeathTest, ContextDestroyedOnAnotherThreadWithAPendingSe
         std::atomic<bool> started{false};
         std::thread waiter([&] {
           io_context home(io_context_options{.backend = GetParam(), .quiet = true});
-          ex::sync_wait(home, ex::starts_on(ex::scheduler(*other), ex::just() | ex::then([&] { started = true; }) |
-                                                                   ex::let_value([] { return ex::sleep_for(1h); })));
+          // when_all starts its children in order: the sleep is in flight on `other`
+          // when `started` is set.
+          ex::sync_wait(home, ex::starts_on(ex::scheduler(*other),
+                                            ex::when_all(ex::sleep_for(1h), ex::just() | ex::then([&] { started = true; }))));
         });
         waiter.detach();
         while (!started) std::this_thread::yield();
-        std::this_thread::sleep_for(20ms);  // the sleep is in flight on `other`
         other->stop();
         runner.join();
         other.reset();  // on this thread, not the one that ran it
