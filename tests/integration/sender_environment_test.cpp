@@ -139,7 +139,7 @@ TEST_P(SenderEnvironment, AConnectThatThrowsThrowsFromTheCoAwait) {
   int live = 0;
   auto caught = run([](int* live) -> task<bool> {
     try {
-      co_await counted_sender{live, true};
+      (void)co_await counted_sender{live, true};
     } catch (const std::runtime_error&) {
       co_return true;
     }
