@@ -101,6 +101,9 @@ TEST_P(SenderEnvironment, AwaitedSendersSeeTheTasksSchedulerAndStopToken) {
   ex::scheduler home(ctx());
   auto sched = run([]() -> task<ex::scheduler> { co_return *co_await read_env_sender<ex::get_scheduler_t>{}; }());
   EXPECT_EQ(sched, home);
+  // A task that cannot be stopped gives a token that cannot stop.
+  auto plain = run([]() -> task<std::tuple<bool, bool>> { co_return *co_await stop_state_sender{}; }());
+  EXPECT_EQ(plain, std::make_tuple(false, false));
   // The token the sender sees is stopped when the task's is.
   std::stop_source stop;
   auto seen = ex::sync_wait(ctx(), with_token(ex::from_task([](std::stop_source& stop) -> task<bool> {

@@ -72,8 +72,11 @@ class sender_awaiter {
     }
     void set_stopped() noexcept { self->done(); }
     awaiter_env get_env() const noexcept {
-      return exec::with_scheduler(exec::with_stop_token(exec::empty_env{}, self->stop_.source.get_token()),
-                                  exec::scheduler(*self->home_));
+      // A task that cannot be stopped gives a token that cannot stop either.
+      const bool cancellable = self->token_ != nullptr && self->token_->stop_possible();
+      return exec::with_scheduler(
+          exec::with_stop_token(exec::empty_env{}, cancellable ? self->stop_.source.get_token() : exec::inplace_stop_token{}),
+          exec::scheduler(*self->home_));
     }
   };
   using op_t = exec::connect_result_t<S, receiver>;
@@ -90,7 +93,7 @@ class sender_awaiter {
   bool await_ready() const noexcept { return false; }
   bool await_suspend(std::coroutine_handle<> h) noexcept {
     waiter_ = h;
-    if (token_ != nullptr) stop_.link(*token_);
+    if (token_ != nullptr) stop_.link(*token_);  // nothing when it cannot stop
     op_.get().start();
     int expected = starting;
     // Still running: the completion resumes the task. Finished inline: go on at once.
