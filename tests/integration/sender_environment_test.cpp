@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <stop_token>
 #include <thread>
@@ -73,6 +74,33 @@ struct stop_state_sender {
   }
 };
 
+// Completes with set_stopped() from inside its stop callback, on the thread that
+// requested the stop.
+struct stopped_by_callback_sender {
+  using sender_concept = ex::sender_t;
+  using completion_signatures = ex::completion_signatures<ex::set_stopped_t()>;
+  template <class R>
+  struct op {
+    using operation_state_concept = ex::operation_state_t;
+    struct on_stop {
+      op* self;
+      void operator()() const noexcept { std::move(self->rcvr).set_stopped(); }
+    };
+    R rcvr;
+    std::optional<ex::stop_callback_for_t<ex::stop_token_of_t<ex::env_of_t<R>>, on_stop>> cb;
+    void start() & noexcept { cb.emplace(ex::get_stop_token(ex::get_env(rcvr)), on_stop{this}); }
+  };
+  template <class R>
+  op<std::decay_t<R>> connect(R&& r) && {
+    return {std::forward<R>(r), std::nullopt};
+  }
+};
+
+task<bool> await_stopped_by_callback() {
+  auto r = co_await stopped_by_callback_sender{};
+  co_return !r && r.error() == std::errc::operation_canceled;
+}
+
 // Completes with set_value(); counts its live operation states. Its connect throws
 // when `fail` is set.
 struct counted_sender {
@@ -116,6 +144,21 @@ TEST_P(SenderEnvironment, AwaitedSendersSeeTheTasksSchedulerAndStopToken) {
                                              stop.get_token()));
   ASSERT_TRUE(seen);
   EXPECT_TRUE(std::get<0>(*seen));
+}
+
+// The sender completes inside the stop request of the task's token, and the task that
+// awaited it ends (its frame, with the awaiter, is freed) before that request returns.
+TEST_P(SenderEnvironment, ASenderStoppedInsideItsStopCallbackResumesTheTaskSafely) {
+  for (int i = 0; i < 20; ++i) {
+    std::stop_source stop;
+    auto r = ex::sync_wait(ctx(), ex::when_all(with_token(ex::from_task([]() -> task<bool> {
+                                                             co_return co_await await_stopped_by_callback();
+                                                           }()),
+                                                           stop.get_token()),
+                                                ex::yield() | ex::then([&] { stop.request_stop(); })));
+    ASSERT_TRUE(r);
+    EXPECT_TRUE(std::get<0>(*r));
+  }
 }
 
 TEST_P(SenderEnvironment, AlgorithmsGiveChildrenTheReceiversEnvironment) {

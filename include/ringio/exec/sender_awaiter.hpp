@@ -5,6 +5,7 @@
 #include <atomic>
 #include <coroutine>
 #include <exception>
+#include <optional>
 #include <stop_token>
 #include <system_error>
 #include <tuple>
@@ -19,7 +20,7 @@
 #include "ringio/exec/outcome.hpp"
 #include "ringio/exec/scheduler.hpp"
 #include "ringio/exec/sender_traits.hpp"
-#include "ringio/exec/stop_link.hpp"
+#include "ringio/exec/inplace_stop_token.hpp"
 #include "ringio/io_context.hpp"
 #include "ringio/result.hpp"
 
@@ -75,7 +76,7 @@ class sender_awaiter {
       // A task that cannot be stopped gives a token that cannot stop either.
       const bool cancellable = self->token_ != nullptr && self->token_->stop_possible();
       return exec::with_scheduler(
-          exec::with_stop_token(exec::empty_env{}, cancellable ? self->stop_.source.get_token() : exec::inplace_stop_token{}),
+          exec::with_stop_token(exec::empty_env{}, cancellable ? self->stop_.get_token() : exec::inplace_stop_token{}),
           exec::scheduler(*self->home_));
     }
   };
@@ -93,7 +94,7 @@ class sender_awaiter {
   bool await_ready() const noexcept { return false; }
   bool await_suspend(std::coroutine_handle<> h) noexcept {
     waiter_ = h;
-    if (token_ != nullptr) stop_.link(*token_);  // nothing when it cannot stop
+    if (token_ != nullptr && token_->stop_possible()) on_stop_.emplace(*token_, forward{this});
     op_.get().start();
     int expected = starting;
     // Still running: the completion resumes the task. Finished inline: go on at once.
@@ -129,8 +130,30 @@ class sender_awaiter {
  private:
   static constexpr int starting = 0, suspended = 1, finished = 2;
 
+  // Runs the task's stop on the sender's token. A sender that completes inside that
+  // request (on this thread) is finished only after it returns: the task it resumes
+  // may free this awaiter, which the request still uses.
+  struct forward {
+    sender_awaiter* self;
+    void operator()() const noexcept {
+      const void* outer = forwarding;
+      forwarding = self;
+      self->stop_.request_stop();
+      forwarding = outer;
+      if (self->deferred_) self->finish();
+    }
+  };
+  static inline thread_local const void* forwarding = nullptr;  // whose stop runs here
+
   void done() noexcept {
-    stop_.unlink();
+    if (forwarding == this) {
+      deferred_ = true;
+      return;
+    }
+    finish();
+  }
+  void finish() noexcept {
+    on_stop_.reset();  // waits for a forward running on another thread
     if (state_.exchange(finished, std::memory_order_acq_rel) != suspended) return;  // inline
     if (home_ == nullptr || io_context::current() == home_) {
       resume_inline(waiter_);
@@ -147,7 +170,9 @@ class sender_awaiter {
   io_context* home_;
   std::coroutine_handle<> waiter_;
   std::atomic<int> state_{starting};
-  exec::detail::stop_link<std::stop_token> stop_;  // the task's token stops the sender's
+  exec::inplace_stop_source stop_;  // the sender's; the task's token stops it
+  std::optional<std::stop_callback<forward>> on_stop_;
+  bool deferred_ = false;  // completed inside forward: it finishes
   exec::detail::outcome<values_t, exec::error_types_of_t<S, awaiter_env>> result_;
   remote_item back_;
   exec::detail::manual_lifetime<op_t> op_;
