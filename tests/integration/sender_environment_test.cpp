@@ -1,8 +1,8 @@
 // What senders see and what happens when things go wrong around them, on every
-// backend: children get their receiver's environment (in algorithms and in co_await),
-// a connect that throws reaches the task or the caller without leaking the children
-// already connected, and a context destroyed on a foreign thread with senders pending
-// is refused loudly.
+// backend: children get their receiver's environment (in algorithms and in co_await,
+// where a sender may complete inside the task's stop request), a connect that throws
+// reaches the task or the caller without leaking the children already connected, and
+// a context destroyed on a foreign thread with senders pending is refused loudly.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -241,8 +241,8 @@ TEST_P(SenderEnvironmentDeathTest, ContextDestroyedOnAnotherThreadWithAPendingSe
           io_context home(io_context_options{.backend = GetParam(), .quiet = true});
           // when_all starts its children in order: the sleep is in flight on `other`
           // when `started` is set.
-          ex::sync_wait(home, ex::starts_on(ex::scheduler(*other),
-                                            ex::when_all(ex::sleep_for(1h), ex::just() | ex::then([&] { started = true; }))));
+          auto mark = ex::just() | ex::then([&] { started = true; });
+          ex::sync_wait(home, ex::starts_on(ex::scheduler(*other), ex::when_all(ex::sleep_for(1h), std::move(mark))));
         });
         waiter.detach();
         while (!started) std::this_thread::yield();

@@ -138,7 +138,8 @@ TEST(StdexecInterop, EnvironmentDependentStdexecSendersInRingioAlgorithms) {
   auto sched = ex::sync_wait(ctx, ex::when_all(stdexec::read_env(stdexec::get_scheduler), ex::just(1)));
   ASSERT_TRUE(sched);
   EXPECT_EQ(*sched, std::make_tuple(home, 1));
-  auto then = ex::sync_wait(ctx, ex::then(stdexec::read_env(stdexec::get_scheduler), [&](ex::scheduler s) { return s == home; }));
+  auto then = ex::sync_wait(ctx, ex::then(stdexec::read_env(stdexec::get_scheduler),
+                                          [&](ex::scheduler s) { return s == home; }));
   ASSERT_TRUE(then);
   EXPECT_TRUE(std::get<0>(*then));
   // when_any's children see its own stop token, which can stop.
@@ -146,8 +147,8 @@ TEST(StdexecInterop, EnvironmentDependentStdexecSendersInRingioAlgorithms) {
                                                stdexec::then([](auto t) { return t.stop_possible(); })));
   ASSERT_TRUE(token);
   EXPECT_TRUE(std::get<0>(*token));
-  auto chained = ex::sync_wait(ctx, ex::let_value(ex::just(2), [](int) { return stdexec::read_env(stdexec::get_scheduler); }) |
-                                        ex::continues_on(home));
+  auto read_sched = [](int) { return stdexec::read_env(stdexec::get_scheduler); };
+  auto chained = ex::sync_wait(ctx, ex::let_value(ex::just(2), read_sched) | ex::continues_on(home));
   ASSERT_TRUE(chained);
   EXPECT_EQ(std::get<0>(*chained), home);
   // stdexec's sync_wait consuming ringio's starts_on: the child sees the loop's scheduler.

@@ -44,7 +44,8 @@ struct outcome {
   void deliver_error(R& r) noexcept {
     std::visit(
         [&](auto& e) {
-          if constexpr (!std::is_same_v<std::decay_t<decltype(e)>, std::monostate>) std::move(r).set_error(std::move(e));
+          if constexpr (!std::is_same_v<std::decay_t<decltype(e)>, std::monostate>)
+            std::move(r).set_error(std::move(e));
         },
         error);
   }

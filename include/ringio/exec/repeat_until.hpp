@@ -117,7 +117,8 @@ class repeat_until_sender {
   auto get_completion_signatures(const Env&) const ->
       typename detail::make_completions<
           detail::type_list<>,
-          detail::unique_t<detail::concat_t<error_types_of_t<body_t, Env>, detail::type_list<std::exception_ptr>>>>::type {
+          detail::unique_t<
+              detail::concat_t<error_types_of_t<body_t, Env>, detail::type_list<std::exception_ptr>>>>::type {
     return {};
   }
 
