@@ -21,3 +21,4 @@
 #include "ringio/exec/then.hpp"
 #include "ringio/exec/when_all.hpp"
 #include "ringio/exec/when_any.hpp"
+#include "ringio/exec/yield_sender.hpp"

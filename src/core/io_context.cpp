@@ -399,11 +399,15 @@ void io_context::run_until(bool (*done)(void*), void* arg) {
 // operation's memory is released while the kernel may still write to it.
 void io_context::shutdown() noexcept {
   if (owner_ != std::thread::id{} && owner_ != std::this_thread::get_id()) {
-    // Only the loop's thread may drive its ring. Closing the ring makes the kernel
-    // cancel what is left; suspended tasks are abandoned (their frames leak).
-    if (!idle())
-      log(log_level::error, "io_context destroyed on a thread other than the one that ran it; "
-                            "%zu operation(s) abandoned", backend_->in_flight());
+    // Only the loop's thread may drive its ring, so what is still pending could never
+    // complete: a task would never resume, a sender's receiver never hear back (a
+    // sync_wait elsewhere would wait forever). Refuse loudly rather than hang them.
+    if (!idle()) {
+      log(log_level::error, "io_context destroyed on a thread other than the one that ran it, with "
+                            "%zu operation(s) in flight or work queued that could never complete; "
+                            "terminating (destroy it on the thread that ran it)", backend_->in_flight());
+      std::terminate();
+    }
     return;
   }
   current_scope cs(this);

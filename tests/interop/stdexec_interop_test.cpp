@@ -44,6 +44,15 @@ void send_text(int fd, const std::string& text) {
 static_assert(stdexec::sender<ex::io_sender<ringio::detail::recv_op>>);
 static_assert(stdexec::scheduler<ex::scheduler>);
 
+// A scheduler's schedule() names its loop as completion scheduler; exec::yield(), whose
+// loop is only known when it starts, names none.
+template <class S>
+concept names_completion_scheduler = requires(const S& s) {
+  stdexec::get_completion_scheduler<stdexec::set_value_t>(stdexec::get_env(s));
+};
+static_assert(names_completion_scheduler<ex::schedule_sender>);
+static_assert(!names_completion_scheduler<decltype(ex::yield())>);
+
 // stdexec::sync_wait runs its own run_loop, not an io_context: ringio senders hop onto
 // a loop running on another thread with ringio's starts_on and back with continues_on.
 struct loop_thread {
@@ -119,6 +128,53 @@ TEST(StdexecInterop, ExecWhenAnyCancelsAPendingRingioRecv) {
   auto again = ex::sync_wait(ctx, ex::recv(p.a, std::as_writable_bytes(std::span(in))));
   ASSERT_TRUE(again);
   EXPECT_EQ(std::string(in.data(), std::get<0>(*again)), "kept");
+}
+
+// Senders whose completions depend on their receiver's environment, in ringio's
+// algorithms and consumed by stdexec through them.
+TEST(StdexecInterop, EnvironmentDependentStdexecSendersInRingioAlgorithms) {
+  io_context ctx;
+  const ex::scheduler home(ctx);
+  auto sched = ex::sync_wait(ctx, ex::when_all(stdexec::read_env(stdexec::get_scheduler), ex::just(1)));
+  ASSERT_TRUE(sched);
+  EXPECT_EQ(*sched, std::make_tuple(home, 1));
+  auto then = ex::sync_wait(ctx, ex::then(stdexec::read_env(stdexec::get_scheduler),
+                                          [&](ex::scheduler s) { return s == home; }));
+  ASSERT_TRUE(then);
+  EXPECT_TRUE(std::get<0>(*then));
+  // when_any's children see its own stop token, which can stop.
+  auto token = ex::sync_wait(ctx, ex::when_any(stdexec::read_env(stdexec::get_stop_token) |
+                                               stdexec::then([](auto t) { return t.stop_possible(); })));
+  ASSERT_TRUE(token);
+  EXPECT_TRUE(std::get<0>(*token));
+  auto read_sched = [](int) { return stdexec::read_env(stdexec::get_scheduler); };
+  auto chained = ex::sync_wait(ctx, ex::let_value(ex::just(2), read_sched) | ex::continues_on(home));
+  ASSERT_TRUE(chained);
+  EXPECT_EQ(std::get<0>(*chained), home);
+  // stdexec's sync_wait consuming ringio's starts_on: the child sees the loop's scheduler.
+  loop_thread loop;
+  auto started = stdexec::sync_wait(ex::starts_on(ex::scheduler(loop.ctx), stdexec::read_env(stdexec::get_scheduler)));
+  ASSERT_TRUE(started);
+  EXPECT_EQ(std::get<0>(*started), ex::scheduler(loop.ctx));
+}
+
+task<bool> await_environment_readers() {
+  auto sched = co_await stdexec::read_env(stdexec::get_scheduler);
+  EXPECT_TRUE(sched);
+  // The task's stop token reaches senders as an inplace_stop_token.
+  auto possible = co_await (stdexec::read_env(stdexec::get_stop_token) | stdexec::then([](auto t) {
+                              static_assert(std::is_same_v<decltype(t), stdexec::inplace_stop_token>);
+                              return t.stop_possible();
+                            }));
+  EXPECT_TRUE(possible);
+  co_return sched && *sched == ex::scheduler(*io_context::current()) && possible && *possible;
+}
+
+TEST(StdexecInterop, TasksAwaitEnvironmentDependentStdexecSenders) {
+  io_context ctx;
+  auto r = sync_wait(ctx, with_timeout(await_environment_readers(), 10s));  // a task that can be stopped
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(*r);
 }
 
 task<std::size_t> await_stdexec_then_ringio(stream_socket& s, std::array<char, 64>& in) {

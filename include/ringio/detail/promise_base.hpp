@@ -93,8 +93,10 @@ class promise_base {
   initial_awaiter initial_suspend() noexcept { return {this}; }
   final_awaiter final_suspend() const noexcept { return {}; }
 
+  // Not noexcept: awaiting a sender connects it, and a connect that throws throws
+  // from the co_await, into the task.
   template <class A>
-  auto await_transform(A&& a) noexcept {
+  auto await_transform(A&& a) {
     if constexpr (has_member_co_await<A>) {
       using Aw = decltype(std::forward<A>(a).operator co_await());
       return resume_marker<Aw>{std::forward<A>(a).operator co_await(), this};

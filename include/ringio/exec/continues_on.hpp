@@ -53,7 +53,12 @@ class continues_on_state {
 
   continues_on_state(S&& s, scheduler sched, R r) : rcvr_(std::move(r)) {
     hop_.construct_with([&] { return exec::connect(sched.schedule(), hop_receiver{this}); });
-    child_.construct_with([&] { return exec::connect(std::move(s), child_receiver{this}); });
+    try {
+      child_.construct_with([&] { return exec::connect(std::move(s), child_receiver{this}); });
+    } catch (...) {
+      hop_.destroy();
+      throw;
+    }
   }
   continues_on_state(const continues_on_state&) = delete;
   continues_on_state& operator=(const continues_on_state&) = delete;
@@ -66,7 +71,7 @@ class continues_on_state {
 
  private:
   R rcvr_;
-  outcome<value_tuple_of_t<S>, error_types_of_t<S>> result_;
+  outcome<value_tuple_of_t<S, env_of_t<R>>, error_types_of_t<S, env_of_t<R>>> result_;
   manual_lifetime<connect_result_t<schedule_sender, hop_receiver>> hop_;
   manual_lifetime<connect_result_t<S, child_receiver>> child_;
 };
@@ -79,9 +84,15 @@ template <class S>
 class continues_on_sender {
  public:
   using sender_concept = sender_t;  ///< Marks it a sender.
-  /// The completions of S (plus std::error_code from the hop).
-  using completion_signatures = typename detail::make_completions<
-      value_args_of_t<S>, detail::unique_t<detail::concat_t<error_types_of_t<S>, detail::type_list<std::error_code>>>>::type;
+  /// The completions of S in the receiver's environment `Env` (plus std::error_code
+  /// from the hop).
+  template <class Env>
+  auto get_completion_signatures(const Env&) const ->
+      typename detail::make_completions<
+          value_args_of_t<S, Env>,
+          detail::unique_t<detail::concat_t<error_types_of_t<S, Env>, detail::type_list<std::error_code>>>>::type {
+    return {};
+  }
 
   /// Holds the sender and the scheduler.
   continues_on_sender(S s, scheduler sched) : s_(std::move(s)), sched_(sched) {}

@@ -5,6 +5,7 @@
 #include <concepts>
 #include <utility>
 
+#include "ringio/exec/inplace_stop_token.hpp"
 #include "ringio/exec/tags.hpp"
 
 namespace ringio::exec {
@@ -37,5 +38,14 @@ template <class Parent, class Sched>
 env_with<Parent, get_scheduler_t, Sched> with_scheduler(Parent parent, Sched sched) noexcept {
   return {std::move(parent), std::move(sched)};
 }
+
+/// @cond INTERNAL
+namespace detail {
+/// What each child of when_all and when_any sees: the parent's environment `Env` with
+/// the algorithm's own stop token.
+template <class Env>
+using stop_child_env_t = env_with<Env, get_stop_token_t, inplace_stop_token>;
+}  // namespace detail
+/// @endcond
 
 }  // namespace ringio::exec

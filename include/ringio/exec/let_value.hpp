@@ -27,8 +27,8 @@ struct let_next<F, type_list<A...>> {
 
 template <class S, class F, class R>
 class let_state {
-  using values_t = value_tuple_of_t<S>;
-  using next_t = typename let_next<F, value_args_of_t<S>>::type;
+  using values_t = value_tuple_of_t<S, env_of_t<R>>;
+  using next_t = typename let_next<F, value_args_of_t<S, env_of_t<R>>>::type;
 
   struct first_receiver {
     using receiver_concept = receiver_t;
@@ -105,15 +105,21 @@ class let_state {
 /// The sender of let_value().
 template <class S, class F>
 class let_value_sender {
-  using next_t = typename detail::let_next<F, value_args_of_t<S>>::type;
+  template <class Env>
+  using next_t = typename detail::let_next<F, value_args_of_t<S, Env>>::type;
 
  public:
   using sender_concept = sender_t;  ///< Marks it a sender.
-  /// The values of the next sender; the errors of both plus std::exception_ptr; stopped.
-  using completion_signatures = typename detail::make_completions<
-      value_args_of_t<next_t>,
-      detail::unique_t<detail::concat_t<error_types_of_t<S>, error_types_of_t<next_t>,
-                                        detail::type_list<std::exception_ptr>>>>::type;
+  /// The values of the next sender; the errors of both plus std::exception_ptr; stopped
+  /// (both in the receiver's environment `Env`).
+  template <class Env>
+  auto get_completion_signatures(const Env&) const ->
+      typename detail::make_completions<
+          value_args_of_t<next_t<Env>, Env>,
+          detail::unique_t<detail::concat_t<error_types_of_t<S, Env>, error_types_of_t<next_t<Env>, Env>,
+                                            detail::type_list<std::exception_ptr>>>>::type {
+    return {};
+  }
 
   /// Holds `s` and `f`.
   let_value_sender(S s, F f) : s_(std::move(s)), f_(std::move(f)) {}

@@ -2,8 +2,11 @@
 // destroyed explicitly: how algorithms hold operation states, which cannot be moved.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <new>
+#include <tuple>
+#include <type_traits>
 #include <utility>
 
 namespace ringio::exec::detail {
@@ -31,5 +34,25 @@ class manual_lifetime {
     T value_;
   };
 };
+
+/// Constructs every element of `ops` (a tuple of manual_lifetime), in order, with
+/// `make(element, std::integral_constant<std::size_t, index>{})`. When one throws (a
+/// connect that fails), the elements already constructed are destroyed before the
+/// exception goes on.
+template <class Tuple, class F>
+void construct_all(Tuple& ops, F&& make) {
+  constexpr std::size_t n = std::tuple_size_v<Tuple>;
+  std::size_t built = 0;
+  try {
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      ((make(std::get<I>(ops), std::integral_constant<std::size_t, I>{}), ++built), ...);
+    }(std::make_index_sequence<n>{});
+  } catch (...) {
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      ((I < built ? std::get<I>(ops).destroy() : void()), ...);
+    }(std::make_index_sequence<n>{});
+    throw;
+  }
+}
 
 }  // namespace ringio::exec::detail

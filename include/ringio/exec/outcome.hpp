@@ -34,15 +34,20 @@ struct outcome {
     if (value) {
       std::apply([&](auto&... v) { std::move(r).set_value(std::move(v)...); }, *value);
     } else if (has_error()) {
-      std::visit(
-          [&](auto& e) {
-            if constexpr (!std::is_same_v<std::decay_t<decltype(e)>, std::monostate>)
-              std::move(r).set_error(std::move(e));
-          },
-          error);
+      deliver_error(r);
     } else {
       std::move(r).set_stopped();
     }
+  }
+  /// Completes `r` with the error kept (has_error() must be true).
+  template <class R>
+  void deliver_error(R& r) noexcept {
+    std::visit(
+        [&](auto& e) {
+          if constexpr (!std::is_same_v<std::decay_t<decltype(e)>, std::monostate>)
+            std::move(r).set_error(std::move(e));
+        },
+        error);
   }
 };
 

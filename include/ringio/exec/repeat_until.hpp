@@ -111,10 +111,16 @@ class repeat_until_sender {
 
  public:
   using sender_concept = sender_t;  ///< Marks it a sender.
-  /// set_value() after a round gave true; the errors of a round plus exception_ptr; stopped.
-  using completion_signatures = typename detail::make_completions<
-      detail::type_list<>,
-      detail::unique_t<detail::concat_t<error_types_of_t<body_t>, detail::type_list<std::exception_ptr>>>>::type;
+  /// set_value() after a round gave true; the errors of a round (in the receiver's
+  /// environment `Env`) plus exception_ptr; stopped.
+  template <class Env>
+  auto get_completion_signatures(const Env&) const ->
+      typename detail::make_completions<
+          detail::type_list<>,
+          detail::unique_t<
+              detail::concat_t<error_types_of_t<body_t, Env>, detail::type_list<std::exception_ptr>>>>::type {
+    return {};
+  }
 
   /// Holds the factory.
   explicit repeat_until_sender(Make make) : make_(std::move(make)) {}

@@ -53,7 +53,7 @@ class schedule_state {
 }  // namespace detail
 /// @endcond
 
-/// The sender of scheduler::schedule() (and of exec::yield()): completes with
+/// The sender of scheduler::schedule(): completes with
 /// set_value() on the thread of its io_context, on a later loop iteration, or with
 /// set_stopped() when its receiver's stop token was requested before it started or
 /// before it ran. No allocation: the request is queued in the operation state.
@@ -64,8 +64,8 @@ class schedule_sender {
   using completion_signatures =
       exec::completion_signatures<set_value_t(), set_error_t(std::error_code), set_stopped_t()>;
 
-  /// Completes on `loop`; null: on the loop running the thread that starts it.
-  explicit schedule_sender(io_context* loop) noexcept : loop_(loop) {}
+  /// Completes on `loop` (not null: its environment names that loop's scheduler).
+  explicit schedule_sender(io_context& loop) noexcept : loop_(&loop) {}
 
   /// The operation state.
   template <class Receiver>
@@ -96,7 +96,7 @@ class scheduler {
   explicit scheduler(io_context& ctx) noexcept : loop_(&ctx) {}
 
   /// A sender completing on the loop's thread (see schedule_sender).
-  [[nodiscard]] schedule_sender schedule() const noexcept { return schedule_sender(loop_); }
+  [[nodiscard]] schedule_sender schedule() const noexcept { return schedule_sender(*loop_); }
   /// The context it schedules on.
   [[nodiscard]] io_context& context() const noexcept { return *loop_; }
   /// Same context.
@@ -114,9 +114,5 @@ inline scheduler schedule_sender::env::query(
 }
 /// @endcond
 #endif
-
-/// A sender that completes on a later iteration of the loop that starts it (after
-/// the work already queued there): set_value(), or set_stopped() after a stop.
-[[nodiscard]] inline schedule_sender yield() noexcept { return schedule_sender(nullptr); }
 
 }  // namespace ringio::exec

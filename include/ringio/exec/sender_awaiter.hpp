@@ -5,6 +5,7 @@
 #include <atomic>
 #include <coroutine>
 #include <exception>
+#include <optional>
 #include <stop_token>
 #include <system_error>
 #include <tuple>
@@ -19,6 +20,7 @@
 #include "ringio/exec/outcome.hpp"
 #include "ringio/exec/scheduler.hpp"
 #include "ringio/exec/sender_traits.hpp"
+#include "ringio/exec/inplace_stop_token.hpp"
 #include "ringio/io_context.hpp"
 #include "ringio/result.hpp"
 
@@ -38,16 +40,22 @@ struct awaited_value<std::tuple<T>> {
   using type = T;
 };
 
+/// The environment of a sender awaited in a task: get_stop_token answers an
+/// inplace_stop_token that the task's stop token stops, get_scheduler a scheduler for
+/// the task's loop.
+using awaiter_env = exec::env_with<exec::env_with<exec::empty_env, exec::get_stop_token_t, exec::inplace_stop_token>,
+                                   exec::get_scheduler_t, exec::scheduler>;
+
 /// What `co_await s` does in a task (promise_base::await_transform picks it for any
-/// sender): connects s to a receiver whose environment carries the task's stop token
-/// and a scheduler for the task's loop, starts it, and resumes the task on its own loop
-/// (posted there if the sender completed on another thread). The result is a
-/// result<T>: the value (void for none, a tuple for several), the std::error_code of
-/// set_error, or operation_canceled for set_stopped; an error of another type is
-/// thrown (std::exception_ptr rethrown).
+/// sender): connects s to a receiver whose environment is an awaiter_env, starts it,
+/// and resumes the task on its own loop (posted there if the sender completed on
+/// another thread). The result is a result<T>: the value (void for none, a tuple for
+/// several), the std::error_code of set_error, or operation_canceled for set_stopped;
+/// an error of another type is thrown (std::exception_ptr rethrown). A connect that
+/// throws throws from the co_await.
 template <class S>
 class sender_awaiter {
-  using values_t = exec::value_tuple_of_t<S>;
+  using values_t = exec::value_tuple_of_t<S, awaiter_env>;
   using value_type = typename awaited_value<values_t>::type;
 
   struct receiver {
@@ -64,11 +72,11 @@ class sender_awaiter {
       self->done();
     }
     void set_stopped() noexcept { self->done(); }
-    using env_type = exec::env_with<exec::env_with<exec::empty_env, exec::get_stop_token_t, std::stop_token>,
-                                    exec::get_scheduler_t, exec::scheduler>;
-    env_type get_env() const noexcept {
+    awaiter_env get_env() const noexcept {
+      // A task that cannot be stopped gives a token that cannot stop either.
+      const bool cancellable = self->token_ != nullptr && self->token_->stop_possible();
       return exec::with_scheduler(
-          exec::with_stop_token(exec::empty_env{}, self->token_ != nullptr ? *self->token_ : std::stop_token{}),
+          exec::with_stop_token(exec::empty_env{}, cancellable ? self->stop_.get_token() : exec::inplace_stop_token{}),
           exec::scheduler(*self->home_));
     }
   };
@@ -86,6 +94,7 @@ class sender_awaiter {
   bool await_ready() const noexcept { return false; }
   bool await_suspend(std::coroutine_handle<> h) noexcept {
     waiter_ = h;
+    if (token_ != nullptr && token_->stop_possible()) on_stop_.emplace(*token_, forward{this});
     op_.get().start();
     int expected = starting;
     // Still running: the completion resumes the task. Finished inline: go on at once.
@@ -121,7 +130,30 @@ class sender_awaiter {
  private:
   static constexpr int starting = 0, suspended = 1, finished = 2;
 
+  // Runs the task's stop on the sender's token. A sender that completes inside that
+  // request (on this thread) is finished only after it returns: the task it resumes
+  // may free this awaiter, which the request still uses.
+  struct forward {
+    sender_awaiter* self;
+    void operator()() const noexcept {
+      const void* outer = forwarding;
+      forwarding = self;
+      self->stop_.request_stop();
+      forwarding = outer;
+      if (self->deferred_) self->finish();
+    }
+  };
+  static inline thread_local const void* forwarding = nullptr;  // whose stop runs here
+
   void done() noexcept {
+    if (forwarding == this) {
+      deferred_ = true;
+      return;
+    }
+    finish();
+  }
+  void finish() noexcept {
+    on_stop_.reset();  // waits for a forward running on another thread
     if (state_.exchange(finished, std::memory_order_acq_rel) != suspended) return;  // inline
     if (home_ == nullptr || io_context::current() == home_) {
       resume_inline(waiter_);
@@ -138,7 +170,10 @@ class sender_awaiter {
   io_context* home_;
   std::coroutine_handle<> waiter_;
   std::atomic<int> state_{starting};
-  exec::detail::outcome<values_t, exec::error_types_of_t<S>> result_;
+  exec::inplace_stop_source stop_;  // the sender's; the task's token stops it
+  std::optional<std::stop_callback<forward>> on_stop_;
+  bool deferred_ = false;  // completed inside forward: it finishes
+  exec::detail::outcome<values_t, exec::error_types_of_t<S, awaiter_env>> result_;
   remote_item back_;
   exec::detail::manual_lifetime<op_t> op_;
 };

@@ -83,17 +83,29 @@ struct sigs_info<L<S...>> {
   static constexpr bool stopped = (sig_parts<S>::stopped || ...);
 };
 
-template <class S>
+// A sender names its completions with a member `completion_signatures` (the same in
+// every environment) or a member `get_completion_signatures(env)` (they depend on the
+// receiver's environment: ringio's algorithms, whose children may be such senders).
+template <class S, class Env>
 struct completions_of {
 #if defined(RINGIO_EXEC_STDEXEC)
-  using type = stdexec::completion_signatures_of_t<S, stdexec::env<>>;
+  using type = stdexec::completion_signatures_of_t<S, Env>;
 #endif
 };
-template <class S>
+template <class S, class Env>
   requires requires { typename std::remove_cvref_t<S>::completion_signatures; }
-struct completions_of<S> {
+struct completions_of<S, Env> {
   using type = typename std::remove_cvref_t<S>::completion_signatures;
 };
+#if !defined(RINGIO_EXEC_STDEXEC)
+template <class S, class Env>
+  requires(!requires { typename std::remove_cvref_t<S>::completion_signatures; }) &&
+          requires(const std::remove_cvref_t<S>& s, const Env& e) { s.get_completion_signatures(e); }
+struct completions_of<S, Env> {
+  using type = decltype(std::declval<const std::remove_cvref_t<S>&>().get_completion_signatures(
+      std::declval<const Env&>()));
+};
+#endif
 
 template <class Values>
 struct single_value {
@@ -132,22 +144,23 @@ struct error_variant<type_list<E...>> {
 }  // namespace detail
 /// @endcond
 
-/// The completion signatures of sender `S`.
-template <class S>
-using completion_signatures_of_t = typename detail::completions_of<S>::type;
+/// The completion signatures of sender `S` connected to a receiver whose environment
+/// is of type `Env`.
+template <class S, class Env = empty_env>
+using completion_signatures_of_t = typename detail::completions_of<S, Env>::type;
 
-/// The arguments of the value completion of `S`, as a detail::type_list (empty when it
-/// never completes with a value).
-template <class S>
+/// The arguments of the value completion of `S` in `Env`, as a detail::type_list (empty
+/// when it never completes with a value).
+template <class S, class Env = empty_env>
 using value_args_of_t =
-    typename detail::single_value<typename detail::sigs_info<completion_signatures_of_t<S>>::values>::type;
+    typename detail::single_value<typename detail::sigs_info<completion_signatures_of_t<S, Env>>::values>::type;
 
-/// The value completion of `S` as a std::tuple of its arguments.
-template <class S>
-using value_tuple_of_t = typename detail::args_tuple<value_args_of_t<S>>::type;
+/// The value completion of `S` in `Env` as a std::tuple of its arguments.
+template <class S, class Env = empty_env>
+using value_tuple_of_t = typename detail::args_tuple<value_args_of_t<S, Env>>::type;
 
-/// The error types of `S`, as a detail::type_list.
-template <class S>
-using error_types_of_t = typename detail::sigs_info<completion_signatures_of_t<S>>::errors;
+/// The error types of `S` in `Env`, as a detail::type_list.
+template <class S, class Env = empty_env>
+using error_types_of_t = typename detail::sigs_info<completion_signatures_of_t<S, Env>>::errors;
 
 }  // namespace ringio::exec

@@ -49,7 +49,12 @@ class starts_on_state {
 
   starts_on_state(scheduler sched, S&& s, R r) : sched_(sched), rcvr_(std::move(r)) {
     hop_.construct_with([&] { return exec::connect(sched_.schedule(), hop_receiver{this}); });
-    child_.construct_with([&] { return exec::connect(std::move(s), child_receiver{this}); });
+    try {
+      child_.construct_with([&] { return exec::connect(std::move(s), child_receiver{this}); });
+    } catch (...) {
+      hop_.destroy();
+      throw;
+    }
   }
   starts_on_state(const starts_on_state&) = delete;
   starts_on_state& operator=(const starts_on_state&) = delete;
@@ -75,9 +80,15 @@ template <class S>
 class starts_on_sender {
  public:
   using sender_concept = sender_t;  ///< Marks it a sender.
-  /// The completions of S (plus those of the hop: an error, stopped).
-  using completion_signatures = typename detail::make_completions<
-      value_args_of_t<S>, detail::unique_t<detail::concat_t<error_types_of_t<S>, detail::type_list<std::error_code>>>>::type;
+  /// The completions of S (plus those of the hop: an error, stopped), S seeing the
+  /// receiver's environment `Env` with `sched` as its scheduler.
+  template <class Env, class ChildEnv = env_with<Env, get_scheduler_t, scheduler>>
+  auto get_completion_signatures(const Env&) const ->
+      typename detail::make_completions<
+          value_args_of_t<S, ChildEnv>,
+          detail::unique_t<detail::concat_t<error_types_of_t<S, ChildEnv>, detail::type_list<std::error_code>>>>::type {
+    return {};
+  }
 
   /// Holds the scheduler and the sender.
   starts_on_sender(scheduler sched, S s) : sched_(sched), s_(std::move(s)) {}

@@ -23,9 +23,12 @@ namespace ringio::exec {
 /// @cond INTERNAL
 namespace detail {
 
+/// The environment sync_wait's receiver gives: get_scheduler answers the loop's.
+using sync_wait_env = env_with<empty_env, get_scheduler_t, scheduler>;
+
 template <class S>
 struct sync_wait_state {
-  outcome<value_tuple_of_t<S>, error_types_of_t<S>> result;
+  outcome<value_tuple_of_t<S, sync_wait_env>, error_types_of_t<S, sync_wait_env>> result;
   io_context* loop;
   bool done = false;  // loop thread only
   ringio::detail::remote_item wake;
@@ -59,7 +62,7 @@ struct sync_wait_receiver {
     st->finish();
   }
   void set_stopped() noexcept { st->finish(); }
-  auto get_env() const noexcept { return exec::with_scheduler(empty_env{}, scheduler(*st->loop)); }
+  sync_wait_env get_env() const noexcept { return exec::with_scheduler(empty_env{}, scheduler(*st->loop)); }
 };
 
 template <class E>
@@ -84,7 +87,7 @@ template <class E>
 /// get_scheduler with a scheduler for `ctx`. `ctx` must not be running (on this thread
 /// or another): sync_wait runs it, on the calling thread.
 template <class S>
-std::optional<value_tuple_of_t<S>> sync_wait(io_context& ctx, S&& s) {
+std::optional<value_tuple_of_t<S, detail::sync_wait_env>> sync_wait(io_context& ctx, S&& s) {
   using op_t = connect_result_t<S, detail::sync_wait_receiver<S>>;
   detail::sync_wait_state<S> st;
   st.loop = &ctx;
@@ -109,7 +112,7 @@ std::optional<value_tuple_of_t<S>> sync_wait(io_context& ctx, S&& s) {
 
 /// The same on a fresh io_context (the default backend), destroyed before it returns.
 template <class S>
-std::optional<value_tuple_of_t<S>> sync_wait(S&& s) {
+std::optional<value_tuple_of_t<S, detail::sync_wait_env>> sync_wait(S&& s) {
   io_context ctx;
   return exec::sync_wait(ctx, std::forward<S>(s));
 }

@@ -19,7 +19,9 @@ namespace ringio::exec {
 using sender_t = stdexec::sender_t;
 using receiver_t = stdexec::receiver_t;
 using operation_state_t = stdexec::operation_state_t;
-using scheduler_t = stdexec::scheduler_t;
+/// Marks a scheduler (stdexec recognises schedulers by what they do, not by this tag,
+/// and older stdexec releases have no name for it).
+struct scheduler_t {};
 using set_value_t = stdexec::set_value_t;
 using set_error_t = stdexec::set_error_t;
 using set_stopped_t = stdexec::set_stopped_t;

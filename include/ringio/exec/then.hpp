@@ -58,10 +58,15 @@ template <class S, class F>
 class then_sender {
  public:
   using sender_concept = sender_t;  ///< Marks it a sender.
-  /// set_value(f(values...)), the errors of S plus std::exception_ptr (f threw), stopped.
-  using completion_signatures = typename detail::make_completions<
-      typename detail::then_value<F, value_args_of_t<S>>::type,
-      detail::unique_t<detail::concat_t<error_types_of_t<S>, detail::type_list<std::exception_ptr>>>>::type;
+  /// set_value(f(values...)), the errors of S plus std::exception_ptr (f threw), stopped:
+  /// S's completions in the receiver's environment `Env`.
+  template <class Env>
+  auto get_completion_signatures(const Env&) const ->
+      typename detail::make_completions<
+          typename detail::then_value<F, value_args_of_t<S, Env>>::type,
+          detail::unique_t<detail::concat_t<error_types_of_t<S, Env>, detail::type_list<std::exception_ptr>>>>::type {
+    return {};
+  }
 
   /// Holds `s` and `f`.
   then_sender(S s, F f) : s_(std::move(s)), f_(std::move(f)) {}

@@ -22,8 +22,9 @@ namespace detail {
 
 template <class R, class... S>
 class when_all_state {
-  using errors = unique_t<concat_t<error_types_of_t<S>...>>;
   using parent_env = env_of_t<R>;
+  using child_env = stop_child_env_t<parent_env>;
+  using errors = unique_t<concat_t<error_types_of_t<S, child_env>...>>;
 
   template <std::size_t I>
   struct child_receiver {
@@ -49,7 +50,7 @@ class when_all_state {
         self->link_.source.request_stop();
       self->arrive();
     }
-    env_with<parent_env, get_stop_token_t, inplace_stop_token> get_env() const noexcept {
+    child_env get_env() const noexcept {
       return exec::with_stop_token(exec::get_env(self->rcvr_), self->link_.source.get_token());
     }
   };
@@ -65,11 +66,9 @@ class when_all_state {
   using operation_state_concept = operation_state_t;
 
   when_all_state(std::tuple<S...>&& senders, R r) : rcvr_(std::move(r)) {
-    [&]<std::size_t... I>(std::index_sequence<I...>) {
-      (std::get<I>(ops_).construct_with(
-           [&] { return exec::connect(std::move(std::get<I>(senders)), child_receiver<I>{this}); }),
-       ...);
-    }(std::index_sequence_for<S...>{});
+    construct_all(ops_, [&]<std::size_t I>(auto& op, std::integral_constant<std::size_t, I>) {
+      op.construct_with([&] { return exec::connect(std::move(std::get<I>(senders)), child_receiver<I>{this}); });
+    });
   }
   when_all_state(const when_all_state&) = delete;
   when_all_state& operator=(const when_all_state&) = delete;
@@ -88,7 +87,7 @@ class when_all_state {
     link_.unlink();
     int status = status_.load(std::memory_order_acquire);
     if (status == 1) {
-      failure_.deliver(rcvr_);
+      failure_.deliver_error(rcvr_);
     } else if (status == 2) {
       std::move(rcvr_).set_stopped();
     } else {
@@ -103,7 +102,7 @@ class when_all_state {
 
   R rcvr_;
   stop_link<stop_token_of_t<parent_env>> link_;
-  std::tuple<std::optional<value_tuple_of_t<S>>...> values_;
+  std::tuple<std::optional<value_tuple_of_t<S, child_env>>...> values_;
   outcome<std::tuple<>, errors> failure_;
   std::atomic<int> status_{0};  // 0 running, 1 an error, 2 stopped
   std::atomic<std::size_t> remaining_{sizeof...(S)};
@@ -118,9 +117,14 @@ template <class... S>
 class when_all_sender {
  public:
   using sender_concept = sender_t;  ///< Marks it a sender.
-  /// set_value(every value of every sender, in order), any error of any, stopped.
-  using completion_signatures = typename detail::make_completions<
-      detail::concat_t<value_args_of_t<S>...>, detail::unique_t<detail::concat_t<error_types_of_t<S>...>>>::type;
+  /// set_value(every value of every sender, in order), any error of any, stopped: their
+  /// completions in the receiver's environment `Env` with when_all's stop token.
+  template <class Env, class ChildEnv = detail::stop_child_env_t<Env>>
+  auto get_completion_signatures(const Env&) const ->
+      typename detail::make_completions<detail::concat_t<value_args_of_t<S, ChildEnv>...>,
+                                        detail::unique_t<detail::concat_t<error_types_of_t<S, ChildEnv>...>>>::type {
+    return {};
+  }
 
   /// Holds the senders.
   explicit when_all_sender(S... s) : senders_(std::move(s)...) {}

@@ -19,17 +19,18 @@ namespace ringio::exec {
 /// @cond INTERNAL
 namespace detail {
 
-// The one value signature shared by the children that have one.
-template <class... S>
+// The one value signature shared by the children that have one (in environment Env).
+template <class Env, class... S>
 using any_value_args_t = typename single_value<unique_t<concat_t<
-    std::conditional_t<std::is_same_v<typename sigs_info<completion_signatures_of_t<S>>::values, type_list<>>,
-                       type_list<>, type_list<value_args_of_t<S>>>...>>>::type;
+    std::conditional_t<std::is_same_v<typename sigs_info<completion_signatures_of_t<S, Env>>::values, type_list<>>,
+                       type_list<>, type_list<value_args_of_t<S, Env>>>...>>>::type;
 
 template <class R, class... S>
 class when_any_state {
-  using errors = unique_t<concat_t<error_types_of_t<S>...>>;
   using parent_env = env_of_t<R>;
-  using values_t = typename args_tuple<any_value_args_t<S...>>::type;
+  using child_env = stop_child_env_t<parent_env>;
+  using errors = unique_t<concat_t<error_types_of_t<S, child_env>...>>;
+  using values_t = typename args_tuple<any_value_args_t<child_env, S...>>::type;
 
   struct child_receiver {
     using receiver_concept = receiver_t;
@@ -48,7 +49,7 @@ class when_any_state {
       (void)self->win();
       self->arrive();
     }
-    env_with<parent_env, get_stop_token_t, inplace_stop_token> get_env() const noexcept {
+    child_env get_env() const noexcept {
       return exec::with_stop_token(exec::get_env(self->rcvr_), self->link_.source.get_token());
     }
   };
@@ -57,11 +58,9 @@ class when_any_state {
   using operation_state_concept = operation_state_t;
 
   when_any_state(std::tuple<S...>&& senders, R r) : rcvr_(std::move(r)) {
-    [&]<std::size_t... I>(std::index_sequence<I...>) {
-      (std::get<I>(ops_).construct_with(
-           [&] { return exec::connect(std::move(std::get<I>(senders)), child_receiver{this}); }),
-       ...);
-    }(std::index_sequence_for<S...>{});
+    construct_all(ops_, [&]<std::size_t I>(auto& op, std::integral_constant<std::size_t, I>) {
+      op.construct_with([&] { return exec::connect(std::move(std::get<I>(senders)), child_receiver{this}); });
+    });
   }
   when_any_state(const when_any_state&) = delete;
   when_any_state& operator=(const when_any_state&) = delete;
@@ -102,10 +101,14 @@ template <class... S>
 class when_any_sender {
  public:
   using sender_concept = sender_t;  ///< Marks it a sender.
-  /// The value signature the children share, any error of any child, stopped.
-  using completion_signatures =
-      typename detail::make_completions<detail::any_value_args_t<S...>,
-                                        detail::unique_t<detail::concat_t<error_types_of_t<S>...>>>::type;
+  /// The value signature the children share, any error of any child, stopped: their
+  /// completions in the receiver's environment `Env` with when_any's stop token.
+  template <class Env, class ChildEnv = detail::stop_child_env_t<Env>>
+  auto get_completion_signatures(const Env&) const ->
+      typename detail::make_completions<detail::any_value_args_t<ChildEnv, S...>,
+                                        detail::unique_t<detail::concat_t<error_types_of_t<S, ChildEnv>...>>>::type {
+    return {};
+  }
 
   /// Holds the senders.
   explicit when_any_sender(S... s) : senders_(std::move(s)...) {}
