@@ -102,7 +102,7 @@ soak: deps-test build-fuzz
 	@end=$$(( $$(date +%s) + $(SOAK_MINUTES) * 60 )); first=$${SOAK_SEED:-$$(date +%s)}; seed=$$first; \
 	failed=""; log=build/chaos/soak.log; : > $$log; \
 	while [ $$(date +%s) -lt $$end ]; do \
-	  if ! RINGIO_CHAOS_SEED=$$seed RINGIO_CHAOS_SEEDS=$(SOAK_BATCH) RINGIO_CHAOS_SECONDS=100000 \
+	  if ! RINGIO_PERTURB=$$seed RINGIO_CHAOS_SEED=$$seed RINGIO_CHAOS_SEEDS=$(SOAK_BATCH) RINGIO_CHAOS_SECONDS=100000 \
 	       build/chaos/tests/stress/chaos_tests --gtest_filter='ChaosRun.*' > build/chaos/soak-batch.log 2>&1; then \
 	    cat build/chaos/soak-batch.log >> $$log; \
 	    grep -E '^chaos failure|^chaos: HANG' build/chaos/soak-batch.log; \
@@ -112,11 +112,11 @@ soak: deps-test build-fuzz
 	  grep -E '^chaos (uring|epoll|uring-poll): seeds' build/chaos/soak-batch.log | cut -c1-120; \
 	  seed=$$(( seed + $(SOAK_BATCH) )); \
 	done; \
-	echo "soak: seeds $$first..$$(( seed - 1 )) on uring, epoll and uring-poll ($(SOAK_MINUTES) min); full log: $$log"; \
+	echo "soak: seeds $$first..$$(( seed - 1 )) on uring, epoll and uring-poll ($(SOAK_MINUTES) min), each batch perturbed (RINGIO_PERTURB = its first seed); full log: $$log"; \
 	fuzz_ok=1; scripts/run-fuzz.sh $(SOAK_FUZZ_SECONDS) $(FUZZ_TARGETS) || fuzz_ok=0; \
 	if [ -n "$$failed" ]; then \
 	  echo "soak: FAILED (backend:seed):$$failed"; \
-	  echo "reproduce one: RINGIO_CHAOS_SEED=<seed> RINGIO_CHAOS_SEEDS=1 RINGIO_CHAOS_TRACE=1 build/chaos/tests/stress/chaos_tests --gtest_filter='ChaosRun.*'"; \
+	  echo "reproduce one: RINGIO_PERTURB=<its batch's first seed> RINGIO_CHAOS_SEED=<seed> RINGIO_CHAOS_SEEDS=1 RINGIO_CHAOS_TRACE=1 build/chaos/tests/stress/chaos_tests --gtest_filter='ChaosRun.*'"; \
 	fi; \
 	if [ $$fuzz_ok -eq 0 ]; then echo "soak: FAILED: a fuzz target (above)"; fi; \
 	if [ -n "$$failed" ] || [ $$fuzz_ok -eq 0 ]; then exit 1; fi; \

@@ -141,7 +141,9 @@ TEST(CrossThread, LoopsWakeEachOtherWithRingMessages) {
     (void)ctx;
   });
   EXPECT_GE(target.message_wakes - before.message_wakes, 10u) << "loop 1 was not woken by messages";
-  EXPECT_EQ(target.eventfd_wakes, before.eventfd_wakes);
+  // At most the plain thread's wake-up above, when its completion is dispatched in a
+  // later iteration than the one `before` was read in (completions may come late).
+  EXPECT_LE(target.eventfd_wakes - before.eventfd_wakes, 1u);
 }
 
 TEST(CrossThread, PlainThreadsWakeALoopThroughItsEventfd) {

@@ -12,6 +12,7 @@
 
 #include "ringio/ringio.hpp"
 #include "support/backend_test.hpp"
+#include "support/join_within.hpp"
 #include "support/loopback.hpp"
 
 using namespace ringio;
@@ -26,16 +27,6 @@ void spin_for(std::chrono::milliseconds d) {
   auto end = std::chrono::steady_clock::now() + d;
   while (std::chrono::steady_clock::now() < end) {
   }
-}
-
-// Waits for the scope's children, but stops them after `limit` (a test that fails
-// must not hang). True when they all finished by themselves.
-task<bool> join_within(scope& s, std::chrono::milliseconds limit) {
-  for (auto waited = 0ms; s.size() > 0 && waited < limit; waited += 10ms) co_await sleep_for(10ms);
-  const bool in_time = s.size() == 0;
-  s.request_stop();
-  co_await s.join();
-  co_return in_time;
 }
 
 struct outcome {

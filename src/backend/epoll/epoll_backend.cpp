@@ -63,7 +63,9 @@ epoll_backend::~epoll_backend() {
 }
 
 std::string epoll_backend::describe() const {
-  return "epoll (edge triggered, epoll_pwait2 timeouts, direct descriptors off: readiness backend)";
+  std::string s = "epoll (edge triggered, epoll_pwait2 timeouts, direct descriptors off: readiness backend";
+  if (perturb_.on()) s += ", perturbed (RINGIO_PERTURB=" + std::to_string(perturb_.seed()) + ")";
+  return s + ")";
 }
 
 epoll_backend::wait_list& epoll_backend::list_of(op_base& op) noexcept {
@@ -250,6 +252,15 @@ void epoll_backend::poll(bool block, std::int64_t wake_at_ns) {
   if (n < 0) {
     if (errno != EINTR) throw std::system_error(errno, std::system_category(), "epoll_pwait2");
     n = 0;
+  }
+  if (perturb_.on() && n > 0) {
+    // Perturbation: the events in another order, and one of them repeated (readiness
+    // that turns out spurious: the attempt meets EAGAIN and waits again).
+    for (int i = n - 1; i > 0; --i) std::swap(events[i], events[perturb_.below(static_cast<std::uint64_t>(i) + 1)]);
+    if (n < max_events && perturb_.one_in(4)) {
+      events[n] = events[perturb_.below(static_cast<std::uint64_t>(n))];
+      ++n;
+    }
   }
   for (int i = 0; i < n; ++i) {
     const epoll_event& ev = events[i];

@@ -18,6 +18,7 @@
 #include "core/timer_heap.hpp"
 #include "core/backend.hpp"
 #include "core/loop_state.hpp"
+#include "core/perturbation.hpp"
 
 namespace ringio::detail {
 
@@ -76,6 +77,7 @@ class epoll_backend final : public backend {
   std::vector<fd_state> fds_;
   timer_heap timers_;
   std::size_t in_flight_ = 0;
+  perturbation perturb_;  // RINGIO_PERTURB: a seeded test mode (off by default)
 };
 
 }  // namespace ringio::detail

@@ -4,6 +4,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -100,7 +101,8 @@ uring_backend::~uring_backend() {
     }
     st_.shutting_down = true;  // the wake read must not re-arm
     while (wake_armed_) {
-      int r = io_uring_submit_and_wait(&ring_, 1);
+      // Completions held back by the perturbation mode are ready already: no wait then.
+      int r = stash_.empty() ? io_uring_submit_and_wait(&ring_, 1) : io_uring_submit(&ring_);
       if (r < 0 && r != -EINTR) break;  // e.g. destroyed on a foreign thread: the kernel cleans up
       reap();
     }
@@ -121,6 +123,7 @@ std::string uring_backend::describe() const {
   }
   if (zero_copy_threshold_ != 0) s += ", zero-copy send >= " + std::to_string(zero_copy_threshold_) + " B";
   if (min_wait_usec_ != 0) s += ", min wait " + std::to_string(min_wait_usec_) + " us";
+  if (perturb_.on()) s += ", perturbed (RINGIO_PERTURB=" + std::to_string(perturb_.seed()) + ")";
   s += ", " + describe_direct() + ")";
   return s;
 }
@@ -255,6 +258,10 @@ void uring_backend::submit(op_base& op) noexcept {
     io_uring_prep_nop(sqe);
   } else {
     op.vt->prepare(op, *sqe);
+    if (perturb_.on() && (sqe->opcode == IORING_OP_RECV || sqe->opcode == IORING_OP_SEND) &&
+        (sqe->flags & IOSQE_BUFFER_SELECT) == 0 && (sqe->ioprio & IORING_RECVSEND_BUNDLE) == 0 &&
+        (sqe->msg_flags & MSG_WAITALL) == 0)
+      sqe->len = perturb_.shorten(sqe->len);  // a short transfer, as the kernel may make
     if (op.fixed_file) use_fixed_file(*sqe);
     if (use_zero_copy_send(op, *sqe, zero_copy_threshold_)) ++st_.stats.zero_copy_sends;
   }
@@ -456,10 +463,62 @@ void uring_backend::reap() noexcept {
     completion batch[reap_batch];
     for (unsigned i = 0; i < n; ++i) batch[i] = {cqes[i]->user_data, cqes[i]->res, cqes[i]->flags};
     io_uring_cq_advance(&ring_, n);
+    const unsigned taken = n;
+    if (perturb_.on()) n = perturb_batch(batch, n);
     st_.stats.completions += n;
     for (unsigned i = 0; i < n; ++i) dispatch(batch[i].ud, batch[i].res, batch[i].flags);
-    if (n < reap_batch) return;
+    if (taken < reap_batch) break;
   }
+  deferred_.clear();
+}
+
+// Perturbation: reorders the batch (the completions of one request keep their order),
+// moves some completions to the next iteration (after one is held back, the later
+// completions of its request are too), and returns how many stay in `batch`.
+unsigned uring_backend::perturb_batch(completion* batch, unsigned n) noexcept {
+  if (n > 1 && perturb_.one_in(2)) {
+    std::uint64_t key[reap_batch];
+    for (unsigned i = 0; i < n; ++i) key[i] = perturb_.below(1u << 20) * reap_batch + i;
+    // Same request: its keys, sorted, are handed out again in arrival order.
+    for (unsigned i = 0; i < n; ++i)
+      for (unsigned j = i + 1; j < n; ++j)
+        if (batch[j].ud == batch[i].ud && key[j] < key[i]) std::swap(key[i], key[j]);
+    unsigned order[reap_batch];
+    for (unsigned i = 0; i < n; ++i) order[i] = i;
+    std::sort(order, order + n, [&](unsigned a, unsigned b) { return key[a] < key[b]; });
+    completion copy[reap_batch];
+    for (unsigned i = 0; i < n; ++i) copy[i] = batch[order[i]];
+    std::copy(copy, copy + n, batch);
+  }
+  const unsigned split = perturb_.one_in(6) ? static_cast<unsigned>(perturb_.below(n)) : n;
+  unsigned kept = 0;
+  for (unsigned i = 0; i < n; ++i) {
+    const completion c = batch[i];
+    bool hold = i >= split || perturb_.one_in(8) || std::find(deferred_.begin(), deferred_.end(), c.ud) != deferred_.end();
+    if (hold) {
+      try {
+        stash_.push_back(c);
+        deferred_.push_back(c.ud);
+        continue;
+      } catch (const std::bad_alloc&) {
+      }
+    }
+    if ((c.flags & IORING_CQE_F_MORE) != 0 && perturb_.one_in(32)) end_multishot_now(c.ud, c.flags);
+    batch[kept++] = c;
+  }
+  return kept;
+}
+
+// Perturbation: ends a multishot request with a cancel nobody asked for, as the kernel
+// may (its final completion then carries -ECANCELED). The request is still live (this
+// completion has F_MORE), so no other request can hold its user_data.
+void uring_backend::end_multishot_now(std::uint64_t ud, unsigned flags) noexcept {
+  if ((ud & ud_tag_mask) != ud_tag_main || (flags & IORING_CQE_F_NOTIF) != 0 || ud == ud_wake_message) return;
+  auto* op = reinterpret_cast<op_base*>(ud & ~static_cast<std::uint64_t>(ud_tag_mask));
+  if (op == nullptr || op == &wake_ || op->vt == nullptr || op->vt->on_cqe == nullptr) return;
+  io_uring_sqe* sqe = get_sqe();
+  io_uring_prep_cancel64(sqe, ud, 0);
+  io_uring_sqe_set_data64(sqe, 0);
 }
 
 void uring_backend::dispatch(std::uint64_t ud, int res, unsigned flags) noexcept {

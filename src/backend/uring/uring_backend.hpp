@@ -15,6 +15,7 @@
 #include "backend/uring/uring_setup.hpp"
 #include "core/backend.hpp"
 #include "core/loop_state.hpp"
+#include "core/perturbation.hpp"
 #include "core/timer_heap.hpp"
 
 namespace ringio::detail {
@@ -76,6 +77,8 @@ class uring_backend final : public backend {
   void on_poll_cqe(op_base& op, int res) noexcept;
   void dispatch(std::uint64_t ud, int res, unsigned flags) noexcept;
   void reap() noexcept;
+  unsigned perturb_batch(completion* batch, unsigned n) noexcept;
+  void end_multishot_now(std::uint64_t ud, unsigned flags) noexcept;
   void drain_backlog() noexcept;
   void finish(op_base& op) noexcept;
   void wait_for_notification(op_base& op) noexcept;
@@ -125,6 +128,8 @@ class uring_backend final : public backend {
   op_base* notif_waiting_ = nullptr;
   std::vector<std::uint64_t> orphans_;
   bool shutting_down_ = false;
+  perturbation perturb_;                // RINGIO_PERTURB: a seeded test mode (off by default)
+  std::vector<std::uint64_t> deferred_;  // perturbation: requests with a completion held back
 };
 
 }  // namespace ringio::detail

@@ -1,0 +1,34 @@
+#include "core/perturbation.hpp"
+
+#include <atomic>
+#include <cstdlib>
+
+namespace ringio::detail {
+namespace {
+
+struct process_seed {
+  bool on = false;
+  std::uint64_t seed = 0;
+  process_seed() noexcept {
+    const char* v = std::getenv("RINGIO_PERTURB");
+    if (v == nullptr || *v == '\0') return;
+    char* end = nullptr;
+    seed = std::strtoull(v, &end, 10);
+    on = end != v;
+  }
+};
+
+std::atomic<std::uint64_t> contexts_made{0};
+
+}  // namespace
+
+perturbation::perturbation() noexcept {
+  static const process_seed process;
+  if (!process.on) return;
+  on_ = true;
+  seed_ = process.seed;
+  const std::uint64_t nth = contexts_made.fetch_add(1, std::memory_order_relaxed);
+  rng_.seed(process.seed * 0x9e3779b97f4a7c15ULL + nth);
+}
+
+}  // namespace ringio::detail
