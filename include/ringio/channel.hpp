@@ -129,10 +129,13 @@ class channel_send_op : public io_operation<channel_send_op<T>> {
 ///
 /// Closing: close() (or the destruction of the last channel::sender handle) makes
 /// sends fail with errc::closed; the receiver still gets every value queued before,
-/// then errc::closed. Once the receiver has seen errc::closed, no send, close or sender
-/// handle touches the channel any more: the receiver may destroy it at once. Otherwise
-/// destroy a channel only after its senders have returned from their last send, and
-/// while no task waits in receive().
+/// then errc::closed. When the last sender handle closed it, nothing touches the
+/// channel any more once the receiver has seen errc::closed: the receiver may destroy
+/// it at once. After an explicit close(), sends and close() calls still in progress
+/// never touch it after that either, but remaining sender handles do when they are
+/// destroyed: the channel must outlive its handles. Without handles, destroy a channel
+/// only after its senders have returned from their last send, and while no task waits
+/// in receive().
 template <class T>
 class channel {
  public:
@@ -222,7 +225,7 @@ class channel {
         // instructions, or a woken sender on its way out): wait for it without
         // sleeping in the kernel for a wake that may not come.
         if (++finishing < 64) co_await yield();
-        else co_await sleep_for(std::chrono::milliseconds(1));
+        else (void)co_await sleep_for(std::chrono::milliseconds(1));
         continue;
       }
       detail::channel_waker& w = *waker_;

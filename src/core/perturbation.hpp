@@ -5,7 +5,8 @@
 // batch split at a random point, single ones deferred), receives and sends ask for
 // fewer bytes (short transfers), and multishot requests are ended by a cancel nobody
 // asked for. Readiness: events in another order, and repeated (spurious readiness).
-// Off (one predictable branch) when the variable is unset.
+// Off (one predictable branch) when the variable is unset. RINGIO_PERTURB_KINDS (a
+// comma list of reorder, defer, short, multishot; all by default) narrows it down.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +22,11 @@ class perturbation {
   perturbation() noexcept;
 
   [[nodiscard]] bool on() const noexcept { return on_; }
+  /// Which perturbations RINGIO_PERTURB_KINDS lets through (all by default).
+  [[nodiscard]] bool reorders() const noexcept { return (kinds_ & reorder_kind) != 0; }
+  [[nodiscard]] bool defers() const noexcept { return (kinds_ & defer_kind) != 0; }
+  [[nodiscard]] bool shortens() const noexcept { return (kinds_ & short_kind) != 0; }
+  [[nodiscard]] bool ends_multishot() const noexcept { return (kinds_ & multishot_kind) != 0; }
   [[nodiscard]] std::uint64_t seed() const noexcept { return seed_; }
   /// True once in `n` draws.
   bool one_in(unsigned n) noexcept { return n != 0 && rng_() % n == 0; }
@@ -28,14 +34,16 @@ class perturbation {
   std::uint64_t below(std::uint64_t n) noexcept { return n == 0 ? 0 : rng_() % n; }
   /// A shorter length for a transfer of `len` bytes (sometimes `len` itself).
   std::uint32_t shorten(std::uint32_t len) noexcept {
-    if (len < 2 || !one_in(4)) return len;
+    if (len < 2 || !shortens() || !one_in(4)) return len;
     // Half of them very short (at most 16 bytes), the rest anywhere below `len`.
     const std::uint64_t limit = one_in(2) && len > 16 ? 16 : len - 1;
     return 1 + static_cast<std::uint32_t>(below(limit));
   }
 
  private:
+  static constexpr unsigned reorder_kind = 1, defer_kind = 2, short_kind = 4, multishot_kind = 8;
   bool on_ = false;
+  unsigned kinds_ = 0;
   std::uint64_t seed_ = 0;
   std::mt19937_64 rng_;
 };

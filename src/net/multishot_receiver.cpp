@@ -268,7 +268,8 @@ multishot_receiver::multishot_receiver(stream_socket& socket, buffer_pool& pool)
     : state_(new detail::multishot_recv_state(pool.core(), socket.operation_fd())),
       core_(&pool.core()),
       fd_(socket.operation_fd()),
-      direct_(socket.is_direct()) {
+      direct_(socket.is_direct()),
+      owner_(socket.direct_owner()) {
   state_->fixed_file = direct_;
 }
 
@@ -278,6 +279,8 @@ detail::recv_next_op multishot_receiver::next() noexcept {
   detail::recv_next_op op{state_, core_, fd_};
   op.fixed_file = direct_;  // stream_socket::cancel() matches it by kind of descriptor too
   op.fallback.fixed_file = direct_;
+  op.direct_owner = owner_;  // awaited on another loop: cross_device_link
+  op.fallback.direct_owner = owner_;
   return op;
 }
 

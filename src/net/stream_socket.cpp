@@ -90,10 +90,11 @@ detail::close_op stream_socket::close() noexcept {
   if (fd_.is_direct()) {
     io_context* owner = fd_.direct_owner();
     if (!owner->on_loop_thread()) {
-      // The slot means nothing to this thread's ring: give it up (it is freed with
-      // its ring) and let the close report bad_file_descriptor.
-      fd_.release();
-      return detail::close_op(-1);
+      // The slot means nothing to this loop's ring: the close fails with
+      // cross_device_link when awaited, and the socket stays open on its own loop.
+      detail::close_op refused(fd_.get(), true);
+      refused.direct_owner = owner;
+      return refused;
     }
     owner->direct_unreserve();  // the close operation frees the slot
     return detail::close_op(fd_.release(), true);

@@ -73,6 +73,7 @@ class repeat_state {
       try {
         body_.construct_with([&] { return exec::connect(make_(), body_receiver{this}); });
       } catch (...) {
+        gone_ = nullptr;  // no round is starting (and no local is pointed to)
         std::move(rcvr_).set_error(std::current_exception());
         return;
       }

@@ -54,14 +54,14 @@ class buffered_stream {
   /// std::errc::invalid_argument for an empty `delim`; any recv(2) error. `delim` must
   /// stay valid until the read completes. Cancellation: operation_canceled, nothing lost.
   [[nodiscard]] detail::read_message_op read_until(std::string_view delim, std::size_t max = no_limit) noexcept {
-    return {socket_->native_handle(), buffer_, delim, clamp(max), false, false};
+    return on_socket(detail::read_message_op{socket_->native_handle(), buffer_, delim, clamp(max), false, false});
   }
 
   /// Reads one line ending in "\n" and returns it without the "\n" and without a "\r"
   /// just before it. `max` counts the raw bytes, line end included. Errors and
   /// cancellation as for read_until("\n", max); the view is valid until the next read.
   [[nodiscard]] detail::read_message_op read_line(std::size_t max = no_limit) noexcept {
-    return {socket_->native_handle(), buffer_, "\n", clamp(max), false, true};
+    return on_socket(detail::read_message_op{socket_->native_handle(), buffer_, "\n", clamp(max), false, true});
   }
 
   /// Reads exactly n bytes into the buffer and returns a view of them, valid until the
@@ -69,7 +69,7 @@ class buffered_stream {
   /// errc::end_of_stream when the peer closed first (what arrived stays in buffered());
   /// any recv(2) error. Cancellation: operation_canceled, nothing lost.
   [[nodiscard]] detail::read_message_op read_exact(std::size_t n) noexcept {
-    return {socket_->native_handle(), buffer_, {}, n, true, false};
+    return on_socket(detail::read_message_op{socket_->native_handle(), buffer_, {}, n, true, false});
   }
 
   /// Fills `dst`: first from the buffered bytes, then with receives straight into
@@ -80,14 +80,14 @@ class buffered_stream {
   /// operation_canceled if stopped, else the recv(2) error. An error that a short count
   /// hid (connection_reset, which the kernel reports once) is the next read's error.
   [[nodiscard]] detail::read_into_op read_exact(mutable_buffer dst) noexcept {
-    return {socket_->native_handle(), buffer_, dst, true};
+    return on_socket(detail::read_into_op{socket_->native_handle(), buffer_, dst, true});
   }
 
   /// Like stream_socket::recv: buffered bytes first (as many as fit in `dst`, no
   /// syscall), else one recv(2) straight into `dst`. 0 means the peer closed its side.
   /// Errors: those of recv(2). Cancellation: operation_canceled when nothing arrived.
   [[nodiscard]] detail::read_into_op read_some(mutable_buffer dst) noexcept {
-    return {socket_->native_handle(), buffer_, dst, false};
+    return on_socket(detail::read_into_op{socket_->native_handle(), buffer_, dst, false});
   }
 
   /// The bytes received beyond the last message returned, not yet consumed. A protocol
@@ -103,6 +103,13 @@ class buffered_stream {
   [[nodiscard]] stream_socket& socket() const noexcept { return *socket_; }
 
  private:
+  // A direct descriptor that could not be installed here (another loop's): the read
+  // fails with cross_device_link when awaited.
+  template <class Op>
+  Op on_socket(Op op) const noexcept {
+    op.direct_owner = socket_->direct_owner();
+    return op;
+  }
   std::size_t clamp(std::size_t max) const noexcept { return max < capacity() ? max : capacity(); }
 
   stream_socket* socket_;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "ringio/detail/io_operation.hpp"
+#include "ringio/io_context.hpp"
 #include "ringio/net/buffer_pool.hpp"
 #include "ringio/net/pooled_receive.hpp"
 #include "ringio/net/stream_socket.hpp"
@@ -27,6 +28,13 @@ class recv_next_op : public io_operation<recv_next_op> {
 
   template <class P>
   bool await_suspend(std::coroutine_handle<P> h) {
+    if (direct_owner != nullptr && direct_owner != io_context::current()) {
+      // A direct descriptor names a slot of its own loop's table; here the number is
+      // another connection or another descriptor. Nothing is touched.
+      res = -EXDEV;
+      state = op_state::done;
+      return false;
+    }
     if (!kernel_mode()) {
       if (take_ready()) return false;  // data a cancelled next() put back
       use_fallback = true;
@@ -90,6 +98,7 @@ class multishot_receiver {
   detail::buffer_pool_core* core_;
   int fd_;
   bool direct_;
+  io_context* owner_;  // a direct descriptor's loop (null for a normal descriptor)
 };
 
 }  // namespace ringio

@@ -48,7 +48,9 @@ class send_file_op : public io_operation<send_file_op> {
 /// is then the error broken_pipe, as for every other send).
 [[nodiscard]] inline detail::send_file_op send_file(stream_socket& socket, int file_fd, std::uint64_t offset,
                                                     std::uint64_t count) noexcept {
-  return {socket.native_handle(), file_fd, offset, count};
+  detail::send_file_op op{socket.native_handle(), file_fd, offset, count};
+  op.direct_owner = socket.direct_owner();  // still direct: another loop's (cross_device_link)
+  return op;
 }
 
 }  // namespace ringio

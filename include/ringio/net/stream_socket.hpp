@@ -104,8 +104,8 @@ class stream_socket {
   }
   /// Closes the socket through the ring (a direct descriptor: its slot, with the close
   /// operation's file_index); the socket is empty afterwards. Obeys no stop token. A
-  /// direct descriptor closed on another thread than its loop's reports
-  /// bad_file_descriptor (its slot is freed with its ring).
+  /// direct descriptor closed on another loop than its own reports cross_device_link
+  /// and stays open (usable, and closed, on its loop).
   [[nodiscard]] detail::close_op close() noexcept;
   /// Cancels every operation of the calling thread's loop that waits on this socket
   /// (recv, send, recv_exact, send_all, connect, and the next() of a multishot_receiver
@@ -157,6 +157,8 @@ class stream_socket {
   /// What operations name: the descriptor or the direct descriptor's slot (with
   /// op_base::fixed_file set from is_direct()).
   [[nodiscard]] int operation_fd() const noexcept { return fd_.get(); }
+  /// A direct descriptor's loop; null for a normal descriptor.
+  [[nodiscard]] io_context* direct_owner() const noexcept { return fd_.direct_owner(); }
   /// Marks `op` as an operation on this socket's kind of descriptor.
   template <class Op>
   Op on_socket(Op op) const noexcept {

@@ -256,8 +256,9 @@ void epoll_backend::poll(bool block, std::int64_t wake_at_ns) {
   if (perturb_.on() && n > 0) {
     // Perturbation: the events in another order, and one of them repeated (readiness
     // that turns out spurious: the attempt meets EAGAIN and waits again).
-    for (int i = n - 1; i > 0; --i) std::swap(events[i], events[perturb_.below(static_cast<std::uint64_t>(i) + 1)]);
-    if (n < max_events && perturb_.one_in(4)) {
+    if (perturb_.reorders())
+      for (int i = n - 1; i > 0; --i) std::swap(events[i], events[perturb_.below(static_cast<std::uint64_t>(i) + 1)]);
+    if (n < max_events && perturb_.defers() && perturb_.one_in(4)) {
       events[n] = events[perturb_.below(static_cast<std::uint64_t>(n))];
       ++n;
     }

@@ -2,6 +2,7 @@
 
 #include <poll.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -24,6 +25,13 @@ namespace ringio::detail {
 namespace {
 
 constexpr unsigned reap_batch = 128;
+
+// Perturbation only (a syscall per submission): datagrams must keep their size.
+bool is_stream_socket(int fd) noexcept {
+  int type = 0;
+  socklen_t len = sizeof type;
+  return ::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0 && type == SOCK_STREAM;
+}
 
 std::uint64_t tagged(op_base& op, unsigned long long tag) noexcept {
   return reinterpret_cast<std::uint64_t>(&op) | tag;
@@ -102,7 +110,7 @@ uring_backend::~uring_backend() {
     st_.shutting_down = true;  // the wake read must not re-arm
     while (wake_armed_) {
       // Completions held back by the perturbation mode are ready already: no wait then.
-      int r = stash_.empty() ? io_uring_submit_and_wait(&ring_, 1) : io_uring_submit(&ring_);
+      int r = stash_.empty() && held_.empty() ? io_uring_submit_and_wait(&ring_, 1) : io_uring_submit(&ring_);
       if (r < 0 && r != -EINTR) break;  // e.g. destroyed on a foreign thread: the kernel cleans up
       reap();
     }
@@ -260,7 +268,7 @@ void uring_backend::submit(op_base& op) noexcept {
     op.vt->prepare(op, *sqe);
     if (perturb_.on() && (sqe->opcode == IORING_OP_RECV || sqe->opcode == IORING_OP_SEND) &&
         (sqe->flags & IOSQE_BUFFER_SELECT) == 0 && (sqe->ioprio & IORING_RECVSEND_BUNDLE) == 0 &&
-        (sqe->msg_flags & MSG_WAITALL) == 0)
+        (sqe->msg_flags & MSG_WAITALL) == 0 && !op.fixed_file && is_stream_socket(op.fd))
       sqe->len = perturb_.shorten(sqe->len);  // a short transfer, as the kernel may make
     if (op.fixed_file) use_fixed_file(*sqe);
     if (use_zero_copy_send(op, *sqe, zero_copy_threshold_)) ++st_.stats.zero_copy_sends;
@@ -358,7 +366,7 @@ void uring_backend::enable() {
 
 void uring_backend::poll(bool block, std::int64_t wake_at_ns) {
   if (!enabled_) enable();
-  if (!stash_.empty()) block = false;  // completions taken off the CQ are ready already
+  if (!stash_.empty() || !held_.empty()) block = false;  // completions taken off the CQ are ready already
   drain_backlog();
   for (const timer_heap* h : {&poll_deadlines_, &backlog_deadlines_})
     if (!h->empty() && (wake_at_ns == 0 || h->top()->deadline_ns < wake_at_ns)) wake_at_ns = h->top()->deadline_ns;
@@ -448,41 +456,71 @@ void uring_backend::expire_polls() noexcept {
   }
 }
 
+// Completions are dispatched in the order the kernel posted them, per request: those
+// held back by the perturbation mode first, then those a submission took off a full CQ
+// (older than what the CQ holds now, even when taken during this very call), then the CQ.
 void uring_backend::reap() noexcept {
-  if (!stash_.empty()) {
+  if (!held_.empty()) {
     std::vector<completion> taken;
-    taken.swap(stash_);
+    taken.swap(held_);
     st_.stats.completions += taken.size();
     for (const completion& c : taken) dispatch(c.ud, c.res, c.flags);
   }
   for (;;) {
-    io_uring_cqe* cqes[reap_batch];
-    unsigned n = io_uring_peek_batch_cqe(&ring_, cqes, reap_batch);
-    if (n == 0) return;
-    // Copy and release the CQ slots first: dispatch may run for a while.
     completion batch[reap_batch];
-    for (unsigned i = 0; i < n; ++i) batch[i] = {cqes[i]->user_data, cqes[i]->res, cqes[i]->flags};
-    io_uring_cq_advance(&ring_, n);
+    unsigned n = 0;
+    bool from_cq = false;
+    if (!stash_.empty()) {
+      n = stash_.size() < reap_batch ? static_cast<unsigned>(stash_.size()) : reap_batch;
+      std::copy(stash_.begin(), stash_.begin() + n, batch);
+      stash_.erase(stash_.begin(), stash_.begin() + n);
+    } else {
+      io_uring_cqe* cqes[reap_batch];
+      n = io_uring_peek_batch_cqe(&ring_, cqes, reap_batch);
+      if (n == 0) break;
+      // Copy and release the CQ slots first: dispatch may run for a while.
+      for (unsigned i = 0; i < n; ++i) batch[i] = {cqes[i]->user_data, cqes[i]->res, cqes[i]->flags};
+      io_uring_cq_advance(&ring_, n);
+      from_cq = true;
+    }
     const unsigned taken = n;
     if (perturb_.on()) n = perturb_batch(batch, n);
     st_.stats.completions += n;
     for (unsigned i = 0; i < n; ++i) dispatch(batch[i].ud, batch[i].res, batch[i].flags);
-    if (taken < reap_batch) break;
+    if (from_cq && taken < reap_batch && stash_.empty()) break;
   }
   deferred_.clear();
 }
 
+// Completions whose order the kernel keeps: those of one request, and those that took
+// provided buffers (posted in the order the buffers were consumed, which buffer pools
+// rely on: an incremental buffer's offset, a bundle's place in the ring).
+std::uint64_t uring_backend::order_group(const completion& c) noexcept {
+  return (c.flags & IORING_CQE_F_BUFFER) != 0 ? ~std::uint64_t{0} : c.ud;
+}
+
+bool uring_backend::is_deferred(std::uint64_t key) const noexcept {
+  return std::find(deferred_.begin(), deferred_.end(), key) != deferred_.end();
+}
+
 // Perturbation: reorders the batch (the completions of one request keep their order),
-// moves some completions to the next iteration (after one is held back, the later
-// completions of its request are too), and returns how many stay in `batch`.
+// moves some completions to the next iteration (held_; after one is held back, the
+// later completions of its request are too), and returns how many stay in `batch`.
 unsigned uring_backend::perturb_batch(completion* batch, unsigned n) noexcept {
-  if (n > 1 && perturb_.one_in(2)) {
+  if (n > 1 && perturb_.reorders() && perturb_.one_in(2)) {
     std::uint64_t key[reap_batch];
     for (unsigned i = 0; i < n; ++i) key[i] = perturb_.below(1u << 20) * reap_batch + i;
-    // Same request: its keys, sorted, are handed out again in arrival order.
+    // A request with a buffer completion here is ordered with the buffers as a whole.
+    std::uint64_t group[reap_batch];
+    for (unsigned i = 0; i < n; ++i) group[i] = batch[i].ud;
+    for (unsigned i = 0; i < n; ++i)
+      if (order_group(batch[i]) != batch[i].ud)
+        for (unsigned j = 0; j < n; ++j)
+          if (batch[j].ud == batch[i].ud) group[j] = order_group(batch[i]);
+    // Same order group: its keys, sorted, are handed out again in arrival order.
     for (unsigned i = 0; i < n; ++i)
       for (unsigned j = i + 1; j < n; ++j)
-        if (batch[j].ud == batch[i].ud && key[j] < key[i]) std::swap(key[i], key[j]);
+        if (group[j] == group[i] && key[j] < key[i]) std::swap(key[i], key[j]);
     unsigned order[reap_batch];
     for (unsigned i = 0; i < n; ++i) order[i] = i;
     std::sort(order, order + n, [&](unsigned a, unsigned b) { return key[a] < key[b]; });
@@ -490,20 +528,24 @@ unsigned uring_backend::perturb_batch(completion* batch, unsigned n) noexcept {
     for (unsigned i = 0; i < n; ++i) copy[i] = batch[order[i]];
     std::copy(copy, copy + n, batch);
   }
-  const unsigned split = perturb_.one_in(6) ? static_cast<unsigned>(perturb_.below(n)) : n;
+  const bool defers = perturb_.defers();
+  const unsigned split = defers && perturb_.one_in(6) ? static_cast<unsigned>(perturb_.below(n)) : n;
   unsigned kept = 0;
   for (unsigned i = 0; i < n; ++i) {
     const completion c = batch[i];
-    bool hold = i >= split || perturb_.one_in(8) || std::find(deferred_.begin(), deferred_.end(), c.ud) != deferred_.end();
+    const bool hold = i >= split || (defers && perturb_.one_in(8)) || is_deferred(c.ud) ||
+                      is_deferred(order_group(c));
     if (hold) {
       try {
-        stash_.push_back(c);
-        deferred_.push_back(c.ud);
+        held_.push_back(c);
+        deferred_.push_back(c.ud);  // its request, and the buffers when it took one
+        deferred_.push_back(order_group(c));
         continue;
       } catch (const std::bad_alloc&) {
       }
     }
-    if ((c.flags & IORING_CQE_F_MORE) != 0 && perturb_.one_in(32)) end_multishot_now(c.ud, c.flags);
+    if ((c.flags & IORING_CQE_F_MORE) != 0 && perturb_.ends_multishot() && perturb_.one_in(32))
+      end_multishot_now(c.ud, c.flags);
     batch[kept++] = c;
   }
   return kept;

@@ -78,6 +78,8 @@ class uring_backend final : public backend {
   void dispatch(std::uint64_t ud, int res, unsigned flags) noexcept;
   void reap() noexcept;
   unsigned perturb_batch(completion* batch, unsigned n) noexcept;
+  static std::uint64_t order_group(const completion& c) noexcept;
+  [[nodiscard]] bool is_deferred(std::uint64_t key) const noexcept;
   void end_multishot_now(std::uint64_t ud, unsigned flags) noexcept;
   void drain_backlog() noexcept;
   void finish(op_base& op) noexcept;
@@ -129,6 +131,7 @@ class uring_backend final : public backend {
   std::vector<std::uint64_t> orphans_;
   bool shutting_down_ = false;
   perturbation perturb_;                // RINGIO_PERTURB: a seeded test mode (off by default)
+  std::vector<completion> held_;         // perturbation: completions for the next iteration
   std::vector<std::uint64_t> deferred_;  // perturbation: requests with a completion held back
 };
 
