@@ -17,7 +17,8 @@ struct process_seed {
     char* end = nullptr;
     seed = std::strtoull(v, &end, 10);
     on = end != v;
-    const char* k = std::getenv("RINGIO_PERTURB_KINDS");
+    // RINGIO_PERTURB=<seed>:<kinds> or RINGIO_PERTURB_KINDS=<kinds>
+    const char* k = on && *end == ':' ? end + 1 : std::getenv("RINGIO_PERTURB_KINDS");
     if (k == nullptr || *k == '\0') return;
     const std::string_view list(k);
     kinds = 0;

@@ -5,8 +5,9 @@
 // batch split at a random point, single ones deferred), receives and sends ask for
 // fewer bytes (short transfers), and multishot requests are ended by a cancel nobody
 // asked for. Readiness: events in another order, and repeated (spurious readiness).
-// Off (one predictable branch) when the variable is unset. RINGIO_PERTURB_KINDS (a
-// comma list of reorder, defer, short, multishot; all by default) narrows it down.
+// Off (one predictable branch) when the variable is unset. RINGIO_PERTURB=<seed>:<kinds>
+// or RINGIO_PERTURB_KINDS=<kinds> (a comma list of reorder, defer, short, multishot;
+// all by default) narrows it down.
 #pragma once
 
 #include <cstdint>
