@@ -84,7 +84,14 @@ class repeat_state {
       // once, and the receiver may destroy this state before start() returns (a task
       // that resumes and ends frees its frame): then nothing here may be touched again.
       bool gone = false;
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdangling-pointer"  // reset below, or the state is gone
+#endif
       gone_ = &gone;
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
       body_.get().start();
       if (gone) return;
       gone_ = nullptr;
