@@ -71,7 +71,10 @@ struct io_context_options {
   /// so the buffer may be reused as soon as the awaiting task resumes. That includes a
   /// send that a stop or deadline cut short: its completion also waits for the
   /// notification, which for bytes still queued in the socket can mean until the peer
-  /// reads them or the socket is closed. A socket that refuses zero copy (AF_UNIX) is
+  /// reads them or the socket is closed. The context's shutdown (its destructor) does not
+  /// wait for notifications: sends that have their result complete at once, and bytes
+  /// still queued may then reflect later writes to their buffer (the kernel keeps the
+  /// pages themselves alive). A socket that refuses zero copy (AF_UNIX) is
   /// sent to by copy. Gather sends (`sendmsg(2)`) are not converted. 0 (the default):
   /// off. Ignored by the readiness backends (epoll, uring-poll) and by kernels without
   /// the opcode; describe() says whether it is on. Measured on loopback, where the
