@@ -41,7 +41,7 @@ task<std::vector<std::byte>> drain(stream_socket& s, std::mt19937& rng) {
   std::vector<std::byte> got;
   std::vector<std::byte> buf(8192);
   for (;;) {
-    co_await sleep_for(std::chrono::microseconds(50 + rng() % 250));
+    (void)(void)co_await sleep_for(std::chrono::microseconds(50 + rng() % 250));
     auto r = co_await with_timeout(s.recv(std::span(buf).first(1 + rng() % buf.size())), 3s);
     if (!r || *r == 0) co_return got;
     got.insert(got.end(), buf.begin(), buf.begin() + *r);
@@ -94,7 +94,7 @@ void send_accounting(io_context& ctx, int kind) {
         (void)co_await a.shutdown(SHUT_WR);
       };
       auto canceller = [&]() -> task<void> {
-        co_await sleep_for(cancel_after);
+        (void)(void)co_await sleep_for(cancel_after);
         a.cancel();
       };
       auto reader = [&]() -> task<void> { got = co_await drain(b, rng); };
@@ -141,13 +141,13 @@ void recv_accounting(io_context& ctx, bool buffered) {
           auto r = co_await p.b.send_all(std::span(data).subspan(off, n));
           if (!r) break;
           off += *r;
-          if (rng() % 3 == 0) co_await sleep_for(std::chrono::microseconds(rng() % 200));
+          if (rng() % 3 == 0) (void)co_await sleep_for(std::chrono::microseconds(rng() % 200));
         }
         writer_done = true;
       };
       auto canceller = [&]() -> task<void> {
         while (!reader_done) {
-          co_await sleep_for(std::chrono::microseconds(50 + rng() % 400));
+          (void)(void)co_await sleep_for(std::chrono::microseconds(50 + rng() % 400));
           p.a.cancel();
         }
       };
@@ -169,7 +169,7 @@ void recv_accounting(io_context& ctx, bool buffered) {
       s.spawn(writer());
       s.spawn(canceller());
       s.spawn(reader());
-      for (int i = 0; i < 500 && s.size() > 0; ++i) co_await sleep_for(10ms);
+      for (int i = 0; i < 500 && s.size() > 0; ++i) (void)co_await sleep_for(10ms);
       const bool in_time = s.size() == 0;
       s.request_stop();
       co_await s.join();

@@ -34,7 +34,7 @@ void spin_for(std::chrono::milliseconds d) {
 }
 
 task<bool> join_within(scope& s, std::chrono::milliseconds limit) {
-  for (auto waited = 0ms; s.size() > 0 && waited < limit; waited += 10ms) co_await sleep_for(10ms);
+  for (auto waited = 0ms; s.size() > 0 && waited < limit; waited += 10ms) (void)co_await sleep_for(10ms);
   const bool in_time = s.size() == 0;
   s.request_stop();
   co_await s.join();
@@ -53,7 +53,7 @@ bool race(socket_pair& d, socket_pair& t, Op op, Poke poke, bool trigger_first, 
       d.a.cancel();
     };
     auto busy = [&]() -> task<void> {
-      co_await sleep_for(20ms);
+      (void)(void)co_await sleep_for(20ms);
       if (trigger_first) {
         EXPECT_EQ(::send(t.b.native_handle(), "t", 1, 0), 1);
       }
@@ -232,7 +232,7 @@ TEST_P(AdversarialCancel, OperationsStartedAfterCancelAreNotAffected) {
         co_await yield();
         co_await yield();
         d.a.cancel();
-        co_await sleep_for(30ms);
+        (void)(void)co_await sleep_for(30ms);
         EXPECT_EQ(::send(d.b.native_handle(), "hello", 5, 0), 5);
       };
       scope s;
@@ -274,7 +274,7 @@ TEST_P(AdversarialCancel, SendStartedRightAfterCancelCompletes) {
         else err = r.error();
       };
       auto drain = [&]() -> task<void> {
-        co_await sleep_for(30ms);
+        (void)(void)co_await sleep_for(30ms);
         std::vector<std::byte> sink(1 << 16);
         while (drained < big.size()) {
           auto r = co_await d.b.recv(sink);
@@ -335,7 +335,7 @@ bool race_stop(socket_pair& d, socket_pair& t, Op op, Poke poke, bool trigger_fi
       op_scope.request_stop();
     };
     auto busy = [&]() -> task<void> {
-      co_await sleep_for(20ms);
+      (void)(void)co_await sleep_for(20ms);
       if (trigger_first) {
         EXPECT_EQ(::send(t.b.native_handle(), "t", 1, 0), 1);
       }
@@ -349,7 +349,7 @@ bool race_stop(socket_pair& d, socket_pair& t, Op op, Poke poke, bool trigger_fi
     op_scope.spawn(op());
     s.spawn(watchdog());
     s.spawn(busy());
-    for (auto waited = 0ms; op_scope.size() > 0 && waited < 3s; waited += 10ms) co_await sleep_for(10ms);
+    for (auto waited = 0ms; op_scope.size() > 0 && waited < 3s; waited += 10ms) (void)co_await sleep_for(10ms);
     ended = op_scope.size() == 0;
     s.request_stop();
     co_await s.join();
@@ -407,7 +407,7 @@ TEST_P(AdversarialCancel, CancelEndsCopyBidirectional) {
         else why = r->error.message();
       };
       auto canceller = [&]() -> task<void> {
-        co_await sleep_for(30ms);
+        (void)(void)co_await sleep_for(30ms);
         (which ? y.a : x.a).cancel();
       };
       scope s;

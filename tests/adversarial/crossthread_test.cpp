@@ -408,7 +408,7 @@ TEST(AdversarialCrossThread, WaitingSendStoppedWhileTheReceiverWakesIt) {
     });
     std::vector<int> got;
     sync_wait(home, [&]() -> task<void> {
-      co_await sleep_for(std::chrono::microseconds(i % 3 == 0 ? 3000 : i % 60));
+      (void)(void)co_await sleep_for(std::chrono::microseconds(i % 3 == 0 ? 3000 : i % 60));
       auto a = co_await with_timeout(ch->receive(), 2s);  // frees a slot, wakes the sender
       if (a) got.push_back(*a);
       while (send_result.load() < 0) co_await yield();

@@ -65,7 +65,7 @@ TEST_P(AdversarialDirect, ForeignLoopOperationFailsAndTouchesNothing) {
     EXPECT_TRUE(s2.is_direct());
     buffer_pool pool(other, 8, 4096);
     EXPECT_TRUE(co_await c2.send_all(std::string_view("other loop's secret")));
-    co_await sleep_for(10ms);
+    (void)(void)co_await sleep_for(10ms);
     auto e = co_await with_timeout(ck.run(foreign, pool), 2s);
     if (!e) {
       ADD_FAILURE() << ck.name << ": did not complete: " << e.error().message();
@@ -223,7 +223,7 @@ TEST(AdversarialDirectFocused, ForeignCloseLeavesHomeSlotAndPeer) {
   EXPECT_EQ(err, std::errc::cross_device_link) << err.message();
   EXPECT_TRUE(first.second.is_open()) << "a close refused on another loop emptied the socket";
   // Either the close worked (the peer sees EOF and the slot is free) or nothing changed.
-  sync_wait(*home, [](stream_socket& a) -> task<void> { co_await sleep_for(20ms); }(first.first));
+  sync_wait(*home, [](stream_socket& a) -> task<void> { (void)co_await sleep_for(20ms); }(first.first));
   char probe;
   const auto n = ::recv(first.first.native_handle(), &probe, 1, MSG_DONTWAIT);
   std::printf("after foreign close: socket open=%d, home free slots %u -> %u, peer recv=%zd\n",
@@ -273,9 +273,9 @@ TEST(AdversarialDirectFocused, ForeignCancelLeavesTheOtherLoopsOperations) {
       else err = r.error();
     };
     auto canceller = [&]() -> task<void> {
-      co_await sleep_for(20ms);
+      (void)(void)co_await sleep_for(20ms);
       foreign.cancel();  // not this loop's socket
-      co_await sleep_for(20ms);
+      (void)(void)co_await sleep_for(20ms);
       (void)co_await c2.send_all(std::string_view("hi"));
     };
     scope s;
@@ -330,7 +330,7 @@ TEST(AdversarialDirectFocused, ForeignBufferedReadAndSendFile) {
                          std::FILE* f) -> task<void> {
     auto [c2, s2] = co_await connect_pair(l2, address_of(l2));
     EXPECT_TRUE(co_await c2.send_all(std::string_view("other loop's secret\n")));
-    co_await sleep_for(10ms);
+    (void)(void)co_await sleep_for(10ms);
     {
       buffered_stream bs(foreign, 4096);
       auto r = co_await with_timeout(bs.read_line(), 300ms);
@@ -400,10 +400,10 @@ TEST(AdversarialDirectFocused, CancelDistinguishesSlotsFromDescriptorNumbers) {
         else err_normal = r.error();
       };
       auto poke = [&]() -> task<void> {
-        co_await sleep_for(20ms);
+        (void)(void)co_await sleep_for(20ms);
         if (dir == 0) normal.a.cancel();
         else same->cancel();
-        co_await sleep_for(20ms);
+        (void)(void)co_await sleep_for(20ms);
         (void)::send(normal.b.native_handle(), "n", 1, 0);
         (void)co_await conns[same_i].first.send_all(std::string_view("d"));
       };
@@ -456,7 +456,7 @@ TEST(AdversarialDirectFocused, CancelEndsMultishotAndRecvExactOnADirectSocket) {
         if (r2) after.assign(reinterpret_cast<const char*>(r2->data()), r2->size());
       };
       auto canceller = [&]() -> task<void> {
-        co_await sleep_for(20ms);
+        (void)(void)co_await sleep_for(20ms);
         pr.second.cancel();
       };
       scope s;
@@ -470,7 +470,7 @@ TEST(AdversarialDirectFocused, CancelEndsMultishotAndRecvExactOnADirectSocket) {
       e2 = r ? std::error_code{} : r.error();
     };
     auto canceller = [&]() -> task<void> {
-      co_await sleep_for(20ms);
+      (void)(void)co_await sleep_for(20ms);
       pr.second.cancel();
     };
     scope s;
@@ -502,7 +502,7 @@ TEST(AdversarialDirectFocused, ForeignDestructionLeavesTheOtherLoopsSlot) {
     auto [c2, s2] = co_await connect_pair(l2, address_of(l2));
     EXPECT_TRUE(s2.is_direct());
     { stream_socket dying = std::move(foreign); }  // destroyed while `other` is current
-    co_await sleep_for(10ms);
+    (void)(void)co_await sleep_for(10ms);
     EXPECT_TRUE(co_await c2.send_all(std::string_view("ping")));
     std::array<char, 4> buf{};
     auto r = co_await with_timeout(s2.recv_exact(std::as_writable_bytes(std::span(buf))), 1s);
@@ -637,7 +637,7 @@ TEST(AdversarialDirectFocused, SameBatchCancelOnDirectSockets) {
           d.second.cancel();
         };
         auto busy = [&]() -> task<void> {
-          co_await sleep_for(20ms);
+          (void)(void)co_await sleep_for(20ms);
           if (round % 2 == 0) (void)::send(t.first.native_handle(), "t", 1, 0);
           if (kind == 0) {
             std::array<std::byte, 1000> bytes{};
@@ -653,7 +653,7 @@ TEST(AdversarialDirectFocused, SameBatchCancelOnDirectSockets) {
         s.spawn(watchdog());
         s.spawn(busy());
         co_await s.join();
-        for (auto waited = 0ms; op.size() > 0 && waited < 3s; waited += 10ms) co_await sleep_for(10ms);
+        for (auto waited = 0ms; op.size() > 0 && waited < 3s; waited += 10ms) (void)co_await sleep_for(10ms);
         ended = op.size() == 0;
         op.request_stop();
         co_await op.join();

@@ -46,7 +46,7 @@ task<std::vector<std::string>> get_then_post(http::client& c, std::string u, ser
   auto first = co_await c.get(u);
   out.push_back(outcome(first));
   if (!co_await closed_at_least(log, 1)) out.push_back("the server did not close");
-  co_await ringio::sleep_for(20ms);
+  (void)co_await ringio::sleep_for(20ms);
   auto post = co_await fetch(c, u, http::method::post, "data");
   out.push_back(outcome(post));
   co_return out;
@@ -351,7 +351,7 @@ TEST_P(AdversarialHttp, PooledConnectionWithLeftoverBytesIsNotReused) {
       log, nullptr, [](http::client& c, std::string u) -> task<std::vector<std::string>> {
         std::vector<std::string> out;
         out.push_back(outcome(co_await c.get(u)));
-        co_await ringio::sleep_for(20ms);
+        (void)co_await ringio::sleep_for(20ms);
         out.push_back(outcome(co_await c.get(u)));
         co_return out;
       }(c, url_of(l, false))));
@@ -443,7 +443,7 @@ TEST_P(AdversarialHttp, RequestStoppedMidBodyIsNotPooled) {
         auto r = co_await ringio::with_timeout(c.get(u), 100ms);
         out.push_back(r ? "no timeout" : r.error().message());
         out.push_back(std::to_string(c.idle_connections()) + " idle");
-        co_await ringio::sleep_for(300ms);
+        (void)co_await ringio::sleep_for(300ms);
         out.push_back(outcome(co_await c.get(u)));
         co_return out;
       }(c, url_of(l, false))));

@@ -73,7 +73,7 @@ void destroy_while_waiting(int mode) {
       }
     }(sender, block));
   }
-  sync_wait(*own, []() -> task<void> { (void)co_await sleep_for(300ms); }());
+  sync_wait(*own, []() -> task<void> { (void)(void)co_await sleep_for(300ms); }());
   std::atomic<bool> destroyed{false};
   bool peer_reset = false;
   std::thread unblock([&] {
@@ -114,7 +114,7 @@ TEST(AdversarialZeroCopy, StoppedSendsReportedBytesIntact) {
     auto reader = [&]() -> task<void> {
       std::vector<std::byte> buf(1 << 16);
       for (;;) {
-        co_await sleep_for(1ms);  // a slow reader
+        (void)(void)co_await sleep_for(1ms);  // a slow reader
         auto r = co_await with_timeout(b.recv(buf), 500ms);
         if (!r || *r == 0) {
           if (done) co_return;
@@ -167,7 +167,7 @@ TEST(AdversarialZeroCopy, DestroyWithDirectDescriptorSend) {
       if (!sent || *sent != block.size()) co_return;
     }
   }(std::move(pair.second)));
-  sync_wait(*own, []() -> task<void> { (void)co_await sleep_for(300ms); }());
+  sync_wait(*own, []() -> task<void> { (void)(void)co_await sleep_for(300ms); }());
   std::atomic<bool> destroyed{false};
   std::thread unblock([&] {
     for (int i = 0; i < 500 && !destroyed.load(); ++i) std::this_thread::sleep_for(10ms);

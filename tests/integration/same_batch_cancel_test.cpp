@@ -105,7 +105,7 @@ TEST_P(SameBatchCancel, SendAllCancelledInTheBatchOfItsStepEnds) {
         d.a.cancel();
       };
       auto busy = [&]() -> task<void> {
-        co_await sleep_for(20ms);  // the sender is blocked on a full buffer
+        (void)co_await sleep_for(20ms);  // the sender is blocked on a full buffer
         EXPECT_EQ(::send(t.b.native_handle(), "t", 1, 0), 1);
         std::vector<std::byte> sink(1 << 16);
         (void)::recv(d.b.native_handle(), sink.data(), sink.size(), MSG_DONTWAIT);

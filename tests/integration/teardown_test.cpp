@@ -110,7 +110,7 @@ TEST_P(Teardown, ChannelFreedWhileAWaitingSenderIsWokenByClose) {
     while (!sender_waiting.load()) std::this_thread::yield();
     int got = 0;
     run([&]() -> task<void> {
-      co_await sleep_for(std::chrono::microseconds(round % 7 * 50));
+      (void)co_await sleep_for(std::chrono::microseconds(round % 7 * 50));
       ch->close();
       for (;;) {
         auto r = co_await ch->receive();
