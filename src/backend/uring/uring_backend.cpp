@@ -364,8 +364,31 @@ void uring_backend::enable() {
   issuer_ = std::this_thread::get_id();
 }
 
+void uring_backend::cancel_again(op_base& op) noexcept {
+  if (std::find(recancel_.begin(), recancel_.end(), &op) != recancel_.end()) return;
+  try {
+    recancel_.push_back(&op);
+  } catch (const std::bad_alloc&) {
+  }
+}
+
+// Cancels that missed their request go out again with this iteration's submission.
+void uring_backend::send_cancels_again() noexcept {
+  std::vector<op_base*> ops;
+  ops.swap(recancel_);
+  for (op_base* op : ops) {
+    if (op->state != op_state::in_flight) continue;
+    io_uring_sqe* sqe = get_sqe();
+    io_uring_prep_cancel64(sqe, tagged(*op, ud_tag_main), 0);
+    io_uring_sqe_set_data64(sqe, tagged(*op, ud_tag_cancel));
+    ++op->outstanding;
+    ++cqes_expected_;
+  }
+}
+
 void uring_backend::poll(bool block, std::int64_t wake_at_ns) {
   if (!enabled_) enable();
+  if (!recancel_.empty()) send_cancels_again();
   if (!stash_.empty() || !held_.empty()) block = false;  // completions taken off the CQ are ready already
   drain_backlog();
   for (const timer_heap* h : {&poll_deadlines_, &backlog_deadlines_})
@@ -608,9 +631,18 @@ void uring_backend::dispatch(std::uint64_t ud, int res, unsigned flags) noexcept
       }
       break;
     case ud_tag_cancel:
+      // RACE: the kernel did not find the request (-ENOENT) or could not stop it now
+      // (-EALREADY) while its completion is still to come: it was between a wake-up and
+      // its retry (the retry may wait again). Asked again at the next iteration.
+      if ((res == -ENOENT || res == -EALREADY) && op->outstanding > 1) cancel_again(*op);
       break;
     case ud_tag_link:
-      if (res == -ETIME) op->timed_out = true;
+      if (res == -ETIME) {
+        op->timed_out = true;
+      } else if ((res == -ENOENT || res == -EALREADY) && op->outstanding > 1) {
+        op->timed_out = true;  // the deadline passed; its cancel missed (as above)
+        cancel_again(*op);
+      }
       break;
     case ud_tag_internal:
       op->res = res;
@@ -683,6 +715,7 @@ void uring_backend::finish(op_base& op) noexcept {
     submit(op);
     return;
   }
+  if (!recancel_.empty()) std::erase(recancel_, &op);
   poll_deadlines_.remove(op);  // whichever of its CQEs came last
   --user_in_flight_;
   finish_operation(op);

@@ -83,6 +83,8 @@ class uring_backend final : public backend {
   void end_multishot_now(std::uint64_t ud, unsigned flags) noexcept;
   void drain_backlog() noexcept;
   void finish(op_base& op) noexcept;
+  void cancel_again(op_base& op) noexcept;
+  void send_cancels_again() noexcept;
   void wait_for_notification(op_base& op) noexcept;
   void release_from_notification(op_base& op) noexcept;
   void unlink_notif_wait(op_base& op) noexcept;
@@ -130,6 +132,7 @@ class uring_backend final : public backend {
   op_base* notif_waiting_ = nullptr;
   std::vector<std::uint64_t> orphans_;
   bool shutting_down_ = false;
+  std::vector<op_base*> recancel_;  // operations whose cancel missed (sent again next poll)
   perturbation perturb_;                // RINGIO_PERTURB: a seeded test mode (off by default)
   std::vector<completion> held_;         // perturbation: completions for the next iteration
   std::vector<std::uint64_t> deferred_;  // perturbation: requests with a completion held back
