@@ -91,6 +91,7 @@ struct round_plan {
   peer_end end = peer_end::close_notify;
   peer_reads reads = peer_reads::eagerly;
   int key_update_at = -1;                // message index (TLS 1.3)
+  bool answers = false;                  // sends each message only once it has all the client's sends took
   // The client.
   int writes = 0;
   std::uint64_t writer_seed = 0, reader_seed = 0;
@@ -142,6 +143,15 @@ round_plan make_plan(std::mt19937_64& rng) {
   p.reads = static_cast<peer_reads>(rng() % 3);
   p.end_after = p.end == peer_end::reset && total > 0 ? rng() % (total + 1) : total;
   if (p.max_version == TLS1_3_VERSION && n > 0 && rng() % 3 == 0) p.key_update_at = static_cast<int>(rng() % n);
+  // An answering peer reads slowly through small buffers, and the client's last send is
+  // large with a short deadline: it is cut inside a record, and the peer waits for the
+  // rest of it (which only the stream itself sends then).
+  p.answers = p.reads != peer_reads::never && rng() % 2 == 0;
+  if (p.answers) {
+    p.reads = peer_reads::slowly;
+    if (p.small_buffers == 0) p.small_buffers = 4096 + static_cast<int>(rng() % 12000);
+    if (p.writes == 0) p.writes = 1;
+  }
   p.writes = static_cast<int>(rng() % 8);
   p.writer_seed = rng();
   p.reader_seed = rng();
@@ -157,6 +167,7 @@ std::string describe(const round_plan& p) {
                   std::to_string(p.messages.size()) + " messages (" + std::to_string(total) + " bytes), ends with " +
                   name_of(p.end) + " after " + std::to_string(p.end_after) + " bytes, reads " + name_of(p.reads);
   if (p.key_update_at >= 0) s += ", key update before message " + std::to_string(p.key_update_at);
+  if (p.answers) s += ", answers (each message once it has all the client's sends took)";
   if (p.small_buffers > 0) s += ", socket buffers of " + std::to_string(p.small_buffers) + " bytes";
   s += "; client: " + std::to_string(p.writes) + " writes";
   if (p.client_close_notify) s += ", then close_notify";
@@ -166,6 +177,12 @@ std::string describe(const round_plan& p) {
 
 // ---- the peer (its own thread, non-blocking OpenSSL over poll) ----
 
+// What the client's writer has done so far (an answering peer waits for it).
+struct client_progress {
+  std::atomic<std::size_t> committed{0};  // bytes its sends took
+  std::atomic<bool> done{false};          // it wrote its last
+};
+
 struct peer_report {
   std::size_t sent = 0;      // plaintext bytes SSL_write took (all written to the socket)
   std::size_t received = 0;  // plaintext bytes read, each checked
@@ -173,6 +190,7 @@ struct peer_report {
   bool ended = false;        // it made its end (as planned)
   bool write_failed = false;
   bool saw_close_notify = false;
+  bool starved = false;      // waited in vain for bytes the client's sends took
   std::size_t mismatch = std::string::npos;
   std::string read_error;    // a broken record or any other unexpected failure
 };
@@ -191,7 +209,8 @@ bool is_ordinary_end(int e) {
   return reason == SSL_R_UNEXPECTED_EOF_WHILE_READING || reason == SSL_AD_REASON_OFFSET + SSL_AD_DECODE_ERROR;
 }
 
-void run_peer(openssl_peer& p, const round_plan& plan, peer_report& rep, std::uint64_t seed) {
+void run_peer(openssl_peer& p, const round_plan& plan, peer_report& rep, std::uint64_t seed,
+              const client_progress& client) {
   std::mt19937_64 rng(seed);
   SSL* ssl = p.ssl();
   const int fd = p.fd();
@@ -204,6 +223,7 @@ void run_peer(openssl_peer& p, const round_plan& plan, peer_report& rep, std::ui
   auto next_write = started + std::chrono::microseconds(plan.gaps_us.empty() ? 0 : plan.gaps_us[0]);
   auto next_read = started;
   bool writing = true, reading = plan.reads != peer_reads::never, key_updated = false, half_closed = false;
+  auto waiting_since = clock_type::time_point::max();  // an answering peer waiting for the client's bytes
   while (clock_type::now() < hard_end && !p.stopping()) {
     const auto now = clock_type::now();
     bool want_out = false;
@@ -211,7 +231,16 @@ void run_peer(openssl_peer& p, const round_plan& plan, peer_report& rep, std::ui
     if (writing) {
       if (stream_offset >= plan.end_after || message >= plan.messages.size()) {
         writing = false;
+      } else if (plan.answers && reading && offset == 0 && rep.received < client.committed.load()) {
+        // An answer needs the whole request: all the client's sends took so far.
+        if (waiting_since == clock_type::time_point::max()) waiting_since = now;
+        if (now - waiting_since > 3s) {
+          rep.starved = true;
+          writing = false;
+          rep.write_failed = true;  // no graceful end: the round failed
+        }
       } else if (now >= next_write) {
+        waiting_since = clock_type::time_point::max();
         if (offset == 0 && current.empty()) {
           current.resize(plan.messages[message]);
           fill_pattern(plan.peer_key, stream_offset, current);
@@ -240,6 +269,17 @@ void run_peer(openssl_peer& p, const round_plan& plan, peer_report& rep, std::ui
             rep.write_failed = true;  // the client reset, or closed
             writing = false;
           }
+        }
+      }
+      if (!writing && !rep.write_failed && plan.answers && reading &&
+          (!client.done.load() || rep.received < client.committed.load())) {
+        // The last answer needs all of the client's requests, the last one included.
+        writing = true;
+        if (waiting_since == clock_type::time_point::max()) waiting_since = now;
+        if (now - waiting_since > 3s) {
+          rep.starved = true;
+          writing = false;
+          rep.write_failed = true;
         }
       }
       if (!writing && !rep.write_failed) {
@@ -378,18 +418,19 @@ std::chrono::microseconds random_bound(std::mt19937_64& rng) {
 }
 
 // Sends the client's stream in random chunks, each bounded at random.
-task<void> writer(tls::stream& s, const round_plan& plan, client_report& r) {
+task<void> writer(tls::stream& s, const round_plan& plan, client_report& r, client_progress& progress) {
   std::mt19937_64 rng(plan.writer_seed);
   std::vector<std::byte> chunk;
   for (int i = 0; i < plan.writes; ++i) {
     std::stop_token token = co_await current_stop_token();
     if (token.stop_requested()) co_return;
-    chunk.resize(1 + rng() % 60000);
+    const bool last_answered = plan.answers && i == plan.writes - 1;
+    chunk.resize(last_answered ? 60000 : 1 + rng() % 60000);
     fill_pattern(plan.client_key, r.committed, chunk);
-    const auto d = random_bound(rng);
+    const auto d = last_answered ? std::chrono::microseconds(2000) : random_bound(rng);
     const auto begun = clock_type::now();
     result<std::size_t> sent = std::size_t{0};
-    switch (rng() % 4) {
+    switch (last_answered ? rng() % 2 : rng() % 4) {
       case 0: sent = co_await s.send_all(chunk, begun + d); break;
       case 1: sent = co_await with_timeout(s.send_all(chunk), d); break;
       case 2: sent = co_await stopped_after(d, s.send(chunk)); break;
@@ -399,13 +440,15 @@ task<void> writer(tls::stream& s, const round_plan& plan, client_report& r) {
     ++r.ops;
     if (sent) {
       r.committed += *sent;
+      progress.committed = r.committed;
       if (*sent < chunk.size()) ++r.cut;
     } else if (sent.error() == std::errc::timed_out || sent.error() == std::errc::operation_canceled) {
       ++r.cut;
     } else {
-      co_return;  // the connection failed
+      break;  // the connection failed
     }
   }
+  progress.done = true;
   if (plan.client_close_notify) {
     const auto begun = clock_type::now();
     auto notified = co_await s.send_close_notify(50ms);
@@ -451,7 +494,8 @@ task<void> reader(tls::stream& s, const round_plan& plan, client_report& r, cloc
   }
 }
 
-task<client_report> client_round(openssl_peer& peer, const tls::context& cctx, const round_plan& plan) {
+task<client_report> client_round(openssl_peer& peer, const tls::context& cctx, const round_plan& plan,
+                                 client_progress& progress) {
   client_report r;
   auto sock = co_await with_timeout(stream_socket::connect(peer.address()), 5s);
   if (!sock) {
@@ -476,7 +520,7 @@ task<client_report> client_round(openssl_peer& peer, const tls::context& cctx, c
   std::stop_source stop_writer;
   {
     scope writers(stop_writer.get_token());
-    writers.spawn(writer(*s, plan, r));
+    writers.spawn(writer(*s, plan, r, progress));
     scope timers{std::stop_token{}};
     if (plan.client_reset_after_us >= 0) {
       timers.spawn([](tls::stream& s, int us, client_report& r) -> task<void> {
@@ -516,14 +560,15 @@ TEST_P(TlsAdversarial, DeadlinesStopsClosesAndResetsAgainstAnOpenSslPeer) {
     SCOPED_TRACE("round " + std::to_string(round) + ": " + describe(plan));
     peer_report rep;
     std::atomic<bool> peer_returned{false};
+    client_progress progress;
     client_report r;
     {
       openssl_peer peer({.tickets = plan.tickets, .max_version = plan.max_version, .receive_buffer = plan.small_buffers},
                         [&](openssl_peer& p) {
-                          run_peer(p, plan, rep, peer_seed);
+                          run_peer(p, plan, rep, peer_seed, progress);
                           peer_returned = true;
                         });
-      r = run(client_round(peer, cctx, plan));
+      r = run(client_round(peer, cctx, plan, progress));
       peer.open(round_over);
       peer.join_script();
       ASSERT_TRUE(peer.handshake_ok() || !r.failure.empty());
@@ -537,6 +582,8 @@ TEST_P(TlsAdversarial, DeadlinesStopsClosesAndResetsAgainstAnOpenSslPeer) {
     EXPECT_EQ(r.mismatch, std::string::npos) << "the client received a wrong byte at offset " << r.mismatch;
     EXPECT_EQ(rep.mismatch, std::string::npos) << "the peer received a wrong byte at offset " << rep.mismatch;
     EXPECT_TRUE(rep.read_error.empty()) << "the peer: " << rep.read_error;
+    EXPECT_TRUE(!rep.starved || r.reset) << "the peer never got all the bytes the client's sends took ("
+                                         << rep.received << " of " << progress.committed.load() << ")";
     EXPECT_LE(r.received, rep.sent);
     EXPECT_LE(rep.received, r.committed);
     // Every byte the peer sent before a graceful end is delivered, then the end itself.
