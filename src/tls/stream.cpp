@@ -129,7 +129,9 @@ task<result<void>> flush(stream_state& s, std::int64_t deadline) {
     if (!s.has_output()) co_return result<void>{};
     if (!s.flushing) {
       auto sent = co_await send_output(s, deadline);
-      if (!sent && is_stop(sent.error())) start_push(s);  // the rest of the record, whatever comes next
+      // The rest of a record cut by a stop goes on at once, whatever comes next (a failed
+      // handshake leaves the stream unusable: nothing to finish there).
+      if (!sent && is_stop(sent.error()) && s.established) start_push(s);
       co_return sent;
     }
     if (!s.flush_ended) s.flush_ended = std::make_unique<event>(event_mode::one_shot);
@@ -329,8 +331,8 @@ task<result<std::size_t>> run_send(stream_state& s, const_buffer buf, std::int64
   if (s.write_failure) co_return unexpected(s.write_failure);
   if (buf.size() == 0) co_return std::size_t{0};
   s.writing = true;
-  // The rest of a record whose send was interrupted goes first (here, or by the recv
-  // that is pushing it: then this sleeps until that push ends).
+  // The rest of a record whose send was interrupted goes first (here, or by the push:
+  // then this sleeps until the push ends).
   auto ready = co_await flush(s, deadline);
   if (!ready) {
     s.writing = false;
@@ -600,4 +602,3 @@ std::string stream::describe() const {
 }
 
 }  // namespace ringio::tls
-
