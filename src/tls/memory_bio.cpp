@@ -31,6 +31,7 @@ int bio_read(BIO* b, char* dst, int len) {
 int bio_write(BIO* b, const char* src, int len) {
   BIO_clear_retry_flags(b);
   stream_state& s = state_of(b);
+  if (s.write_failure) return len;  // nothing can be sent any more: output is dropped
   if (s.out == nullptr) {
     s.out = borrow_record_buffer();
     s.out_begin = s.out_end = 0;

@@ -12,9 +12,10 @@
 
 #include "record_buffer_cache.hpp"
 #include "ringio/detail/clock.hpp"
+#include "ringio/io_context.hpp"
 #include "ringio/log.hpp"
 #include "ringio/stop.hpp"
-#include "ringio/yield.hpp"
+#include "ringio/sync/event.hpp"
 #include "stream_state.hpp"
 
 namespace ringio::tls {
@@ -54,23 +55,90 @@ bool is_stop(const std::error_code& ec) noexcept {
   return ec == std::errc::operation_canceled || ec == std::errc::timed_out;
 }
 
-// Sends out[out_begin, out_end) until it is empty. Another operation's flush in
-// progress sends what is appended meanwhile, so this one then returns at once.
-task<result<void>> flush(stream_state& s, std::int64_t deadline) {
-  if (s.flushing) co_return result<void>{};
+// The socket refused a send (not a stop): nothing can reach the peer any more. Later
+// sends report the error; what is queued is dropped, and so is what OpenSSL writes
+// from now on (memory_bio.cpp), so that reading never waits for output.
+void fail_writes(stream_state& s, const std::error_code& ec) noexcept {
+  if (!s.write_failure) s.write_failure = ec;
+  s.out_begin = s.out_end = 0;
+}
+
+// Sends out[out_begin, out_end) until it is empty, as the one operation flushing (what
+// others append meanwhile goes too), then wakes a sender waiting for this flush to end.
+// A stop leaves the rest queued (see flush).
+task<result<void>> send_output(stream_state& s, std::int64_t deadline) {
   s.flushing = true;
+  result<void> outcome;
   while (s.has_output()) {
     const_buffer pending(s.out + s.out_begin, s.out_end - s.out_begin);
     auto sent = co_await timed(s.socket.send(pending, MSG_NOSIGNAL), deadline);
     if (!sent) {
-      s.flushing = false;
-      co_return unexpected(sent.error());
+      outcome = unexpected(sent.error());
+      break;
     }
     s.out_begin += *sent;
   }
-  s.out_begin = s.out_end = 0;
+  if (!s.has_output()) s.out_begin = s.out_end = 0;
   s.flushing = false;
-  co_return result<void>{};
+  if (!outcome && !is_stop(outcome.error())) fail_writes(s, outcome.error());
+  if (s.flush_ended) s.flush_ended->set();
+  co_return outcome;
+}
+
+// The push (stream_state::pushing): sends what is queued, unless another operation
+// took the flush over before it ran. No operation stops it as it ends: only close(), the
+// destructor and the loop's end do. A write error is kept for the next send. An
+// orphaned state (the stream is gone) is freed here.
+task<void> push_output(stream_state* s) {
+  if (!s->flushing && !s->write_failure && !s->push_token.stop_requested()) (void)co_await send_output(*s, 0);
+  s->pushing = false;
+  if (s->orphaned) {
+    delete s;
+    co_return;
+  }
+  if (!s->reading && !s->writing) s->release_idle_buffers();
+}
+
+// Starts the push when output is queued and nobody sends it: called by a recv (as it
+// starts, and whenever OpenSSL wrote while reading) and after a send cut by its
+// deadline or a stop. It runs from the loop's next turn; what it sends goes out before
+// anything else, since a sender first waits for it to end.
+void start_push(stream_state& s) {
+  if (s.pushing || s.flushing || !s.has_output() || s.write_failure || s.orphaned) return;
+  io_context* loop = io_context::current();
+  if (loop == nullptr) return;
+  if (!s.push_stop.stop_possible()) {
+    s.push_stop = std::stop_source();
+    s.push_token = s.push_stop.get_token();
+  }
+  if (s.push_token.stop_requested()) return;  // closed
+  task<void> push = push_output(&s);
+  push.handle().promise().set_stop_token(&s.push_token);
+  s.pushing = true;
+  loop->spawn(std::move(push));
+}
+
+// Sends the queued output for a sending operation (handshake, send, close_notify,
+// shutdown) until none is left: itself, or, while the push sends it, by sleeping until
+// the push ends (all sent, or a write error). Bounded by `deadline` and the awaiting
+// task's stop token; a stop leaves the rest to the push, which takes over at once. A
+// write error, once seen, is reported again.
+task<result<void>> flush(stream_state& s, std::int64_t deadline) {
+  for (;;) {
+    if (s.write_failure) co_return unexpected(s.write_failure);
+    if (!s.has_output()) co_return result<void>{};
+    if (!s.flushing) {
+      auto sent = co_await send_output(s, deadline);
+      // The rest of a record cut by a stop goes on at once, whatever comes next (a failed
+      // handshake leaves the stream unusable: nothing to finish there).
+      if (!sent && is_stop(sent.error()) && s.established) start_push(s);
+      co_return sent;
+    }
+    if (!s.flush_ended) s.flush_ended = std::make_unique<event>(event_mode::one_shot);
+    s.flush_ended->reset();  // the flush in progress sets it as it ends
+    auto ended = co_await timed(s.flush_ended->wait(), deadline);
+    if (!ended) co_return unexpected(ended.error());
+  }
 }
 
 // Waits until the socket has data (or its end) with a one-byte peek: a connection
@@ -129,7 +197,8 @@ std::error_code failure_of(stream_state& s, int e) {
 
 // Calls OpenSSL for `what` until it gives an answer, moving ciphertext between the
 // buffers and the socket as it asks. The result: bytes read or written (0 for a
-// completed handshake, or for close_notify received on a read).
+// completed handshake, or for close_notify received on a read). A read never waits
+// for output: what it makes OpenSSL write goes out with the push.
 task<result<std::size_t>> drive(stream_state& s, step what, void* data, std::size_t len, std::int64_t deadline) {
   for (;;) {
     ERR_clear_error();
@@ -138,28 +207,33 @@ task<result<std::size_t>> drive(stream_state& s, step what, void* data, std::siz
     else if (what == step::read) r = SSL_read(s.ssl, data, static_cast<int>(std::min<std::size_t>(len, 1 << 30)));
     else r = SSL_write(s.ssl, data, static_cast<int>(std::min(len, max_record_data)));
     if (r > 0) {
-      if (what != step::write && s.has_output()) {  // handshake messages, alerts, tickets
+      if (what == step::read) {
+        start_push(s);  // a KeyUpdate answer, say: it must not cost the data its delivery
+      } else if (what == step::handshake && s.has_output()) {  // the last flight
         auto sent = co_await flush(s, deadline);
-        if (!sent && (what == step::handshake || !is_stop(sent.error()))) co_return unexpected(sent.error());
+        if (!sent) co_return unexpected(sent.error());
       }
       co_return what == step::handshake ? 0 : static_cast<std::size_t>(r);
     }
     int e = SSL_get_error(s.ssl, r);
-    if (e == SSL_ERROR_WANT_WRITE) {
-      if (s.flushing) {  // another operation is sending out: wait for it to make room
-        co_await yield();
-        continue;
-      }
+    if (e == SSL_ERROR_WANT_WRITE) {  // out is full
+      // A read meets this only while another operation's flush holds out (it cannot be
+      // compacted then), and waits for that flush to end.
+      if (what == step::read) start_push(s);
       auto sent = co_await flush(s, deadline);
       if (!sent) co_return unexpected(sent.error());
       continue;
     }
     if (e == SSL_ERROR_WANT_READ) {
-      if (s.has_output()) {  // what OpenSSL wrote must reach the peer before it answers
-        auto sent = co_await flush(s, deadline);
-        if (!sent) co_return unexpected(sent.error());
+      if (what == step::read) {
+        start_push(s);  // what OpenSSL wrote must reach the peer before it answers
+      } else {
+        if (s.has_output()) {
+          auto sent = co_await flush(s, deadline);
+          if (!sent) co_return unexpected(sent.error());
+        }
+        if (what == step::write && s.reading) co_return unexpected(tls_errc::busy);
       }
-      if (what == step::write && s.reading) co_return unexpected(tls_errc::busy);
       auto got = co_await fill(s, deadline);
       if (!got) co_return unexpected(got.error());
       continue;
@@ -168,7 +242,9 @@ task<result<std::size_t>> drive(stream_state& s, step what, void* data, std::siz
     std::error_code ec = failure_of(s, e);
     s.failure = ec;
     s.established = false;
-    if (s.has_output()) (void)co_await flush(s, deadline);  // the alert saying why
+    // The alert saying why: a read sends it as far as it goes before it returns.
+    if (what == step::read) start_push(s);
+    else if (s.has_output()) (void)co_await flush(s, deadline);
     co_return unexpected(ec);
   }
 }
@@ -213,6 +289,10 @@ task<result<std::size_t>> run_recv(stream_state& s, mutable_buffer buf, std::int
   if (s.reading) co_return unexpected(tls_errc::busy);
   if (buf.size() == 0) co_return std::size_t{0};
   s.reading = true;
+  // The rest of a record whose send was cut goes out first, beside this recv: the peer
+  // may wait for the whole record before it says anything.
+  start_push(s);
+  result<std::size_t> got = std::size_t{0};
   // Nothing buffered here or in OpenSSL, and no close_notify seen: wait before calling
   // it, so that OpenSSL does not hold a read buffer of its own while the peer is silent.
   // A caller expecting data now skips the wait (and its syscall) and receives straight
@@ -222,13 +302,9 @@ task<result<std::size_t>> run_recv(stream_state& s, mutable_buffer buf, std::int
   } else if (!s.has_input() && SSL_has_pending(s.ssl) == 0 &&
              (SSL_get_shutdown(s.ssl) & SSL_RECEIVED_SHUTDOWN) == 0) {
     auto ready = co_await wait_readable(s, deadline);
-    if (!ready) {
-      s.reading = false;
-      s.release_idle_buffers();
-      co_return unexpected(ready.error());
-    }
+    if (!ready) got = unexpected(ready.error());
   }
-  auto got = co_await drive(s, step::read, buf.data(), buf.size(), deadline);
+  if (got) got = co_await drive(s, step::read, buf.data(), buf.size(), deadline);
   s.eager_fill = false;
   s.reading = false;
   s.release_idle_buffers();
@@ -252,14 +328,16 @@ task<result<std::size_t>> run_recv_exact(stream_state& s, mutable_buffer buf) {
 task<result<std::size_t>> run_send(stream_state& s, const_buffer buf, std::int64_t deadline = 0) {
   if (!s.established) co_return unexpected(not_usable(s));
   if (s.writing) co_return unexpected(tls_errc::busy);
+  if (s.write_failure) co_return unexpected(s.write_failure);
   if (buf.size() == 0) co_return std::size_t{0};
   s.writing = true;
-  if (s.has_output()) {  // the rest of a record whose send was interrupted goes first
-    auto sent = co_await flush(s, deadline);
-    if (!sent) {
-      s.writing = false;
-      co_return unexpected(sent.error());
-    }
+  // The rest of a record whose send was interrupted goes first (here, or by the push:
+  // then this sleeps until the push ends).
+  auto ready = co_await flush(s, deadline);
+  if (!ready) {
+    s.writing = false;
+    s.release_idle_buffers();
+    co_return unexpected(ready.error());
   }
   auto taken = co_await drive(s, step::write, const_cast<std::byte*>(buf.data()), buf.size(), deadline);
   if (taken) {
@@ -293,6 +371,7 @@ task<result<std::size_t>> run_send_all(stream_state& s, const_buffer buf, std::i
 task<result<void>> run_close_notify(stream_state& s, std::chrono::nanoseconds timeout) {
   if (!s.established) co_return unexpected(not_usable(s));
   if (s.writing) co_return unexpected(tls_errc::busy);
+  if (s.write_failure) co_return unexpected(s.write_failure);
   ERR_clear_error();
   // Once sent, a second SSL_shutdown would wait for the peer's: only flush then.
   int r = (SSL_get_shutdown(s.ssl) & SSL_SENT_SHUTDOWN) != 0 ? 0 : SSL_shutdown(s.ssl);
@@ -311,6 +390,7 @@ task<result<void>> run_close_notify(stream_state& s, std::chrono::nanoseconds ti
 task<result<void>> run_shutdown(stream_state& s, std::chrono::nanoseconds timeout) {
   if (!s.established) co_return unexpected(not_usable(s));
   if (s.writing) co_return unexpected(tls_errc::busy);
+  if (s.write_failure) co_return unexpected(s.write_failure);
   const std::int64_t deadline = deadline_in(timeout);
   ERR_clear_error();
   int r = SSL_shutdown(s.ssl);  // 0: ours queued; 1: the peer's had arrived already
@@ -338,6 +418,25 @@ task<result<void>> run_shutdown(stream_state& s, std::chrono::nanoseconds timeou
   s.release_idle_buffers();
   if (!got) co_return unexpected(got.error());
   co_return result<void>{};
+}
+
+// Ends the push of a stream that closes or goes away: it is stopped, and the socket is
+// shut down, so that a send waiting for a peer that reads nothing ends at once.
+void end_push(stream_state& s) noexcept {
+  if (!s.pushing) return;
+  s.push_stop.request_stop();
+  if (!s.socket.is_direct() && s.socket.native_handle() >= 0) ::shutdown(s.socket.native_handle(), SHUT_RDWR);
+}
+
+// Frees the state of a stream, or, while its push runs, leaves it to the push.
+void release(std::unique_ptr<stream_state>& s) noexcept {
+  if (s && s->pushing) {
+    end_push(*s);
+    s->orphaned = true;
+    (void)s.release();
+    return;
+  }
+  s.reset();
 }
 
 result<std::unique_ptr<stream_state>> make_state(const context& ctx, stream_socket socket, bool server) {
@@ -369,8 +468,14 @@ std::int64_t deadline_ns(std::chrono::steady_clock::time_point t) noexcept {
 stream::stream() noexcept = default;
 stream::stream(std::unique_ptr<detail::stream_state> s) noexcept : state_(std::move(s)) {}
 stream::stream(stream&&) noexcept = default;
-stream& stream::operator=(stream&&) noexcept = default;
-stream::~stream() = default;
+stream& stream::operator=(stream&& other) noexcept {
+  if (this != &other) {
+    detail::release(state_);
+    state_ = std::move(other.state_);
+  }
+  return *this;
+}
+stream::~stream() { detail::release(state_); }
 
 result<stream> stream::client(const context& ctx, stream_socket socket, std::string_view server_name) {
   auto made = detail::make_state(ctx, std::move(socket), false);
@@ -458,6 +563,7 @@ task<result<void>> stream::shutdown(std::chrono::nanoseconds timeout) {
 }
 ringio::detail::close_op stream::close() noexcept {
   state_->established = false;
+  detail::end_push(*state_);
   return state_->socket.close();
 }
 

@@ -6,11 +6,13 @@
 
 #include <cstddef>
 #include <memory>
+#include <stop_token>
 #include <string>
 #include <system_error>
 
 #include "context_state.hpp"
 #include "ringio/net/stream_socket.hpp"
+#include "ringio/sync/event.hpp"
 
 namespace ringio::tls::detail {
 
@@ -31,11 +33,25 @@ struct stream_state {
   bool readable = false;     // a peek saw data that no recv has taken yet
   bool reading = false;      // a recv (or the handshake, or shutdown) is in flight
   bool writing = false;      // a send is in flight
-  bool flushing = false;     // out is being sent: it may grow but not move
+  bool flushing = false;     // out is being sent (by one operation): it may grow but not move
   bool established = false;  // the handshake succeeded
   bool kernel_tls = false;   // records go through the kernel
   bool eager_fill = false;   // the recv in flight waits with a record buffer (no peek)
   std::error_code failure;   // a fatal error, reported again by later operations
+  // The socket refused a send (broken_pipe, connection_reset): reported by every later
+  // send, never by a recv; what is still queued, or written later, is dropped.
+  std::error_code write_failure;
+  // Set each time a flush ends: a sender that found another flush in progress (the
+  // push's) sleeps on it. Made at the first such wait.
+  std::unique_ptr<event> flush_ended;
+  // The push: a task of the loop that sends output nobody else is sending (the rest of
+  // a record whose send was cut, what a recv made OpenSSL write), so that no recv ever
+  // waits for the write side. It obeys push_stop (made at the first push), which
+  // close() and the destructor request.
+  bool pushing = false;
+  bool orphaned = false;  // the stream is gone: the push frees this state as it ends
+  std::stop_source push_stop{std::nostopstate};
+  std::stop_token push_token;
 
   stream_state() = default;
   stream_state(const stream_state&) = delete;

@@ -38,7 +38,9 @@ struct stream_state;
 ///
 /// Errors are std::error_codes of tls_category (OpenSSL's reason in message(),
 /// tls_errc, certificate verification failures) or of the socket (connection_reset,
-/// broken_pipe, timed_out, operation_canceled).
+/// broken_pipe, timed_out, operation_canceled). The two directions are independent: a
+/// socket error on sending is reported by that send and every later one, never by a
+/// recv, which still delivers what the peer sent before it closed.
 ///
 /// Cancellation: every operation obeys the awaiting task's stop token (and
 /// ringio::with_timeout on the task): a stop completes it with operation_canceled.
@@ -46,7 +48,9 @@ struct stream_state;
 /// is decrypted by the next recv. A send stopped before OpenSSL took the bytes sends
 /// nothing; one stopped while the encrypted record is on its way reports the bytes
 /// as sent (they are committed to the TLS stream) and the rest of the record goes out
-/// before anything else the stream sends.
+/// before anything else the stream sends: the stream sends it by itself (a task of the
+/// loop, which no recv waits for), and a later send first sleeps until it has gone,
+/// bounded by its own deadline and stop.
 ///
 /// The stream may be moved while no operation is in flight; the operations refer to
 /// its state, which stays where it is.
@@ -60,7 +64,8 @@ class stream {
   stream& operator=(stream&& other) noexcept;
   ///@}
   /// Frees the TLS state and closes the socket (without a close_notify: call shutdown()
-  /// first for a clean end).
+  /// first for a clean end). Output the stream is still sending by itself is abandoned:
+  /// that send is stopped and the socket shut down, and the state goes with it.
   ~stream();
 
   /// The client side of a connection over `socket`. `server_name` is sent as SNI and,
@@ -122,7 +127,8 @@ class stream {
   /// errors. The socket stays open: close() it afterwards.
   [[nodiscard]] task<result<void>> shutdown(std::chrono::nanoseconds timeout = std::chrono::seconds(5));
   /// Closes the socket through the ring (no close_notify: shutdown() first). Nothing
-  /// may be in flight. Errors: those of `close(2)`.
+  /// may be in flight; output the stream still sends by itself is abandoned (the socket
+  /// is shut down first). Errors: those of `close(2)`.
   [[nodiscard]] ringio::detail::close_op close() noexcept;
 
   /// Hands the stream ciphertext that the caller received from its socket (for example
