@@ -82,20 +82,24 @@ class openssl_peer {
 
   /// Unblocks the script (its socket is shut down, gates give up) and joins it.
   void stop() {
-    if (!thread_.joinable()) return;
-    {
-      std::lock_guard lock(m_);
-      stopping_ = true;
+    if (thread_.joinable()) {
+      {
+        std::lock_guard lock(m_);
+        stopping_ = true;
+      }
+      cv_.notify_all();
+      ::shutdown(listen_fd_, SHUT_RDWR);  // wakes an accept that never got a connection
+      if (int fd = fd_.load(); fd >= 0) ::shutdown(fd, SHUT_RDWR);
+      thread_.join();
     }
-    cv_.notify_all();
-    ::shutdown(listen_fd_, SHUT_RDWR);  // wakes an accept that never got a connection
-    if (int fd = fd_.load(); fd >= 0) ::shutdown(fd, SHUT_RDWR);
-    thread_.join();
+    // Also after join_script(): the connection, its SSL and the context are freed once.
     if (ssl_ != nullptr) SSL_free(ssl_);
-    if (fd_ >= 0) ::close(fd_);
-    ::close(listen_fd_);
-    SSL_CTX_free(ctx_);
     ssl_ = nullptr;
+    if (int fd = fd_.exchange(-1); fd >= 0) ::close(fd);
+    if (listen_fd_ >= 0) ::close(listen_fd_);
+    listen_fd_ = -1;
+    if (ctx_ != nullptr) SSL_CTX_free(ctx_);
+    ctx_ = nullptr;
   }
 
   [[nodiscard]] ringio::socket_address address() const { return ringio::socket_address::loopback(port_); }
