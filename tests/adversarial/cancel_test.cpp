@@ -17,6 +17,7 @@
 #include "ringio/net/send_file.hpp"
 #include "ringio/ringio.hpp"
 #include "support/backend_test.hpp"
+#include "support/join_within.hpp"
 #include "support/loopback.hpp"
 
 using namespace ringio;
@@ -31,14 +32,6 @@ void spin_for(std::chrono::milliseconds d) {
   auto end = std::chrono::steady_clock::now() + d;
   while (std::chrono::steady_clock::now() < end) {
   }
-}
-
-task<bool> join_within(scope& s, std::chrono::milliseconds limit) {
-  for (auto waited = 0ms; s.size() > 0 && waited < limit; waited += 10ms) (void)co_await sleep_for(10ms);
-  const bool in_time = s.size() == 0;
-  s.request_stop();
-  co_await s.join();
-  co_return in_time;
 }
 
 // Generic race: `op` runs on d.a; the watchdog waits one byte on t.a then cancels d.a;
