@@ -733,9 +733,11 @@ task<> chaos_connection(ringio::stream_socket s, std::mt19937_64& rng, chaos_log
       co_return;
     }
     if (!reply.empty()) {
+      // Logged before the send: the client may complete (same loop) before this send's
+      // own completion is seen, and a body that did not leave whole cannot frame a success.
+      if (action <= 2) log.whole.push_back(body);
       auto sent = co_await s.send_all(ringio::const_buffer(reply.data(), reply.size()));
       if (!sent || *sent != reply.size()) co_return;
-      if (action <= 2) log.whole.push_back(body);
     }
     if (action >= 2) co_return;
   }
