@@ -186,24 +186,26 @@ class channel {
   /// when the task's stop token is requested before the value went in (then the value
   /// was not sent).
   task<result<void>> send(T v) {
-    const detail::push_outcome first = push(v);
-    if (first == detail::push_outcome::pushed) co_return result<void>{};
-    if (first == detail::push_outcome::closed) co_return unexpected(errc::closed);
-    // A send that waits counts as a push in progress until it returns, so a receiver
+    // Counted as a push in progress until it returns (waiting included), so a receiver
     // that sees the channel closed and drained knows no send still touches it.
     active_.fetch_add(1, std::memory_order_seq_cst);
+    const detail::push_outcome first = push_counted(v);
     result<void> out;
-    for (;;) {
-      detail::channel_send_op<T> op(*this, v);
-      auto r = co_await op;
-      // RACE: cancelled while a receiver on another thread was waking it; the wake's
-      // item is already in this loop's inbox and runs within an iteration or two.
-      while (op.wake_in_flight()) co_await yield();
-      if (!r) {
-        out = unexpected(r.error());
-        break;
+    if (first == detail::push_outcome::closed) {
+      out = unexpected(errc::closed);
+    } else if (first == detail::push_outcome::full) {
+      for (;;) {
+        detail::channel_send_op<T> op(*this, v);
+        auto r = co_await op;
+        // RACE: cancelled while a receiver on another thread was waking it; the wake's
+        // item is already in this loop's inbox and runs within an iteration or two.
+        while (op.wake_in_flight()) co_await yield();
+        if (!r) {
+          out = unexpected(r.error());
+          break;
+        }
+        if (*r) break;
       }
-      if (*r) break;
     }
     end_push();  // the last access to the channel
     co_return out;
@@ -293,11 +295,17 @@ class channel {
   // The receiver is woken before the count drops (after it, the channel may be gone).
   detail::push_outcome push(T& v) {
     active_.fetch_add(1, std::memory_order_seq_cst);
+    const detail::push_outcome out = push_counted(v);
+    end_push();
+    return out;
+  }
+
+  // A push by a caller already counted in `active_`.
+  detail::push_outcome push_counted(T& v) {
     detail::push_outcome out = detail::push_outcome::closed;
     if (!closed_.load(std::memory_order_seq_cst))
       out = ring_.try_push(v) ? detail::push_outcome::pushed : detail::push_outcome::full;
     if (out == detail::push_outcome::pushed) waker_->notify();
-    end_push();
     return out;
   }
 
