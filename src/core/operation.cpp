@@ -60,7 +60,9 @@ bool start_operation(op_base& op, std::coroutine_handle<> h, const std::stop_tok
     op.state = op_state::done;
     return false;
   }
-  if (op.kind == op_kind::io && op.fd >= 0) op.fd_cancel_mark = ctx->cancel_mark(op.fd, op.fixed_file);
+  // Only operations made of steps can start one after a cancel of their fd.
+  if (op.vt->step != nullptr && op.kind == op_kind::io && op.fd >= 0)
+    op.fd_cancel_mark = ctx->cancel_mark(op.fd, op.fixed_file);
   if ((token != nullptr && token->stop_requested()) || (also != nullptr && also->stop_requested())) {
     // Stopped before it started: no SQE is sent.
     op.res = -ECANCELED;
