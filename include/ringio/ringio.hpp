@@ -32,6 +32,7 @@
 #include "ringio/sync_wait.hpp"
 #include "ringio/task.hpp"
 #include "ringio/time/deadline.hpp"
+#include "ringio/time/now.hpp"
 #include "ringio/time/sleep.hpp"
 #include "ringio/time/timeout.hpp"
 #include "ringio/try_when_all.hpp"

@@ -29,5 +29,6 @@ std::unique_ptr<backend> make_uring_backend(io_context& ctx, loop_state& st,
                                             const io_context_options& opts, bool poll_mode);
 std::unique_ptr<backend> make_epoll_backend(io_context& ctx, loop_state& st,
                                             const io_context_options& opts);
+std::unique_ptr<backend> make_sim_backend(io_context& ctx, loop_state& st, const io_context_options& opts);
 
 }  // namespace ringio::detail

@@ -9,6 +9,7 @@
 
 #include "ringio/detail/fd_generation.hpp"
 #include "ringio/io_context.hpp"
+#include "core/sys.hpp"
 
 namespace ringio::detail {
 namespace {
@@ -63,7 +64,7 @@ void fd_handle::reset() noexcept {
     return;
   }
   note_fd_closed(fd_);
-  ::close(fd_);
+  ::ringio::detail::sys::close(fd_);
   fd_ = -1;
 }
 

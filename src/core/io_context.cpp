@@ -1,5 +1,6 @@
 // io_context: picks a backend, runs the loop, shuts down cleanly.
 #include "ringio/io_context.hpp"
+#include "ringio/sim/world.hpp"
 
 #include <atomic>
 #include <cerrno>
@@ -59,7 +60,7 @@ backend_choice choose_backend(const io_context_options& opts) {
     auto k = parse_backend(env);
     if (!k)
       throw std::invalid_argument(std::string("RINGIO_BACKEND: unknown backend '") + env +
-                                  "' (expected uring, epoll or uring-poll)");
+                                  "' (expected uring, epoll, uring-poll or sim)");
     return {*k, true, "RINGIO_BACKEND"};
   }
   return {backend_kind::uring, false, "default"};
@@ -72,6 +73,7 @@ std::string_view to_string(backend_kind k) noexcept {
     case backend_kind::uring: return "uring";
     case backend_kind::epoll: return "epoll";
     case backend_kind::uring_poll: return "uring-poll";
+    case backend_kind::sim: return "sim";
   }
   return "unknown";
 }
@@ -80,6 +82,7 @@ std::optional<backend_kind> parse_backend(std::string_view name) noexcept {
   if (name == "uring") return backend_kind::uring;
   if (name == "epoll") return backend_kind::epoll;
   if (name == "uring-poll") return backend_kind::uring_poll;
+  if (name == "sim") return backend_kind::sim;
   return std::nullopt;
 }
 
@@ -89,6 +92,15 @@ io_context::io_context(io_context_options opts)
       checks_(std::make_unique<detail::timer_heap>()) {
   backend_choice choice = choose_backend(opts);
   kind_ = choice.kind;
+  if (kind_ == backend_kind::sim) {
+    backend_ = detail::make_sim_backend(*this, *state_, opts);
+    return;
+  }
+  if (sim::world::current() != nullptr) {
+    // Its sockets are simulated: only the sim backend can drive them.
+    throw std::logic_error(std::string("ringio: backend ") + std::string(to_string(kind_)) +
+                           " on a thread with a sim::world (use backend_kind::sim)");
+  }
   if (kind_ == backend_kind::epoll) {
     backend_ = detail::make_epoll_backend(*this, *state_, opts);
     return;

@@ -1,3 +1,4 @@
+#include "ringio/detail/clock.hpp"
 #include "ringio/http/body_writer.hpp"
 
 #include "output_buffer.hpp"
@@ -32,7 +33,7 @@ task<result<void>> body_writer::put(std::string_view data, bool send_now) {
   if (!sent) co_return sent;
   result<std::size_t> w;  // bounded by the send timeout (over TLS, a deadline on its operations)
   if (tls_ != nullptr) {
-    auto op = tls_->send_all(data, std::chrono::steady_clock::now() + timeout_);
+    auto op = tls_->send_all(data, ::ringio::detail::steady_now() + timeout_);
     w = co_await op;
   } else {
     w = co_await with_timeout(socket_->send_all(data), timeout_);
@@ -61,7 +62,7 @@ task<result<void>> body_writer::send_buffered() {
   const std::size_t size = out_.view().size();
   result<std::size_t> w;
   if (tls_ != nullptr) {
-    auto op = tls_->send_all(out_.view(), std::chrono::steady_clock::now() + timeout_);
+    auto op = tls_->send_all(out_.view(), ::ringio::detail::steady_now() + timeout_);
     w = co_await op;
   } else {
     w = co_await with_timeout(socket_->send_all(out_.view()), timeout_);

@@ -15,6 +15,7 @@
 #include "ringio/net/send_file.hpp"
 #include "ringio/stop.hpp"
 #include "ringio/time/timeout.hpp"
+#include "core/sys.hpp"
 
 namespace ringio::http::detail {
 
@@ -199,7 +200,7 @@ task<void> connection::close_gracefully(bool linger) {
   // shutdown operation until the socket is readable, which a silent client never is.
   // Over TLS what still arrives is ciphertext, discarded undecrypted.
   stream_socket& socket = raw_socket();
-  if (::shutdown(socket.native_handle(), SHUT_WR) != 0) co_return;
+  if (::ringio::detail::sys::shutdown(socket.native_handle(), SHUT_WR) != 0) co_return;
   auto deadline = clock::now() + linger_time;
   std::size_t discarded = 0;
   while (discarded < linger_bytes) {

@@ -9,6 +9,7 @@
 
 #include "ringio/detail/stream_ops.hpp"
 #include "ringio/io_context.hpp"
+#include "core/sys.hpp"
 
 namespace ringio {
 
@@ -99,7 +100,7 @@ void read_message_prepare(op_base& b, io_uring_sqe& sqe) noexcept {
 int read_message_attempt(op_base& b) noexcept {
   auto& op = static_cast<read_message_op&>(b);
   mutable_buffer space = op.buffer->space().first(max_io_size);
-  long r = ::recv(op.fd, space.data(), space.size(), MSG_DONTWAIT);
+  long r = ::ringio::detail::sys::recv(op.fd, space.data(), space.size(), MSG_DONTWAIT);
   op.drained = r > 0 && static_cast<std::size_t>(r) < space.size();
   return r >= 0 ? static_cast<int>(r) : -errno;
 }
@@ -132,7 +133,7 @@ void read_into_prepare(op_base& b, io_uring_sqe& sqe) noexcept {
 int read_into_attempt(op_base& b) noexcept {
   auto& op = static_cast<read_into_op&>(b);
   mutable_buffer rest = read_into_rest(op);
-  long r = ::recv(op.fd, rest.data(), rest.size(), MSG_DONTWAIT);
+  long r = ::ringio::detail::sys::recv(op.fd, rest.data(), rest.size(), MSG_DONTWAIT);
   op.drained = r > 0 && static_cast<std::size_t>(r) < rest.size();
   return r >= 0 ? static_cast<int>(r) : -errno;
 }

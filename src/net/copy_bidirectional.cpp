@@ -11,6 +11,7 @@
 #include "ringio/error.hpp"
 #include "ringio/scope.hpp"
 #include "ringio/time/deadline.hpp"
+#include "core/sys.hpp"
 
 namespace ringio {
 namespace {
@@ -31,8 +32,8 @@ struct copy_state {
     if (out.error) return;
     out.error = ec;
     if (ec != std::errc::operation_canceled) {
-      ::shutdown(a.native_handle(), SHUT_RDWR);
-      ::shutdown(b.native_handle(), SHUT_RDWR);
+      ::ringio::detail::sys::shutdown(a.native_handle(), SHUT_RDWR);
+      ::ringio::detail::sys::shutdown(b.native_handle(), SHUT_RDWR);
     }
     children.request_stop();
   }
@@ -54,7 +55,7 @@ task<void> pump(copy_state& st, stream_socket& from, stream_socket& to, std::spa
     }
     if (*n == 0) {  // end of stream: pass it on, the other direction goes on
       // shutdown(2) never blocks; done directly it cannot be lost to a stop.
-      if (::shutdown(to.native_handle(), SHUT_WR) != 0) st.fail(errno_code(-errno));
+      if (::ringio::detail::sys::shutdown(to.native_handle(), SHUT_WR) != 0) st.fail(errno_code(-errno));
       break;
     }
     st.moved();

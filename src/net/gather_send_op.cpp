@@ -8,6 +8,7 @@
 
 #include "ringio/detail/stream_ops.hpp"
 #include "ringio/io_context.hpp"
+#include "core/sys.hpp"
 
 namespace ringio::detail {
 
@@ -50,7 +51,7 @@ void gather_send_prepare(op_base& b, io_uring_sqe& sqe) noexcept {
 int gather_send_attempt(op_base& b) noexcept {
   auto& op = static_cast<gather_send_op&>(b);
   op.fill();
-  long r = ::sendmsg(op.fd, &op.msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+  long r = ::ringio::detail::sys::sendmsg(op.fd, &op.msg, MSG_NOSIGNAL | MSG_DONTWAIT);
   return r >= 0 ? static_cast<int>(r) : -errno;
 }
 bool gather_send_step(op_base& b) noexcept {

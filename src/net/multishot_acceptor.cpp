@@ -10,6 +10,7 @@
 
 #include "ringio/detail/fd_generation.hpp"
 #include "ringio/io_context.hpp"
+#include "core/sys.hpp"
 
 namespace ringio::detail {
 
@@ -31,7 +32,7 @@ class multishot_accept_state : public op_base {
         continue;
       }
       note_fd_closed(a.fd);
-      ::close(a.fd);
+      ::ringio::detail::sys::close(a.fd);
     }
   }
 

@@ -9,6 +9,7 @@
 
 #include "net/buffer_pool_core.hpp"
 #include "ringio/io_context.hpp"
+#include "core/sys.hpp"
 
 namespace ringio::detail {
 namespace {
@@ -38,7 +39,7 @@ int pooled_attempt(op_base& b) noexcept {
     if (op.id < 0) return -ENOBUFS;
   }
   const auto id = static_cast<unsigned>(op.id);
-  ssize_t r = ::recv(op.fd, op.core->address(id), op.core->size(), MSG_DONTWAIT);
+  ssize_t r = ::ringio::detail::sys::recv(op.fd, op.core->address(id), op.core->size(), MSG_DONTWAIT);
   if (r <= 0) {
     int err = r < 0 ? -errno : 0;
     op.core->give_back(id);

@@ -9,6 +9,7 @@
 
 #include "net/socket_util.hpp"
 #include "ringio/io_context.hpp"
+#include "core/sys.hpp"
 
 namespace ringio {
 namespace detail {
@@ -45,7 +46,7 @@ int accept_attempt(op_base& b) noexcept {
   auto& op = static_cast<accept_op&>(b);
   op.listener->set_nonblocking(true);
   op.accepted_nonblocking = true;
-  int r = ::accept4(op.fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+  int r = ::ringio::detail::sys::accept4(op.fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
   return r >= 0 ? r : -errno;
 }
 
@@ -58,21 +59,21 @@ const op_vtable accept_vtable = {.prepare = accept_prepare, .attempt = accept_at
 
 result<stream_listener> stream_listener::bind(const socket_address& at, listen_options opts) {
   if (at.family() == AF_UNSPEC) return unexpected(errc::invalid_address);
-  int s = ::socket(at.family(), SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int s = ::ringio::detail::sys::socket(at.family(), SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (s < 0) return unexpected(errno_code(-errno));
   detail::fd_handle fd(s);
   auto fail = [] { return unexpected(errno_code(-errno)); };
   int one = 1;
   const bool ip = at.is_ipv4() || at.is_ipv6();
-  if (ip && opts.reuse_address && ::setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0) return fail();
-  if (opts.reuse_port && ::setsockopt(s, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) < 0) return fail();
-  if (ip && opts.nodelay && ::setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) < 0) return fail();
+  if (ip && opts.reuse_address && ::ringio::detail::sys::setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0) return fail();
+  if (opts.reuse_port && ::ringio::detail::sys::setsockopt(s, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) < 0) return fail();
+  if (ip && opts.nodelay && ::ringio::detail::sys::setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) < 0) return fail();
   if (at.is_ipv6()) {
     int v6only = opts.ipv6_only ? 1 : 0;
-    if (::setsockopt(s, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof v6only) < 0) return fail();
+    if (::ringio::detail::sys::setsockopt(s, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof v6only) < 0) return fail();
   }
-  if (::bind(s, at.native(), at.size()) < 0) return fail();
-  if (::listen(s, opts.backlog) < 0) return fail();
+  if (::ringio::detail::sys::bind(s, at.native(), at.size()) < 0) return fail();
+  if (::ringio::detail::sys::listen(s, opts.backlog) < 0) return fail();
   return stream_listener(std::move(fd), opts.direct_descriptors);
 }
 

@@ -10,6 +10,7 @@
 #include "ringio/detail/clock.hpp"
 #include "ringio/detail/fd_generation.hpp"
 #include "ringio/io_context.hpp"
+#include "core/sys.hpp"
 
 namespace ringio::detail {
 namespace {
@@ -24,7 +25,7 @@ void recv_prepare(op_base& b, io_uring_sqe& sqe) noexcept {
 }
 int recv_attempt(op_base& b) noexcept {
   auto& op = static_cast<recv_op&>(b);
-  int r = syscall_result(::recv(op.fd, op.buf.data(), op.buf.size(), op.flags | MSG_DONTWAIT));
+  int r = syscall_result(::ringio::detail::sys::recv(op.fd, op.buf.data(), op.buf.size(), op.flags | MSG_DONTWAIT));
   op.drained = op.stream && r > 0 && static_cast<std::size_t>(r) < op.buf.size() && (op.flags & MSG_PEEK) == 0;
   return r;
 }
@@ -38,7 +39,7 @@ void recv_exact_prepare(op_base& b, io_uring_sqe& sqe) noexcept {
 int recv_exact_attempt(op_base& b) noexcept {
   auto& op = static_cast<recv_exact_op&>(b);
   mutable_buffer rest = op.buf.skip(op.done).first(max_io_size);
-  int r = syscall_result(::recv(op.fd, rest.data(), rest.size(), MSG_DONTWAIT));
+  int r = syscall_result(::ringio::detail::sys::recv(op.fd, rest.data(), rest.size(), MSG_DONTWAIT));
   op.drained = r > 0 && static_cast<std::size_t>(r) < rest.size();
   return r;
 }
@@ -50,7 +51,7 @@ void send_prepare(op_base& b, io_uring_sqe& sqe) noexcept {
 }
 int send_attempt(op_base& b) noexcept {
   auto& op = static_cast<send_op&>(b);
-  return syscall_result(::send(op.fd, op.buf.data(), op.buf.size(), op.flags | MSG_DONTWAIT));
+  return syscall_result(::ringio::detail::sys::send(op.fd, op.buf.data(), op.buf.size(), op.flags | MSG_DONTWAIT));
 }
 
 // ---- send_all: send the unsent rest until nothing is left ----
@@ -62,7 +63,7 @@ void send_all_prepare(op_base& b, io_uring_sqe& sqe) noexcept {
 int send_all_attempt(op_base& b) noexcept {
   auto& op = static_cast<send_all_op&>(b);
   const_buffer rest = op.buf.skip(op.done).first(max_io_size);
-  return syscall_result(::send(op.fd, rest.data(), rest.size(), MSG_NOSIGNAL | MSG_DONTWAIT));
+  return syscall_result(::ringio::detail::sys::send(op.fd, rest.data(), rest.size(), MSG_NOSIGNAL | MSG_DONTWAIT));
 }
 
 // Shared by the two "loop until the buffer is done" operations: returns true when the
@@ -94,7 +95,7 @@ void shutdown_prepare(op_base& b, io_uring_sqe& sqe) noexcept {
   io_uring_prep_shutdown(&sqe, b.fd, static_cast<shutdown_op&>(b).how);
 }
 int shutdown_attempt(op_base& b) noexcept {
-  return syscall_result(::shutdown(b.fd, static_cast<shutdown_op&>(b).how));
+  return syscall_result(::ringio::detail::sys::shutdown(b.fd, static_cast<shutdown_op&>(b).how));
 }
 void close_prepare(op_base& b, io_uring_sqe& sqe) noexcept {
   if (static_cast<close_op&>(b).direct)
@@ -104,12 +105,12 @@ void close_prepare(op_base& b, io_uring_sqe& sqe) noexcept {
 }
 int close_attempt(op_base& b) noexcept {
   note_fd_closed(b.fd);
-  return syscall_result(::close(b.fd));
+  return syscall_result(::ringio::detail::sys::close(b.fd));
 }
 
 }  // namespace
 
-int close_op::close_now() noexcept { return syscall_result(::close(fd)); }
+int close_op::close_now() noexcept { return syscall_result(::ringio::detail::sys::close(fd)); }
 
 const op_vtable recv_vtable = {.prepare = recv_prepare, .attempt = recv_attempt, .on_cqe = nullptr,
                                .step = nullptr, .complete = resume_waiter};

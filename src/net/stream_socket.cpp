@@ -11,6 +11,7 @@
 #include "net/socket_util.hpp"
 #include "ringio/detail/fd_generation.hpp"
 #include "ringio/io_context.hpp"
+#include "core/sys.hpp"
 
 namespace ringio {
 namespace detail {
@@ -18,14 +19,14 @@ namespace detail {
 result<socket_address> address_of(int fd, bool peer) {
   socket_address a;
   *a.size_ptr() = socket_address::capacity;
-  int r = peer ? ::getpeername(fd, a.native(), a.size_ptr()) : ::getsockname(fd, a.native(), a.size_ptr());
+  int r = peer ? ::ringio::detail::sys::getpeername(fd, a.native(), a.size_ptr()) : ::ringio::detail::sys::getsockname(fd, a.native(), a.size_ptr());
   if (r < 0) return unexpected(errno_code(-errno));
   return a;
 }
 
 int set_nodelay(int fd, bool on) noexcept {
   int v = on ? 1 : 0;
-  return ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &v, sizeof v) < 0 ? -errno : 0;
+  return ::ringio::detail::sys::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &v, sizeof v) < 0 ? -errno : 0;
 }
 
 namespace {
@@ -38,7 +39,7 @@ void connect_prepare(op_base& b, io_uring_sqe& sqe) noexcept {
 int connect_attempt(op_base& b) noexcept {
   auto& op = static_cast<connect_op&>(b);
   if (!op.in_progress) {
-    if (::connect(op.fd, op.addr.native(), op.addr.size()) == 0) return 0;
+    if (::ringio::detail::sys::connect(op.fd, op.addr.native(), op.addr.size()) == 0) return 0;
     if (errno == EINPROGRESS) {
       op.in_progress = true;  // writable means connected or failed: ask SO_ERROR then
       return -EAGAIN;
@@ -47,7 +48,7 @@ int connect_attempt(op_base& b) noexcept {
   }
   int err = 0;
   socklen_t len = sizeof err;
-  if (::getsockopt(op.fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0) return -errno;
+  if (::ringio::detail::sys::getsockopt(op.fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0) return -errno;
   return -err;
 }
 
@@ -60,16 +61,16 @@ int connect_op::open_socket() noexcept {
   if (sock.valid()) return 0;
   io_context* ctx = io_context::current();
   bool nonblocking = ctx != nullptr && ctx->backend() != backend_kind::uring;
-  int s = ::socket(addr.family(), SOCK_STREAM | SOCK_CLOEXEC | (nonblocking ? SOCK_NONBLOCK : 0), 0);
+  int s = ::ringio::detail::sys::socket(addr.family(), SOCK_STREAM | SOCK_CLOEXEC | (nonblocking ? SOCK_NONBLOCK : 0), 0);
   if (s < 0) return -errno;
   sock = fd_handle(s, nonblocking);
   fd = s;
   if (local.family() == AF_UNSPEC) return 0;
   if ((local.is_ipv4() || local.is_ipv6()) && local.port() == 0) {
     int on = 1;  // a best effort: without it the bind takes a port of its own
-    (void)::setsockopt(s, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &on, sizeof on);
+    (void)::ringio::detail::sys::setsockopt(s, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &on, sizeof on);
   }
-  if (::bind(s, local.native(), local.size()) < 0) {
+  if (::ringio::detail::sys::bind(s, local.native(), local.size()) < 0) {
     int err = -errno;
     sock = fd_handle();
     fd = -1;

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 
+#include "ringio/detail/clock.hpp"
 #include "ringio/log.hpp"
 
 namespace ringio::detail {
@@ -16,7 +17,7 @@ class rate_limited_log {
   /// Counts one occurrence; true when a line is due now (then call suppressed() for
   /// the count to report).
   bool due() noexcept {
-    auto now = std::chrono::steady_clock::now();
+    auto now = detail::steady_now();
     if (logged_once_ && now - last_ < period_) {
       ++suppressed_;
       return false;

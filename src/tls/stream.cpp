@@ -17,6 +17,7 @@
 #include "ringio/stop.hpp"
 #include "ringio/sync/event.hpp"
 #include "stream_state.hpp"
+#include "core/sys.hpp"
 
 namespace ringio::tls {
 namespace detail {
@@ -428,7 +429,7 @@ task<result<void>> run_shutdown(stream_state& s, std::chrono::nanoseconds timeou
 void end_push(stream_state& s) noexcept {
   if (!s.pushing) return;
   s.push_stop.request_stop();
-  if (!s.socket.is_direct() && s.socket.native_handle() >= 0) ::shutdown(s.socket.native_handle(), SHUT_RDWR);
+  if (!s.socket.is_direct() && s.socket.native_handle() >= 0) ::ringio::detail::sys::shutdown(s.socket.native_handle(), SHUT_RDWR);
 }
 
 // Frees the state of a stream, or, while its push runs, leaves it to the push.

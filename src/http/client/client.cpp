@@ -14,6 +14,7 @@
 #include "ringio/http/resolver.hpp"
 #include "ringio/stop.hpp"
 #include "ringio/time/timeout.hpp"
+#include "core/sys.hpp"
 
 namespace ringio::http {
 namespace detail {
@@ -65,7 +66,7 @@ bool looks_alive(const detail::client_connection& c) noexcept {
   if (c.secure && c.secure->has_buffered_input()) return false;
   char b;
   for (;;) {
-    const ssize_t n = ::recv(c.secure ? c.secure->native_handle() : c.socket.native_handle(), &b, 1,
+    const ssize_t n = ::ringio::detail::sys::recv(c.secure ? c.secure->native_handle() : c.socket.native_handle(), &b, 1,
                              MSG_PEEK | MSG_DONTWAIT);
     if (n < 0 && errno == EINTR) continue;
     return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);

@@ -1,0 +1,57 @@
+// ringio/sim/world.hpp — a simulated world: virtual time and an in-memory TCP network
+// whose every choice (latency, order, faults) comes from one seed.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "ringio/sim/fault_model.hpp"
+
+namespace ringio::detail {
+class sim_network;
+}
+
+namespace ringio::sim {
+
+/// While a world exists, it is the current world of the thread that made it: an
+/// io_context created there with `backend = backend_kind::sim` runs in it, TCP sockets
+/// created there (IPv4 and IPv6 stream sockets) are simulated, and every ringio clock
+/// (timers, deadlines, timeouts) reads its virtual time, which jumps to the next event
+/// when nothing can run. Other descriptors (files, pipes, UDP, Unix sockets) stay real.
+/// One world per thread at a time; destroy its io_contexts and sockets first.
+class world {
+ public:
+  explicit world(std::uint64_t seed, fault_model faults = {});
+  ~world();
+  world(const world&) = delete;
+  world& operator=(const world&) = delete;
+
+  [[nodiscard]] std::uint64_t seed() const noexcept;
+  [[nodiscard]] const fault_model& faults() const noexcept;
+  /// Virtual time since the world began.
+  [[nodiscard]] std::chrono::nanoseconds elapsed() const noexcept;
+  /// A hash of every decision and event so far: equal for equal seeds and programs.
+  [[nodiscard]] std::uint64_t trace_hash() const noexcept;
+  /// The last `lines` events, one per line, with their virtual times.
+  [[nodiscard]] std::string trace(std::size_t lines = 40) const;
+  /// Simulated sockets still open (a leak check for the end of a run).
+  [[nodiscard]] std::size_t open_sockets() const noexcept;
+  /// Simulated operations so far (syscalls answered by the simulation).
+  [[nodiscard]] std::uint64_t operations() const noexcept;
+
+  /// The world of the calling thread, or nullptr.
+  static world* current() noexcept;
+
+  /// @cond INTERNAL
+  detail::sim_network& network() noexcept { return *net_; }
+  /// @endcond
+
+ private:
+  std::unique_ptr<detail::sim_network> net_;
+  world* previous_;
+};
+
+}  // namespace ringio::sim

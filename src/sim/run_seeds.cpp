@@ -1,0 +1,74 @@
+#include "ringio/sim/run_seeds.hpp"
+
+#include <chrono>
+#include <cstdlib>
+#include <exception>
+#include <ostream>
+
+namespace ringio::sim {
+namespace {
+
+struct one_run {
+  std::optional<seed_failure> failure;
+  std::uint64_t hash = 0;
+  std::uint64_t operations = 0;
+  std::chrono::nanoseconds elapsed{};
+};
+
+one_run run_one(std::uint64_t seed, const seeds_options& opts, const std::function<void(world&)>& program) {
+  world w(seed, opts.faults);
+  one_run r;
+  try {
+    program(w);
+  } catch (const std::exception& e) {
+    r.failure = seed_failure{seed, e.what(), w.trace(opts.trace_lines)};
+  } catch (...) {
+    r.failure = seed_failure{seed, "an exception of unknown type", w.trace(opts.trace_lines)};
+  }
+  r.hash = w.trace_hash();
+  r.operations = w.operations();
+  r.elapsed = w.elapsed();
+  return r;
+}
+
+}  // namespace
+
+seeds_summary run_seeds(const seeds_options& opts, const std::function<void(world&)>& program) {
+  seeds_summary s;
+  auto began = std::chrono::steady_clock::now();
+  std::uint64_t first = opts.first_seed;
+  std::size_t count = opts.count;
+  if (const char* replay = std::getenv("RINGIO_SIM_SEED"); replay != nullptr && *replay != '\0') {
+    first = std::strtoull(replay, nullptr, 10);
+    count = 1;
+  }
+  for (std::size_t i = 0; i < count; ++i) {
+    std::uint64_t seed = first + i;
+    one_run r = run_one(seed, opts, program);
+    ++s.worlds;
+    s.operations += r.operations;
+    s.virtual_time += r.elapsed;
+    if (r.failure) {
+      s.failure = std::move(r.failure);
+      break;
+    }
+    if (i == 0 && opts.check_determinism) {
+      one_run again = run_one(seed, opts, program);
+      if (again.hash != r.hash) {
+        s.deterministic = false;
+        s.failure = seed_failure{seed, "the same seed gave two different traces", ""};
+        break;
+      }
+    }
+  }
+  s.real_time = std::chrono::steady_clock::now() - began;
+  return s;
+}
+
+std::ostream& operator<<(std::ostream& os, const seed_failure& f) {
+  return os << "seed " << f.seed << ": " << f.what << "\n(replay: RINGIO_SIM_SEED=" << f.seed
+            << ")\nlast events:\n"
+            << f.trace;
+}
+
+}  // namespace ringio::sim

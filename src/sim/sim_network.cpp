@@ -1,0 +1,652 @@
+#include "sim/sim_network.hpp"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+
+#include "ringio/detail/clock.hpp"
+
+namespace ringio::detail {
+
+namespace {
+
+constexpr std::size_t trace_keep = 400;
+constexpr std::int64_t syn_retry_ns = 1'000'000'000;  // a dropped SYN is sent again after 1 s
+
+socket_address address_from(const sockaddr* a, socklen_t len) {
+  return socket_address::from_native(a, len);
+}
+
+int copy_address(const socket_address& from, sockaddr* a, socklen_t* len) {
+  if (a == nullptr || len == nullptr) return 0;
+  socklen_t n = std::min(*len, from.size());
+  std::memcpy(a, from.native(), n);
+  *len = from.size();
+  return 0;
+}
+
+}  // namespace
+
+sim_network::sim_network(std::uint64_t seed, const sim::fault_model& model)
+    : seed_(seed), model_(model), rng_(seed) {
+  // Virtual time begins at the real time of creation, so deadlines a program computes
+  // from std::chrono::steady_clock before anything jumps stay meaningful.
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  start_ = now_ = static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+  if (model_.max_latency < model_.min_latency) model_.max_latency = model_.min_latency;
+}
+
+// Placeholders still open belong to their sockets: a socket that outlives the world
+// closes its own (a plain close(2) of /dev/null by then).
+sim_network::~sim_network() = default;
+
+// ---- seed, trace ----
+
+bool sim_network::chance(double p) {
+  if (p <= 0) return false;
+  return static_cast<double>(rng_() >> 11) * 0x1.0p-53 < p;
+}
+
+std::uint64_t sim_network::below(std::uint64_t n) { return n == 0 ? 0 : rng_() % n; }
+
+void sim_network::note(const char* fmt, ...) {
+  char line[256];
+  int n = std::snprintf(line, sizeof line, "%10.6f ", static_cast<double>(now_ - start_) / 1e9);
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(line + n, sizeof line - static_cast<std::size_t>(n), fmt, ap);
+  va_end(ap);
+  for (const char* p = line; *p != '\0'; ++p) hash_ = (hash_ ^ static_cast<unsigned char>(*p)) * 1099511628211ull;
+  hash_ = (hash_ ^ '\n') * 1099511628211ull;
+  lines_.emplace_back(line);
+  if (lines_.size() > trace_keep) lines_.pop_front();
+}
+
+std::string sim_network::trace(std::size_t lines) const {
+  std::string out;
+  std::size_t first = lines_.size() > lines ? lines_.size() - lines : 0;
+  for (std::size_t i = first; i < lines_.size(); ++i) (out += lines_[i]) += '\n';
+  return out;
+}
+
+// ---- time and events ----
+
+void sim_network::advance_to(std::int64_t t) noexcept {
+  if (t > now_) now_ = t;
+}
+
+void sim_network::at(std::int64_t t, std::function<void()> fn) { events_.push(event{t, seq_++, std::move(fn)}); }
+
+std::size_t sim_network::deliver_due() {
+  std::size_t n = 0;
+  while (!events_.empty() && events_.top().at <= now_) {
+    auto fn = std::move(const_cast<event&>(events_.top()).fn);
+    events_.pop();
+    fn();
+    ++n;
+  }
+  return n;
+}
+
+std::int64_t sim_network::latency() {
+  auto lo = model_.min_latency.count(), hi = model_.max_latency.count();
+  return lo + static_cast<std::int64_t>(below(static_cast<std::uint64_t>(hi - lo) + 1));
+}
+
+void sim_network::dirty(int fd) {
+  if (fd >= 0) dirty_.push_back(fd);
+}
+
+std::vector<int> sim_network::take_dirty() {
+  std::vector<int> out;
+  out.swap(dirty_);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  if (model_.shuffle_ready)
+    for (std::size_t i = out.size(); i > 1; --i) std::swap(out[i - 1], out[below(i)]);
+  return out;
+}
+
+// ---- endpoints ----
+
+sim_network::endpoint* sim_network::ep(std::uint64_t id) noexcept {
+  auto it = endpoints_.find(id);
+  return it == endpoints_.end() ? nullptr : &it->second;
+}
+
+const sim_network::endpoint* sim_network::ep(std::uint64_t id) const noexcept {
+  auto it = endpoints_.find(id);
+  return it == endpoints_.end() ? nullptr : &it->second;
+}
+
+sim_network::endpoint& sim_network::new_endpoint() {
+  std::uint64_t id = next_ep_++;
+  endpoint& e = endpoints_[id];
+  e.id = id;
+  e.rcvbuf = model_.buffer_bytes;
+  return e;
+}
+
+// Space the receiver `to` has for more bytes in flight towards it.
+std::size_t sim_network::room_towards(const endpoint& to) const noexcept {
+  std::size_t used = to.unread() + to.transit_bytes;
+  return used >= to.rcvbuf ? 0 : to.rcvbuf - used;
+}
+
+// Sends one segment from `from` to its peer: it arrives after a seeded latency, never
+// before an earlier segment of the same direction (TCP keeps order).
+void sim_network::transmit(endpoint& from, segment::kind_t kind, std::string bytes) {
+  std::int64_t arrival = std::max(now_ + latency(), from.out_last);
+  from.out_last = arrival;
+  endpoint* to = ep(from.peer);
+  if (to == nullptr || to->closed) {
+    // Nobody is there any more: data or a FIN to a closed end is answered by a reset.
+    if (kind == segment::rst) return;
+    std::uint64_t back = from.id;
+    at(arrival + latency(), [this, back] {
+      endpoint* e = ep(back);
+      if (e == nullptr || e->closed || e->rst_in) return;
+      segment s{segment::rst, {}};
+      e->transit.push_back(std::move(s));
+      deliver(back);
+    });
+    return;
+  }
+  to->transit_bytes += bytes.size();
+  to->transit.push_back(segment{kind, std::move(bytes)});
+  std::uint64_t id = to->id;
+  at(arrival, [this, id] { deliver(id); });
+}
+
+void sim_network::deliver(std::uint64_t to) {
+  endpoint* e = ep(to);
+  if (e == nullptr || e->transit.empty()) return;
+  segment s = std::move(e->transit.front());
+  e->transit.pop_front();
+  e->transit_bytes -= s.bytes.size();
+  if (e->closed) {
+    // Data for a closed end: the sender hears a reset (what Linux answers).
+    if (s.kind == segment::data) {
+      endpoint* from = ep(e->peer);
+      if (from != nullptr && !from->closed && !from->rst_in) transmit(*e, segment::rst, {});
+    }
+    release_if_done(to);
+    return;
+  }
+  switch (s.kind) {
+    case segment::data:
+      note("deliver fd=%d %zu bytes", e->fd, s.bytes.size());
+      if (!e->rst_in && !e->rd_shut) e->rx += s.bytes;
+      break;
+    case segment::fin:
+      note("deliver fd=%d fin", e->fd);
+      e->fin_in = true;
+      break;
+    case segment::rst:
+      note("deliver fd=%d rst (%zu unread bytes dropped)", e->fd, e->unread());
+      e->rst_in = true;
+      e->rx.clear();
+      e->rx_off = 0;
+      break;
+  }
+  dirty(e->fd);
+}
+
+// Both ends closed (or one end gone and nothing more can arrive): forget the pair.
+void sim_network::release_if_done(std::uint64_t id) {
+  endpoint* e = ep(id);
+  if (e == nullptr || !e->closed || !e->transit.empty()) return;
+  endpoint* p = ep(e->peer);
+  if (p != nullptr && (!p->closed || !p->transit.empty())) return;
+  std::uint64_t peer = e->peer;
+  endpoints_.erase(id);
+  if (p != nullptr) endpoints_.erase(peer);
+}
+
+void sim_network::reset_both(endpoint& e) {
+  note("reset fd=%d", e.fd);
+  transmit(e, segment::rst, {});
+  e.rst_in = true;
+  e.rx.clear();
+  e.rx_off = 0;
+  dirty(e.fd);
+}
+
+// ---- descriptors ----
+
+int sim_network::fail(int err) noexcept {
+  errno = err;
+  return -1;
+}
+
+// A real descriptor reserves the number: /dev/null, so a stray real syscall on it
+// can do no harm.
+int sim_network::placeholder() {
+  int fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (fd < 0) return -1;
+  auto idx = static_cast<std::size_t>(fd);
+  if (idx >= socks_.size()) socks_.resize(idx + 1);
+  socks_[idx] = std::make_unique<vsock>();
+  socks_[idx]->rcvbuf = model_.buffer_bytes;
+  ++open_;
+  return fd;
+}
+
+int sim_network::socket(int domain, int type, int /*protocol*/) {
+  ++operations_;
+  if (chance(model_.descriptor_exhaustion)) {
+    note("socket -> EMFILE");
+    return fail(EMFILE);
+  }
+  int fd = placeholder();
+  if (fd < 0) return -1;
+  socks_[static_cast<std::size_t>(fd)]->family = domain;
+  (void)type;
+  note("socket -> %d", fd);
+  return fd;
+}
+
+std::string sim_network::key_of(const socket_address& a) const {
+  return std::string(reinterpret_cast<const char*>(a.native()), a.size());
+}
+
+int sim_network::listener_for(const socket_address& a) const {
+  if (auto it = listeners_.find(key_of(a)); it != listeners_.end()) return it->second;
+  socket_address any = a.is_ipv6() ? socket_address::any_ipv6(a.port()) : socket_address::any(a.port());
+  if (auto it = listeners_.find(key_of(any)); it != listeners_.end()) return it->second;
+  return -1;
+}
+
+bool sim_network::ensure_bound(vsock& s, int fd) {
+  if (s.bound) return true;
+  socket_address a = s.family == AF_INET6 ? socket_address::from_host("::1", next_port_++).value()
+                                          : socket_address::loopback(next_port_++);
+  s.local = a;
+  s.bound = true;
+  note("autobind fd=%d %s", fd, a.to_string().c_str());
+  return true;
+}
+
+int sim_network::bind(int fd, const sockaddr* a, socklen_t len) {
+  ++operations_;
+  vsock* s = sock(fd);
+  if (s->bound || s->st != vsock::state::fresh) return fail(EINVAL);
+  socket_address at = address_from(a, len);
+  if (at.family() != s->family) return fail(EAFNOSUPPORT);
+  if (at.port() == 0) at = at.with_port(next_port_++);
+  for (const auto& other : socks_)
+    if (other != nullptr && other->bound && other->local == at) return fail(EADDRINUSE);
+  s->local = at;
+  s->bound = true;
+  note("bind fd=%d %s", fd, at.to_string().c_str());
+  return 0;
+}
+
+int sim_network::listen(int fd, int backlog) {
+  ++operations_;
+  vsock* s = sock(fd);
+  if (s->st == vsock::state::listening) return 0;
+  if (s->st != vsock::state::fresh) return fail(EINVAL);
+  if (!s->bound) {
+    s->local = s->family == AF_INET6 ? socket_address::any_ipv6(next_port_++) : socket_address::any(next_port_++);
+    s->bound = true;
+  }
+  std::string key = key_of(s->local);
+  if (listeners_.count(key) != 0) return fail(EADDRINUSE);
+  listeners_[key] = fd;
+  s->st = vsock::state::listening;
+  s->backlog = std::clamp(backlog, 1, model_.max_backlog);
+  note("listen fd=%d %s backlog %d", fd, s->local.to_string().c_str(), s->backlog);
+  return 0;
+}
+
+int sim_network::accept4(int fd, sockaddr* a, socklen_t* len, int /*flags*/) {
+  ++operations_;
+  vsock* s = sock(fd);
+  if (s->st != vsock::state::listening) return fail(EINVAL);
+  if (s->pending.empty()) return fail(EAGAIN);
+  if (chance(model_.descriptor_exhaustion)) {
+    note("accept fd=%d -> EMFILE", fd);
+    return fail(EMFILE);
+  }
+  std::uint64_t id = s->pending.front();
+  s->pending.pop_front();
+  endpoint* e = ep(id);
+  if (e != nullptr && chance(model_.accept_abort)) {
+    note("accept fd=%d -> ECONNABORTED", fd);
+    transmit(*e, segment::rst, {});
+    e->closed = true;
+    release_if_done(id);
+    return fail(ECONNABORTED);
+  }
+  int nfd = placeholder();
+  if (nfd < 0) return -1;
+  s = sock(fd);  // the table may have grown
+  vsock& c = *socks_[static_cast<std::size_t>(nfd)];
+  c.family = s->family;
+  c.st = vsock::state::connected;
+  c.ep = id;
+  c.bound = true;
+  if (e != nullptr) {
+    e->fd = nfd;
+    c.local = e->local;
+    copy_address(e->remote, a, len);
+  }
+  note("accept fd=%d -> %d", fd, nfd);
+  return nfd;
+}
+
+int sim_network::connect(int fd, const sockaddr* a, socklen_t len) {
+  ++operations_;
+  vsock* s = sock(fd);
+  switch (s->st) {
+    case vsock::state::connecting: return fail(EALREADY);
+    case vsock::state::connected: return fail(EISCONN);
+    case vsock::state::listening:
+    case vsock::state::failed: return fail(EINVAL);
+    case vsock::state::fresh: break;
+  }
+  socket_address to = address_from(a, len);
+  ensure_bound(*s, fd);
+  endpoint& c = new_endpoint();
+  c.fd = fd;
+  c.local = s->local;
+  c.remote = to;
+  c.rcvbuf = s->rcvbuf;
+  s->ep = c.id;
+  s->st = vsock::state::connecting;
+  std::uint64_t id = c.id;
+  if (chance(model_.connect_refused)) {
+    note("connect fd=%d %s -> refused (fault)", fd, to.to_string().c_str());
+    at(now_ + 2 * latency(), [this, id] { refuse(id); });
+  } else {
+    note("connect fd=%d %s", fd, to.to_string().c_str());
+    at(now_ + latency(), [this, id, to] { syn_arrives(id, to); });
+  }
+  return fail(EINPROGRESS);
+}
+
+void sim_network::refuse(std::uint64_t client) {
+  endpoint* c = ep(client);
+  if (c == nullptr || c->closed) return;
+  vsock* s = sock(c->fd);
+  if (s == nullptr || s->ep != client) return;
+  note("connect fd=%d refused", c->fd);
+  s->st = vsock::state::failed;
+  s->so_error = ECONNREFUSED;
+  dirty(c->fd);
+  c->closed = true;
+  release_if_done(client);
+}
+
+void sim_network::syn_arrives(std::uint64_t client, socket_address to) {
+  endpoint* c = ep(client);
+  if (c == nullptr || c->closed) return;
+  int lfd = listener_for(to);
+  if (lfd < 0) {
+    std::int64_t back = now_ + latency();
+    at(back, [this, client] { refuse(client); });
+    return;
+  }
+  vsock& l = *sock(lfd);
+  if (static_cast<int>(l.pending.size()) >= l.backlog) {
+    note("syn to %s dropped (backlog full)", to.to_string().c_str());
+    at(now_ + syn_retry_ns, [this, client, to] { syn_arrives(client, to); });
+    return;
+  }
+  endpoint& srv = new_endpoint();
+  c = ep(client);
+  srv.local = to;
+  srv.remote = c->local;
+  srv.peer = client;
+  srv.established = true;
+  c->peer = srv.id;
+  l.pending.push_back(srv.id);
+  dirty(lfd);
+  // The SYN-ACK: nothing the server sends may overtake it.
+  std::int64_t synack = now_ + latency();
+  srv.out_last = synack;
+  note("syn to %s queued on fd=%d", to.to_string().c_str(), lfd);
+  at(synack, [this, client] {
+    endpoint* e = ep(client);
+    if (e == nullptr || e->closed) return;
+    vsock* s = sock(e->fd);
+    if (s == nullptr || s->ep != client) return;
+    e->established = true;
+    s->st = vsock::state::connected;
+    note("connected fd=%d", e->fd);
+    dirty(e->fd);
+  });
+}
+
+// ---- data ----
+
+ssize_t sim_network::transfer_in(int fd, void* buf, std::size_t n, int flags) {
+  vsock* s = sock(fd);
+  if (s->st == vsock::state::connecting) return fail(EAGAIN);
+  if (s->st != vsock::state::connected) return fail(ENOTCONN);
+  endpoint& e = *ep(s->ep);
+  if (std::size_t avail = e.unread(); avail > 0 && n > 0) {
+    std::size_t m = std::min(n, avail);
+    if (m > 1 && chance(model_.short_transfer)) m = 1 + below(m);
+    std::memcpy(buf, e.rx.data() + e.rx_off, m);
+    if ((flags & MSG_PEEK) == 0) {
+      e.rx_off += m;
+      if (e.rx_off == e.rx.size()) {
+        e.rx.clear();
+        e.rx_off = 0;
+      }
+      if (endpoint* p = ep(e.peer)) dirty(p->fd);  // the window opened
+    }
+    note("recv fd=%d %zu -> %zu", fd, n, m);
+    return static_cast<ssize_t>(m);
+  }
+  if (e.rst_in && !e.rst_reported) {
+    e.rst_reported = true;
+    note("recv fd=%d -> ECONNRESET", fd);
+    return fail(ECONNRESET);
+  }
+  if (e.rst_in || e.fin_in || e.rd_shut || n == 0) return 0;
+  return fail(EAGAIN);
+}
+
+ssize_t sim_network::recv(int fd, void* buf, std::size_t n, int flags) {
+  ++operations_;
+  return transfer_in(fd, buf, n, flags);
+}
+
+ssize_t sim_network::recvmsg(int fd, msghdr* m, int flags) {
+  ++operations_;
+  std::size_t total = 0;
+  for (std::size_t i = 0; i < m->msg_iovlen; ++i) total += m->msg_iov[i].iov_len;
+  std::string tmp(total, '\0');
+  ssize_t r = transfer_in(fd, tmp.data(), total, flags);
+  if (r <= 0) return r;
+  std::size_t off = 0;
+  for (std::size_t i = 0; i < m->msg_iovlen && off < static_cast<std::size_t>(r); ++i) {
+    std::size_t k = std::min(m->msg_iov[i].iov_len, static_cast<std::size_t>(r) - off);
+    std::memcpy(m->msg_iov[i].iov_base, tmp.data() + off, k);
+    off += k;
+  }
+  m->msg_flags = 0;
+  return r;
+}
+
+ssize_t sim_network::send(int fd, const void* buf, std::size_t n, int /*flags*/) {
+  ++operations_;
+  vsock* s = sock(fd);
+  if (s->st == vsock::state::connecting) return fail(EAGAIN);
+  if (s->st != vsock::state::connected) return fail(s->st == vsock::state::failed ? ECONNREFUSED : ENOTCONN);
+  endpoint& e = *ep(s->ep);
+  if (e.rst_in) {
+    if (!e.rst_reported) {
+      e.rst_reported = true;
+      return fail(ECONNRESET);
+    }
+    return fail(EPIPE);
+  }
+  if (e.fin_out) return fail(EPIPE);
+  if (n == 0) return 0;
+  endpoint* to = ep(e.peer);
+  std::size_t room = to == nullptr || to->closed ? model_.buffer_bytes : room_towards(*to);
+  if (room == 0) return fail(EAGAIN);
+  if (chance(model_.reset)) {
+    reset_both(e);
+    e.rst_reported = true;
+    return fail(ECONNRESET);
+  }
+  std::size_t m = std::min(n, room);
+  if (m > 1 && chance(model_.short_transfer)) m = 1 + below(m);
+  note("send fd=%d %zu -> %zu", fd, n, m);
+  transmit(e, segment::data, std::string(static_cast<const char*>(buf), m));
+  return static_cast<ssize_t>(m);
+}
+
+ssize_t sim_network::sendmsg(int fd, const msghdr* m, int flags) {
+  std::string tmp;
+  for (std::size_t i = 0; i < m->msg_iovlen; ++i)
+    tmp.append(static_cast<const char*>(m->msg_iov[i].iov_base), m->msg_iov[i].iov_len);
+  return send(fd, tmp.data(), tmp.size(), flags);
+}
+
+int sim_network::shutdown(int fd, int how) {
+  ++operations_;
+  vsock* s = sock(fd);
+  if (s->st != vsock::state::connected) return fail(ENOTCONN);
+  endpoint& e = *ep(s->ep);
+  if ((how == SHUT_WR || how == SHUT_RDWR) && !e.fin_out && !e.rst_in) {
+    e.fin_out = true;
+    transmit(e, segment::fin, {});
+  }
+  if (how == SHUT_RD || how == SHUT_RDWR) e.rd_shut = true;
+  note("shutdown fd=%d %d", fd, how);
+  dirty(fd);
+  return 0;
+}
+
+int sim_network::close(int fd) {
+  ++operations_;
+  vsock* s = sock(fd);
+  note("close fd=%d", fd);
+  if (s->st == vsock::state::listening) {
+    listeners_.erase(key_of(s->local));
+    for (std::uint64_t id : s->pending)
+      if (endpoint* e = ep(id)) {
+        transmit(*e, segment::rst, {});
+        e->closed = true;
+        release_if_done(id);
+      }
+  } else if (endpoint* e = ep(s->ep); e != nullptr && e->fd == fd) {
+    // Unread data or SO_LINGER 0 make the close a reset (as Linux does); else a FIN.
+    if (!e->rst_in && (e->unread() > 0 || s->linger0))
+      transmit(*e, segment::rst, {});
+    else if (!e->fin_out && !e->rst_in && e->established)
+      transmit(*e, segment::fin, {});
+    e->closed = true;
+    e->fd = -1;
+    e->rx.clear();
+    e->rx_off = 0;
+    release_if_done(e->id);
+  }
+  socks_[static_cast<std::size_t>(fd)].reset();
+  --open_;
+  return ::close(fd);
+}
+
+// ---- addresses and options ----
+
+int sim_network::getsockname(int fd, sockaddr* a, socklen_t* len) {
+  vsock* s = sock(fd);
+  socket_address any = s->family == AF_INET6 ? socket_address::any_ipv6(0) : socket_address::any(0);
+  return copy_address(s->bound ? s->local : any, a, len);
+}
+
+int sim_network::getpeername(int fd, sockaddr* a, socklen_t* len) {
+  vsock* s = sock(fd);
+  endpoint* e = s->st == vsock::state::connected ? ep(s->ep) : nullptr;
+  if (e == nullptr) return fail(ENOTCONN);
+  return copy_address(e->remote, a, len);
+}
+
+int sim_network::getsockopt(int fd, int level, int name, void* v, socklen_t* len) {
+  vsock* s = sock(fd);
+  int value = 0;
+  if (level == SOL_SOCKET && name == SO_ERROR) {
+    value = s->so_error;
+    s->so_error = 0;
+  } else if (level == SOL_SOCKET && name == SO_TYPE) {
+    value = SOCK_STREAM;
+  } else if (level == SOL_SOCKET && (name == SO_RCVBUF || name == SO_SNDBUF)) {
+    value = static_cast<int>(s->rcvbuf);
+  } else if (level == SOL_SOCKET && name == SO_DOMAIN) {
+    value = s->family;
+  } else if (level == SOL_SOCKET && name == SO_ACCEPTCONN) {
+    value = s->st == vsock::state::listening ? 1 : 0;
+  } else if (level == IPPROTO_TCP && name == TCP_NODELAY) {
+    value = s->nodelay ? 1 : 0;
+  } else {
+    return fail(ENOPROTOOPT);
+  }
+  if (v == nullptr || len == nullptr || *len < sizeof value) return fail(EINVAL);
+  std::memcpy(v, &value, sizeof value);
+  *len = sizeof value;
+  return 0;
+}
+
+int sim_network::setsockopt(int fd, int level, int name, const void* v, socklen_t len) {
+  vsock* s = sock(fd);
+  int value = 0;
+  if (v != nullptr && len >= sizeof value) std::memcpy(&value, v, sizeof value);
+  if (level == SOL_SOCKET && name == SO_LINGER && len >= sizeof(linger)) {
+    linger l;
+    std::memcpy(&l, v, sizeof l);
+    s->linger0 = l.l_onoff != 0 && l.l_linger == 0;
+  } else if (level == SOL_SOCKET && name == SO_RCVBUF && value > 0) {
+    s->rcvbuf = static_cast<std::size_t>(value);
+    if (endpoint* e = ep(s->ep)) e->rcvbuf = s->rcvbuf;
+  } else if (level == IPPROTO_TCP && name == TCP_NODELAY) {
+    s->nodelay = value != 0;
+  }
+  return 0;  // other options are accepted and have no effect in the simulation
+}
+
+// ---- readiness ----
+
+bool sim_network::readable(int fd) const noexcept {
+  const vsock* s = sock(fd);
+  if (s == nullptr) return false;
+  switch (s->st) {
+    case vsock::state::listening: return !s->pending.empty();
+    case vsock::state::failed: return true;
+    case vsock::state::connected: {
+      const endpoint* e = ep(s->ep);
+      return e == nullptr || e->unread() > 0 || e->fin_in || e->rst_in || e->rd_shut;
+    }
+    default: return false;
+  }
+}
+
+bool sim_network::writable(int fd) const noexcept {
+  const vsock* s = sock(fd);
+  if (s == nullptr) return false;
+  switch (s->st) {
+    case vsock::state::failed: return true;
+    case vsock::state::connected: {
+      const endpoint* e = ep(s->ep);
+      if (e == nullptr || e->rst_in || e->fin_out) return true;
+      const endpoint* to = ep(e->peer);
+      return to == nullptr || to->closed || room_towards(*to) > 0;
+    }
+    default: return false;
+  }
+}
+
+}  // namespace ringio::detail

@@ -1,0 +1,48 @@
+#include "ringio/sim/world.hpp"
+
+#include <stdexcept>
+
+#include "core/sys.hpp"
+#include "ringio/detail/clock.hpp"
+#include "sim/sim_network.hpp"
+
+namespace ringio {
+namespace detail {
+
+thread_local sim_network* current_sim_network = nullptr;
+thread_local const std::int64_t* virtual_clock_ns = nullptr;
+
+}  // namespace detail
+
+namespace sim {
+namespace {
+
+thread_local world* current_world = nullptr;
+
+}  // namespace
+
+world::world(std::uint64_t seed, fault_model faults)
+    : net_(std::make_unique<detail::sim_network>(seed, faults)), previous_(current_world) {
+  if (previous_ != nullptr) throw std::logic_error("ringio::sim::world: this thread already has a world");
+  current_world = this;
+  detail::current_sim_network = net_.get();
+  detail::virtual_clock_ns = net_->clock();
+}
+
+world::~world() {
+  current_world = nullptr;
+  detail::current_sim_network = nullptr;
+  detail::virtual_clock_ns = nullptr;
+}
+
+std::uint64_t world::seed() const noexcept { return net_->seed(); }
+const fault_model& world::faults() const noexcept { return net_->model(); }
+std::chrono::nanoseconds world::elapsed() const noexcept { return std::chrono::nanoseconds(net_->now() - net_->start()); }
+std::uint64_t world::trace_hash() const noexcept { return net_->trace_hash(); }
+std::string world::trace(std::size_t lines) const { return net_->trace(lines); }
+std::size_t world::open_sockets() const noexcept { return net_->open_sockets(); }
+std::uint64_t world::operations() const noexcept { return net_->operations(); }
+world* world::current() noexcept { return current_world; }
+
+}  // namespace sim
+}  // namespace ringio
