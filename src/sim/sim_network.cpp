@@ -45,7 +45,7 @@ sim_network::sim_network(std::uint64_t seed, const sim::fault_model& model)
 }
 
 // Placeholders still open belong to their sockets: a socket that outlives the world
-// closes its own (a plain close(2) of /dev/null by then).
+// closes its own (by then a plain close(2) of the placeholder).
 sim_network::~sim_network() = default;
 
 // ---- seed, trace ----
@@ -227,10 +227,11 @@ int sim_network::fail(int err) noexcept {
   return -1;
 }
 
-// A real descriptor reserves the number: /dev/null, so a stray real syscall on it
-// can do no harm.
-int sim_network::placeholder() {
-  int fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+// A real descriptor reserves the number: an unconnected TCP socket of the same family,
+// which never connects. Options set on it with a plain setsockopt(2) stay readable
+// (SO_LINGER is read from it at close), and a stray real send or receive fails.
+int sim_network::placeholder(int family) {
+  int fd = ::socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return -1;
   auto idx = static_cast<std::size_t>(fd);
   if (idx >= socks_.size()) socks_.resize(idx + 1);
@@ -246,7 +247,7 @@ int sim_network::socket(int domain, int type, int /*protocol*/) {
     note("socket -> EMFILE");
     return fail(EMFILE);
   }
-  int fd = placeholder();
+  int fd = placeholder(domain);
   if (fd < 0) return -1;
   socks_[static_cast<std::size_t>(fd)]->family = domain;
   (void)type;
@@ -327,7 +328,7 @@ int sim_network::accept4(int fd, sockaddr* a, socklen_t* len, int /*flags*/) {
     release_if_done(id);
     return fail(ECONNABORTED);
   }
-  int nfd = placeholder();
+  int nfd = placeholder(s->family);
   if (nfd < 0) return -1;
   s = sock(fd);  // the table may have grown
   vsock& c = *socks_[static_cast<std::size_t>(nfd)];
@@ -546,6 +547,9 @@ int sim_network::close(int fd) {
       }
   } else if (endpoint* e = ep(s->ep); e != nullptr && e->fd == fd) {
     // Unread data or SO_LINGER 0 make the close a reset (as Linux does); else a FIN.
+    linger l{};
+    socklen_t len = sizeof l;
+    if (::getsockopt(fd, SOL_SOCKET, SO_LINGER, &l, &len) == 0 && l.l_onoff != 0 && l.l_linger == 0) s->linger0 = true;
     if (!e->rst_in && (e->unread() > 0 || s->linger0))
       transmit(*e, segment::rst, {});
     else if (!e->fin_out && !e->rst_in && e->established)
@@ -615,6 +619,7 @@ int sim_network::setsockopt(int fd, int level, int name, const void* v, socklen_
   } else if (level == IPPROTO_TCP && name == TCP_NODELAY) {
     s->nodelay = value != 0;
   }
+  (void)::setsockopt(fd, level, name, v, len);  // kept on the placeholder, for plain getsockopt(2)
   return 0;  // other options are accepted and have no effect in the simulation
 }
 

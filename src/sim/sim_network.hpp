@@ -131,7 +131,7 @@ class sim_network {
   const endpoint* ep(std::uint64_t id) const noexcept;
   endpoint& new_endpoint();
   int fail(int err) noexcept;
-  int placeholder();
+  int placeholder(int family);
   void at(std::int64_t t, std::function<void()> fn);
   std::int64_t latency();
   std::size_t room_towards(const endpoint& to) const noexcept;

@@ -143,6 +143,6 @@ TEST_P(Broadcast, SelectOverTwoReceiversLosesNothing) {
   }());
 }
 
-RINGIO_ALL_BACKENDS(Broadcast);
+RINGIO_ALL_BACKENDS_AND_SIM(Broadcast);
 
 }  // namespace

@@ -290,7 +290,7 @@ TEST_P(Channel, SelectOverTwoChannelsLosesNoValue) {
   }
 }
 
-RINGIO_ALL_BACKENDS(Channel);
+RINGIO_ALL_BACKENDS_AND_SIM(Channel);
 
 TEST(ChannelAcrossLoops, LoopsHandWorkToEachOther) {
   runtime rt({.threads = 2});

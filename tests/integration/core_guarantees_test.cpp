@@ -463,4 +463,4 @@ TEST(CrossThreadGuarantees, ContextDestroyedWhileATaskWaitsInSpawnOn) {
 
 }  // namespace
 
-RINGIO_ALL_BACKENDS(CoreGuarantees);
+RINGIO_ALL_BACKENDS_AND_SIM(CoreGuarantees);

@@ -11,11 +11,12 @@
 
 #include "ringio/ringio.hpp"
 #include "support/backend_test.hpp"
+#include "support/ringio_clock.hpp"
 
 using namespace ringio;
 using namespace ringio_test;
 using namespace std::chrono_literals;
-using clock_type = std::chrono::steady_clock;
+using clock_type = ringio_test::ringio_clock;  // virtual time under sim
 
 namespace {
 
@@ -289,4 +290,4 @@ TEST_P(Deadlines, RandomMovesKeepTheInvariants) {
 
 }  // namespace
 
-RINGIO_ALL_BACKENDS(Deadlines);
+RINGIO_ALL_BACKENDS_AND_SIM(Deadlines);

@@ -154,7 +154,7 @@ TEST_P(Echo, RecvExactIsShortOnlyAtEndOfStream) {
   EXPECT_EQ(n, 11u);
 }
 
-RINGIO_ALL_BACKENDS(Echo);
+RINGIO_ALL_BACKENDS_AND_SIM(Echo);
 
 }  // namespace
 
@@ -183,6 +183,6 @@ TEST_P(Shutdown, CompletesAtOnceOnASilentSocket) {
   EXPECT_EQ(r.second, 0u) << "the peer did not see the end of stream";
 }
 
-RINGIO_ALL_BACKENDS(Shutdown);
+RINGIO_ALL_BACKENDS_AND_SIM(Shutdown);
 
 }  // namespace

@@ -49,7 +49,7 @@ TEST_P(Loop, OneKernelCallPerIteration) {
   EXPECT_GT(after.completions - before.completions, 4000u);
 }
 
-RINGIO_ALL_BACKENDS(Loop);
+RINGIO_ALL_BACKENDS_AND_SIM(Loop);
 
 }  // namespace
 

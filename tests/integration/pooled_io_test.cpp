@@ -182,7 +182,7 @@ TEST_P(PooledIo, SendFileToAPeerThatLeftIsAnErrorNotASignal) {
   EXPECT_EQ(r.error(), std::errc::broken_pipe);
 }
 
-RINGIO_ALL_BACKENDS(PooledIo);
+RINGIO_ALL_BACKENDS_AND_SIM(PooledIo);
 
 // ---- io_context services ----
 

@@ -122,6 +122,6 @@ TEST_P(SameBatchCancel, SendAllCancelledInTheBatchOfItsStepEnds) {
   }
 }
 
-RINGIO_ALL_BACKENDS(SameBatchCancel);
+RINGIO_ALL_BACKENDS_AND_SIM(SameBatchCancel);
 
 }  // namespace

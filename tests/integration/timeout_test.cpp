@@ -6,12 +6,13 @@
 
 #include "ringio/ringio.hpp"
 #include "support/backend_test.hpp"
+#include "support/ringio_clock.hpp"
 #include "support/loopback.hpp"
 
 using namespace ringio;
 using namespace ringio_test;
 using namespace std::chrono_literals;
-using clock_type = std::chrono::steady_clock;
+using clock_type = ringio_test::ringio_clock;  // virtual time under sim
 
 namespace {
 
@@ -108,7 +109,7 @@ TEST_P(Timeouts, NopCompletes) {
   EXPECT_TRUE(r);
 }
 
-RINGIO_ALL_BACKENDS(Timeouts);
+RINGIO_ALL_BACKENDS_AND_SIM(Timeouts);
 
 }  // namespace
 
@@ -144,6 +145,6 @@ TEST_P(TaskTimeouts, AFastTaskKeepsItsValueAndFlattensResults) {
   EXPECT_TRUE(v);
 }
 
-RINGIO_ALL_BACKENDS(TaskTimeouts);
+RINGIO_ALL_BACKENDS_AND_SIM(TaskTimeouts);
 
 }  // namespace
