@@ -127,7 +127,7 @@ class batching_writer {
   }
 
   /// Queues `m`; under overflow_policy::wait, first waits until it fits (back-pressure),
-  /// otherwise as try_write(). A stop of the awaiting task while it waits: 
+  /// otherwise as try_write(). A stop of the awaiting task while it waits:
   /// operation_canceled, nothing queued. Costs a task frame (from the loop's frame
   /// cache); fan-out code that must not wait uses try_write().
   [[nodiscard]] task<result<void>> write(Message m) {
@@ -210,6 +210,13 @@ class batching_writer {
     std::size_t count = 0;   // messages in the batch
     std::size_t offset = 0;  // bytes of items[0] already sent
     std::size_t bytes = 0;   // bytes of the messages, whole
+
+    batch() = default;
+    batch(const batch&) = delete;
+    batch& operator=(const batch&) = delete;
+    ~batch() {
+      if (owner != nullptr) owner->running_ = nullptr;  // also when run() ends by an exception
+    }
 
     std::span<const const_buffer> pieces() noexcept {
       for (std::size_t i = 0; i < count; ++i) buffers[i] = detail::message_bytes(items[i]);
