@@ -43,13 +43,15 @@ struct member {
   bool failed = false;  // reset, error or unexpected end of stream
 };
 
-// A connected client; `receive_buffer` > 0 makes it a slow reader's (set before the
-// connect, with Ethernet-sized segments so loopback's 64 KiB ones do not stall).
+// A connected client with a receive buffer of `receive_buffer` bytes (set before the
+// connect). A slow reader's is small, with Ethernet-sized segments so that loopback's
+// 64 KiB ones do not stall; a fast reader's holds the whole burst, so that a test thread
+// the scheduler holds back for a moment never makes the server's sends wait.
 int connect_to(std::uint16_t port, int receive_buffer) {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (receive_buffer > 0) {
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof receive_buffer);
+  if (receive_buffer < 65536) {
     int mss = 1400;
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof receive_buffer);
     ::setsockopt(fd, IPPROTO_TCP, TCP_MAXSEG, &mss, sizeof mss);
   }
   sockaddr_in a{};
@@ -138,9 +140,9 @@ TEST_P(ChatBurst, EveryFastReaderGetsEveryLineAndSlowReadersAreToldWhatTheyMisse
 
   // guest1..100 read fast, guest101..104 never read, guest105 pastes.
   std::vector<member> fast(fast_readers), slow(slow_readers);
-  for (auto& m : fast) ASSERT_GE(m.fd = connect_to(port, 0), 0);
+  for (auto& m : fast) ASSERT_GE(m.fd = connect_to(port, 512 * 1024), 0);
   for (auto& m : slow) ASSERT_GE(m.fd = connect_to(port, 4096), 0);
-  const int talker = connect_to(port, 0);
+  const int talker = connect_to(port, 65536);
   ASSERT_GE(talker, 0);
   const std::string talker_name = "guest" + std::to_string(fast_readers + slow_readers + 1);
   read_until(fast, talker_name, [](const member& m) { return m.saw_talker_join || m.failed; }, 5s);
