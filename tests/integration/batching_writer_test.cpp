@@ -109,6 +109,57 @@ TEST_P(BatchingWriter, DropOldestKeepsTheNewestAndSendsAGapNotice) {
   }(p));
 }
 
+// Drops while a send is stalled: the peer gets what was in flight, then the notice,
+// then the newest messages; every message is either received or counted as missed.
+TEST_P(BatchingWriter, GapNoticesStandWhereTheMessagesWereDropped) {
+  socket_pair p;
+  shrink_buffers(p);
+  run([](socket_pair& p) -> task<void> {
+    batching_writer<text> w(p.a, {.max_messages = 8, .when_full = overflow_policy::drop_oldest}, missed_notice);
+    result<void> ran = unexpected(std::errc::interrupted);
+    scope sc;
+    sc.spawn(run_into(w, ran));
+    const std::string pad(200, '.');
+    for (int i = 0; i < 1000; ++i) {
+      EXPECT_TRUE(w.try_write(make_text(std::to_string(i) + pad + "\n")));
+      if (i % 10 == 0) co_await yield();  // run() takes batches while the peer's buffer fills
+    }
+    w.close();
+    auto reader = [](stream_socket& s, std::string& got) -> task<void> { got = co_await read_all(s); };
+    std::string got;
+    scope rd;
+    rd.spawn(reader(p.b, got));
+    co_await sc.join();
+    EXPECT_TRUE(ran);
+    ::shutdown(p.a.native_handle(), SHUT_WR);
+    co_await rd.join();
+    std::uint64_t received = 0, missed = 0;
+    long last = -1;
+    bool ordered = true, gap_explained = true;
+    std::uint64_t pending_notice = 0;
+    for (std::size_t at = 0, nl; (nl = got.find('\n', at)) != std::string::npos; at = nl + 1) {
+      const std::string l = got.substr(at, nl - at);
+      if (l.starts_with("missed ")) {
+        pending_notice = std::stoull(l.substr(7));
+        missed += pending_notice;
+        continue;
+      }
+      const long i = std::stol(l);
+      gap_explained = gap_explained && static_cast<std::uint64_t>(i - last - 1) == pending_notice;
+      ordered = ordered && i > last;
+      pending_notice = 0;
+      last = i;
+      ++received;
+    }
+    EXPECT_TRUE(ordered);
+    EXPECT_TRUE(gap_explained) << "a notice does not stand where its messages were dropped";
+    EXPECT_GT(missed, 0u) << "the peer's buffers took everything: nothing was dropped";
+    EXPECT_EQ(missed, w.dropped());
+    EXPECT_EQ(received + missed, 1000u);
+    EXPECT_EQ(last, 999);
+  }(p));
+}
+
 TEST_P(BatchingWriter, TheByteBoundCountsBytesAndALargeMessageFitsAlone) {
   socket_pair p;
   run([](socket_pair& p) -> task<void> {

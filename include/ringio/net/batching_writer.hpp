@@ -67,8 +67,10 @@ const_buffer message_bytes(const M& m) noexcept {
 ///   broken_pipe, ...); queued messages are discarded; writes fail with that error.
 /// - A stalled peer (it stops reading): the send in flight waits while messages queue
 ///   up to the bound, then the policy decides: drop_oldest drops, wait holds the
-///   producers back, fail ends the writer. The writer has no timer: bound run() with
-///   with_timeout or stop it to cut a stalled peer off in time.
+///   producers back, fail ends the writer (run() returns no_buffer_space once the
+///   cancelled send has completed; the peer may have part of a message). The writer
+///   has no timer: bound run() with with_timeout or stop it to cut a stalled peer off
+///   in time.
 /// - Cancellation: a stop of run()'s task cancels the send or wait in flight; run()
 ///   returns operation_canceled, queued messages are discarded and writes fail with
 ///   operation_canceled. The peer may have received part of a message: a stopped writer
