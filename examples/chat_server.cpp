@@ -1,6 +1,7 @@
-// chat_server — a chat room: each line a client sends reaches every other client. The
-// room is a broadcast: nobody waits for a slow reader; one that falls more than 256
-// messages behind is told how many it missed and goes on from there.
+// chat_server — a chat room: each line a client sends reaches every other client. Each
+// member has a batching_writer: lines queue while a send is in flight and go out
+// together, so a paste reaches readers in a few large writes. Nobody waits for a slow
+// reader: one with 256 lines queued loses the oldest, and is told how many it missed.
 //   chat_server [PORT]      then, in two terminals: nc localhost 7000
 #include <ringio/ringio.hpp>
 
@@ -8,32 +9,34 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <vector>
 
 using namespace ringio;
-struct message {
-  unsigned from;  // not sent back to its author
-  std::shared_ptr<const std::string> text;
+using line = std::shared_ptr<const std::string>;  // one copy, shared by every writer
+struct member {
+  unsigned id;
+  batching_writer<line>* out;
 };
-broadcast<message> room(256);  // one loop thread serves the room: no lock
+std::vector<member> room;  // one loop thread serves the room: no lock
 
 void say(unsigned from, std::string text) {
-  (void)room.send({from, std::make_shared<const std::string>(std::move(text))});
+  auto l = std::make_shared<const std::string>(std::move(text));
+  for (const member& m : room)
+    if (m.id != from) (void)m.out->try_write(l);  // never waits: drops the oldest instead
 }
 
-// Sends the room's messages to one member until the session ends.
-task<void> writer(stream_socket& s, broadcast<message>::receiver inbox, unsigned me) {
-  for (;;) {
-    auto m = co_await inbox.receive();
-    if (!m && m.error() == errc::lagged) {
-      std::string notice = "* you missed " + std::to_string(inbox.missed()) + " messages\n";
-      auto sent = co_await s.send_all(const_buffer(notice));
-      if (!sent) co_return;
-      continue;
-    }
-    if (!m) co_return;  // the session is over
-    if (m->from == me) continue;
-    auto sent = co_await s.send_all(const_buffer(*m->text));
-    if (!sent) co_return;
+line missed(std::uint64_t n) {
+  return std::make_shared<const std::string>("* you missed " + std::to_string(n) + " messages\n");
+}
+
+// The member's lines, into the room, until it leaves (end_of_stream, reset, too long, ...).
+task<result<void>> read_lines(stream_socket& s, unsigned me, const std::string& name) {
+  buffered_stream in(s, 1024);
+  for (unsigned n = 1;; ++n) {
+    auto text = co_await in.read_line(1000);
+    if (!text) co_return unexpected(text.error());
+    say(me, name + ": " + std::string(*text) + "\n");
+    if (n % 32 == 0) co_await yield();  // the writers take these lines before we read more
   }
 }
 
@@ -41,18 +44,12 @@ task<void> session(stream_socket s) {
   static unsigned guests = 0;
   const unsigned me = ++guests;
   const std::string name = "guest" + std::to_string(me);
-  scope output;
-  output.spawn(writer(s, room.subscribe(), me));
+  batching_writer<line> out(s, {.max_messages = 256, .when_full = overflow_policy::drop_oldest}, missed);
+  room.push_back({me, &out});
   say(me, "* " + name + " joined\n");
-  buffered_stream in(s, 1024);
-  for (;;) {
-    auto line = co_await in.read_line(1000);  // message_too_long, end_of_stream, reset, ...
-    if (!line) break;
-    say(me, name + ": " + std::string(*line) + "\n");
-  }
+  (void)co_await try_when_all(out.run(), read_lines(s, me, name));  // the first to end stops the other
+  std::erase_if(room, [me](const member& m) { return m.id == me; });
   say(me, "* " + name + " left\n");
-  output.request_stop();
-  co_await output.join();
 }
 
 int main(int argc, char** argv) {

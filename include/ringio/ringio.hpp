@@ -9,6 +9,7 @@
 #include "ringio/fs/file.hpp"
 #include "ringio/io_context.hpp"
 #include "ringio/log.hpp"
+#include "ringio/net/batching_writer.hpp"
 #include "ringio/net/buffer_pool.hpp"
 #include "ringio/net/buffered_stream.hpp"
 #include "ringio/net/copy_bidirectional.hpp"

@@ -1,6 +1,6 @@
 // Steady-state I/O allocates nothing: 10,000 echo round trips after a warm-up, with
 // the global operator new replaced by a counting one (also: buffered_stream lines and
-// gather writes).
+// gather writes, a batching_writer's messages).
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -301,6 +301,40 @@ TEST_P(ZeroAllocation, BufferedLinesAndGatherWritesAllocateNothing) {
     co_await server.join();
     co_return during;
   }(l, at));
+  EXPECT_EQ(allocs, 0);
+}
+
+// A batching_writer fed shared messages: queueing, the gathered sends and the waits of
+// its loop allocate nothing once its queue has grown.
+TEST_P(ZeroAllocation, BatchingWriterAllocatesNothingPerMessage) {
+  socket_pair p;
+  long allocs = run([](socket_pair& p) -> task<long> {
+    auto message = std::make_shared<const std::string>("a line of the room\n");
+    batching_writer<std::shared_ptr<const std::string>> out(p.a, {.max_messages = 64});
+    scope sender;
+    sender.spawn([](batching_writer<std::shared_ptr<const std::string>>& w) -> task<void> { (void)co_await w.run(); }(out));
+    std::array<char, 4096> buf;
+    for (int i = 0; i < 3000; ++i) {
+      if (i == 1000) {
+        allocations = 0;
+        counting = true;
+      }
+      for (int k = 0; k < 10; ++k) EXPECT_TRUE(out.try_write(message));
+      for (std::size_t want = 10 * message->size(); want > 0;) {
+        auto n = co_await p.b.recv(std::span(buf).first(want));
+        if (!n || *n == 0) {
+          ADD_FAILURE() << "receive " << i << " failed";
+          co_return -1;
+        }
+        want -= *n;
+      }
+    }
+    counting = false;
+    const long during = allocations.load();
+    out.close();
+    co_await sender.join();
+    co_return during;
+  }(p));
   EXPECT_EQ(allocs, 0);
 }
 
