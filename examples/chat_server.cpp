@@ -18,6 +18,7 @@ struct member {
   batching_writer<line>* out;
 };
 std::vector<member> room;  // one loop thread serves the room: no lock
+unsigned guests = 0;       // members so far, for their names
 
 void say(unsigned from, std::string text) {
   auto l = std::make_shared<const std::string>(std::move(text));
@@ -41,7 +42,6 @@ task<result<void>> read_lines(stream_socket& s, unsigned me, const std::string& 
 }
 
 task<void> session(stream_socket s) {
-  static unsigned guests = 0;
   const unsigned me = ++guests;
   const std::string name = "guest" + std::to_string(me);
   batching_writer<line> out(s, {.max_messages = 256, .when_full = overflow_policy::drop_oldest}, missed);

@@ -14,8 +14,10 @@ task<void> forward(stream_socket client, socket_address backend) {
   auto upstream = co_await with_timeout(stream_socket::connect(backend), 3s);
   if (!upstream) {
     std::fprintf(stderr, "tcp_proxy: %s: %s\n", backend.to_string().c_str(), upstream.error().message().c_str());
-    co_return;  // the client's socket closes as it goes out of scope
+    client.abort();  // a reset: the client must not take this for an empty answer
+    co_return;
   }
+  // On an error both sockets close with a reset when they go out of scope.
   auto moved = co_await copy_bidirectional(client, *upstream, {.idle_timeout = 60s});
   if (moved) {
     std::printf("tcp_proxy: %llu bytes up, %llu down%s%s\n", static_cast<unsigned long long>(moved->a_to_b),

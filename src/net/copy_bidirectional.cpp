@@ -26,16 +26,35 @@ struct copy_state {
   int pumps_running = 2;
 
   // The first failure ends everything. A stop (operation_canceled while nothing else
-  // failed) leaves the sockets alone; any other failure shuts both down so that both
-  // peers learn of it.
+  // failed) leaves the sockets alone; the idle timeout shuts both down (each peer
+  // reads end of stream); an error aborts both (abort_stream), so that neither peer
+  // can take the broken stream for a complete one.
   void fail(std::error_code ec) noexcept {
     if (out.error) return;
     out.error = ec;
-    if (ec != std::errc::operation_canceled) {
+    if (ec == std::errc::timed_out) {
       ::ringio::detail::sys::shutdown(a.native_handle(), SHUT_RDWR);
       ::ringio::detail::sys::shutdown(b.native_handle(), SHUT_RDWR);
+    } else if (ec != std::errc::operation_canceled) {
+      abort_stream(a);
+      abort_stream(b);
     }
     children.request_stop();
+  }
+  // TCP: SO_LINGER 0, so the close that follows sends a reset (the peer reads
+  // connection_reset), and no end of stream before it. Other stream sockets can only
+  // say end of stream: shut down.
+  static void abort_stream(stream_socket& s) noexcept {
+    const int fd = s.native_handle();
+    int domain = 0;
+    socklen_t len = sizeof domain;
+    if (::ringio::detail::sys::getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) == 0 &&
+        (domain == AF_INET || domain == AF_INET6)) {
+      linger l{1, 0};
+      ::ringio::detail::sys::setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+    } else {
+      ::ringio::detail::sys::shutdown(fd, SHUT_RDWR);
+    }
   }
   void moved() noexcept {
     if (idle_timeout.count() > 0) idle.extend(idle_timeout);

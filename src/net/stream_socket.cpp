@@ -105,6 +105,15 @@ detail::close_op stream_socket::close() noexcept {
   return detail::close_op(fd);
 }
 
+void stream_socket::abort() noexcept {
+  if (!fd_.valid()) return;
+  if (int fd = native_handle(); fd >= 0) {
+    linger l{1, 0};
+    (void)::ringio::detail::sys::setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+  }
+  *this = stream_socket{};  // the descriptor closes now, through ringio (fd_handle)
+}
+
 void stream_socket::cancel() noexcept {
   io_context* ctx = io_context::current();
   if (ctx == nullptr || !fd_.valid()) return;

@@ -17,7 +17,7 @@ namespace ringio::detail {
 
 namespace {
 
-constexpr std::size_t trace_keep = 400;
+constexpr std::size_t trace_keep = 2000;
 constexpr std::int64_t syn_retry_ns = 1'000'000'000;  // a dropped SYN is sent again after 1 s
 
 socket_address address_from(const sockaddr* a, socklen_t len) {

@@ -30,6 +30,28 @@ class NetStream : public backend_test {};
 
 // ---- recv_exact / send_all stopped part-way: the count of bytes moved ----
 
+// abort(): the peer reads connection_reset, not end of stream, even with data it has
+// not read yet; the aborted socket is empty.
+TEST_P(NetStream, AbortResetsThePeerInsteadOfEndingTheStream) {
+  auto l = listen_loopback();
+  auto at = address_of(l);
+  auto err = run([](stream_listener& l, socket_address at) -> task<std::error_code> {
+    auto [a, c] = co_await when_all(l.accept(), stream_socket::connect(at));
+    if (!a || !c) co_return std::make_error_code(std::errc::io_error);
+    auto sent = co_await c->send_all(std::string_view("partial answer"));
+    EXPECT_TRUE(sent);
+    c->abort();
+    EXPECT_FALSE(c->is_open());
+    std::array<std::byte, 64> buf;
+    for (;;) {  // what arrived before the reset may be read first, then the reset
+      auto n = co_await with_timeout(a->recv(buf), 5s);
+      if (!n) co_return n.error();
+      if (*n == 0) co_return std::error_code();  // a clean end: wrong
+    }
+  }(l, at));
+  EXPECT_EQ(err, std::errc::connection_reset) << err.message();
+}
+
 TEST_P(NetStream, StoppedSendAllReportsExactlyTheBytesThePeerReceives) {
   socket_pair p;
   auto data = random_bytes(8 << 20, 41);  // far more than the socket buffers hold

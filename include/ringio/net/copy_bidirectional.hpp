@@ -48,9 +48,12 @@ struct copy_result {
 /// a buffer_size of 0, or `a` and `b` being the same socket; bad_file_descriptor: a
 /// socket that is not open), with nothing read or written. Everything that happens
 /// once copying has begun is reported in copy_result::error, together with the counts:
-/// an error on either side (a reset, a failed send) stops both directions and shuts
-/// both sockets down (SHUT_RDWR) so that both peers see it; the idle timeout does the
-/// same and reports std::errc::timed_out.
+/// an error on either side (a reset, a failed send) stops both directions and, over
+/// TCP, sets both sockets to close with a reset (SO_LINGER 0) without sending end of
+/// stream: close them when it returns, and each peer reads connection_reset, never a
+/// clean end that it could take for a complete transfer (other stream sockets are shut
+/// down: end of stream is all they can say). The idle timeout shuts both sockets down
+/// (SHUT_RDWR: each peer reads end of stream) and reports std::errc::timed_out.
 ///
 /// Cancellation: a stop of the awaiting task's token ends both directions; the result
 /// holds the counts and operation_canceled. The sockets are then left open and not

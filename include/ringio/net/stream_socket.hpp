@@ -117,6 +117,13 @@ class stream_socket {
   /// not affected.
   void cancel() noexcept;
 
+  /// Closes the socket at once with a reset (SO_LINGER 0, then close): a TCP peer
+  /// reads connection_reset instead of end of stream, so it cannot take a stream cut
+  /// short for a complete one (a proxy whose backend failed, a server giving up on a
+  /// request half sent). Unsent data is discarded. The socket is empty afterwards.
+  /// Operations still waiting on it must be cancelled first, as before any close.
+  void abort() noexcept;
+
   /// The local address (getsockname).
   [[nodiscard]] result<socket_address> local_address() const;
   /// The peer's address (getpeername). Errors: what getpeername(2) reports (not_connected, ...).
