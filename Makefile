@@ -5,7 +5,7 @@
 #                   threaded tests under TSan (clang-16), and each libFuzzer target for
 #                   FUZZ_SECONDS (20) on its corpus; and the API reference (make docs)
 #                   must build without a warning
-.PHONY: bench test docs soak deps-test deps-bench build-release build-sanitize build-tsan build-fuzz build-bench test-release test-sanitize test-tsan test-fuzz test-bench-runner clean
+.PHONY: bench test docs soak soak-sim deps-test deps-bench build-release build-sanitize build-tsan build-fuzz build-bench test-release test-sanitize test-tsan test-fuzz test-bench-runner clean
 
 JOBS ?= $(shell nproc)
 # STDEXEC_DIR=/path/to/stdexec builds the stdexec interop tests too (docs/senders.md).
@@ -88,6 +88,21 @@ bench: build-bench
 
 clean:
 	rm -rf build
+
+# The simulation tests for a long time (docs/simulation.md): SOAK_MINUTES shared by the
+# sim binaries, each running fresh seeds from SOAK_SEED (default: the time) until its
+# share is spent; a failure prints its seed (replay with RINGIO_SIM_SEED).
+SIM_SOAK_BINARIES = sim_tests sim_http_tests sim_example_tests
+soak-sim: deps-test
+	cmake -S . -B build/chaos -G Ninja -DCMAKE_BUILD_TYPE=Release -DRINGIO_BUILD_APPS=OFF
+	cmake --build build/chaos -j $(JOBS) --target $(SIM_SOAK_BINARIES)
+	@first=$${SOAK_SEED:-$$(date +%s)}; ok=1; \
+	per_test=$$(( $(SOAK_MINUTES) * 60 / 9 + 1 )); \
+	for b in $(SIM_SOAK_BINARIES); do \
+	  RINGIO_SIM_FIRST_SEED=$$first RINGIO_SIM_SECONDS=$$per_test build/chaos/tests/$$b --gtest_brief=1 || ok=0; \
+	done; \
+	echo "soak-sim: seeds from $$first, about $$per_test s per simulation test"; \
+	[ $$ok -eq 1 ] && echo "soak-sim: no failure" || { echo "soak-sim: FAILED (the seed is in the output above)"; exit 1; }
 
 # The chaos run for a long time (docs/testing.md): SOAK_MINUTES (default 30) over a moving
 # range of seeds, SOAK_BATCH seeds per run of the binary; prints the range covered and the

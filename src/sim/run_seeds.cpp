@@ -1,6 +1,7 @@
 #include "ringio/sim/run_seeds.hpp"
 
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <exception>
 #include <ostream>
@@ -38,11 +39,20 @@ seeds_summary run_seeds(const seeds_options& opts, const std::function<void(worl
   auto began = std::chrono::steady_clock::now();
   std::uint64_t first = opts.first_seed;
   std::size_t count = opts.count;
+  // The soak mode: RINGIO_SIM_FIRST_SEED moves the range, RINGIO_SIM_SECONDS runs
+  // seeds for that long instead of `count`.
+  std::chrono::steady_clock::time_point until{};
+  if (const char* f = std::getenv("RINGIO_SIM_FIRST_SEED"); f != nullptr && *f != '\0') first = std::strtoull(f, nullptr, 10);
+  if (const char* t = std::getenv("RINGIO_SIM_SECONDS"); t != nullptr && *t != '\0') {
+    until = began + std::chrono::seconds(std::strtoull(t, nullptr, 10));
+    count = SIZE_MAX;
+  }
   if (const char* replay = std::getenv("RINGIO_SIM_SEED"); replay != nullptr && *replay != '\0') {
     first = std::strtoull(replay, nullptr, 10);
     count = 1;
   }
   for (std::size_t i = 0; i < count; ++i) {
+    if (until != std::chrono::steady_clock::time_point{} && std::chrono::steady_clock::now() >= until) break;
     std::uint64_t seed = first + i;
     one_run r = run_one(seed, opts, program);
     ++s.worlds;

@@ -48,6 +48,8 @@ struct seeds_options {
 /// (`program` creates its io_context with backend_kind::sim, its sockets and tasks,
 /// and checks its invariants, throwing on a violation). Stops at the first failure.
 /// When RINGIO_SIM_SEED is set, runs that seed alone (the replay of a failure).
+/// RINGIO_SIM_FIRST_SEED moves the range; RINGIO_SIM_SECONDS runs seeds for that many
+/// seconds instead of `count` (the soak mode: `make soak-sim`).
 seeds_summary run_seeds(const seeds_options& opts, const std::function<void(world&)>& program);
 
 /// "seed N: what" and the trace, for a test's failure message.
