@@ -515,11 +515,16 @@ void uring_backend::reap() noexcept {
   deferred_.clear();
 }
 
-// Completions whose order the kernel keeps: those of one request, and those that took
+// Completions whose order the kernel keeps: those of one request, those that took
 // provided buffers (posted in the order the buffers were consumed, which buffer pools
-// rely on: an incremental buffer's offset, a bundle's place in the ring).
+// rely on: an incremental buffer's offset, a bundle's place in the ring), and timers
+// (their timeouts expire, and post, in deadline order).
 std::uint64_t uring_backend::order_group(const completion& c) noexcept {
-  return (c.flags & IORING_CQE_F_BUFFER) != 0 ? ~std::uint64_t{0} : c.ud;
+  if ((c.flags & IORING_CQE_F_BUFFER) != 0) return ~std::uint64_t{0};
+  if ((c.ud & ud_tag_mask) == ud_tag_main && c.ud != 0 && c.ud != ud_wake_message && c.ud != ud_direct_install &&
+      reinterpret_cast<const op_base*>(c.ud & ~static_cast<std::uint64_t>(ud_tag_mask))->kind == op_kind::timer)
+    return ~std::uint64_t{1};
+  return c.ud;
 }
 
 bool uring_backend::is_deferred(std::uint64_t key) const noexcept {
