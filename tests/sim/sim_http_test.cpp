@@ -96,7 +96,7 @@ TEST(SimHttp, CalmWorldsAnswerEveryRequest) {
   EXPECT_TRUE(s.deterministic);
   EXPECT_FALSE(s.failure) << *s.failure;
   EXPECT_EQ(totals.failed, 0u);
-  EXPECT_EQ(totals.answered, 51u * 3 * 6) << "50 worlds and the replay of the first, 3 clients, 6 requests";
+  EXPECT_EQ(totals.answered, (s.worlds + 1) * 3 * 6) << "each world and the replay of the first: 3 clients, 6 requests";
 }
 
 TEST(SimHttp, HostileWorldsNeverAnswerWrongOrHang) {
