@@ -194,6 +194,13 @@ class io_context {
   /// A task of this loop waits for a child on another loop (loop thread only).
   void add_foreign_wait(detail::foreign_wait& w) noexcept;
   void remove_foreign_wait(detail::foreign_wait& w) noexcept;
+  /// Work of this loop handed to another thread (a name lookup), counted from its
+  /// start to the delivery of its answer on the loop (loop thread only). A simulated
+  /// loop lets virtual time run at real speed while any is pending.
+  void outside_work_began() noexcept { ++outside_work_; }
+  void outside_work_ended() noexcept { --outside_work_; }
+  /// Whether a task waits for another thread (spawn_on, outside work).
+  [[nodiscard]] bool waits_outside() const noexcept { return foreign_ != nullptr || outside_work_ != 0; }
   /// Calls op.vt->complete(op) on the loop once CLOCK_MONOTONIC passes op.deadline_ns
   /// (loop thread only). Not an operation in flight: it keeps no loop running and
   /// never delays shutdown; remove it with cancel_check before `op` goes away.
@@ -242,6 +249,7 @@ class io_context {
   detail::op_base* events_ = nullptr;  // waiting event operations (intrusive list)
   detail::foreign_wait* foreign_ = nullptr;  // tasks parked in spawn_on (intrusive list)
   std::size_t events_waiting_ = 0;
+  std::size_t outside_work_ = 0;
   std::unique_ptr<detail::timer_heap> event_deadlines_;  // events waiting with a deadline
   std::unique_ptr<detail::timer_heap> checks_;           // schedule_check callbacks
   void expire_events() noexcept;

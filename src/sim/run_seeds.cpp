@@ -6,6 +6,8 @@
 #include <exception>
 #include <ostream>
 
+#include "sim/seed_env.hpp"
+
 namespace ringio::sim {
 namespace {
 
@@ -26,6 +28,9 @@ one_run run_one(std::uint64_t seed, const seeds_options& opts, const std::functi
   } catch (...) {
     r.failure = seed_failure{seed, "an exception of unknown type", w.trace(opts.trace_lines)};
   }
+  if (!r.failure && w.deadlocks() != 0)
+    r.failure = seed_failure{seed, "a deadlock: nothing could ever happen while operations waited (they were cancelled)",
+                             w.trace(opts.trace_lines)};
   r.hash = w.trace_hash();
   r.operations = w.operations();
   r.elapsed = w.elapsed();
@@ -42,13 +47,13 @@ seeds_summary run_seeds(const seeds_options& opts, const std::function<void(worl
   // The soak mode: RINGIO_SIM_FIRST_SEED moves the range, RINGIO_SIM_SECONDS runs
   // seeds for that long instead of `count`.
   std::chrono::steady_clock::time_point until{};
-  if (const char* f = std::getenv("RINGIO_SIM_FIRST_SEED"); f != nullptr && *f != '\0') first = std::strtoull(f, nullptr, 10);
-  if (const char* t = std::getenv("RINGIO_SIM_SECONDS"); t != nullptr && *t != '\0') {
-    until = began + std::chrono::seconds(std::strtoull(t, nullptr, 10));
+  if (auto f = detail::number_from_env("RINGIO_SIM_FIRST_SEED")) first = *f;
+  if (auto t = detail::number_from_env("RINGIO_SIM_SECONDS")) {
+    until = began + std::chrono::seconds(*t);
     count = SIZE_MAX;
   }
-  if (const char* replay = std::getenv("RINGIO_SIM_SEED"); replay != nullptr && *replay != '\0') {
-    first = std::strtoull(replay, nullptr, 10);
+  if (auto replay = detail::number_from_env("RINGIO_SIM_SEED")) {
+    first = *replay;
     count = 1;
   }
   for (std::size_t i = 0; i < count; ++i) {

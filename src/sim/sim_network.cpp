@@ -32,6 +32,23 @@ int copy_address(const socket_address& from, sockaddr* a, socklen_t* len) {
   return 0;
 }
 
+bool is_wildcard(const socket_address& a) {
+  if (a.is_ipv4()) return reinterpret_cast<const sockaddr_in*>(a.native())->sin_addr.s_addr == htonl(INADDR_ANY);
+  if (a.is_ipv6()) return IN6_IS_ADDR_UNSPECIFIED(&reinterpret_cast<const sockaddr_in6*>(a.native())->sin6_addr);
+  return false;
+}
+
+// An IPv4 address as IPv6 sees it on a dual-stack socket (::ffff:a.b.c.d).
+socket_address v4_mapped(const socket_address& a) {
+  if (!a.is_ipv4()) return a;
+  sockaddr_in6 six{};
+  six.sin6_family = AF_INET6;
+  six.sin6_port = reinterpret_cast<const sockaddr_in*>(a.native())->sin_port;
+  six.sin6_addr.s6_addr[10] = six.sin6_addr.s6_addr[11] = 0xff;
+  std::memcpy(&six.sin6_addr.s6_addr[12], &reinterpret_cast<const sockaddr_in*>(a.native())->sin_addr, 4);
+  return socket_address::from_native(reinterpret_cast<const sockaddr*>(&six), sizeof six);
+}
+
 }  // namespace
 
 sim_network::sim_network(std::uint64_t seed, const sim::fault_model& model)
@@ -42,6 +59,18 @@ sim_network::sim_network(std::uint64_t seed, const sim::fault_model& model)
   clock_gettime(CLOCK_MONOTONIC, &ts);
   start_ = now_ = static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
   if (model_.max_latency < model_.min_latency) model_.max_latency = model_.min_latency;
+  if (model_.buffer_bytes == 0) model_.buffer_bytes = 1;  // a connection must be able to move a byte
+  if (model_.max_backlog < 0) model_.max_backlog = 0;
+}
+
+unsigned long long sim_network::sid(int fd) const noexcept {
+  const vsock* s = sock(fd);
+  return s == nullptr ? 0ull : static_cast<unsigned long long>(s->id);
+}
+
+void sim_network::note_deadlock(std::size_t stuck) {
+  ++deadlocks_;
+  note("deadlock: nothing can happen; %zu operations fail with operation_canceled", stuck);
 }
 
 // Placeholders still open belong to their sockets: a socket that outlives the world
@@ -183,18 +212,19 @@ void sim_network::deliver(std::uint64_t to) {
   }
   switch (s.kind) {
     case segment::data:
-      note("deliver fd=%d %zu bytes", e->fd, s.bytes.size());
-      if (!e->rst_in && !e->rd_shut) e->rx += s.bytes;
+      note("deliver c%llu %zu bytes", static_cast<unsigned long long>(e->id), s.bytes.size());
+      if (!e->rst_in) e->rx += s.bytes;
       break;
     case segment::fin:
-      note("deliver fd=%d fin", e->fd);
+      note("deliver c%llu fin", static_cast<unsigned long long>(e->id));
       e->fin_in = true;
       break;
     case segment::rst:
-      note("deliver fd=%d rst (%zu unread bytes dropped)", e->fd, e->unread());
+      // What had arrived stays readable; the reset is reported after it (as Linux
+      // does), as EPIPE when the peer had already ended its stream.
+      note("deliver c%llu rst (%zu unread bytes)", static_cast<unsigned long long>(e->id), e->unread());
       e->rst_in = true;
-      e->rx.clear();
-      e->rx_off = 0;
+      e->rst_error = e->fin_in ? EPIPE : ECONNRESET;
       break;
   }
   dirty(e->fd);
@@ -212,11 +242,10 @@ void sim_network::release_if_done(std::uint64_t id) {
 }
 
 void sim_network::reset_both(endpoint& e) {
-  note("reset fd=%d", e.fd);
+  note("reset c%llu", static_cast<unsigned long long>(e.id));
   transmit(e, segment::rst, {});
   e.rst_in = true;
-  e.rx.clear();
-  e.rx_off = 0;
+  e.rst_error = ECONNRESET;
   dirty(e.fd);
 }
 
@@ -237,6 +266,7 @@ int sim_network::placeholder(int family) {
   if (idx >= socks_.size()) socks_.resize(idx + 1);
   socks_[idx] = std::make_unique<vsock>();
   socks_[idx]->rcvbuf = model_.buffer_bytes;
+  socks_[idx]->id = next_sock_++;
   ++open_;
   return fd;
 }
@@ -251,7 +281,7 @@ int sim_network::socket(int domain, int type, int /*protocol*/) {
   if (fd < 0) return -1;
   socks_[static_cast<std::size_t>(fd)]->family = domain;
   (void)type;
-  note("socket -> %d", fd);
+  note("socket -> s%llu", sid(fd));
   return fd;
 }
 
@@ -259,35 +289,82 @@ std::string sim_network::key_of(const socket_address& a) const {
   return std::string(reinterpret_cast<const char*>(a.native()), a.size());
 }
 
+// The listener a connection to `a` reaches: one bound to `a` itself, else to the
+// wildcard of its family, else (IPv4) an IPv6 wildcard that is not IPv6-only. Among
+// several (SO_REUSEPORT) the seed picks one.
 int sim_network::listener_for(const socket_address& a) const {
-  if (auto it = listeners_.find(key_of(a)); it != listeners_.end()) return it->second;
-  socket_address any = a.is_ipv6() ? socket_address::any_ipv6(a.port()) : socket_address::any(a.port());
-  if (auto it = listeners_.find(key_of(any)); it != listeners_.end()) return it->second;
+  auto pick = [&](const socket_address& k) -> int {
+    auto it = listeners_.find(key_of(k));
+    if (it == listeners_.end() || it->second.empty()) return -1;
+    return it->second[const_cast<sim_network*>(this)->below(it->second.size())];
+  };
+  if (int fd = pick(a); fd >= 0) return fd;
+  if (int fd = pick(a.is_ipv6() ? socket_address::any_ipv6(a.port()) : socket_address::any(a.port())); fd >= 0) return fd;
+  if (a.is_ipv4()) {
+    auto it = listeners_.find(key_of(socket_address::any_ipv6(a.port())));
+    if (it != listeners_.end())
+      for (int fd : it->second)
+        if (!sock(fd)->v6only) return fd;
+  }
+  return -1;
+}
+
+// Whether binding `a` would clash with a bound socket: same port and family, and the
+// same address or a wildcard on either side; two SO_REUSEPORT sockets may share.
+bool sim_network::address_in_use(const socket_address& a, const vsock* except) const {
+  const vsock* me = except;
+  for (const auto& o : socks_) {
+    if (o == nullptr || o.get() == except || !o->bound || o->local.port() != a.port()) continue;
+    const bool same_family = o->local.family() == a.family();
+    const bool dual = !same_family && ((o->local.is_ipv6() && is_wildcard(o->local) && !o->v6only) ||
+                                       (a.is_ipv6() && is_wildcard(a) && me != nullptr && !me->v6only));
+    if (!same_family && !dual) continue;
+    if (!(o->local == a || is_wildcard(o->local) || is_wildcard(a))) continue;
+    if (o->reuse_port && me != nullptr && me->reuse_port) continue;
+    return true;
+  }
+  return false;
+}
+
+// A free port in Linux's ephemeral range (32768-60999) for an address like `near`.
+int sim_network::ephemeral_port(const socket_address& near) {
+  for (int tries = 0; tries < 60999 - 32768 + 1; ++tries) {
+    std::uint16_t p = next_port_;
+    next_port_ = next_port_ >= 60999 ? 32768 : static_cast<std::uint16_t>(next_port_ + 1);
+    if (!address_in_use(near.with_port(p), nullptr)) return p;
+  }
   return -1;
 }
 
 bool sim_network::ensure_bound(vsock& s, int fd) {
   if (s.bound) return true;
-  socket_address a = s.family == AF_INET6 ? socket_address::from_host("::1", next_port_++).value()
-                                          : socket_address::loopback(next_port_++);
-  s.local = a;
+  socket_address a = s.family == AF_INET6 ? socket_address::from_host("::1", 0).value() : socket_address::loopback(0);
+  int port = ephemeral_port(a);
+  if (port < 0) return false;
+  s.local = a.with_port(static_cast<std::uint16_t>(port));
   s.bound = true;
-  note("autobind fd=%d %s", fd, a.to_string().c_str());
+  note("autobind s%llu %s", sid(fd), s.local.to_string().c_str());
   return true;
 }
 
+// Every address is local in the world (a program may bind 10.0.0.1 or 192.0.2.1 and
+// be reached there): that is how several hosts share one simulated network.
 int sim_network::bind(int fd, const sockaddr* a, socklen_t len) {
   ++operations_;
   vsock* s = sock(fd);
   if (s->bound || s->st != vsock::state::fresh) return fail(EINVAL);
   socket_address at = address_from(a, len);
   if (at.family() != s->family) return fail(EAFNOSUPPORT);
-  if (at.port() == 0) at = at.with_port(next_port_++);
-  for (const auto& other : socks_)
-    if (other != nullptr && other->bound && other->local == at) return fail(EADDRINUSE);
+  if (at.port() == 0) {
+    int port = ephemeral_port(at);
+    if (port < 0) return fail(EADDRNOTAVAIL);
+    at = at.with_port(static_cast<std::uint16_t>(port));
+  } else if (address_in_use(at, s)) {
+    return fail(EADDRINUSE);
+  }
   s->local = at;
   s->bound = true;
-  note("bind fd=%d %s", fd, at.to_string().c_str());
+  note("bind s%llu %s", sid(fd), at.to_string().c_str());
   return 0;
 }
 
@@ -297,15 +374,17 @@ int sim_network::listen(int fd, int backlog) {
   if (s->st == vsock::state::listening) return 0;
   if (s->st != vsock::state::fresh) return fail(EINVAL);
   if (!s->bound) {
-    s->local = s->family == AF_INET6 ? socket_address::any_ipv6(next_port_++) : socket_address::any(next_port_++);
+    socket_address any = s->family == AF_INET6 ? socket_address::any_ipv6(0) : socket_address::any(0);
+    int port = ephemeral_port(any);
+    if (port < 0) return fail(EADDRINUSE);
+    s->local = any.with_port(static_cast<std::uint16_t>(port));
     s->bound = true;
   }
-  std::string key = key_of(s->local);
-  if (listeners_.count(key) != 0) return fail(EADDRINUSE);
-  listeners_[key] = fd;
+  listeners_[key_of(s->local)].push_back(fd);
   s->st = vsock::state::listening;
-  s->backlog = std::clamp(backlog, 1, model_.max_backlog);
-  note("listen fd=%d %s backlog %d", fd, s->local.to_string().c_str(), s->backlog);
+  // Linux queues backlog + 1 connections (listen(0) still takes one).
+  s->backlog = std::clamp(backlog, 0, model_.max_backlog) + 1;
+  note("listen s%llu %s backlog %d", sid(fd), s->local.to_string().c_str(), s->backlog);
   return 0;
 }
 
@@ -315,14 +394,14 @@ int sim_network::accept4(int fd, sockaddr* a, socklen_t* len, int /*flags*/) {
   if (s->st != vsock::state::listening) return fail(EINVAL);
   if (s->pending.empty()) return fail(EAGAIN);
   if (chance(model_.descriptor_exhaustion)) {
-    note("accept fd=%d -> EMFILE", fd);
+    note("accept s%llu -> EMFILE", sid(fd));
     return fail(EMFILE);
   }
   std::uint64_t id = s->pending.front();
   s->pending.pop_front();
   endpoint* e = ep(id);
   if (e != nullptr && chance(model_.accept_abort)) {
-    note("accept fd=%d -> ECONNABORTED", fd);
+    note("accept s%llu -> ECONNABORTED", sid(fd));
     transmit(*e, segment::rst, {});
     e->closed = true;
     release_if_done(id);
@@ -341,7 +420,7 @@ int sim_network::accept4(int fd, sockaddr* a, socklen_t* len, int /*flags*/) {
     c.local = e->local;
     copy_address(e->remote, a, len);
   }
-  note("accept fd=%d -> %d", fd, nfd);
+  note("accept s%llu -> s%llu", sid(fd), sid(nfd));
   return nfd;
 }
 
@@ -356,7 +435,7 @@ int sim_network::connect(int fd, const sockaddr* a, socklen_t len) {
     case vsock::state::fresh: break;
   }
   socket_address to = address_from(a, len);
-  ensure_bound(*s, fd);
+  if (!ensure_bound(*s, fd)) return fail(EADDRNOTAVAIL);
   endpoint& c = new_endpoint();
   c.fd = fd;
   c.local = s->local;
@@ -366,10 +445,10 @@ int sim_network::connect(int fd, const sockaddr* a, socklen_t len) {
   s->st = vsock::state::connecting;
   std::uint64_t id = c.id;
   if (chance(model_.connect_refused)) {
-    note("connect fd=%d %s -> refused (fault)", fd, to.to_string().c_str());
+    note("connect s%llu %s -> refused (fault)", sid(fd), to.to_string().c_str());
     at(now_ + 2 * latency(), [this, id] { refuse(id); });
   } else {
-    note("connect fd=%d %s", fd, to.to_string().c_str());
+    note("connect s%llu %s", sid(fd), to.to_string().c_str());
     at(now_ + latency(), [this, id, to] { syn_arrives(id, to); });
   }
   return fail(EINPROGRESS);
@@ -380,7 +459,7 @@ void sim_network::refuse(std::uint64_t client) {
   if (c == nullptr || c->closed) return;
   vsock* s = sock(c->fd);
   if (s == nullptr || s->ep != client) return;
-  note("connect fd=%d refused", c->fd);
+  note("connect s%llu refused", sid(c->fd));
   s->st = vsock::state::failed;
   s->so_error = ECONNREFUSED;
   dirty(c->fd);
@@ -398,15 +477,16 @@ void sim_network::syn_arrives(std::uint64_t client, socket_address to) {
     return;
   }
   vsock& l = *sock(lfd);
-  if (static_cast<int>(l.pending.size()) >= l.backlog) {
+  if (static_cast<int>(l.pending.size()) >= l.backlog) {  // backlog holds listen()'s + 1
     note("syn to %s dropped (backlog full)", to.to_string().c_str());
     at(now_ + syn_retry_ns, [this, client, to] { syn_arrives(client, to); });
     return;
   }
   endpoint& srv = new_endpoint();
   c = ep(client);
-  srv.local = to;
-  srv.remote = c->local;
+  const bool mapped = l.local.is_ipv6() && to.is_ipv4();  // an IPv4 client of a dual-stack listener
+  srv.local = mapped ? v4_mapped(to) : to;
+  srv.remote = mapped ? v4_mapped(c->local) : c->local;
   srv.peer = client;
   srv.established = true;
   c->peer = srv.id;
@@ -415,7 +495,7 @@ void sim_network::syn_arrives(std::uint64_t client, socket_address to) {
   // The SYN-ACK: nothing the server sends may overtake it.
   std::int64_t synack = now_ + latency();
   srv.out_last = synack;
-  note("syn to %s queued on fd=%d", to.to_string().c_str(), lfd);
+  note("syn to %s queued on s%llu", to.to_string().c_str(), sid(lfd));
   at(synack, [this, client] {
     endpoint* e = ep(client);
     if (e == nullptr || e->closed) return;
@@ -423,7 +503,7 @@ void sim_network::syn_arrives(std::uint64_t client, socket_address to) {
     if (s == nullptr || s->ep != client) return;
     e->established = true;
     s->st = vsock::state::connected;
-    note("connected fd=%d", e->fd);
+    note("connected s%llu", sid(e->fd));
     dirty(e->fd);
   });
 }
@@ -447,14 +527,16 @@ ssize_t sim_network::transfer_in(int fd, void* buf, std::size_t n, int flags) {
       }
       if (endpoint* p = ep(e.peer)) dirty(p->fd);  // the window opened
     }
-    note("recv fd=%d %zu -> %zu", fd, n, m);
+    note("recv s%llu %zu -> %zu", sid(fd), n, m);
     return static_cast<ssize_t>(m);
   }
   if (e.rst_in && !e.rst_reported) {
     e.rst_reported = true;
-    note("recv fd=%d -> ECONNRESET", fd);
-    return fail(ECONNRESET);
+    note("recv s%llu -> %s", sid(fd), e.rst_error == EPIPE ? "EPIPE" : "ECONNRESET");
+    return fail(e.rst_error);
   }
+  // SHUT_RD reads end of stream while nothing is there; data that arrives later is
+  // still read (Linux keeps accepting it).
   if (e.rst_in || e.fin_in || e.rd_shut || n == 0) return 0;
   return fail(EAGAIN);
 }
@@ -490,7 +572,7 @@ ssize_t sim_network::send(int fd, const void* buf, std::size_t n, int /*flags*/)
   if (e.rst_in) {
     if (!e.rst_reported) {
       e.rst_reported = true;
-      return fail(ECONNRESET);
+      return fail(e.rst_error);
     }
     return fail(EPIPE);
   }
@@ -506,7 +588,7 @@ ssize_t sim_network::send(int fd, const void* buf, std::size_t n, int /*flags*/)
   }
   std::size_t m = std::min(n, room);
   if (m > 1 && chance(model_.short_transfer)) m = 1 + below(m);
-  note("send fd=%d %zu -> %zu", fd, n, m);
+  note("send s%llu %zu -> %zu", sid(fd), n, m);
   transmit(e, segment::data, std::string(static_cast<const char*>(buf), m));
   return static_cast<ssize_t>(m);
 }
@@ -523,12 +605,13 @@ int sim_network::shutdown(int fd, int how) {
   vsock* s = sock(fd);
   if (s->st != vsock::state::connected) return fail(ENOTCONN);
   endpoint& e = *ep(s->ep);
+  if (e.rst_in) return fail(ENOTCONN);  // a reset connection is closed
   if ((how == SHUT_WR || how == SHUT_RDWR) && !e.fin_out && !e.rst_in) {
     e.fin_out = true;
     transmit(e, segment::fin, {});
   }
   if (how == SHUT_RD || how == SHUT_RDWR) e.rd_shut = true;
-  note("shutdown fd=%d %d", fd, how);
+  note("shutdown s%llu %d", sid(fd), how);
   dirty(fd);
   return 0;
 }
@@ -536,9 +619,11 @@ int sim_network::shutdown(int fd, int how) {
 int sim_network::close(int fd) {
   ++operations_;
   vsock* s = sock(fd);
-  note("close fd=%d", fd);
+  note("close s%llu", sid(fd));
   if (s->st == vsock::state::listening) {
-    listeners_.erase(key_of(s->local));
+    auto& same = listeners_[key_of(s->local)];
+    std::erase(same, fd);
+    if (same.empty()) listeners_.erase(key_of(s->local));
     for (std::uint64_t id : s->pending)
       if (endpoint* e = ep(id)) {
         transmit(*e, segment::rst, {});
@@ -576,7 +661,7 @@ int sim_network::getsockname(int fd, sockaddr* a, socklen_t* len) {
 int sim_network::getpeername(int fd, sockaddr* a, socklen_t* len) {
   vsock* s = sock(fd);
   endpoint* e = s->st == vsock::state::connected ? ep(s->ep) : nullptr;
-  if (e == nullptr) return fail(ENOTCONN);
+  if (e == nullptr || e->rst_in) return fail(ENOTCONN);
   return copy_address(e->remote, a, len);
 }
 
@@ -586,6 +671,11 @@ int sim_network::getsockopt(int fd, int level, int name, void* v, socklen_t* len
   if (level == SOL_SOCKET && name == SO_ERROR) {
     value = s->so_error;
     s->so_error = 0;
+    endpoint* e = s->st == vsock::state::connected ? ep(s->ep) : nullptr;
+    if (value == 0 && e != nullptr && e->rst_in && !e->rst_reported) {  // a pending reset is the socket's error
+      value = e->rst_error;
+      e->rst_reported = true;
+    }
   } else if (level == SOL_SOCKET && name == SO_TYPE) {
     value = SOCK_STREAM;
   } else if (level == SOL_SOCKET && (name == SO_RCVBUF || name == SO_SNDBUF)) {
@@ -618,6 +708,10 @@ int sim_network::setsockopt(int fd, int level, int name, const void* v, socklen_
     if (endpoint* e = ep(s->ep)) e->rcvbuf = s->rcvbuf;
   } else if (level == IPPROTO_TCP && name == TCP_NODELAY) {
     s->nodelay = value != 0;
+  } else if (level == SOL_SOCKET && name == SO_REUSEPORT) {
+    s->reuse_port = value != 0;
+  } else if (level == IPPROTO_IPV6 && name == IPV6_V6ONLY) {
+    s->v6only = value != 0;
   }
   (void)::setsockopt(fd, level, name, v, len);  // kept on the placeholder, for plain getsockopt(2)
   return 0;  // other options are accepted and have no effect in the simulation

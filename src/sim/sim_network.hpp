@@ -80,6 +80,9 @@ class sim_network {
   [[nodiscard]] std::string trace(std::size_t lines) const;
   [[nodiscard]] std::size_t open_sockets() const noexcept { return open_; }
   [[nodiscard]] std::uint64_t operations() const noexcept { return operations_; }
+  /// The loop found nothing that could ever happen while `stuck` operations waited.
+  void note_deadlock(std::size_t stuck);
+  [[nodiscard]] std::uint64_t deadlocks() const noexcept { return deadlocks_; }
 
  private:
   struct segment {
@@ -100,12 +103,14 @@ class sim_network {
     std::int64_t out_last = 0;  // arrival time of the last segment this end sent
     bool established = false;
     bool fin_in = false, rst_in = false, rst_reported = false;
+    int rst_error = 0;  // what a reset reports: ECONNRESET, or EPIPE after the peer's FIN
     bool fin_out = false, rd_shut = false, closed = false;
     [[nodiscard]] std::size_t unread() const noexcept { return rx.size() - rx_off; }
   };
   struct vsock {
     enum class state : std::uint8_t { fresh, listening, connecting, connected, failed };
     state st = state::fresh;
+    std::uint64_t id = 0;  // in traces: descriptor numbers depend on the process
     int family = AF_INET;
     bool bound = false;
     socket_address local;
@@ -113,7 +118,7 @@ class sim_network {
     int backlog = 0;
     std::deque<std::uint64_t> pending;  // established connections not yet accepted
     int so_error = 0;
-    bool linger0 = false, nodelay = false;
+    bool linger0 = false, nodelay = false, reuse_port = false, v6only = false;
     std::size_t rcvbuf = 0;
   };
   struct event {
@@ -145,6 +150,10 @@ class sim_network {
   int listener_for(const socket_address& a) const;
   std::string key_of(const socket_address& a) const;
   bool ensure_bound(vsock& s, int fd);
+  int ephemeral_port(const socket_address& near);
+  bool address_in_use(const socket_address& a, const vsock* except) const;
+  unsigned long long sid(int fd) const noexcept;
+  void register_listener(int fd);
   ssize_t transfer_in(int fd, void* buf, std::size_t n, int flags);
 
   std::uint64_t seed_;
@@ -157,8 +166,10 @@ class sim_network {
   std::vector<std::unique_ptr<vsock>> socks_;
   std::unordered_map<std::uint64_t, endpoint> endpoints_;
   std::uint64_t next_ep_ = 1;
-  std::map<std::string, int> listeners_;
-  std::uint16_t next_port_ = 40000;
+  std::map<std::string, std::vector<int>> listeners_;  // several with SO_REUSEPORT
+  std::uint16_t next_port_ = 32768;
+  std::uint64_t next_sock_ = 1;
+  std::uint64_t deadlocks_ = 0;
   std::vector<int> dirty_;
   std::size_t open_ = 0;
   std::uint64_t operations_ = 0;

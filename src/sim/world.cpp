@@ -42,6 +42,7 @@ std::uint64_t world::trace_hash() const noexcept { return net_->trace_hash(); }
 std::string world::trace(std::size_t lines) const { return net_->trace(lines); }
 std::size_t world::open_sockets() const noexcept { return net_->open_sockets(); }
 std::uint64_t world::operations() const noexcept { return net_->operations(); }
+std::uint64_t world::deadlocks() const noexcept { return net_->deadlocks(); }
 world* world::current() noexcept { return current_world; }
 
 }  // namespace sim

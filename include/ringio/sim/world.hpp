@@ -41,6 +41,11 @@ class world {
   [[nodiscard]] std::size_t open_sockets() const noexcept;
   /// Simulated operations so far (syscalls answered by the simulation).
   [[nodiscard]] std::uint64_t operations() const noexcept;
+  /// Deadlocks so far: times a loop of this world found that nothing could ever happen
+  /// (no timer, nothing in flight on the network, nothing outside the world to wait
+  /// for) while operations waited. Those operations then fail with
+  /// operation_canceled, so the program unwinds; run_seeds() reports the world.
+  [[nodiscard]] std::uint64_t deadlocks() const noexcept;
 
   /// The world of the calling thread, or nullptr.
   static world* current() noexcept;

@@ -4,6 +4,9 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <time.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <stdexcept>
@@ -13,6 +16,7 @@
 #include "ringio/detail/clock.hpp"
 #include "ringio/io_context.hpp"
 #include "ringio/sim/world.hpp"
+#include "sim/seed_env.hpp"
 #include "sim/sim_network.hpp"
 
 namespace ringio::detail {
@@ -23,10 +27,9 @@ std::unique_ptr<backend> make_sim_backend(io_context& ctx, loop_state& st, const
   if (w == nullptr) {
     // RINGIO_BACKEND=sim or a context asked for sim without a world: one of its own,
     // seeded by RINGIO_SIM_SEED (default 1), calm unless RINGIO_SIM_FAULTS=hostile.
-    const char* seed = std::getenv("RINGIO_SIM_SEED");
     const char* faults = std::getenv("RINGIO_SIM_FAULTS");
     bool hostile = faults != nullptr && std::string_view(faults) == "hostile";
-    owned = std::make_unique<sim::world>(seed != nullptr ? std::strtoull(seed, nullptr, 10) : 1,
+    owned = std::make_unique<sim::world>(number_from_env("RINGIO_SIM_SEED").value_or(1),
                                          hostile ? sim::hostile() : sim::fault_model{});
     w = owned.get();
   }
@@ -119,6 +122,11 @@ void sim_backend::fail(op_base& op, int res) noexcept {
 }
 
 void sim_backend::cancel_all() noexcept {
+  shut_down_ = true;
+  fail_all();
+}
+
+void sim_backend::fail_all() noexcept {
   for (fd_waiters& w : fds_) {
     while (w.readers.head != nullptr) cancel(*w.readers.head);
     while (w.writers.head != nullptr) cancel(*w.writers.head);
@@ -227,10 +235,34 @@ bool sim_backend::expire_timers() noexcept {
   return any;
 }
 
+// Whether an operation waits on a real descriptor (not one of the world's sockets).
+bool sim_backend::waits_on_real() const noexcept {
+  for (std::size_t i = 0; i < fds_.size(); ++i)
+    if ((fds_[i].readers.head != nullptr || fds_[i].writers.head != nullptr) && !net_.is_virtual(static_cast<int>(i)))
+      return true;
+  return false;
+}
+
+namespace {
+
+std::int64_t real_ns() noexcept {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+}  // namespace
+
 // One step of the world: events due now, the descriptors they made ready, timers, the
-// real descriptors. When nothing happened and the loop may block, the virtual clock
-// jumps to the next timer or network event; with neither, only the real world (another
-// thread's post, a real descriptor) can wake the loop, so it sleeps in poll(2).
+// real descriptors. When nothing happened and the loop may block:
+// - while something outside the world may finish (an operation on a real descriptor,
+//   another thread's work for this loop), virtual time runs at real speed: poll(2)
+//   until the next virtual event is due, then move the clock by the time that passed;
+// - otherwise the virtual clock jumps to the next timer or network event;
+// - with neither, nothing can ever happen (a deadlock): the world records it and every
+//   operation in flight fails with operation_canceled, so the program unwinds through
+//   its own error paths; if it still waits (on something that is no operation of this
+//   loop), only another thread can wake it.
 void sim_backend::poll(bool block, std::int64_t wake_at_ns) {
   ++st_.stats.kernel_waits;
   for (;;) {
@@ -240,16 +272,32 @@ void sim_backend::poll(bool block, std::int64_t wake_at_ns) {
     any |= serve_real(0);
     st_.stats.completions += events;
     if (any || !block) return;
-    std::int64_t now = net_.now();
+    const std::int64_t now = net_.now();
     if (wake_at_ns != 0 && wake_at_ns <= now) return;
+    if (events > 0) continue;  // delivered events may have readied nothing yet; look again
     std::int64_t next = net_.next_event();
     if (!timers_.empty() && (next == 0 || timers_.top()->deadline_ns < next)) next = timers_.top()->deadline_ns;
     if (wake_at_ns != 0 && (next == 0 || wake_at_ns < next)) next = wake_at_ns;
-    if (events > 0) continue;  // delivered events may have readied nothing yet; look again
+    if (waits_on_real() || ctx_.waits_outside()) {
+      const std::int64_t gap = next == 0 ? -1 : next - now;
+      const int timeout_ms = gap < 0 ? -1 : static_cast<int>(std::min<std::int64_t>((gap + 999'999) / 1'000'000, 1 << 30));
+      const std::int64_t began = real_ns();
+      const bool woke = serve_real(timeout_ms);
+      const std::int64_t passed = real_ns() - began;
+      net_.advance_to(gap < 0 ? now + passed : now + std::min(passed, gap));
+      if (woke) return;
+      continue;
+    }
     if (next != 0) {
       net_.advance_to(next);
       continue;
     }
+    if (in_flight_ > 0 && !shut_down_) {
+      net_.note_deadlock(in_flight_);
+      fail_all();
+      return;
+    }
+    if (shut_down_) return;  // the context drains what it cancelled: nothing to wait for here
     serve_real(-1);
     return;
   }

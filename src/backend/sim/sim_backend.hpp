@@ -59,6 +59,8 @@ class sim_backend final : public backend {
   bool expire_timers() noexcept;
   void finish(op_base& op) noexcept;
   bool ready(int fd, bool writers) const noexcept;
+  [[nodiscard]] bool waits_on_real() const noexcept;
+  void fail_all() noexcept;
 
   io_context& ctx_;
   loop_state& st_;
@@ -69,6 +71,7 @@ class sim_backend final : public backend {
   std::vector<fd_waiters> fds_;
   timer_heap timers_;
   std::size_t in_flight_ = 0;
+  bool shut_down_ = false;  // the context cancelled everything: it is going away
 };
 
 }  // namespace ringio::detail

@@ -91,6 +91,7 @@ class resolver_service final : public ringio::detail::context_service {
   }
 
   void submit(resolve_request* r) {
+    ctx_.outside_work_began();  // until answer() runs on the loop
     {
       std::lock_guard lock(mu_);
       queue_.push_back(r);
@@ -107,6 +108,7 @@ class resolver_service final : public ringio::detail::context_service {
 
  private:
   void answer(resolve_request& req, io_context& ctx) noexcept {
+    ctx.outside_work_ended();
     if (resolve_wait_op* op = req.waiter; op != nullptr) {
       op->gai_error = req.gai_error;
       op->addresses = std::move(req.addresses);
