@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The two front-door commands. Both install missing Debian packages first.
 #   make bench      build everything (release) and run the side-by-side benchmark (quick)
 #   make bench FULL=1   the full grids

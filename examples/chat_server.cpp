@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chat_server — a chat room: each line a client sends reaches every other client. The
 // room is a broadcast: nobody waits for a slow reader; one that falls more than 256
 // messages behind is told how many it missed and goes on from there.

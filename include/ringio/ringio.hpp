@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/ringio.hpp — everything in one include.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "ringio/http/body_writer.hpp"
 
 #include "output_buffer.hpp"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds tests/consumer against ringio both ways and runs it.
 # usage: check.sh <ringio source dir> <ringio build dir> <c++ compiler>
 set -euo pipefail

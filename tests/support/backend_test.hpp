@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // backend_test — a fixture that runs each test once per backend (uring, epoll,
 // uring-poll) on a fresh io_context driven by the test thread.
 #pragma once
