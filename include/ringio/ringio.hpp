@@ -36,6 +36,7 @@
 #include "ringio/time/sleep.hpp"
 #include "ringio/time/timeout.hpp"
 #include "ringio/try_when_all.hpp"
+#include "ringio/version.hpp"
 #include "ringio/when_all.hpp"
 #include "ringio/when_any.hpp"
 #include "ringio/yield.hpp"
