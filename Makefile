@@ -6,7 +6,9 @@
 #                   threaded tests under TSan (clang-16), and each libFuzzer target for
 #                   FUZZ_SECONDS (20) on its corpus; and the API reference (make docs)
 #                   must build without a warning
-.PHONY: bench test docs soak deps-test deps-bench build-release build-sanitize build-tsan build-fuzz build-bench test-release test-sanitize test-tsan test-fuzz test-bench-runner clean
+#   make install PREFIX=/usr/local   build the libraries alone (no apps, examples or
+#                   tests) and install them with their CMake and pkg-config files
+.PHONY: install bench test docs soak deps-test deps-bench build-release build-sanitize build-tsan build-fuzz build-bench test-release test-sanitize test-tsan test-fuzz test-bench-runner clean
 
 JOBS ?= $(shell nproc)
 # STDEXEC_DIR=/path/to/stdexec builds the stdexec interop tests too (docs/senders.md).
@@ -89,6 +91,12 @@ bench: build-bench
 
 clean:
 	rm -rf build
+
+PREFIX ?= /usr/local
+install:
+	cmake -S . -B build/install -G Ninja -DCMAKE_BUILD_TYPE=Release -DRINGIO_LIBRARIES_ONLY=ON
+	cmake --build build/install -j $(JOBS)
+	cmake --install build/install --prefix $(PREFIX)
 
 # The chaos run for a long time (docs/testing.md): SOAK_MINUTES (default 30) over a moving
 # range of seeds, SOAK_BATCH seeds per run of the binary; prints the range covered and the

@@ -4,6 +4,7 @@
 
     scripts/spdx.py          add the line where it is missing
     scripts/spdx.py --check  list the files without it; exit 1 if there are any
+                             (77, skipped, outside a git checkout)
 
 A file's first line becomes the SPDX line (after a shebang line, if any); nothing else
 in the file changes. Test data, corpora and generated files are left alone.
@@ -37,8 +38,12 @@ def comment_for(path: str, first_line: str):
 
 
 def tracked_files():
-    out = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, check=True,
-                         capture_output=True).stdout
+    """The files git tracks, or None outside a git checkout."""
+    try:
+        out = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, check=True,
+                             capture_output=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
     return [f for f in out.decode().split("\0") if f]
 
 
@@ -49,8 +54,12 @@ def has_line(lines):
 
 def main(argv):
     check = "--check" in argv
+    files = tracked_files()
+    if files is None:
+        print("not a git checkout: nothing to check")
+        return 77
     missing = []
-    for path in tracked_files():
+    for path in files:
         file = ROOT / path
         if not file.is_file():
             continue
