@@ -14,9 +14,16 @@ function(ringio_install_export name)
   install(EXPORT ${name} NAMESPACE ringio:: DESTINATION ${ringio_cmake_dir})
 endfunction()
 ringio_install_export(ringioTargets ringio)
-ringio_install_export(ringioFiberTargets ringio_fiber)
-ringio_install_export(ringioTlsTargets ringio_tls)
-ringio_install_export(ringioHttpTargets ringio_http ringio_https)
+set(components)
+if(RINGIO_WITH_FIBER)
+  ringio_install_export(ringioFiberTargets ringio_fiber)
+  list(APPEND components fiber)
+endif()
+if(RINGIO_WITH_TLS)
+  ringio_install_export(ringioTlsTargets ringio_tls)
+  ringio_install_export(ringioHttpTargets ringio_http ringio_https)
+  list(APPEND components tls http https)
+endif()
 install(DIRECTORY include/ringio DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(FILES LICENSE THIRD_PARTY_NOTICES.md CHANGELOG.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
 
@@ -26,10 +33,9 @@ configure_package_config_file(cmake/package/ringioConfig.cmake.in
 # 0.x: a new minor version may break the API, so 0.4 does not satisfy a request for 0.3.
 write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/ringioConfigVersion.cmake
   COMPATIBILITY SameMinorVersion)
+list(TRANSFORM components REPLACE "(.+)" "cmake/package/ringio-\\1.cmake" OUTPUT_VARIABLE component_files)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/ringioConfig.cmake
-              ${CMAKE_CURRENT_BINARY_DIR}/ringioConfigVersion.cmake
-              cmake/package/ringio-fiber.cmake cmake/package/ringio-tls.cmake
-              cmake/package/ringio-http.cmake cmake/package/ringio-https.cmake
+              ${CMAKE_CURRENT_BINARY_DIR}/ringioConfigVersion.cmake ${component_files}
         DESTINATION ${ringio_cmake_dir})
 
 include(cmake/pkgconfig.cmake)

@@ -38,12 +38,16 @@ endfunction()
 
 ringio_pkgconfig(ringio ringio "ringio: C++20 asynchronous I/O on io_uring (and epoll)"
                  "liburing" -pthread)
-get_property(boost_context_library GLOBAL PROPERTY ringio_boost_context_library)
-ringio_pkgconfig(ringio_fiber ringio-fiber "ringio fibers (stackful, on Boost.Context)"
-                 "ringio = ${PROJECT_VERSION}" ${boost_context_library})
-ringio_pkgconfig(ringio_tls ringio-tls "ringio TLS streams (OpenSSL 3)"
-                 "ringio = ${PROJECT_VERSION}, openssl >= 3")
-ringio_pkgconfig(ringio_http ringio-http "ringio HTTP/1.1 server and client"
-                 "ringio-tls = ${PROJECT_VERSION}")
-ringio_pkgconfig(ringio_https ringio-https "ringio http::server behind TLS"
-                 "ringio-http = ${PROJECT_VERSION}")
+if(RINGIO_WITH_FIBER)
+  get_property(boost_context_library GLOBAL PROPERTY ringio_boost_context_library)
+  ringio_pkgconfig(ringio_fiber ringio-fiber "ringio fibers (stackful, on Boost.Context)"
+                   "ringio = ${PROJECT_VERSION}" ${boost_context_library})
+endif()
+if(RINGIO_WITH_TLS)
+  ringio_pkgconfig(ringio_tls ringio-tls "ringio TLS streams (OpenSSL 3)"
+                   "ringio = ${PROJECT_VERSION}, openssl >= 3")
+  ringio_pkgconfig(ringio_http ringio-http "ringio HTTP/1.1 server and client"
+                   "ringio-tls = ${PROJECT_VERSION}")
+  ringio_pkgconfig(ringio_https ringio-https "ringio http::server behind TLS"
+                   "ringio-http = ${PROJECT_VERSION}")
+endif()

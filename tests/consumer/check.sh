@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # Uses ringio from outside projects, every documented way, and runs what they build:
 # the installed package without components (Boost and OpenSSL disabled) and with all
-# of them, version requests, pkg-config, and add_subdirectory.
+# of them, version requests, pkg-config, and add_subdirectory (with and without the
+# optional libraries).
 # usage: check.sh <ringio source dir> <ringio build dir> <c++ compiler> [compiler launcher]
 set -euo pipefail
 src=$1 build=$2 cxx=$3 launcher=${4:-}
@@ -54,7 +55,10 @@ $launcher "$cxx" -std=c++20 -O1 "$here/pkgconfig.cpp" -o "$work/pkgconfig" \
   $(pkg-config --cflags --libs ringio-fiber ringio-http)
 "$work/pkgconfig"
 
-echo "== add_subdirectory(ringio)"
+echo "== add_subdirectory(ringio): every library defined, no apps, examples or tests"
 configure "$here/core" "$work/sub" -DRINGIO_SOURCE_DIR="$src"
-cmake --build "$work/sub" --target core_consumer >/dev/null
-"$work/sub/core_consumer"
+echo "== add_subdirectory(ringio) without fiber and TLS, Boost and OpenSSL disabled"
+configure "$here/core" "$work/sub-core" -DRINGIO_SOURCE_DIR="$src" -DRINGIO_WITH_FIBER=OFF \
+  -DRINGIO_WITH_TLS=OFF -DCMAKE_DISABLE_FIND_PACKAGE_Boost=ON -DCMAKE_DISABLE_FIND_PACKAGE_OpenSSL=ON
+cmake --build "$work/sub-core" --target core_consumer >/dev/null
+"$work/sub-core/core_consumer"
