@@ -24,7 +24,15 @@ if(RINGIO_WITH_TLS)
   ringio_install_export(ringioHttpTargets ringio_http ringio_https)
   list(APPEND components tls http https)
 endif()
-install(DIRECTORY include/ringio DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+# The headers of the libraries built.
+set(left_out)
+if(NOT RINGIO_WITH_FIBER)
+  list(APPEND left_out PATTERN fiber EXCLUDE PATTERN fiber.hpp EXCLUDE)
+endif()
+if(NOT RINGIO_WITH_TLS)
+  list(APPEND left_out PATTERN tls EXCLUDE PATTERN tls.hpp EXCLUDE PATTERN http EXCLUDE)
+endif()
+install(DIRECTORY include/ringio DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} ${left_out})
 install(FILES LICENSE THIRD_PARTY_NOTICES.md CHANGELOG.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
 
 configure_package_config_file(cmake/package/ringioConfig.cmake.in
