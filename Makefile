@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The two front-door commands. Both install missing Debian packages first.
 #   make bench      build everything (release) and run the side-by-side benchmark (quick)
 #   make bench FULL=1   the full grids
@@ -5,7 +6,9 @@
 #                   threaded tests under TSan (clang-16), and each libFuzzer target for
 #                   FUZZ_SECONDS (20) on its corpus; and the API reference (make docs)
 #                   must build without a warning
-.PHONY: bench test docs soak soak-sim deps-test deps-bench build-release build-sanitize build-tsan build-fuzz build-bench test-release test-sanitize test-tsan test-fuzz test-bench-runner clean
+#   make install PREFIX=/usr/local   build the libraries alone (no apps, examples or
+#                   tests) and install them with their CMake and pkg-config files
+.PHONY: install bench test docs soak soak-sim deps-test deps-bench build-release build-sanitize build-tsan build-fuzz build-bench test-release test-sanitize test-tsan test-fuzz test-bench-runner clean
 
 JOBS ?= $(shell nproc)
 # STDEXEC_DIR=/path/to/stdexec builds the stdexec interop tests too (docs/senders.md).
@@ -103,6 +106,12 @@ soak-sim: deps-test
 	done; \
 	echo "soak-sim: seeds from $$first, about $$per_test s per simulation test"; \
 	[ $$ok -eq 1 ] && echo "soak-sim: no failure" || { echo "soak-sim: FAILED (the seed is in the output above)"; exit 1; }
+
+PREFIX ?= /usr/local
+install:
+	cmake -S . -B build/install -G Ninja -DCMAKE_BUILD_TYPE=Release -DRINGIO_LIBRARIES_ONLY=ON
+	cmake --build build/install -j $(JOBS)
+	cmake --install build/install --prefix $(PREFIX)
 
 # The chaos run for a long time (docs/testing.md): SOAK_MINUTES (default 30) over a moving
 # range of seeds, SOAK_BATCH seeds per run of the binary; prints the range covered and the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // churn_bench — connection churn against an echo server: C concurrent slots, each
 // repeatedly connecting, exchanging M 8-byte messages (send 8, receive the 8 back),
 // closing, and starting the next session, until T sessions are done in total.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // echo_bench — request rate and round-trip latency against an echo server: N
 // connections, each looping "send L bytes, receive the L bytes back", measured for D
 // seconds after an uncounted warm-up that starts once every connection is up.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // echo_server — writes back every byte it receives, on every connection.
 #include <array>
 #include <cstddef>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // http_server — HTTP/1.1 on ringio::http: "Hello world!" at /, or the files under
 // --root. SIGINT/SIGTERM stop it gracefully (ringio::serve): no new connections,
 // requests in progress finish, exit 0.

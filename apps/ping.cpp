@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ping — the ping/pong throughput client: <sessions> connections spread over <threads>
 // loop threads; each sends a block, reads the whole block back, and repeats. The clock
 // starts once every session is connected and stops at the timeout.

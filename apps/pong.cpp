@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // pong — the ping/pong server: every connection loops "receive exactly <blocksize>
 // bytes, send them back" until the client closes. One run serves one ping run: once
 // <sessions> sessions have connected and all of them have closed, pong exits 0.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // switch_bench — the cost of one context switch: two counters that hand control to each
 // other until --switches hand-overs have happened, for each way ringio (and the
 // primitives under it) can do it. Prints one `RESULT {json}` line per subject, with ns

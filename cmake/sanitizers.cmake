@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # RINGIO_SANITIZE applies to every target of the build, the library included.
 if(RINGIO_SANITIZE)
   add_compile_options(-fsanitize=${RINGIO_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all)

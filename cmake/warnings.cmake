@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # ringio_warnings(target): the warning set every first-party target builds with.
 function(ringio_warnings target)
   target_compile_options(${target} PRIVATE -Wall -Wextra -Werror -Wno-unused-parameter

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chat_server — a chat room: each line a client sends reaches every other client. Each
 // member has a batching_writer: lines queue while a send is in flight and go out
 // together, so a paste reaches readers in a few large writes. Nobody waits for a slow

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // http_app — a small HTTP API on ringio::http: a path parameter answered in JSON, a
 // query string, a streamed body and static files. Stops gracefully on SIGINT/SIGTERM.
 //   http_app [PORT] [STATIC_DIR]      then: curl localhost:8080/items/42

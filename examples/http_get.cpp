@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // http_get — fetches a URL with ringio::http::client and prints the status line and
 // the body: `http_get http://127.0.0.1:8080/hello`. Redirects are followed; a second
 // argument "--head-only" prints only the status and the fields.

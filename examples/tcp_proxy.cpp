@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tcp_proxy — forwards every connection on a local port to a backend address, with a
 // connect timeout and an idle timeout, and logs what each connection moved.
 //   tcp_proxy LISTEN_PORT BACKEND      e.g. tcp_proxy 9000 127.0.0.1:8080

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fuzzes the chunked decoder on its own, fed in pieces as a connection feeds it.
 //
 // Input layout: byte 0 picks the limits (bits 0-1 max_body, bits 2-3 max_trailer, each

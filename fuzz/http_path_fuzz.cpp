@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fuzzes what static files make of request paths, Range values and HTTP dates: a
 // decoded path never holds a ".." segment, an absolute start or a NUL; served ranges
 // lie inside the file and never overlap; a parsed date formats back to the same time.

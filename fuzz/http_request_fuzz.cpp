@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fuzzes the request parser and the chunked decoder: no crash, no read outside the
 // input, every view inside the head, and the same result whether the input arrives
 // whole or in pieces that move in memory between calls (as the connection's buffer does).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fuzzes the client's response parsing: parse_response_head on the input (whole, and on
 // every prefix up to the head's end, which must never claim a different head), then the
 // bytes after the head through chunked_reader in planned pieces and output sizes.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs the libFuzzer targets for a bounded time each, on copies of their seed corpora.
 # Usage: scripts/run-fuzz.sh SECONDS [target...]   (default: every target in fuzz/corpus)
 #

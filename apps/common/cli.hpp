@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cli — the command-line conventions every ringio app shares: `--name value` or
 // `--name=value` options, flags, positional arguments, `--help` (usage, exit 0) and
 // usage errors (message + usage on stderr, exit 2).

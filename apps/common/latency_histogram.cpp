@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "latency_histogram.hpp"  // same directory: the peers and the tests build this file too
 
 #include <algorithm>

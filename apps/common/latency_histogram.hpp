@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // latency_histogram — a fixed-size log-linear histogram of durations in nanoseconds,
 // in the style of HdrHistogram: values below 256 ns have a bucket each, above that
 // every power of two is split into 128 buckets, so a recorded value is known to within

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // loadgen — what ringio's load generators (ping, echo_bench, churn_bench) share: the
 // target address, the closed-loop round-trip engine, payload stamping for --verify,
 // process CPU time and the machine-readable `RESULT {json}` line.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // pool_flags — the receive-buffer options the multishot servers share:
 // `--recv-bundle on|off` and `--pbuf-inc on|off` (ringio::buffer_pool_options).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // serve — what the server apps share on top of ringio::serve: the command-line options
 // that fill serve_options, the start-up line on stdout, log lines prefixed with the
 // program's name, and the per-thread counts at exit.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Protocol clients for check_peers.sh: each subcommand exercises one mode of
 a peer server on 127.0.0.1, exits 0 when every byte came back as the contract
 says and 1 otherwise. Every socket has a timeout, so a stuck server fails the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Checks peer servers against the peer contract (README.md) with real
 # clients: the Python clients of check_clients.py, wrk, ab and curl. All
 # traffic goes to 127.0.0.1, every load is bounded in time, and every server

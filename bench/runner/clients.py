@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The load generators: their command lines and the parsing of their output
 into one shape: throughput, ops (what CPU time is divided by), errors and
 latency percentiles in microseconds."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The environment every result is reported with."""
 import glob
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """One run: start a server pinned to its CPUs, wait until it serves, load it
 with a client on the other CPUs, measure both, stop the server."""
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """bench/run: plan the matrix, run it, write results.json, plots and report.md."""
 import argparse
 import datetime

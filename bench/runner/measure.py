@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Server CPU time from /proc, client CPU from rusage, and syscall counts
 from perf's raw_syscalls:sys_enter tracepoint."""
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The load of the memory and static-file scenarios, run as the client
 `bench/clients/httpmem`: many HTTP connections from one process, with the
 server's resident memory read at fixed moments of the load.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """PNG plots from results.json; runs under bench/.venv's Python (matplotlib).
 
     python -m runner.plots RESULTS_DIR      (from bench/)

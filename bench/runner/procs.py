@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Child processes: start pinned in their own process group, wait with a
 deadline, stop by PID (SIGTERM, then SIGKILL), and never leave one behind.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """report.md from the results (the same dict that goes to results.json)."""
 from . import scenarios, servers, switch
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The scenarios, their quick and full grids, and the rules that mark a grid
 cell as beyond this machine instead of running it."""
 import itertools

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The servers under test: where their binaries are and how each one is
 started for a mode (echo, pong, http) on a port."""
 import os

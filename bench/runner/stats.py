@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Medians, spreads and ratios per scenario cell, from the raw runs."""
 import statistics
 

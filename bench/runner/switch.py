@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The switch scenario: apps/switch_bench times two counters that hand
 control to each other, for ringio's stackless task, ringio's fiber,
 swapcontext(3) and raw Boost.Context fcontext (the floor), and prints one

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The ringio-uring targets of the issue, judged from the measured medians."""
 from . import stats
 

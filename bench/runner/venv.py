@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """bench/.venv with the pinned plotting requirements, made once and reused
 while bench/requirements.txt stays the same."""
 import hashlib

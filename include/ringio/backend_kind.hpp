@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/backend_kind.hpp — the ways an io_context can wait for I/O.
 #pragma once
 

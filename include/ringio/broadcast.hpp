@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/broadcast.hpp — one sender, many receivers: every receiver sees every value
 // sent after it subscribed, through its own cursor over a ring of the last `capacity`
 // values. The sender never waits: a receiver that falls more than `capacity` values

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/buffer.hpp — byte views that operations read into and write from. Any
 // contiguous range of char, unsigned char or std::byte converts implicitly.
 #pragma once

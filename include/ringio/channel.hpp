@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/channel.hpp — a bounded multi-producer, single-consumer channel between
 // threads: senders on any thread, one receiving task on one loop. A send that finds
 // room is lock-free and allocation-free; it wakes the receiver's loop only when the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/error.hpp — error codes of ringio's own, and the one place negative errno
 // values become std::error_code.
 #pragma once

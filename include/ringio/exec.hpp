@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/exec.hpp — the sender interface (P2300 / std::execution style), in one include.
 // See docs/senders.md.
 #pragma once

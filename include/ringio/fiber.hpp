@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/fiber.hpp — stackful fibers on the loop, in one include (docs/fibers.md).
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/io_context.hpp — the per-thread event loop. One io_context per thread, never
 // shared: its ring (or epoll set) is used only by the thread that runs it.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/log.hpp — where ringio's own diagnostics go: one line per event, with a level,
 // to a handler the application may replace (stderr by default).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/post.hpp — run a function or a task on another thread's io_context.
 #pragma once
 

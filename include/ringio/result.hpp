@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/result.hpp — result<T>: a value or a std::error_code, with the interface of
 // std::expected<T, std::error_code> (which clang-16 cannot use with libstdc++ 12).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/ringio.hpp — everything in one include.
 #pragma once
 
@@ -37,6 +38,7 @@
 #include "ringio/time/sleep.hpp"
 #include "ringio/time/timeout.hpp"
 #include "ringio/try_when_all.hpp"
+#include "ringio/version.hpp"
 #include "ringio/when_all.hpp"
 #include "ringio/when_any.hpp"
 #include "ringio/yield.hpp"

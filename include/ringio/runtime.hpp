@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/runtime.hpp — thread per core: N threads, each with its own io_context (its
 // own ring; nothing shared on the hot path).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/scope.hpp — structured concurrency: tasks spawned into a scope run
 // concurrently with their spawner, and `co_await scope.join()` waits for all of them.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/serve.hpp — server scaffolding: an accept loop that survives accept errors,
 // limits connections and drains gracefully, and a blocking entry point that runs it
 // on every loop thread until SIGINT/SIGTERM.

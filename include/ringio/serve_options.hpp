@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/serve_options.hpp — how ringio::serve accepts, limits and drains connections,
 // and (for the blocking entry point) how many loop threads it runs and what it calls.
 #pragma once

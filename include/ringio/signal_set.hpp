@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/signal_set.hpp — receive signals (SIGINT, SIGTERM, ...) as awaitable events,
 // through a signalfd read by the loop like any other descriptor.
 #pragma once

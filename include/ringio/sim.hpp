@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/sim.hpp — deterministic simulation: sim::world (virtual time, a simulated TCP
 // network, seeded faults) and sim::run_seeds (docs/simulation.md).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/stop.hpp — the implicit stop token of a task. Every task carries the token of
 // whoever awaits it (a scope's, when_any's, or none); operations awaited without an
 // explicit token obey it. `co_await current_stop_token()` reads it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/sync.hpp — the synchronisation primitives for tasks in one include.
 #pragma once
 

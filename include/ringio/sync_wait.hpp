@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/sync_wait.hpp — run a task to completion on an io_context from ordinary code.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/task.hpp — task<T>: a lazy coroutine that starts when awaited and hands control
 // back to its awaiter by symmetric transfer, so chains of synchronous co_awaits use no stack.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/tls.hpp — TLS for ringio streams (OpenSSL 3); link ringio::tls.
 #pragma once
 

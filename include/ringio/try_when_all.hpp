@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/try_when_all.hpp — run tasks returning result<T> concurrently; the first
 // failure stops the others, and after all have finished it is what comes back.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/when_all.hpp — run tasks concurrently and wait for all of them.
 #pragma once
 

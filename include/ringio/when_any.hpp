@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/when_any.hpp — run tasks concurrently; the first to finish wins, the others
 // are cancelled and awaited before when_any completes.
 #pragma once

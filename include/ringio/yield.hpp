@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/yield.hpp — give other tasks a turn (yield) or make a round trip through the
 // backend (nop: an IORING_OP_NOP on io_uring).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // backend — what a loop needs from the thing that waits for I/O. Three implementations:
 // uring_backend (completion and uring-poll modes) and epoll_backend.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // backend_factory — constructors of the concrete backends. They throw
 // backend_setup_error when the host cannot run them; the message names the reason.
 #pragma once

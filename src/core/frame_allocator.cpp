@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Per-thread free lists of coroutine frames, one per size class.
 #include "ringio/detail/frame_allocator.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // io_context: picks a backend, runs the loop, shuts down cleanly.
 #include "ringio/io_context.hpp"
 #include "ringio/sim/world.hpp"

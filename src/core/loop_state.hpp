@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // loop_state — the io_context's own bookkeeping, shared with its backend.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Starting, finishing and cancelling operations: the parts every backend shares.
 #include <cerrno>
 #include <stdexcept>

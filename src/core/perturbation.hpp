@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // perturbation — a seeded test mode of the backends (RINGIO_PERTURB=<seed>): it changes
 // what the kernel is allowed to change anyway, so that code which depends on one order
 // or one size fails in tests. io_uring: the completions of a reaped batch come in

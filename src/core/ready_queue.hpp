@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ready_queue — FIFO of work the loop runs next: coroutines to resume and operations
 // whose result is known. A ring buffer that only grows, so steady state never allocates.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // sys — the socket syscalls ringio makes, routed to the thread's simulated network
 // when a sim::world is current there and the descriptor is one of its sockets; to the
 // kernel otherwise (one thread-local load and a branch).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // timer_heap — a binary min-heap of operations ordered by deadline_ns; each operation
 // remembers its slot (heap_index, 1-based; 0 = not in the heap) so removal is O(log n).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The cold parts of a fiber: its first and last switch, its unwinding, and the task
 // that drives it (the switches themselves are inline in fiber_core.hpp).
 #include "ringio/fiber/fiber_core.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fiber stacks: mmap'ed with a guard page below, recycled through a per-thread pool
 // whose list lives inside the pooled stacks themselves (so pooling allocates nothing).
 #include "ringio/fiber/fiber_stack.hpp"

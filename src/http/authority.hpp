@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // authority — host and port as a Host field or an absolute-form target carries them
 // (RFC 9110 4.2 and 7.2 with the grammar of RFC 3986 3.2.2-3.2.3).
 #pragma once

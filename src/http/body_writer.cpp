@@ -1,5 +1,7 @@
-#include "ringio/detail/clock.hpp"
+// SPDX-License-Identifier: Apache-2.0
 #include "ringio/http/body_writer.hpp"
+
+#include "ringio/detail/clock.hpp"
 
 #include "output_buffer.hpp"
 #include "ringio/time/timeout.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // byte_range — the Range request field (RFC 9110 14.2) of GET on a file.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // char_class — byte classes of RFC 9110/9112 grammar, as one constexpr table.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // connection — the receiving half of a connection and its request loop: buffers,
 // the head and body reads, the handler call, the watchdog. Sending: connection_send.cpp.
 #include "connection.hpp"

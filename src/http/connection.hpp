@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // connection — one client connection: read, parse, call the handler, write; again
 // while keep-alive allows. Between requests it holds no buffer: it waits with a
 // receive into its loop's shared pool, and borrows a request_state (buffers, parsed

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // connection_send — the sending half of a connection: response heads, fixed, file and
 // streamed bodies, error responses, and closing.
 #include <sys/socket.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // file_path — turning a request path into a file below a root directory, safely.
 #pragma once
 

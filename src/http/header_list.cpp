@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "ringio/http/header_list.hpp"
 
 #include "char_class.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // http_date — HTTP-date (RFC 9110 5.6.7): IMF-fixdate formatting ("Sun, 06 Nov 1994
 // 08:49:37 GMT"), parsing of it and of the two obsolete forms a recipient must accept,
 // and the per-thread cached Date value, formatted once per second.

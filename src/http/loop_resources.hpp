@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // loop_resources — what the HTTP connections of one io_context share (a service of the
 // context, so it ends before the ring closes): the small buffer pool that idle
 // connections receive into, and a cache of request_states. The cache makes a busy

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // mime_types — Content-Type by file extension.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // multipart_ranges — a 206 response carrying several ranges of a file as
 // multipart/byteranges (RFC 9110 14.6).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // output_buffer — a connection's growable send buffer, reused for every response:
 // heads are formatted straight into it, pipelined responses gather in it.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // percent_coding — the one implementation of %XX decoding (RFC 3986 2.1), shared by
 // the public percent_decode(), query_params, the router's path parameters and the
 // static files' path decoding.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "ringio/http/percent_decode.hpp"
 
 #include "percent_coding.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // preconditions — the conditional request fields of RFC 9110 13 for a file served by
 // GET or HEAD: which apply, in which order, and what they decide.
 #pragma once

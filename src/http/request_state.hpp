@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // request_state — what a connection needs only while a request is in progress: the
 // receive and send buffers, the parsed request, the parsers. Idle keep-alive
 // connections hold none; they borrow one from their loop's cache (loop_resources)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // server_core — what every connection of one http::server shares, across threads: the
 // handler, the options, the connection count, the drain signal, the log.
 #pragma once

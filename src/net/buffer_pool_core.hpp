@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // buffer_pool_core — the state behind a buffer_pool, kept alive (by a count of its
 // users) until the pool, every receiver and every pooled_buffer of it are gone.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // buffered_stream and its two operations on every backend.
 #include "ringio/net/buffered_stream.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // copy_bidirectional: two pumps and an optional idle watcher in one scope, sharing one
 // record of counts and the first error.
 #include "ringio/net/copy_bidirectional.hpp"

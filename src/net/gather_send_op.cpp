@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // io_uring and readiness faces of the gather send.
 #include "ringio/detail/gather_send_op.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "net/missed_wakeup_sweep.hpp"
 
 #include "net/multishot_recv_state.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // missed_wakeup_sweep — a safety net for a kernel race: an armed multishot recv can miss
 // the wake-up of the peer's close or reset (reported upstream for AF_UNIX and seen here
 // on TCP too, Linux 6.18: the socket polls readable/HUP, yet no CQE ever comes). While

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // multishot accept: one armed IORING_OP_ACCEPT (IORING_ACCEPT_MULTISHOT) per acceptor.
 #include "ringio/net/multishot_acceptor.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // multishot recv with kernel-selected buffers (IORING_RECV_MULTISHOT + IOSQE_BUFFER_SELECT).
 #include "ringio/net/multishot_receiver.hpp"
 

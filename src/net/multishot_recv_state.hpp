@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // multishot_recv_state — the armed multishot recv of one multishot_receiver. It is
 // heap-allocated so that, when the receiver is destroyed while the kernel still holds
 // the request, it can live on (orphaned) until the request's last CQE.

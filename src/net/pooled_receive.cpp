@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A receive into a pool buffer chosen when data is there (see pooled_receive.hpp).
 #include "ringio/net/pooled_receive.hpp"
 

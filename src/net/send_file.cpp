@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // sendfile(2) driven by readiness: io_uring waits with a poll request, the readiness
 // backends with their own wait lists. (IORING_OP_SPLICE through a pipe would need no
 // poll, but a splice into a full socket blocks an io-wq worker thread per connection:

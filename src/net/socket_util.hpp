@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // socket_util — small socket helpers shared by the socket types.
 #pragma once
 

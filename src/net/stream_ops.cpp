@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // io_uring and readiness faces of the stream operations.
 #include "ringio/detail/stream_ops.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // accept_errors — what a failed accept means for the accept loop, and the back-off
 // (with its rate-limited log line) after failures for want of resources.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // accept_loop — the body of ringio::serve on one loop: accept (or receive handed-over
 // sockets), start handlers, survive accept errors, drain on stop.
 #pragma once

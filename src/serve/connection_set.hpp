@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // connection_set — one accept loop's connections: the scope that owns their tasks, how
 // many are open (for max_connections), the wait for a free slot, and the drain.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // rate_limited_log — at most one log line per period for a recurring event on one
 // loop thread; the lines say how many occurrences went unreported in between.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The blocking ringio::serve: listeners, a runtime, signals, the graceful stop.
 #include <chrono>
 #include <csignal>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "ringio/sim/run_seeds.hpp"
 
 #include <chrono>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // seed_env — a seed (or count) from an environment variable: all digits, or an error
 // that names the variable, never a silent prefix ("12abc" is not seed 12).
 #pragma once

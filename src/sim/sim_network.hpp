@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // sim_network — the simulated kernel of a sim::world: virtual time, a table of
 // simulated TCP sockets (each holding a real placeholder descriptor so numbers stay
 // unique in the process), segments in flight with seeded latency, and the faults of

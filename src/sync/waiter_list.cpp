@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "ringio/io_context.hpp"
 #include "ringio/sync/detail/queued_op.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // deadline: lazy re-arming on top of the loop's event operations (see deadline.hpp).
 #include "ringio/time/deadline.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The shared state behind tls::context: the SSL_CTX and what its callbacks need.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "ringio/tls/error.hpp"
 
 #include <openssl/err.h>

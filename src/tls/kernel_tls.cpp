@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Whether kernel TLS can be used here: OpenSSL built with it, and a kernel that accepts
 // the "tls" upper-layer protocol on a connected TCP socket. Checked once.
 #include <arpa/inet.h>

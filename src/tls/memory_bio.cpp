@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The BIO between OpenSSL and a stream's ciphertext buffers. OpenSSL sees an empty
 // input as "retry later" and a full output as "retry later"; the stream's operations
 // then move bytes with the socket and call OpenSSL again.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "record_buffer_cache.hpp"
 
 #include <array>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Record-sized buffers borrowed per operation from a per-thread cache, so that an idle
 // TLS connection holds none and a busy one does not call the allocator per record.
 #pragma once

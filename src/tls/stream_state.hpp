@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The state of one tls::stream, kept in one place while operations run, and the
 // memory BIO through which OpenSSL reads and writes ciphertext.
 #pragma once

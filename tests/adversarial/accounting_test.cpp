@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Adversarial: byte accounting under cancel() at random moments. A send_all / gather
 // send_all / send_file that stops early reports N: the peer must receive exactly the
 // first N bytes (no more, no less). recv_exact / buffered read_exact cancelled at

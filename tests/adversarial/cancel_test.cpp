@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Adversarial: stream_socket::cancel() racing the completion of the current step of
 // multi-step operations not covered by same_batch_cancel_test: gather send_all,
 // send_file, buffered_stream reads, multishot_receiver; and operations started right

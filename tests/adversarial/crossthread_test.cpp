@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Adversarial: cross-thread operations must not touch shared state after the other side
 // can observe their effect. Both threads are pinned to one CPU and the non-loop
 // thread runs under SCHED_IDLE, so the loop preempts it right after the store it

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Adversarial: a direct-descriptor socket awaited on another loop must fail with
 // cross_device_link and touch nothing of that loop's connections, for every operation
 // kind not covered by direct_descriptor_test: send, gather sends, shutdown, close,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Adversarial: http::client against scripted raw servers: stale pooled connections (FIN or
 // RST, plain and TLS) before a non-retryable POST, credentials on redirects to other
 // origins (other port, scheme-relative Location), dot segments in relative Locations,

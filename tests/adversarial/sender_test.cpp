@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Adversarial: senders. Connects that throw inside let_value / repeat_until / nested
 // algorithms / co_await of algorithms; environment-dependent senders inside co_await of
 // algorithms; exec::yield() in loops; io_contexts destroyed on another thread with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Adversarial: shutting down under load. An io_context destroyed on its own thread with
 // many operations of every kind pending (recv_exact with partial data, send_all on a
 // full socket, gather send_all, send_file, buffered reads, multishot receivers, pooled

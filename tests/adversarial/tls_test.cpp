@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Adversarial: TLS over a loop with zero-copy sends: the stream's record buffers are reused
 // right after each send completes; the peer must read exactly what was written, with
 // stops cutting writes at random moments.

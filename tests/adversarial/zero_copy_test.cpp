@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Adversarial: zero-copy sends. Destroying the io_context while a send waits for its
 // notification must return promptly even when the socket is not owned by the task (it
 // outlives the context), when the send was cut by a deadline, or when it runs as a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The echo_server program, driven from outside: its CLI contract, its graceful stop,
 // and 1 GiB echoed exactly over 100 connections.
 #include <gtest/gtest.h>

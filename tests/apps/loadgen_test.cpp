@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The load generators and pong, driven as programs: short real runs against real
 // servers, their RESULT lines parsed, their CLI errors checked.
 #include <gtest/gtest.h>

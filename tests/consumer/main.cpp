@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Echoes one message through a real socket pair with ringio: proves the headers,
 // the library and its dependencies are all found by a consuming project.
 #include <ringio/fiber.hpp>

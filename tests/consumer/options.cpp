@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The option structs as the docs write them: designated initializers naming only the
 // fields that change. Built with -Wall -Wextra -Werror, so a field without a default
 // member initializer (-Wmissing-field-initializers) fails the consumer build.

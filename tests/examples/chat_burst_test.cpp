@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The chat example under a paste: one client sends 2,000 lines at once to a room of
 // 100 readers that drain their sockets as fast as loopback allows, and 4 readers that
 // do not read at all. Every fast reader must get every line, in order and without a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The example programs, run as their users would run them: real clients (plain
 // sockets, curl) against the built binaries, then SIGTERM for a graceful exit.
 #include <gtest/gtest.h>

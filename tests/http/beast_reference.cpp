@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // beast_reference — Boost.Beast's request parser as the reference of the differential
 // test. Limits match ringio's defaults: 16 KiB of head, 1 MiB of body.
 #include <boost/beast/http/basic_parser.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A real browser against http_server --root: headless Chromium loads tests/http/site
 // (HTML, a stylesheet, a deferred script and a PNG) and the script writes what it
 // found into the DOM, which Chromium dumps; over HTTP, then over HTTPS (a throw-away

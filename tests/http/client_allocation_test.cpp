@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A request on a reused connection allocates nothing: stream_request + read into a
 // caller's buffer, against an allocation-free scripted server on the same loop, on
 // every backend, with the global operator new replaced by a counting one.

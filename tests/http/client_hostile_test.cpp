@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // http::client against a corpus of hostile scripted servers on 127.0.0.1, plain TCP
 // and TLS, on every backend: malformed heads, stalls, truncations, redirects, floods
 // of interim responses, and pooled connections the server has closed or spoken on.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // http::client over https:// against a tls::stream server on the client's loop (a
 // throw-away PKI from tests/tls/test_certs.hpp), on every backend.
 #include <gtest/gtest.h>

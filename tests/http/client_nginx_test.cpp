@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // http::client against a real nginx, started as a child process with a generated
 // configuration in a temporary directory, on every backend. Skipped without nginx.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The client's parsers without sockets: URLs, Location resolution, response heads and
 // chunked bodies (split at every byte).
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // http::client's pool against scripted raw servers (plain and TLS), on every backend:
 // pooled connections the server closed, the retry on a new connection, and sends that
 // fail part-way.

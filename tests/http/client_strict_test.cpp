@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // http::client's strictness against scripted raw servers, on every backend: bodies cut
 // short over TLS, credentials on redirects to another origin, transfer codings it
 // cannot decode, and the head-size bound over interim responses.

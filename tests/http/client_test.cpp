@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // http::client against ringio's http::server (in process, on its own thread) and
 // against scripted raw servers on the client's loop, on every backend.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Differential test: ringio's request parser against Boost.Beast's on a corpus of
 // valid and invalid requests, hand-written and mutated. Where they disagree the
 // difference must be one of ringio's documented, deliberate ones (docs/http.md);

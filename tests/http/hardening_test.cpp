@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Hostile and broken clients, on every backend: each gets its exact status code and a
 // closed connection, and the server stays healthy; slow clients time out; handler
 // errors become 500; the connection limit holds; a graceful stop lets requests in

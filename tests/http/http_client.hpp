@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // http_client — a plain blocking HTTP/1.1 client for the tests: it shares no code with
 // the server, frames responses itself (Content-Length, chunked, until close) and
 // never waits forever (every receive has a timeout).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The http_server program, driven from outside: its CLI contract, hello world and
 // static files on every backend, the connection limit's log line, and its graceful
 // stop on SIGTERM.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // json_writer: structure, commas, escaping, UTF-8 checking, number forms, misuse; and
 // its output read back by Python's json module (strict), fixed cases and seeded
 // random strings and numbers.

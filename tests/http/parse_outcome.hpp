@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // parse_outcome — what a parser made of one complete input, in a form two parsers
 // can be compared by: accepted or not, the request line, the fields, the body.
 #pragma once

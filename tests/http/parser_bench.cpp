@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // parser_bench — ns per request for ringio's request parser and Boost.Beast's
 // basic_parser on three typical requests (the numbers behind docs/http.md). Not a
 // test: run build/<dir>/tests/http_parser_bench [iterations].

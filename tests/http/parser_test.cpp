@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The request parser and the chunked decoder on their own: fields, framing flags,
 // incremental input (byte by byte, moved buffers), and the limits.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The HTTP/1.1 protocol over real sockets, on every backend: keep-alive, pipelining,
 // request bodies (Content-Length and chunked), HTTP/1.0, HEAD, 100-continue, and
 // streamed or large responses.

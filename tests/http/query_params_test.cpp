@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // percent_decode and query_params on their own: escapes, '+', empty and repeated
 // pieces, malformed escapes, caller buffers, and a seeded randomized comparison with a
 // plain reference decoder.

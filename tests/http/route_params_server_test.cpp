@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Path parameters, query strings and JSON through a real server on every backend:
 // captures reach the handler decoded, 405/404/OPTIONS * for pattern routes, a body
 // for a pattern route that does not take the method is answered before it is read,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The router on its own: path parameters (matching, percent-decoding, what does not
 // match), precedence of exact over pattern over prefix routes, 404/405/Allow,
 // OPTIONS *, has_route, pattern validation, and a seeded randomized comparison with a

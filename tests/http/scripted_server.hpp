@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // scripted_server — a raw HTTP server on the test's loop for client tests: each
 // accepted connection (plain TCP, or TLS over tls::stream) plays its own script of
 // steps (read a request, send bytes, stall, send close_notify, close, reset). Every

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // server_fixture — runs an http::server on a background thread, on the backend of the
 // test's parameter, with a listener on 127.0.0.1 (kernel-chosen port). The test
 // thread is then an ordinary blocking client.

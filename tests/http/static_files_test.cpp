@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Static files over real sockets, on every backend: content types, index files,
 // conditional requests, byte ranges (multipart too), and paths that try to leave the
 // root; and the date and Range parsers on their own.

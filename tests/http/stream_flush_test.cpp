@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Streamed bodies reach the client as they are written, on every backend: a raw
 // socket sees the first chunk while the handler still sleeps before the second (the
 // example of docs/http.md), write_batched() holds parts until flush(), and a client

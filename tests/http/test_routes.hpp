@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // test_routes — the handlers the protocol tests talk to.
 #pragma once
 

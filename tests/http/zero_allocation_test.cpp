@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The hello-world keep-alive hot path allocates nothing per request: 10,000 requests
 // after a warm-up (one by one, and pipelined 16 at a time), on every backend, with
 // the global operator new replaced by a counting one; also for a route with path

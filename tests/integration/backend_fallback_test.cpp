@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Falling back to epoll when io_uring cannot start, tested for real: a child process
 // installs a seccomp filter that makes io_uring_setup (or io_uring_register) fail with
 // EPERM, as a container runtime's profile or kernel.io_uring_disabled would.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // batching_writer: what queued goes out in few gathered sends, in order; the bound
 // under each policy (drop_oldest with its gap notice, wait, fail); close with queued
 // data; a peer reset, a stop and the writer's destruction while a send is in flight.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // broadcast<T>: every receiver sees every value in order, a slow receiver is told how
 // many values it missed and continues, close drains, waits are cancellable and safe in
 // when_any.

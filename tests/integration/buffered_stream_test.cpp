@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // buffered_stream: messages split across many receives, delimiters split between
 // receives, the limits, the end of the stream, the switch to raw reads, and stops at
 // awkward points that must lose no byte, on every backend.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Cancellation through stop tokens, and every race it has: before the start, while
 // in flight (same thread and another thread), after completion, against a completion
 // (the real result wins and nothing leaks), and at context shutdown.

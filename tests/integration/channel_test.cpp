@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // channel<T>: many sender threads, one receiving task; exact counts under contention,
 // sleeping receivers woken, cancellation of a waiting receive.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Errors from real peers: refused connections, resets mid-transfer, running out of
 // file descriptors while accepting.
 #include <gtest/gtest.h>

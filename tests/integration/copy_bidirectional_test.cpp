@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // copy_bidirectional as a proxy between a client and a server (socketpairs and
 // loopback TCP), on every backend: large data both ways checked byte by byte,
 // half-close, resets, the idle timeout, a stop, bad arguments, and a seeded random run

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Regression tests of the core's guarantees: lifetimes (nothing touches freed memory),
 // no lost results or wake-ups, deadlines and caps that cannot stall the loop, and
 // cancellation that composes (explicit tokens, scopes, spawn_on, with_timeout).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Work handed between loops on different threads: post, spawn_on, the runtime, and
 // stops requested from other threads while the loops are busy.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // UDP datagrams, regular files at offsets, and signals delivered through the loop.
 #include <gtest/gtest.h>
 #include <fcntl.h>

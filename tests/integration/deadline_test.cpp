@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // deadline: fires at its time, moves later and earlier, disarms, cancels, obeys a stop,
 // ends with the loop; on every backend.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Direct descriptors (listen_options::direct_descriptors with a file table from
 // io_context_options::direct_descriptors): accepted sockets live in the ring's file
 // table on io_uring and every operation on them uses IOSQE_FIXED_FILE; elsewhere the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Echo over real sockets: sizes from 1 byte to 1 MiB, many connections at once,
 // every byte compared.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Randomized (seeded) fiber echo: many connections, each a client fiber and a server
 // fiber, with stops, shutdowns and resets injected at random points. At the end every
 // fiber has finished, what each client got back (plus what is left in its socket) is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fibers: blocking-style I/O from stackful fibers on every backend, interop with tasks,
 // exceptions, cancellation, many fibers, the stack pool, shutdown and the guard page.
 #include <gtest/gtest.h>

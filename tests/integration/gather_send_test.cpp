@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Gather writes: stream_socket::send and send_all over a sequence of buffers (one
 // sendmsg per attempt), partial sends across buffer boundaries, more buffers than one
 // sendmsg carries, stops, timeouts and peer resets, on every backend.

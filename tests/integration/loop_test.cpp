@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Properties of the loop itself, measured by its counters.
 #include <gtest/gtest.h>
 

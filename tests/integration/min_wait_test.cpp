@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Min-wait batching (io_context_options::min_wait) on every backend: a sleep shorter
 // than the min wait is not late, a post() from another thread ends the wait at once,
 // completions that arrive within the min wait come back in one batch, and an idle loop

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One armed multishot accept serving many connections; cancellation and destruction
 // with connections still queued inside.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // multishot_receiver and buffer_pool: data arrives exactly, the pool running dry
 // pauses and resumes a connection, cancellation and destruction lose and leak nothing.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Stream sockets: partial counts of recv_exact / send_all that stop early,
 // stream_socket::cancel() and stream_listener::cancel(), and a receive that waited on
 // a closed descriptor never reading the socket that reuses its number.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // receive_pooled (a receive that takes a pool buffer only when data is there),
 // send_file (sendfile(2) driven by the loop), and io_context services, on every backend.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // buffer_pool_options: receive bundles and incremental buffers. Every test runs on every
 // backend with every combination of the options (the readiness backends ignore them):
 // bytes arrive whole and in order, buffers go back to the pool, a cancelled next() loses

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // stream_socket::cancel() racing the completion of a multi-step operation's current
 // step: a watchdog woken by a completion earlier in the same reaped batch cancels a
 // recv_exact / send_all whose step completes right after it in that batch. The

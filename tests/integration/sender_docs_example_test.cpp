@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The complete example of docs/senders.md, compiled and run: keep the two the same.
 #include <gtest/gtest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What senders see and what happens when things go wrong around them, on every
 // backend: children get their receiver's environment (in algorithms and in co_await,
 // where a sender may complete inside the task's stop request), a connect that throws

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // sender_support — helpers of the sender tests: a sender adaptor that gives its child a
 // chosen stop token, and blocking socket helpers for the peer side.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The sender interface (ringio/exec.hpp) on every backend: each operation's sender
 // (value, error, stopped), the cancellation rules (stop before start, stop while
 // pending, a stop that loses the race), the algorithms (when_all, when_any, let_value,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio::serve: the accept loop on a listener (many clients, handler exceptions, the
 // connection limit, the drain and its deadline, EMFILE with back-off and one log line
 // per period, a seeded randomized run) on every backend, and the blocking entry point

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The synchronisation primitives awaited from fibers (this_fiber::await): fibers and
 // tasks contend for one mutex, a fiber sends into a full channel, a fiber waits for an
 // event set by a task, and a stopped fiber's wait is cancelled.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Randomized (seeded) runs: many producers and consumers on a channel, and many tasks
 // on a mutex and a semaphore, with cancellations and timeouts injected at random
 // points. Afterwards: no value lost or duplicated, per-producer order kept, and no

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // mutex, semaphore, wait_group, barrier and event: FIFO hand-off, exclusion, waits
 // cancelled before they start, while queued and racing a hand-off, timeouts, and a
 // set() from another thread.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Teardown at the earliest observable moment: for each type with a cross-thread
 // method, the loop side destroys the object the instant it can observe that the other
 // thread's call took effect, while that thread may still be inside the call. Both

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Timeouts that fire and timeouts that do not.
 #include <gtest/gtest.h>
 #include <sys/socket.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Steady-state I/O allocates nothing: 10,000 echo round trips after a warm-up, with
 // the global operator new replaced by a counting one (also: buffered_stream lines and
 // gather writes, a batching_writer's messages).

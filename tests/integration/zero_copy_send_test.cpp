@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Zero-copy sends (io_context_options::zero_copy_send_threshold) on every backend: the
 // bytes arrive intact at every size around the threshold, a send_all keeps going through
 // partial sends, the buffer may be overwritten as soon as the send completes (the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio senders consumed by stdexec (stdexec::when_all, exec::when_any,
 // stdexec::sync_wait) and stdexec senders consumed by ringio's algorithms, with
 // cancellation through exec::when_any. Built against stdexec when CMake is given

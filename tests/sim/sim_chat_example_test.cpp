@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The chat example's own code (examples/chat_server.cpp, its session()) in seeded
 // simulated worlds: slow links, short transfers, small buffers, a member that stops
 // reading, and in hostile worlds resets. Invariants: a member that keeps reading gets

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The HTTP example's own handlers (examples/http_app.cpp: a JSON item, a query, a
 // streamed countdown) behind http::server in seeded simulated worlds: clients on slow
 // links, a client that sends a request and never reads, and in hostile worlds resets

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The HTTP server and client in simulated worlds: keep-alive GETs and POSTs through
 // slow, lossy-by-reset, short-transferring networks. Each response is either right
 // (status and body) or the request fails with an error; nothing hangs, and every

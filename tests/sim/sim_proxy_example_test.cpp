@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The proxy example's own code (examples/tcp_proxy.cpp, its forward()) in seeded
 // simulated worlds: clients echo random data through the proxy to an echo backend
 // over slow links with short transfers, and in hostile worlds with resets, refused

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // TLS streams (userspace OpenSSL over simulated TCP) in seeded worlds: handshakes,
 // an echo of random data in both directions at once, close_notify, over slow links
 // with short transfers, and in hostile worlds with resets and refused connects. Each

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The sim backend: virtual time, the simulated TCP network's semantics (connect,
 // refuse, back-pressure, half-close, reset), determinism of a seed, and seeded worlds
 // with faults where every byte must arrive in order or the connection must fail.

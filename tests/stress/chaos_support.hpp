@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chaos_support — what the randomized stress run needs besides ringio itself: its
 // configuration from the environment, a watchdog that turns a hang into an abort that
 // names the seed, and the deterministic byte pattern every connection carries.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Chaos run: one seeded, randomized scenario per (backend, seed) that drives the whole
 // public API at once — listener, plain and multishot accept, connect, socketpairs,
 // recv / recv_exact / send / send_all / multishot receive into a shared buffer_pool,

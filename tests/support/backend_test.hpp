@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // backend_test — a fixture that runs each test once per backend (uring, epoll,
 // uring-poll, and sim for the suites that say so) on a fresh io_context driven by the
 // test thread. Under sim the test thread gets a sim::world first (seed RINGIO_SIM_SEED,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // child_process — runs an app binary as a child process, reads its output, sends it
 // signals and waits for it with a deadline (the app tests drive the real programs).
 #pragma once

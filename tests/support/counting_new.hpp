@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // counting_new — replaces the global operator new with one that counts allocations
 // while `counting` is set, for the zero-allocation tests. It defines the replacement
 // functions (and a test that they are in effect): include it in exactly one source

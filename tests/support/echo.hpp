@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // echo — the server side most integration tests need: write back every byte until EOF.
 #pragma once
 

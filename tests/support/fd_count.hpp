@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fd_count — open descriptors of this process, to prove nothing leaks.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // join_within — waits for a scope's children, but stops them after a limit, so that a
 // helper (a test server waiting for a client that already failed) cannot hang a test.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // loopback — helpers for tests that talk over 127.0.0.1.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio_clock — a std::chrono clock that reads ringio::now(): real time on the
 // kernel backends, the world's virtual time under sim. Tests that measure how long
 // ringio waited use it, so they hold on every backend.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // sanitizer — whether this test binary runs under a sanitizer. Tests that exhaust the
 // descriptor table skip there: the sanitizer runtime needs descriptors of its own
 // (it reads /proc files when it inspects a thread or a type) and aborts without them.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // seed — the seed of a randomized test: RINGIO_TEST_SEED when set (to replay a
 // failure), else a fresh one. It is printed so that every run can be replayed.
 #pragma once

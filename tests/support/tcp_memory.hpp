@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tcp_memory — the kernel's count of connections it aborted for lack of TCP memory
 // (TcpExt TCPAbortOnMemory in /proc/net/netstat). The TCP memory of a host is shared
 // with every other process: when something else exhausts it, the kernel turns a close

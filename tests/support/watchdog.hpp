@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // watchdog — turns a hang into a test failure: if the guarded section has not ended
 // within its limit, `on_fire` runs on the watchdog's thread (it should unblock the
 // section, e.g. stop a loop), and fired() tells the test.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A seeded adversarial run: a tls::stream client against a real OpenSSL server
 // (openssl_peer.hpp, non-blocking on a thread of its own), with deadlines, stops,
 // half-closes, resets and slow or absent reads landing at random points on both sides.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Steady-state TLS echo allocates nothing through operator new: the coroutine frames
 // of recv and send come from ringio's frame cache and the record buffers from the
 // per-thread record cache. OpenSSL's own mallocs (its record buffers, freed between

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // attack_test — attacks on tls::stream's pending output (the "push"),
 // on stops of sends blocked on a full socket, and on both under RINGIO_PERTURB.
 // Every test is bounded: a watchdog ends the process if one runs past its limit.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Stops at awkward points of a tls::stream: a recv stopped while half a record has
 // arrived, and a seeded random run of full-duplex traffic with random stops and
 // resets, whose invariant is that the bytes received are exactly the bytes sent.

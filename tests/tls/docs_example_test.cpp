@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The example of docs/tls.md, compiled and run: a TLS echo server and a client.
 #include <gtest/gtest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // HTTPS served straight over the TLS stream, on every backend: pipelined requests, a
 // file larger than the read-through limit, a streamed body, the idle and send timeouts,
 // clients that cut the connection (without close_notify, with a reset) at awkward

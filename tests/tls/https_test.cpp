@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // HTTPS: http::server behind serve_tls_connection, against curl (--cacert) and a ringio
 // TLS client, on every backend; and the hardening of the TLS front: a client that never
 // completes the handshake, and plain HTTP sent to the TLS port.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tls::stream against OpenSSL's own programs: a ringio client against `openssl
 // s_server`, a ringio server against `openssl s_client`, and a TLS 1.2 renegotiation
 // that the server refuses.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // openssl_peer — the far end of a TLS connection made of OpenSSL alone, independent of
 // ringio: a listener on 127.0.0.1 that accepts one connection on a thread of its own,
 // runs the server handshake with the test PKI over the plain socket (SSL_set_fd), then

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The output a tls::stream holds between operations (the rest of a record whose send was
 // cut by its deadline or a stop) against a real OpenSSL peer (openssl_peer.hpp):
 // - it goes out before anything else, also when the next operation is a recv, whose

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The tls::stream pieces a server loop uses to wait without a buffer and to bound its
 // operations: feed() of ciphertext received elsewhere, has_buffered_input(), recv with
 // a deadline and recv_wait::with_buffer, send_all with a deadline, send_close_notify.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tls::stream between two ringio ends over TCP on 127.0.0.1, on every backend:
 // handshake, echo, verification failures, SNI, ALPN, resumption, versions, close_notify
 // against truncation, cancellation, timeouts and garbage.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // test_certs — a throw-away PKI made with the `openssl` command at first use: a test CA,
 // a server certificate for "localhost" and 127.0.0.1, one for "other.test" (SNI), and a
 // second CA with its own "localhost" certificate that nothing trusts.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tls_support — contexts made from the test PKI, and TCP connections over 127.0.0.1
 // wrapped as TLS client and server streams.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // apps::latency_histogram: the bucket layout (exact below 256 ns, 1/128 relative width
 // above, contiguous up to 60 s), percentiles against exact order statistics, merging,
 // overflow, and that recording never allocates. It replaces the global operator new to

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The logging hook: levels, the threshold, the replaceable handler, the default sink.
 #include <gtest/gtest.h>
 

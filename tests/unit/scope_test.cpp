@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "ringio/scope.hpp"
 
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // try_when_all: values in order, the first failure stops the siblings and is returned
 // after all finished, exceptions, and a stop from outside.
 #include <gtest/gtest.h>

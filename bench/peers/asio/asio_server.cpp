@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // asio_server_epoll / asio_server_uring: the peers written the usual way with
 // standalone Asio and C++20 coroutines, one coroutine per connection. The
 // same source builds against Asio's epoll reactor and its io_uring backend

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // HTTP/1.1 "hello world" used by every peer's http mode: request framing,
 // the keep-alive decision and the fixed responses.
 #pragma once

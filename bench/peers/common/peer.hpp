@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Process plumbing shared by the C++ benchmark peers: the command line, the
 // listeners, the start-up line and the shutdown signal.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // raw_epoll_echo_client: echo_bench's load (N connections, each looping "send L
 // bytes, receive the L bytes back") written the plain way, with no framework, to
 // compare CPU per round trip and latency with ringio's clients. Same command line and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // raw_epoll_server: the "no framework" epoll peer, a bound on what any
 // readiness-based runtime can reach on this machine.
 //

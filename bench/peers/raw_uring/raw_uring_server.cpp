@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // raw_uring_server: the "no framework" io_uring peer, a bound on what any
 // io_uring runtime can reach on this machine.
 //

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # End-to-end checks for tokio_server: builds it, then for both runtimes and
 # 1 and 2 threads runs every mode against real clients on 127.0.0.1 (Python
 # byte-exact clients, wrk, ab, curl), plus the CLI, port-in-use and signal

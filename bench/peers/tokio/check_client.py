@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Correctness clients for tokio_server, used by check.sh.
 
 usage: check_client.py echo|pong|http PORT [--block B]

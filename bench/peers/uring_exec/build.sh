@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds the `pong` and `ping` programs of the uring_exec benchmarks (a C++
 # std::execution executor on io_uring) from their public sources, for the
 # pingpong-seed scenario of bench/run. Nothing is downloaded: give the source trees.
@@ -17,7 +18,7 @@
 # two std::format calls onto {fmt}). Built with -O3 as uring_exec's own Makefile does.
 set -euo pipefail
 
-usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '3,19p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 [[ $# -eq 3 || $# -eq 4 ]] || usage
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../../.." && pwd)

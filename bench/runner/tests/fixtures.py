@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Synthetic runs for the statistics, target and report tests."""
 
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The memory and static-file scenarios: grids, server command lines, httpmem's
 parsing and its figures, the summary and report of RSS readings, and httpmem
 itself against a small stand-in HTTP server."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The echo-idle, pingpong-cancel and switch scenarios: grids, client command
 lines, the echo connection of httpmem and the parsing of switch_bench."""
 import os

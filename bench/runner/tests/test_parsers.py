@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Parsing of client output, /proc/PID/stat, perf and build metadata."""
 import unittest
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Grids, cell marks, server command lines and the run plan."""
 import os
 import stat

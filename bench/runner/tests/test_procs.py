@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Children are stopped by PID, their process groups die with them, and no
 process outlives the runner's cleanup."""
 import os

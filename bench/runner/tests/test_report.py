@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """report.md and results.json from a synthetic run."""
 import json
 import os

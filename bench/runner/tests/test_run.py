@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """One whole run against a stand-in server and client (Python scripts that
 follow the real programs' command lines), and the clean-up of leftovers."""
 import os

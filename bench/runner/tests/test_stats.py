@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Medians, spreads, ratios and the target table."""
 import unittest
 

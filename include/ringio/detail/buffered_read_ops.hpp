@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/detail/buffered_read_ops.hpp — the operations of a buffered_stream: a read of
 // one message (up to a delimiter, or a byte count) into its buffer, and a read into a
 // caller's buffer. Each answers from the buffered bytes when it can, without a syscall;

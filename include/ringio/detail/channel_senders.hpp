@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/detail/channel_senders.hpp — the senders of a channel waiting for room, on any
 // thread and any loop. Only a full channel gets here: the spin lock guards this slow
 // path, never a send that finds room.

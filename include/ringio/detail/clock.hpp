@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/detail/clock.hpp — CLOCK_MONOTONIC in nanoseconds: the clock of every deadline
 // (std::chrono::steady_clock reads the same clock on Linux), or the virtual clock of the
 // thread's sim::world when there is one.

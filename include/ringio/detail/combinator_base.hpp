@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/detail/combinator_base.hpp — what when_all and when_any share: start child
 // tasks inline, count them down, resume the parent when the last one finishes.
 #pragma once

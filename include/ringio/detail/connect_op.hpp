@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/detail/connect_op.hpp — creates a stream socket and connects it.
 #pragma once
 

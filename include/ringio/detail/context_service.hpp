@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/detail/context_service.hpp — an object that one io_context owns on behalf of a
 // library module (a per-loop buffer pool, a per-loop cache): created on first use by
 // io_context::service<T>(), destroyed by ~io_context once every task has finished and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/detail/datagram_ops.hpp — sendmsg/recvmsg with an address: the operations of
 // unconnected datagram sockets.
 #pragma once

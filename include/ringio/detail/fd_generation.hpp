@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/detail/fd_generation.hpp — a process-wide counter per fd number, bumped
 // whenever ringio closes that fd. The epoll backend registers an fd once (edge
 // triggered) and compares generations to notice that the number now names another file.

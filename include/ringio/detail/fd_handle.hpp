@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/detail/fd_handle.hpp — owns a file descriptor and remembers its blocking mode:
 // io_uring wants blocking sockets (its internal poll retries them), readiness backends
 // need non-blocking ones. The mode is switched lazily by the operation that needs it.

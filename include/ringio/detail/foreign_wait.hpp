@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/detail/foreign_wait.hpp — a task of this loop parked while its child runs on
 // another loop (spawn_on). The loop counts it as live work, and stops the child when
 // the loop shuts down, so the task is neither abandoned nor resumed on a dead loop.

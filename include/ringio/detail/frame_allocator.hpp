@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/detail/frame_allocator.hpp — coroutine frames come from a per-thread cache of
 // recently freed frames, so spawning a connection handler in steady state does not call
 // the global allocator. Sanitizer builds bypass the cache so that use-after-free of a

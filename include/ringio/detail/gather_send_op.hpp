@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/detail/gather_send_op.hpp — sends a sequence of buffers with sendmsg(2), one
 // call per attempt (io_uring: IORING_OP_SENDMSG), the iovec array inside the operation.
 #pragma once

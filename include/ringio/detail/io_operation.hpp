@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/detail/io_operation.hpp — the awaiter half shared by every operation: pick the
 // stop token (an explicit one, else the awaiting task's), start, and turn the raw result
 // into a result<T>.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/detail/mpsc_ring.hpp — a bounded lock-free queue: any number of producer
 // threads, one consumer. Each slot carries a sequence number telling whose turn it is
 // (the classic bounded-queue design with per-cell sequence counters).

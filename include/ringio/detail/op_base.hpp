@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/detail/op_base.hpp — the state every asynchronous operation keeps in its
 // awaiter, inside the coroutine frame. Backends see only op_base: io_uring submits it
 // with user_data = &op and calls back through its op_vtable; the readiness backends

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/detail/promise_base.hpp — what every ringio task promise carries: where to go
 // when it finishes, its exception, and the stop token its operations obey by default.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/detail/read_buffer.hpp — the input buffer of a buffered_stream: one block
 // allocated up front; bytes [begin, end) have been received and not yet handed out.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/detail/remote_item.hpp — a node pushed from any thread onto a loop's lock-free
 // inbox and run later on the loop's own thread.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/detail/stream_ops.hpp — operations on a connected stream socket (and any fd
 // that behaves like one): recv, send, send_all, recv_exact, shutdown, close.
 #pragma once

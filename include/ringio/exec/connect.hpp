@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/exec/connect.hpp — connect and start, spelled once for ringio's own senders
 // and (with RINGIO_EXEC_STDEXEC) for any stdexec sender.
 #pragma once

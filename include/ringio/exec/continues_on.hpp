@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/exec/continues_on.hpp — continues_on(s, sched): s runs where it was started;
 // its completion is delivered on the scheduler's loop.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/exec/env.hpp — environments that algorithms give their children: the parent's
 // environment with one query answered differently (the stop token, the scheduler).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/exec/fail_after.hpp — fail_after(d): a timer that completes with the error
 // timed_out; raced against an operation in when_any, it bounds that operation.
 #pragma once

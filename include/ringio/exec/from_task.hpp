@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/exec/from_task.hpp — from_task(t): a ringio task<T> as a sender.
 #pragma once
 

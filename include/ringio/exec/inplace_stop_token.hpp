@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/exec/inplace_stop_token.hpp — a stop source that allocates nothing (unlike
 // std::stop_source, whose state is on the heap): when_all and when_any stop their
 // children with one that lives in their operation state. Thread-safe: a stop may be

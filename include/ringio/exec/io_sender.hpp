@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/exec/io_sender.hpp — any ringio operation (recv, send, accept, sleep, ...) as a
 // sender. The operation state is the operation itself, stored where the caller
 // connects it: no allocation. Completion calls the receiver instead of resuming a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/exec/just.hpp — just(v...): a sender that completes at once with the values.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/exec/let_value.hpp — let_value(s, f): when s completes with values, f(values)
 // returns the next sender, which runs and gives the result.
 #pragma once

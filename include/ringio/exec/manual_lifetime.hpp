@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/exec/manual_lifetime.hpp — room for one object that is constructed and
 // destroyed explicitly: how algorithms hold operation states, which cannot be moved.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/exec/operations.hpp — a sender for every ringio operation. Each is the
 // operation that awaiting would run (see io_sender for how it completes); the buffers
 // and sockets must outlive the operation, as with co_await.

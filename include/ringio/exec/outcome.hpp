@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/exec/outcome.hpp — how a sender completed, kept to be delivered later (on
 // another thread, after the other children of when_any, ...).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/exec/pipe.hpp — `sender | then(f)`: an algorithm given everything but its
 // sender returns a closure; `|` applies it.
 #pragma once

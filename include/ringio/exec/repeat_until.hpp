@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/exec/repeat_until.hpp — repeat_until(make): runs make()'s sender again and
 // again until it completes with true.
 #pragma once

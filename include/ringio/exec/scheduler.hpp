@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/exec/scheduler.hpp — a scheduler for an io_context: schedule() is a sender that
 // completes on the loop's thread, from any thread (through the loop's inbox).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/exec/sender_awaiter.hpp — `co_await sender` inside a ringio task: the task's
 // stop token is the sender's stop token, and the result comes back as a result<T>.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/exec/sender_traits.hpp — what a sender's completion signatures say: its value
 // types, error types, and whether it may complete stopped; and building new lists.
 #pragma once

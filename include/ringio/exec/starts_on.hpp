@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/exec/starts_on.hpp — starts_on(sched, s): s starts on the scheduler's loop.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/exec/stop_link.hpp — an algorithm's own stop source, requested when the
 // parent's stop token is (when_all, when_any stop their children through it). Allocates nothing..
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/exec/sync_wait.hpp — sync_wait(ctx, s): runs an io_context on the calling
 // thread until sender s completes, and returns its values.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/exec/tags.hpp — the vocabulary of the sender interface: concept tags, completion
 // tags, environment queries and completion_signatures. ringio defines its own; a program
 // built with RINGIO_EXEC_STDEXEC defined (and stdexec on its include path) uses stdexec's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/exec/then.hpp — then(s, f): s's values go through f; f's result is the value.
 #pragma once
 

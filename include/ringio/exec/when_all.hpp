@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/exec/when_all.hpp — when_all(s...): runs every sender at once; completes with
 // all their values, or with the first error or stop after stopping the others.
 #pragma once

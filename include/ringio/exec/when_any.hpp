@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/exec/when_any.hpp — when_any(s...): the first sender to complete gives the
 // result; the others are stopped and waited for.
 #pragma once

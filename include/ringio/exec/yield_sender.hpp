@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/exec/yield_sender.hpp — exec::yield(): a sender that completes on a later
 // iteration of whichever loop starts it.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/fiber/blocking_io.hpp — blocking-style I/O for code running in a fiber: each
 // call is `this_fiber::await(op)` under a name that reads like the POSIX call it stands
 // for, so ported thread-per-connection code keeps its shape.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/fiber/fiber_core.hpp — the machine under a fiber: its stack, the context
 // switches between the stack and the loop, and the hand-over of an awaitable to the
 // task that drives the fiber. The switches are inline: after a stack switch every

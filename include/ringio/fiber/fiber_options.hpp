@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/fiber/fiber_options.hpp — how a fiber's stack is set up.
 #pragma once
 

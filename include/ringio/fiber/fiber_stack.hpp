@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/fiber/fiber_stack.hpp — one mmap'ed fiber stack with a guard page below it,
 // taken from and given back to the calling thread's pool.
 #pragma once

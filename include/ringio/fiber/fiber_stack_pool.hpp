@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/fiber/fiber_stack_pool.hpp — the per-thread pool of fiber stacks: counters
 // and trimming.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/fiber/make_fiber.hpp — fiber(fn): a task that runs `fn` on a stack of its own,
 // so that `fn` can wait with this_fiber::await() from any depth of ordinary calls.
 #pragma once

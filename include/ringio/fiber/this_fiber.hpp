@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/fiber/this_fiber.hpp — blocking-style calls for code running in a fiber:
 // await any awaitable, sleep, yield, read the stop token.
 #pragma once

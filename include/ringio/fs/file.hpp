@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/fs/file.hpp — a regular file read and written at explicit offsets.
 // On io_uring the kernel performs the I/O asynchronously; the readiness backends
 // (epoll, uring-poll) cannot wait for regular files, so there pread/pwrite run

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/http/body_framing.hpp — how the body of a response is delimited.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/http/body_writer.hpp — how a streamed response body is written (see
 // response::stream). Parts become chunks for HTTP/1.1 clients. write() sends its part
 // before it completes, so whatever the stream awaits next (a timer, a channel), the

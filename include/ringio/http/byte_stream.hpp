@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/http/byte_stream.hpp — what the HTTP client needs of a connection: the
 // members stream_socket has (and tls::stream is to have).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/http/chunked_decoder.hpp — decodes a chunked request body in place: chunk
 // data is moved down over the framing, so the body ends up contiguous right where the
 // raw bytes began, without a second buffer. Incremental: call decode() again with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/http/chunked_reader.hpp — decodes a chunked response body incrementally into
 // the caller's buffer (RFC 9112 section 7.1), trailers checked and discarded.
 #pragma once

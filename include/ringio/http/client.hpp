@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/http/client.hpp — an HTTP/1.1 client with a connection pool, redirects and a
 // timeout for each phase of a request.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/http/client_error.hpp — the errors of the HTTP client (http::client), in a
 // category of their own ("ringio.http.client").
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/http/client_options.hpp — the settings of an http::client.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/http/client_response.hpp — a whole response as http::client returns it:
 // status, fields and body, owned.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/http/client_statistics.hpp — counters of an http::client's connections.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/http/header_list.hpp — the header fields of a request, as views into the
 // connection's receive buffer: no allocation, no copy. Names keep the client's case;
 // lookups ignore case.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/http/http.hpp — the whole HTTP module in one include (target ringio::http).
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/http/https.hpp — HTTPS for http::server: its connections served over TLS.
 // Part of ringio::https (link it; it brings ringio::tls and OpenSSL), so that the
 // plain server does not depend on OpenSSL.

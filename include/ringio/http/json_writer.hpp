@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/http/json_writer.hpp — builds a JSON text (RFC 8259) for a response body:
 //
 //   http::json_writer j;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/http/method.hpp — the request methods the server implements.
 #pragma once
 

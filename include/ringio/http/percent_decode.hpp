@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/http/percent_decode.hpp — decoding of %XX escapes (RFC 3986 2.1) in a path,
 // a path segment or any other percent-encoded text. '+' is left as it is: form data
 // (a query string) is decoded by query_params, where '+' means a space.

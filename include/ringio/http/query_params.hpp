@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/http/query_params.hpp — the name=value pairs of a query string
 // (application/x-www-form-urlencoded, as browsers send forms with GET):
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/http/request.hpp — a parsed HTTP/1.x request. Every string_view points into
 // the connection's receive buffer and stays valid until the handler's response has
 // been sent; copy what must live longer.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/http/request_parser.hpp — the incremental, zero-copy parser of a request's
 // head (request line and header fields). It fills a `request` with views into the
 // caller's buffer and allocates nothing. Strict where leniency invites request

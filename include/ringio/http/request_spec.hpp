@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/http/request_spec.hpp — what http::client::request sends: method, URL, extra
 // fields and a body that is either a buffer or produced piece by piece.
 #pragma once

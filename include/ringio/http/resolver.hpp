@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/http/resolver.hpp — host-name resolution that does not block the loop:
 // getaddrinfo(3) runs on one worker thread per io_context (started on first use), and
 // the answer comes back to the loop through its cross-thread inbox.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/http/response.hpp — what a handler returns: a status, a Content-Type, extra
 // header fields, and a body that is fixed (owned or borrowed text), a file, or a stream
 // written chunk by chunk. The server adds Content-Length or Transfer-Encoding, Date

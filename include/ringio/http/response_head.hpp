@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/http/response_head.hpp — a strict parser for the head of an HTTP/1.1 response
 // (status line and fields) and the body framing it implies (RFC 9112 section 6.3).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/http/response_stream.hpp — a response whose head has arrived and whose body is
 // read piece by piece (http::client::stream_request).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/http/router.hpp — dispatch by method and path. Three kinds of route, tried in
 // this order of precedence:
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/http/server.hpp — an HTTP/1.1 server: keep-alive, pipelining (all responses
 // to one read go out in one write), Content-Length and chunked request bodies,
 // Expect: 100-continue, HEAD, streamed responses, and the limits that keep hostile

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/http/static_files.hpp — a handler serving the files under a directory: GET
 // and HEAD, Content-Type by extension, index.html for directories, ETag and
 // Last-Modified with conditional requests (If-Match and If-Unmodified-Since: 412;

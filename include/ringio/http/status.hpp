@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/http/status.hpp — reason phrases of HTTP status codes.
 #pragma once
 

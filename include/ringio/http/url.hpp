@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/http/url.hpp — the absolute http:// and https:// URLs the client fetches, as
 // views into the text they were parsed from.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/net/batching_writer.hpp — a connection's writer: messages queue while a send is
 // in flight, and one sending loop sends everything queued so far in one gathered send
 // per pass, within a bound, with a chosen policy for a message that does not fit.

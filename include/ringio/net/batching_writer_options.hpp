@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/net/batching_writer_options.hpp — the bound of a batching_writer's queue and
 // what happens to a message that does not fit it.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/net/buffer_pool.hpp — equal-sized receive buffers that the kernel picks from
 // (an io_uring provided-buffer ring), so a connection holds a buffer only while data
 // waits in it, not for its whole life. Used by multishot_receiver.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/net/buffer_pool_options.hpp — optional io_uring receive features of a
 // buffer_pool. Each one is used only where the kernel offers it (the probe at the
 // io_context's start; io_context::describe() names them); the readiness backends ignore

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/net/buffered_stream.hpp — reads of whole messages (lines, delimited records,
 // counted bodies) from a stream socket through an input buffer of fixed capacity.
 #pragma once

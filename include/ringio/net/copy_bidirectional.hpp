@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/net/copy_bidirectional.hpp — forward bytes both ways between two connected
 // stream sockets (the heart of a TCP proxy) until both directions have ended.
 #pragma once

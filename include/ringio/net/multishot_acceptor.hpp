@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/net/multishot_acceptor.hpp — accepts connections with one multishot
 // IORING_OP_ACCEPT that stays armed: one submission serves many connections. On the
 // readiness backends it falls back to one accept per call.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/net/multishot_receiver.hpp — receives from a stream socket with one multishot
 // recv that stays armed and lets the kernel pick a buffer from a buffer_pool for each
 // arrival: one submission serves the whole connection. On the readiness backends it

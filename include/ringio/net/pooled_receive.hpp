@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/net/pooled_receive.hpp — one receive into a buffer of a buffer_pool that is
 // taken only when data is there: a connection waiting for its next message holds no
 // buffer of its own (the idle keep-alive connections of a server).

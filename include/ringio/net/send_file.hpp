@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/net/send_file.hpp — sends part of a file to a stream socket inside the kernel
 // (sendfile(2)): no user-space buffer, no copy. Waits for writability between
 // attempts; a slow reader costs the server no memory.

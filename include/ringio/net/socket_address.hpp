@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/net/socket_address.hpp — an IPv4, IPv6 or Unix-domain socket address.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/net/stream_listener.hpp — a listening stream socket (TCP or Unix-domain).
 #pragma once
 

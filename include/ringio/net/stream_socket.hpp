@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/net/stream_socket.hpp — a connected stream socket: TCP (tcp_stream) or
 // Unix-domain (unix_stream). Closes its descriptor when destroyed.
 #pragma once

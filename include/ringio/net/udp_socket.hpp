@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/net/udp_socket.hpp — a UDP socket (IPv4 or IPv6).
 #pragma once
 

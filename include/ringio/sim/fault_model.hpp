@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/sim/fault_model.hpp — what can go wrong in a simulated world, and how often.
 #pragma once
 

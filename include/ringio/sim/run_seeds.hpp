@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/sim/run_seeds.hpp — runs one program in many seeded worlds and reports the
 // first that fails, with its seed and trace, so it can be replayed.
 #pragma once

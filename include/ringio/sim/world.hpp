@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/sim/world.hpp — a simulated world: virtual time and an in-memory TCP network
 // whose every choice (latency, order, faults) comes from one seed.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/sync/barrier.hpp — N tasks meet: each arrives and waits until all N have
 // arrived, then all continue and the barrier is ready for the next phase.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/sync/event.hpp — an event tasks wait for: one-shot (stays set and releases
 // every waiter) or auto-reset (each set releases one waiter, or is kept for the next
 // wait). set() may come from any thread; the waiters live on one loop.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/sync/mutex.hpp — an asynchronous mutex for the tasks of one loop: waiting
 // tasks queue in FIFO order and unlock() hands the lock straight to the oldest one.
 #pragma once

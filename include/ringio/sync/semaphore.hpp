@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/sync/semaphore.hpp — a counting semaphore for the tasks of one loop, with a
 // FIFO queue of waiters.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/sync/wait_group.hpp — counts outstanding work (add/done) and lets tasks wait
 // until it reaches zero, as Go's sync.WaitGroup.
 #pragma once

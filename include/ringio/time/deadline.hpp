@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/time/deadline.hpp — a deadline that one task waits for and any code on the
 // same loop may move: the building block of idle timeouts without a watchdog loop.
 //

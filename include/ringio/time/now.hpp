@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/time/now.hpp — the clock every ringio deadline reads.
 #pragma once
 

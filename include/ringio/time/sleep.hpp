@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/time/sleep.hpp — suspend the awaiting task for a while.
 #pragma once
 

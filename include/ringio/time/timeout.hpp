@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/time/timeout.hpp — with_timeout(op, d): the operation fails with
 // std::errc::timed_out if it has not completed within d. On io_uring this is a linked
 // timeout (IOSQE_IO_LINK + IORING_OP_LINK_TIMEOUT, one submission); on epoll a timer.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/tls/client_options.hpp — what a client-side TLS context is made from.
 #pragma once
 

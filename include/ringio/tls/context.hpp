@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/tls/context.hpp — tls::context: the shared settings (certificates, trust,
 // versions, ALPN, session cache) that streams are made with.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/tls/error.hpp — the errors of ringio's TLS layer: its own conditions
 // (tls_errc), certificate verification failures and OpenSSL's reasons, all in one
 // std::error_category whose message() names the reason.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/tls/protocol_version.hpp — the TLS protocol versions a context may allow.
 #pragma once
 

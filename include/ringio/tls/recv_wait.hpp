@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/tls/recv_wait.hpp — how tls::stream::recv waits for its peer when it has
 // nothing buffered.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/tls/server_options.hpp — what a server-side TLS context is made from.
 #pragma once
 

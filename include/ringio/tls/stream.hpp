@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/tls/stream.hpp — tls::stream: TLS over a ringio stream_socket, client or
 // server, with the operations of stream_socket so that generic code takes either.
 #pragma once

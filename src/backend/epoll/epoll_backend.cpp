@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "backend/epoll/epoll_backend.hpp"
 
 #include <sys/epoll.h>

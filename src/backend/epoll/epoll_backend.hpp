@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // epoll_backend — the readiness backend: an operation first tries its syscall; on
 // EAGAIN it waits in its fd's reader or writer list until epoll reports the fd ready
 // (edge triggered, registered once per fd), then tries again. Deadlines live in a heap

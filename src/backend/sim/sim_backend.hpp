@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // sim_backend — the backend of a sim::world: a readiness backend whose readiness comes
 // from the world's simulated network and whose timers run on its virtual clock. An
 // operation tries its syscall (answered by the simulation for simulated sockets); on

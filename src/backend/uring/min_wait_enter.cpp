@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "backend/uring/min_wait_enter.hpp"
 
 #include <sys/syscall.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // min_wait_enter — the blocking io_uring_enter with a minimum wait (Linux 6.12,
 // IORING_FEAT_MIN_TIMEOUT), which liburing 2.3 cannot express: the kernel waits up to
 // min_wait_usec for wait_nr completions, then returns once at least one is there; with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "backend/uring/uring_backend.hpp"
 
 #include <poll.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // uring_backend — the completion backend: operations become SQEs whose user_data is the
 // operation itself; CQEs are reaped in batches and dispatched through the op_vtable.
 // In uring-poll mode the ring only watches fds (POLL_ADD) and the operation performs

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // uring_compat — the one place that reaches io_uring features newer than Debian's
 // liburing 2.3: constants behind #ifndef, raw structs where liburing has no helper.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Direct descriptors: a sparse file table registered with the ring. Sockets accepted
 // into it are used with IOSQE_FIXED_FILE, which saves the file lookup and reference
 // (fget/fput) of every operation; the backend keeps the count of slots taken so that

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // uring_setup — creating the ring with the fastest flags the kernel accepts, and the
 // feature probe that names whatever is missing.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // zero_copy_send — turning a prepared IORING_OP_SEND into IORING_OP_SEND_ZC. The two
 // share the SQE layout; SEND_ZC posts a second CQE (IORING_CQE_F_NOTIF) once the
 // kernel no longer reads the buffer, and the backend completes the operation only then.

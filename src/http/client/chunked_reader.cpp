@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Incremental chunked-body decoding for the client.
 #include "ringio/http/chunked_reader.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // http::client: request serialization, the connection pool, the stale-connection
 // retry and redirects. Responses are framed by response_stream.
 #include "ringio/http/client.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // client_connection — one connection of http::client: its socket, the origin it is
 // for, and the receive buffer that response heads are parsed in (allocated once per
 // connection, reused by every request on it).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The client's two ways of moving bytes: a plain socket (one operation with a kernel
 // deadline, gather sends) or a tls::stream (a task bounded by with_timeout).
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The resolver service: one worker thread per io_context running getaddrinfo(3); each
 // answer is posted back to the loop as the request's own inbox item (no allocation on
 // the way back). A request whose waiter was cancelled is still answered, then freed.

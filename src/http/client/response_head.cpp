@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The strict response-head parser of the client.
 #include "ringio/http/response_head.hpp"
 

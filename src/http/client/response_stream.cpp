@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // response_stream: reads a response body in its framing (Content-Length, chunked, until
 // close) out of the connection's buffer first, then from the socket.
 #include "ringio/http/response_stream.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // URL parsing for the client: strict, allocation-free, views into the input.
 #include "ringio/http/url.hpp"
 

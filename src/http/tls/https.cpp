@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // HTTPS: the http::server connection code serving straight over a tls::stream. The
 // connection reads and writes through the stream at each I/O call site (see
 // connection.hpp); here are the handshake, the admission, and the close_notify at the end.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! tokio peer server for the ringio benchmark suite.
 //!
 //! Serves one of three workloads (echo, pong, http) on one port, using either

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # A/B of the hot path on a quiet machine: the same runner, the base build and this one.
 export LD_LIBRARY_PATH=$PWD/build/ab/lib
 uname -r; nproc; python3 --version; ls /usr/lib/x86_64-linux-gnu/liburing* 2>/dev/null

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/sync/detail/queued_op.hpp — the awaiter of every waiting call of the
 // synchronisation primitives: an event operation (so stop tokens, with_timeout and the
 // loop's shutdown apply) that first tries to take what it waits for without waiting.

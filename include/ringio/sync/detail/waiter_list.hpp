@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/sync/detail/waiter_list.hpp — the FIFO of tasks waiting on a synchronisation
 // primitive: an intrusive doubly linked list of nodes that live in the waiters' frames.
 #pragma once

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # Chaos soak under perturbation, 14 processes in parallel, each over its own seed range.
 export LD_LIBRARY_PATH=$PWD/build/soak
 ulimit -n 20000 2>/dev/null
