@@ -96,4 +96,33 @@ TEST(SimHttp, SameSeedSameHashAcrossWallClockSeconds) {
   EXPECT_EQ(a.first, b.first) << a.second;
 }
 
+// The client resolves host names on a resolver thread (a real, cross-thread wake-up):
+// in a world, "localhost" must still resolve and the request succeed, not lose to a
+// virtual timeout that jumped ahead while the resolver thread worked.
+TEST(SimHttp, ClientResolvesHostNameInWorld) {
+  sim::world w(1, sim::calm());
+  std::string out;
+  {
+    io_context ctx(io_context_options{.backend = backend_kind::sim});
+    http::server srv([](http::request&) -> task<http::response> { co_return http::response::text(200, "hi"); });
+    out = sync_wait(ctx, [](http::server& srv) -> task<std::string> {
+      auto l = stream_listener::bind(socket_address::loopback(0));
+      std::stop_source stop;
+      scope sc;
+      sc.spawn(srv.serve(*l, stop.get_token()));
+      std::string o;
+      {
+        http::client cl;
+        auto r = co_await cl.get("http://localhost:" + std::to_string(l->local_address()->port()) + "/");
+        o = r ? std::to_string(r->status) + " " + r->body : r.error().message();
+      }
+      stop.request_stop();
+      co_await sc.join();
+      co_return o;
+    }(srv));
+  }
+  EXPECT_EQ(out, "200 hi") << "virtual time elapsed: "
+                           << std::chrono::duration<double>(w.elapsed()).count() << " s";
+}
+
 }  // namespace
