@@ -714,6 +714,25 @@ TEST(SimLinux, PeerClosedBeforeAccept) {
   EXPECT_SAME_AS_LINUX(b);
 }
 
+// After a reset: shutdown, and the addresses.
+TEST(SimLinux, ShutdownAndAddressesAfterReset) {
+  auto b = run_both([]() -> task<std::string> {
+    std::ostringstream o;
+    auto c = co_await make_conn();
+    auto la = *c.client.local_address();
+    (void)co_await c.client.send(cb("unread"));
+    (void)co_await sleep_for(50ms);
+    (void)co_await c.server.close();
+    (void)co_await sleep_for(50ms);
+    o << "recv: " << co_await recv_text(c.client) << "\n";
+    o << "local_address same: " << (c.client.local_address() && *c.client.local_address() == la) << "\n";
+    o << "peer_address: " << d(c.client.peer_address()) << "\n";
+    o << "shutdown WR: " << d(co_await c.client.shutdown(SHUT_WR)) << "\n";
+    co_return o.str();
+  });
+  EXPECT_SAME_AS_LINUX(b);
+}
+
 // Connects that Linux refuses at once: port 0, and an IPv6 port nobody listens on.
 TEST(SimLinux, ConnectToPortZeroAndUnusedV6) {
   auto b = run_both([]() -> task<std::string> {
@@ -1588,6 +1607,50 @@ TEST(SimFaults, AcceptAbortAlways) {
   EXPECT_EQ(out.find("client recv: " + std::make_error_code(std::errc::timed_out).message()), std::string::npos)
       << "the client of an aborted accept waits forever:\n"
       << out;
+}
+
+// EMFILE from accept() leaves the connection queued (Linux, and the header: "accepting
+// again later succeeds once fds are free"): the client's data reaches the server once
+// an accept succeeds. Over many seeds with descriptor_exhaustion = 0.5.
+TEST(SimFaults, AcceptEmfileKeepsConnectionQueued) {
+  auto fm = sim::calm();
+  fm.descriptor_exhaustion = 0.5;
+  int lost = 0, runs = 0;
+  std::string example;
+  for (std::uint64_t seed = 1; seed <= 60; ++seed) {
+    std::string out;
+    bounded_fwd([&] {
+      sim::world w(seed, fm);
+      io_context ctx(io_context_options{.backend = backend_kind::sim});
+      out = sync_wait(ctx, []() -> task<std::string> {
+        result<stream_listener> l = unexpected(std::errc::too_many_files_open);
+        for (int i = 0; i < 50 && !l; ++i) l = stream_listener::bind(socket_address::loopback(0));
+        if (!l) co_return "skip";
+        auto a = *l->local_address();
+        result<stream_socket> c = unexpected(std::errc::too_many_files_open);
+        for (int i = 0; i < 50 && !c; ++i) c = co_await with_timeout(stream_socket::connect(a), 1s);
+        if (!c) co_return "skip";
+        (void)co_await c->send(cb("hello"));
+        int emfile = 0;
+        result<stream_socket> s = unexpected(std::errc::too_many_files_open);
+        for (int i = 0; i < 50; ++i) {
+          s = co_await with_timeout(l->accept(), 1s);
+          if (s || s.error() != std::errc::too_many_files_open) break;
+          ++emfile;
+        }
+        if (!s) co_return "accept: " + s.error().message() + " after " + std::to_string(emfile) + " EMFILE";
+        co_return "emfile " + std::to_string(emfile) + " recv " + co_await recv_text(*s, 1000ms);
+      }());
+    });
+    if (out == "skip") continue;
+    ++runs;
+    if (out.find("'hello'") == std::string::npos) {
+      ++lost;
+      if (example.empty()) example = "seed " + std::to_string(seed) + ": " + out;
+    }
+  }
+  EXPECT_GT(runs, 10);
+  EXPECT_EQ(lost, 0) << example;
 }
 
 TEST(SimFaults, DescriptorExhaustionAlways) {
