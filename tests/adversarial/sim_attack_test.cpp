@@ -1275,6 +1275,36 @@ TEST(SimDeterminism, ReplayWithEnvironmentSeedReproducesHash) {
   EXPECT_EQ(hashes[13], h13);
 }
 
+// A world that can never make progress (a recv on a connection nobody writes to, no
+// timer, no real descriptor): every event source is the world's own, so the
+// simulation can know it is stuck. run_seeds should report that seed (with its trace)
+// rather than block forever in the loop, so the failing seed can be replayed.
+TEST(SimDeterminism, RunSeedsReportsDeadlockedSeed) {
+  EXPECT_EXIT(
+      {
+        std::thread([] {
+          std::this_thread::sleep_for(5s);
+          std::fprintf(stderr, "run_seeds still blocked after 5 s real time (seed 3 deadlocked)\n");
+          std::_Exit(7);
+        }).detach();
+        sim::seeds_options opts;
+        opts.count = 5;
+        opts.faults = sim::calm();
+        auto s = sim::run_seeds(opts, [](sim::world& w) {
+          io_context ctx(io_context_options{.backend = backend_kind::sim});
+          sync_wait(ctx, [](bool stuck) -> task<void> {
+            auto c = co_await make_conn();
+            if (stuck) {
+              char b[4];
+              (void)co_await c.server.recv(mutable_buffer(b, 4));
+            }
+          }(w.seed() == 3));
+        });
+        std::_Exit(s.failure && s.failure->seed == 3 ? 0 : 8);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
 // A failure is reported with its seed and trace.
 TEST(SimDeterminism, RunSeedsReportsFirstFailingSeed) {
   sim::seeds_options opts;
