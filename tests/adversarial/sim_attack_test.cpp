@@ -1305,6 +1305,40 @@ TEST(SimDeterminism, RunSeedsReportsDeadlockedSeed) {
       ::testing::ExitedWithCode(0), "");
 }
 
+// Edges of run_seeds: no seeds at all; seeds at the top of the range; a malformed
+// RINGIO_SIM_SEED (must not be read as seed 0 silently and "pass").
+TEST(SimDeterminism, RunSeedsEdges) {
+  std::vector<std::uint64_t> seen;
+  auto prog = [&seen](sim::world& w) { seen.push_back(w.seed()); };
+  sim::seeds_options opts;
+  opts.count = 0;
+  auto s0 = sim::run_seeds(opts, prog);
+  EXPECT_EQ(s0.worlds, 0u);
+  EXPECT_FALSE(s0.failure);
+  seen.clear();
+  opts.count = 3;
+  opts.first_seed = UINT64_MAX - 1;
+  auto s1 = sim::run_seeds(opts, prog);
+  std::ostringstream o;
+  for (auto x : seen) o << x << " ";
+  std::cout << "seeds near the top: worlds " << s1.worlds << ", seeds run: " << o.str() << "\n";
+  seen.clear();
+  opts.first_seed = 1;
+  ::setenv("RINGIO_SIM_SEED", "12abc", 1);
+  std::string what;
+  try {
+    auto s2 = sim::run_seeds(opts, prog);
+    std::ostringstream p;
+    for (auto x : seen) p << x << " ";
+    what = "ran seeds: " + p.str() + (s2.failure ? " failure: " + s2.failure->what : "");
+  } catch (const std::exception& e) {
+    what = std::string("threw: ") + e.what();
+  }
+  ::unsetenv("RINGIO_SIM_SEED");
+  std::cout << "RINGIO_SIM_SEED=12abc: " << what << "\n";
+  EXPECT_EQ(what.find("ran seeds: 12 "), std::string::npos) << "a malformed seed was read as 12 silently: " << what;
+}
+
 // A failure is reported with its seed and trace.
 TEST(SimDeterminism, RunSeedsReportsFirstFailingSeed) {
   sim::seeds_options opts;
