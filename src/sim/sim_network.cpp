@@ -531,9 +531,11 @@ ssize_t sim_network::transfer_in(int fd, void* buf, std::size_t n, int flags) {
     note("recv s%llu %zu -> %zu", sid(fd), n, m);
     return static_cast<ssize_t>(m);
   }
-  if (e.rst_in && !e.rst_reported) {
+  // After the peer's FIN a receive reads end of stream even if a reset followed (the
+  // reset stays pending for a send or SO_ERROR), as on Linux.
+  if (e.rst_in && !e.rst_reported && !e.fin_in) {
     e.rst_reported = true;
-    note("recv s%llu -> %s", sid(fd), e.rst_error == EPIPE ? "EPIPE" : "ECONNRESET");
+    note("recv s%llu -> ECONNRESET", sid(fd));
     return fail(e.rst_error);
   }
   // SHUT_RD reads end of stream while nothing is there; data that arrives later is
