@@ -50,6 +50,17 @@ socket_address v4_mapped(const socket_address& a) {
   return socket_address::from_native(reinterpret_cast<const sockaddr*>(&six), sizeof six);
 }
 
+// The host part of an address (its IP bytes), with IPv4-mapped IPv6 as IPv4.
+std::string host_of(const socket_address& a) {
+  if (a.is_ipv4()) return std::string(reinterpret_cast<const char*>(&reinterpret_cast<const sockaddr_in*>(a.native())->sin_addr), 4);
+  if (a.is_ipv6()) {
+    const auto* six = &reinterpret_cast<const sockaddr_in6*>(a.native())->sin6_addr;
+    if (IN6_IS_ADDR_V4MAPPED(six)) return std::string(reinterpret_cast<const char*>(six) + 12, 4);
+    return std::string(reinterpret_cast<const char*>(six), 16);
+  }
+  return {};
+}
+
 }  // namespace
 
 sim_network::sim_network(std::uint64_t seed, const sim::fault_model& model)
@@ -174,7 +185,13 @@ std::size_t sim_network::room_towards(const endpoint& to) const noexcept {
 // Sends one segment from `from` to its peer: it arrives after a seeded latency, never
 // before an earlier segment of the same direction (TCP keeps order).
 void sim_network::transmit(endpoint& from, segment::kind_t kind, std::string bytes) {
-  std::int64_t arrival = std::max(now_ + latency(), from.out_last);
+  std::int64_t depart = now_;
+  if (model_.bandwidth_bytes_per_second != 0 && !bytes.empty()) {
+    depart = std::max(now_, from.link_free) +
+             static_cast<std::int64_t>(bytes.size() * 1'000'000'000ull / model_.bandwidth_bytes_per_second);
+    from.link_free = depart;
+  }
+  std::int64_t arrival = std::max(depart + latency(), from.out_last);
   from.out_last = arrival;
   endpoint* to = ep(from.peer);
   if (to == nullptr || to->closed) {
@@ -193,7 +210,56 @@ void sim_network::transmit(endpoint& from, segment::kind_t kind, std::string byt
   to->transit_bytes += bytes.size();
   to->transit.push_back(segment{kind, std::move(bytes)});
   std::uint64_t id = to->id;
+  if (is_cut(from.local, from.remote)) {
+    parked_.push_back(id);  // delivered after the heal (TCP would retransmit it)
+    return;
+  }
   at(arrival, [this, id] { deliver(id); });
+}
+
+bool sim_network::is_cut(const socket_address& a, const socket_address& b) const {
+  if (cut_.empty()) return false;
+  std::string x = host_of(a), y = host_of(b);
+  if (y < x) std::swap(x, y);
+  return cut_.count({x, y}) != 0;
+}
+
+void sim_network::partition(const socket_address& a, const socket_address& b, bool cut) {
+  std::string x = host_of(a), y = host_of(b);
+  if (y < x) std::swap(x, y);
+  note("%s %s - %s", cut ? "partition" : "heal", a.to_string().c_str(), b.to_string().c_str());
+  if (cut) {
+    cut_.insert({x, y});
+    return;
+  }
+  cut_.erase({x, y});
+  // What waited on links that are whole again leaves now, in the order it was sent
+  // (a delivery takes the oldest segment of its end).
+  std::vector<std::uint64_t> still;
+  std::int64_t t = now_;
+  for (std::uint64_t id : parked_) {
+    endpoint* e = ep(id);
+    if (e == nullptr) continue;
+    if (is_cut(e->local, e->remote)) {
+      still.push_back(id);
+      continue;
+    }
+    t = std::max(t, now_ + latency());
+    at(t, [this, id] { deliver(id); });
+  }
+  parked_.swap(still);
+}
+
+void sim_network::heal_all() {
+  note("heal all");
+  cut_.clear();
+  std::vector<std::uint64_t> waiting;
+  waiting.swap(parked_);
+  std::int64_t t = now_;
+  for (std::uint64_t id : waiting) {
+    t = std::max(t, now_ + latency());
+    at(t, [this, id] { deliver(id); });
+  }
 }
 
 void sim_network::deliver(std::uint64_t to) {
@@ -471,6 +537,10 @@ void sim_network::refuse(std::uint64_t client) {
 void sim_network::syn_arrives(std::uint64_t client, socket_address to) {
   endpoint* c = ep(client);
   if (c == nullptr || c->closed) return;
+  if (is_cut(c->local, to)) {  // lost on the cut link: sent again a second later
+    at(now_ + syn_retry_ns, [this, client, to] { syn_arrives(client, to); });
+    return;
+  }
   int lfd = listener_for(to);
   if (lfd < 0) {
     std::int64_t back = now_ + latency();

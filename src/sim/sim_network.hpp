@@ -16,6 +16,7 @@
 #include <memory>
 #include <queue>
 #include <random>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -41,6 +42,10 @@ class sim_network {
   void advance_to(std::int64_t t) noexcept;
   /// Runs the events due by now(); returns how many ran.
   std::size_t deliver_due();
+
+  // ---- links ----
+  void partition(const socket_address& a, const socket_address& b, bool cut);
+  void heal_all();
 
   // ---- readiness ----
   [[nodiscard]] bool is_virtual(int fd) const noexcept {
@@ -102,6 +107,7 @@ class sim_network {
     std::size_t transit_bytes = 0;
     std::size_t rcvbuf = 0;
     std::int64_t out_last = 0;  // arrival time of the last segment this end sent
+    std::int64_t link_free = 0;  // when this end's link can send the next byte (bandwidth)
     bool established = false;
     bool fin_in = false, rst_in = false, rst_reported = false;
     int rst_error = 0;  // what a reset reports: ECONNRESET, or EPIPE after the peer's FIN
@@ -151,6 +157,7 @@ class sim_network {
   int listener_for(const socket_address& a) const;
   std::string key_of(const socket_address& a) const;
   bool ensure_bound(vsock& s, int fd);
+  bool is_cut(const socket_address& a, const socket_address& b) const;
   int ephemeral_port(const socket_address& near);
   bool address_in_use(const socket_address& a, const vsock* except) const;
   unsigned long long sid(int fd) const noexcept;
@@ -167,7 +174,9 @@ class sim_network {
   std::vector<std::unique_ptr<vsock>> socks_;
   std::unordered_map<std::uint64_t, endpoint> endpoints_;
   std::uint64_t next_ep_ = 1;
-  std::map<std::string, std::vector<int>> listeners_;  // several with SO_REUSEPORT
+  std::map<std::string, std::vector<int>> listeners_;
+  std::set<std::pair<std::string, std::string>> cut_;  // partitioned host pairs (IP bytes, ordered)
+  std::vector<std::uint64_t> parked_;                  // deliveries waiting for a heal, in order  // several with SO_REUSEPORT
   std::uint16_t next_port_ = 32768;
   std::uint64_t next_sock_ = 1;
   std::uint64_t deadlocks_ = 0;

@@ -45,6 +45,9 @@ std::size_t world::open_sockets() const noexcept { return net_->open_sockets(); 
 std::uint64_t world::operations() const noexcept { return net_->operations(); }
 std::uint64_t world::deadlocks() const noexcept { return net_->deadlocks(); }
 world* world::current() noexcept { return current_world; }
+void world::partition(const socket_address& a, const socket_address& b) { net_->partition(a, b, true); }
+void world::heal(const socket_address& a, const socket_address& b) { net_->partition(a, b, false); }
+void world::heal_all() { net_->heal_all(); }
 
 }  // namespace sim
 }  // namespace ringio

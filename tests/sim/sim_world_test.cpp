@@ -282,3 +282,69 @@ TEST(Sim, TheReadmeExampleRuns) {
   EXPECT_FALSE(summary.failure) << *summary.failure;
   EXPECT_EQ(summary.worlds, 200u);
 }
+
+// Two hosts, 10.0.0.1 (server) and 10.0.0.2 (client): a partition holds data and
+// connection attempts until it heals; then everything arrives, in order.
+TEST(Sim, APartitionHoldsTrafficUntilItHeals) {
+  sim::world w(21);
+  auto ctx = sim_context();
+  auto server_at = *socket_address::from_host("10.0.0.1", 80);
+  auto client_host = *socket_address::from_host("10.0.0.2", 0);
+  auto l = stream_listener::bind(server_at);
+  ASSERT_TRUE(l) << l.error().message();
+  auto out = sync_wait(ctx, [](sim::world& w, stream_listener& l, socket_address server_at,
+                               socket_address client_host) -> task<std::string> {
+    std::string log;
+    auto [a, c] = co_await when_all(l.accept(), stream_socket::connect(server_at, client_host));
+    if (!a || !c) co_return "no connection";
+    w.partition(server_at, client_host);
+    auto sent = co_await c->send_all(std::string_view("hello"));
+    log += sent ? "sent " + std::to_string(*sent) + "; " : "send failed; ";
+    std::array<char, 16> buf;
+    auto r1 = co_await with_timeout(a->recv(std::as_writable_bytes(std::span(buf))), 5s);
+    log += r1 ? "received during the partition; " : r1.error() == std::errc::timed_out ? "held; " : "error; ";
+    // A new connection waits too (its SYN is lost and sent again each second).
+    auto c2 = co_await with_timeout(stream_socket::connect(server_at, client_host), 3s);
+    log += c2 ? "connected during the partition; " : "connect held; ";
+    w.heal(server_at, client_host);
+    auto r2 = co_await with_timeout(a->recv(std::as_writable_bytes(std::span(buf))), 5s);
+    log += r2 ? "then '" + std::string(buf.data(), *r2) + "'; " : "then " + r2.error().message() + "; ";
+    auto [a3, c3] = co_await when_all(l.accept(), with_timeout(stream_socket::connect(server_at, client_host), 5s));
+    log += a3 && c3 ? "connects again" : "no connection after the heal";
+    co_return log;
+  }(w, *l, server_at, client_host));
+  EXPECT_EQ(out, "sent 5; held; connect held; then 'hello'; connects again");
+}
+
+// A link of 1 MB/s carries 2 MB in about two virtual seconds.
+TEST(Sim, BandwidthPacesAStream) {
+  sim::fault_model m = sim::calm();
+  m.bandwidth_bytes_per_second = 1'000'000;
+  m.buffer_bytes = 1 << 20;
+  sim::world w(5, m);
+  auto ctx = sim_context();
+  auto l = stream_listener::bind(socket_address::loopback(0));
+  ASSERT_TRUE(l);
+  auto at = *l->local_address();
+  auto took = sync_wait(ctx, [](stream_listener& l, socket_address at) -> task<std::chrono::nanoseconds> {
+    auto [a, c] = co_await when_all(l.accept(), stream_socket::connect(at));
+    auto t0 = ringio::now();
+    std::string big(2'000'000, 'b');
+    auto reader = [](stream_socket& a, std::size_t want) -> task<std::size_t> {
+      std::array<std::byte, 65536> buf;
+      std::size_t got = 0;
+      while (got < want) {
+        auto n = co_await a.recv(buf);
+        if (!n || *n == 0) break;
+        got += *n;
+      }
+      co_return got;
+    };
+    auto [sent, got] = co_await when_all(c->send_all(bytes_of(big)), reader(*a, big.size()));
+    EXPECT_TRUE(sent && *sent == big.size());
+    EXPECT_EQ(got, big.size());
+    co_return ringio::now() - t0;
+  }(*l, at));
+  EXPECT_GE(took, 1900ms);
+  EXPECT_LT(took, 2500ms);
+}

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 
 namespace ringio::sim {
 
@@ -18,6 +19,9 @@ struct fault_model {
   std::size_t buffer_bytes = 64 * 1024;
   /// Listen backlog cap (listen(2)'s argument is also honoured).
   int max_backlog = 128;
+  /// Bytes per second each direction of a connection carries (0: no limit): a segment
+  /// leaves once the ones before it have, and arrives after the latency.
+  std::uint64_t bandwidth_bytes_per_second = 0;
   /// A send or receive moves fewer bytes than it could.
   double short_transfer = 0;
   /// A send resets its connection instead (the peer sees ECONNRESET).

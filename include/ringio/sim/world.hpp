@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "ringio/net/socket_address.hpp"
 #include "ringio/sim/fault_model.hpp"
 
 namespace ringio::detail {
@@ -47,6 +48,16 @@ class world {
   /// for) while operations waited. Those operations then fail with
   /// operation_canceled, so the program unwinds; run_seeds() reports the world.
   [[nodiscard]] std::uint64_t deadlocks() const noexcept;
+
+  /// Cuts the network between hosts `a` and `b` (their IP addresses; ports are
+  /// ignored): segments and connection attempts between them wait, as TCP
+  /// retransmits, until heal(). Connections time out only through the program's own
+  /// deadlines. Every address is a host of the world.
+  void partition(const socket_address& a, const socket_address& b);
+  /// Restores the link between `a` and `b`: what waited is delivered, in order.
+  void heal(const socket_address& a, const socket_address& b);
+  /// Restores every link.
+  void heal_all();
 
   /// The world of the calling thread, or nullptr.
   static world* current() noexcept;
