@@ -43,6 +43,9 @@ class sim_network {
   /// Runs the events due by now(); returns how many ran.
   std::size_t deliver_due();
 
+  // ---- loops attached (a world must outlive them) ----
+  std::size_t loops = 0;
+
   // ---- links ----
   void partition(const socket_address& a, const socket_address& b, bool cut);
   void heal_all();

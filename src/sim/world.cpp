@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "ringio/sim/world.hpp"
 
+#include <exception>
 #include <stdexcept>
+
+#include "ringio/log.hpp"
 
 #include "core/sys.hpp"
 #include "ringio/detail/clock.hpp"
@@ -31,6 +34,12 @@ world::world(std::uint64_t seed, fault_model faults)
 }
 
 world::~world() {
+  if (net_->loops != 0) {
+    // Its io_contexts would go on reading a freed network: a bug in the program.
+    log(log_level::error, "ringio::sim::world destroyed while %zu io_context(s) of it still exist: destroy them first",
+        net_->loops);
+    std::terminate();
+  }
   current_world = nullptr;
   detail::current_sim_network = nullptr;
   detail::virtual_clock_ns = nullptr;

@@ -164,6 +164,7 @@ class batching_writer {
     for (;;) {
       if (state_ == state::ended) break;
       fill(b);
+      if (b.owner == nullptr) co_return unexpected(make_error_code(std::errc::operation_canceled));
       if (b.count == 0) {
         if (state_ != state::open) break;  // closed and everything sent
         auto woken = co_await work_wait(*this).with_stop(b.stop.get_token());
@@ -193,7 +194,8 @@ class batching_writer {
   [[nodiscard]] std::size_t queued_bytes() const noexcept { return bytes_; }
   /// Messages discarded by drop_oldest so far.
   [[nodiscard]] std::uint64_t dropped() const noexcept { return dropped_; }
-  /// Gathered sends (sendmsg calls) made so far: one per pass.
+  /// Gathered sends made so far: one per pass (a pass of empty messages only counts
+  /// too, though it needs no sendmsg call).
   [[nodiscard]] std::uint64_t sends() const noexcept { return sends_; }
   /// Whether writes are accepted (not closed, not ended).
   [[nodiscard]] bool is_open() const noexcept { return state_ == state::open; }
@@ -237,6 +239,7 @@ class batching_writer {
         bytes -= size;
         ++done;
       }
+      if (done == 0) return;  // the send ended inside items[0] (a self-move would empty it)
       std::move(items.begin() + static_cast<std::ptrdiff_t>(done), items.begin() + static_cast<std::ptrdiff_t>(count),
                 items.begin());
       for (std::size_t i = count - done; i < count; ++i) items[i] = Message{};  // releases them now
@@ -306,10 +309,13 @@ class batching_writer {
   void fill(batch& b) {
     if (unreported_ > 0) {
       if (b.count == batch_size) return;  // what queued follows the gap: after the notice
-      b.items[b.count] = notice_(unreported_);
-      b.bytes += detail::message_bytes(b.items[b.count]).size();
-      ++b.count;
+      const std::uint64_t missed = unreported_;
       unreported_ = 0;
+      const gap_notice notice = notice_;  // the call may destroy the writer (and notice_)
+      Message m = notice(missed);
+      b.bytes += detail::message_bytes(m).size();
+      b.items[b.count++] = std::move(m);
+      if (b.owner == nullptr) return;  // destroyed by the notice: touch nothing more
     }
     bool moved = false;
     while (count_ > 0 && b.count < batch_size) {

@@ -54,9 +54,13 @@ sim_backend::sim_backend(io_context& ctx, loop_state& st, sim::world& w, std::un
     : ctx_(ctx), st_(st), owned_(std::move(owned)), world_(w), net_(w.network()) {
   wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (wake_fd_ < 0) throw std::system_error(errno, std::system_category(), "eventfd");
+  ++net_.loops;
 }
 
-sim_backend::~sim_backend() { ::close(wake_fd_); }
+sim_backend::~sim_backend() {
+  --net_.loops;
+  ::close(wake_fd_);
+}
 
 std::string sim_backend::describe() const {
   return "sim (seed " + std::to_string(world_.seed()) + ", virtual time, simulated TCP; readiness backend)";
