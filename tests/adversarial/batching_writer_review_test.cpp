@@ -324,6 +324,60 @@ TEST_P(BatchingWriterReview, DropOldestGapNoticesExactAndCounted) {
   EXPECT_EQ(seen_notices, notices);
 }
 
+// 2b. The same gap-notice promise with the guide's fan-out message type (shared_ptr, not
+//     affected by the partial-send defect) and tiny messages, so that full 64-message
+//     batches cut inside their first message are common (the notice then waits a pass).
+TEST_P(BatchingWriterReview, DropOldestGapNoticesExactWithSharedPtrTinyMessages) {
+  using line = std::shared_ptr<const std::string>;
+  auto p = make_pair(ctx());
+  peer_reader rd(p->peer);
+  batching_writer<line> w(p->w, {.max_messages = 100, .when_full = overflow_policy::drop_oldest},
+                          [](std::uint64_t n) { return std::make_shared<const std::string>("*gap " + std::to_string(n) + "\n"); });
+  std::optional<result<void>> ran;
+  std::size_t total = 0;
+  sync_wait(ctx(), [](batching_writer<line>& w, std::optional<result<void>>& ran, peer_reader& rd,
+                      std::size_t& total) -> task<void> {
+    scope s;
+    s.spawn([](batching_writer<line>& w, std::optional<result<void>>& ran) -> task<void> {
+      ran = co_await w.run();
+    }(w, ran));
+    std::size_t i = 0;
+    for (int phase = 0; phase < 8; ++phase) {
+      if (phase == 1) rd.go = true;
+      for (int k = 0; k < 20000; ++k) {
+        EXPECT_TRUE(w.try_write(std::make_shared<const std::string>(msg(i++, 20))));
+        if (k % 150 == 149) (void)co_await yield();
+      }
+      (void)co_await sleep_for(5ms);
+    }
+    total = i;
+    w.close();
+    co_await s.join();
+  }(w, ran, rd, total));
+  ASSERT_TRUE(ran.has_value());
+  EXPECT_TRUE(*ran) << ran->error().message();
+  ::shutdown(p->w.native_handle(), SHUT_WR);
+  rd.join();
+  EXPECT_GT(w.dropped(), 0u);
+  std::size_t expect = 0;
+  std::uint64_t pending_gap = 0, gap_sum = 0;
+  for (const auto& l : lines_of(rd.data)) {
+    if (l.rfind("*gap ", 0) == 0) {
+      ASSERT_EQ(pending_gap, 0u) << "two notices in a row";
+      pending_gap = std::stoull(l.substr(5));
+      gap_sum += pending_gap;
+      continue;
+    }
+    ASSERT_EQ(l.size(), 20u) << "split message: " << l;
+    const std::size_t seq = std::stoull(l.substr(1, 7));
+    ASSERT_EQ(seq, expect + pending_gap) << "gap without an exact notice before seq " << seq;
+    expect = seq + 1;
+    pending_gap = 0;
+  }
+  EXPECT_EQ(expect, total);
+  EXPECT_EQ(gap_sum, w.dropped());
+}
+
 // ---------------------------------------------------------------------------------------
 // 3. A stop of run()'s task while the send is in flight (stalled peer): run() returns
 //    operation_canceled, the queue is discarded, writes fail with operation_canceled.
