@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Outside review of the sim backend: the HTTP server and client in a world
+// Programs against the sim backend: the HTTP server and client in a world
 // (docs/simulation.md: "Every ringio clock reads the world's clock ...: the HTTP
 // server's idle and header timeouts, the client's timeouts").
 #include <gtest/gtest.h>

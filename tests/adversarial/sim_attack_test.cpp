@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Outside review of the `sim` backend (docs/simulation.md). Two kinds of program:
+// Programs against the `sim` backend's promises (docs/simulation.md). Two kinds of program:
 //  - Linux*: the same small program runs on backend_kind::epoll (the real kernel, on
 //    127.0.0.1) and in a calm sim::world; what it observes is written as text and the
 //    two texts must be equal ("What a program can observe follows non-blocking Linux

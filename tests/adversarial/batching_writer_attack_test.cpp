@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Adversarial review of ringio::batching_writer (outside reviewer, public API only).
+// Programs against ringio::batching_writer's public API and documented promises.
 // Each test checks one promise of include/ringio/net/batching_writer.hpp,
 // batching_writer_options.hpp or docs/guide.md, on every backend, over 127.0.0.1 TCP.
 // The peer is a plain blocking descriptor read by a thread the test controls, so it can
@@ -8,14 +8,14 @@
 // Tests that FAIL at the time of writing (defects; each name says the expected behaviour):
 // - BatchingWriterPartialSend.{StringNeedingSeveralSendmsgArrivesWhole,
 //   SmallThenBigStringArriveWhole, BigThenSmallStringArriveWhole,
-//   VectorOfBytesNeedingSeveralSendmsgArrivesWhole} and BatchingWriterReview.{
+//   VectorOfBytesNeedingSeveralSendmsgArrivesWhole} and BatchingWriterPromises.{
 //   MessagesLargerThanMaxBytesArriveWholeUnderEveryPolicy,
 //   BigMessagesBehindSmallOnesUnderWaitArriveWhole,
 //   BigMessageUnderDropOldestFlushesQueueNoticesAndArrivesWhole,
 //   CloseFailsWaitingWriteAndDeliversQueuedMessagesWhole}: when a sendmsg ends inside
 //   the first message of the batch, the rest of that std::string / std::vector<std::byte>
 //   message is never sent, run() still returns success (shared_ptr messages: fine).
-// - BatchingWriterReview.DestroyFromInsideGapNoticeDoesNotTouchTheWriter: destroying the
+// - BatchingWriterPromises.DestroyFromInsideGapNoticeDoesNotTouchTheWriter: destroying the
 //   writer from its gap notice (run() in flight) is a heap-use-after-free in fill().
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -195,7 +195,7 @@ task<std::size_t> stall(W& w, std::size_t first, std::size_t size = 512) {
   co_return i - first;
 }
 
-class BatchingWriterReview : public ::testing::TestWithParam<backend_kind> {
+class BatchingWriterPromises : public ::testing::TestWithParam<backend_kind> {
  protected:
   void SetUp() override {
     try {
@@ -227,7 +227,7 @@ task<void> producer(writer& w, int id, int n, int& failures) {
   }
 }
 
-TEST_P(BatchingWriterReview, WaitPolicyDeliversEverythingInOrderThroughAStall) {
+TEST_P(BatchingWriterPromises, WaitPolicyDeliversEverythingInOrderThroughAStall) {
   auto p = make_pair(ctx());
   peer_reader rd(p->peer);
   writer w(p->w, {.max_messages = 8, .max_bytes = 64, .when_full = overflow_policy::wait});
@@ -268,7 +268,7 @@ TEST_P(BatchingWriterReview, WaitPolicyDeliversEverythingInOrderThroughAStall) {
 //    count, and sum to dropped(). "a writer given a gap notice sends one where they were";
 //    "it goes out before the messages that follow the gap".
 
-TEST_P(BatchingWriterReview, DropOldestGapNoticesExactAndCounted) {
+TEST_P(BatchingWriterPromises, DropOldestGapNoticesExactAndCounted) {
   auto p = make_pair(ctx());
   peer_reader rd(p->peer);
   std::uint64_t notices = 0;
@@ -328,7 +328,7 @@ TEST_P(BatchingWriterReview, DropOldestGapNoticesExactAndCounted) {
 // 2b. The same gap-notice promise with the guide's fan-out message type (shared_ptr, not
 //     affected by the partial-send defect) and tiny messages, so that full 64-message
 //     batches cut inside their first message are common (the notice then waits a pass).
-TEST_P(BatchingWriterReview, DropOldestGapNoticesExactWithSharedPtrTinyMessages) {
+TEST_P(BatchingWriterPromises, DropOldestGapNoticesExactWithSharedPtrTinyMessages) {
   using line = std::shared_ptr<const std::string>;
   auto p = make_pair(ctx());
   peer_reader rd(p->peer);
@@ -383,7 +383,7 @@ TEST_P(BatchingWriterReview, DropOldestGapNoticesExactWithSharedPtrTinyMessages)
 // 3. A stop of run()'s task while the send is in flight (stalled peer): run() returns
 //    operation_canceled, the queue is discarded, writes fail with operation_canceled.
 
-TEST_P(BatchingWriterReview, StopRunWhileSendInFlight) {
+TEST_P(BatchingWriterPromises, StopRunWhileSendInFlight) {
   auto p = make_pair(ctx());
   writer w(p->w, {.max_messages = 64, .when_full = overflow_policy::wait});
   std::optional<result<void>> ran;
@@ -415,7 +415,7 @@ TEST_P(BatchingWriterReview, StopRunWhileSendInFlight) {
 }
 
 // 3b. Same with with_timeout(run()): the deadline stops the stalled send.
-TEST_P(BatchingWriterReview, WithTimeoutCutsAStalledPeerOff) {
+TEST_P(BatchingWriterPromises, WithTimeoutCutsAStalledPeerOff) {
   auto p = make_pair(ctx());
   writer w(p->w, {.max_messages = 64});
   std::optional<result<void>> ran;
@@ -438,7 +438,7 @@ TEST_P(BatchingWriterReview, WithTimeoutCutsAStalledPeerOff) {
 // 4. A stop of write() while it waits for room: operation_canceled, nothing queued; the
 //    messages around it are delivered in order, the cancelled one never.
 
-TEST_P(BatchingWriterReview, StopWriteWhileWaitingForRoomQueuesNothing) {
+TEST_P(BatchingWriterPromises, StopWriteWhileWaitingForRoomQueuesNothing) {
   auto p = make_pair(ctx());
   peer_reader rd(p->peer);
   writer w(p->w, {.max_messages = 4, .when_full = overflow_policy::wait});
@@ -507,7 +507,7 @@ TEST_P(BatchingWriterReview, StopWriteWhileWaitingForRoomQueuesNothing) {
 // 5. fail: a stalled peer ends the writer with no_buffer_space once the bound is full;
 //    run() returns it "once the cancelled send has completed"; writes then fail with it.
 
-TEST_P(BatchingWriterReview, FailPolicyEndsWriterOnStall) {
+TEST_P(BatchingWriterPromises, FailPolicyEndsWriterOnStall) {
   auto p = make_pair(ctx());
   writer w(p->w, {.max_messages = 4, .when_full = overflow_policy::fail});
   std::optional<result<void>> ran;
@@ -540,7 +540,7 @@ TEST_P(BatchingWriterReview, FailPolicyEndsWriterOnStall) {
 // 6. A peer that resets (SO_LINGER 0 close) while the send is stalled: run() returns the
 //    error; queue discarded; writes fail with that same error.
 
-TEST_P(BatchingWriterReview, PeerResetWhileStalled) {
+TEST_P(BatchingWriterPromises, PeerResetWhileStalled) {
   auto p = make_pair(ctx());
   writer w(p->w, {.max_messages = 64, .when_full = overflow_policy::wait});
   std::optional<result<void>> ran;
@@ -569,7 +569,7 @@ TEST_P(BatchingWriterReview, PeerResetWhileStalled) {
 // 7. Socket cancel() while the send is stalled: the send fails (operation_canceled), run()
 //    returns that error and the writer has ended.
 
-TEST_P(BatchingWriterReview, SocketCancelWhileStalled) {
+TEST_P(BatchingWriterPromises, SocketCancelWhileStalled) {
   auto p = make_pair(ctx());
   writer w(p->w, {.max_messages = 64});
   std::optional<result<void>> ran;
@@ -592,7 +592,7 @@ TEST_P(BatchingWriterReview, SocketCancelWhileStalled) {
 // 8. Destruction while run() is in flight: "The destructor cancels the send in flight;
 //    run() then returns operation_canceled without touching the writer". ASan watches.
 
-TEST_P(BatchingWriterReview, DestroyWhileSendInFlight) {
+TEST_P(BatchingWriterPromises, DestroyWhileSendInFlight) {
   auto p = make_pair(ctx());
   peer_reader rd(p->peer);
   std::optional<result<void>> ran;
@@ -622,7 +622,7 @@ TEST_P(BatchingWriterReview, DestroyWhileSendInFlight) {
   }
 }
 
-TEST_P(BatchingWriterReview, DestroyWhileRunWaitsForWork) {
+TEST_P(BatchingWriterPromises, DestroyWhileRunWaitsForWork) {
   auto p = make_pair(ctx());
   std::optional<result<void>> ran;
   sync_wait(ctx(), [](tcp_pair& p, std::optional<result<void>>& ran) -> task<void> {
@@ -640,7 +640,7 @@ TEST_P(BatchingWriterReview, DestroyWhileRunWaitsForWork) {
 }
 
 // Destroyed right after a message was granted to run() (its wake-up is queued, not run).
-TEST_P(BatchingWriterReview, DestroyRightAfterTryWriteWokeRun) {
+TEST_P(BatchingWriterPromises, DestroyRightAfterTryWriteWokeRun) {
   auto p = make_pair(ctx());
   std::optional<result<void>> ran;
   sync_wait(ctx(), [](tcp_pair& p, std::optional<result<void>>& ran) -> task<void> {
@@ -660,7 +660,7 @@ TEST_P(BatchingWriterReview, DestroyRightAfterTryWriteWokeRun) {
 
 // Destroyed at the first moment the peer can observe the last byte: run()'s completion
 // may not have been processed yet.
-TEST_P(BatchingWriterReview, DestroyWhenPeerHasObservedTheLastByte) {
+TEST_P(BatchingWriterPromises, DestroyWhenPeerHasObservedTheLastByte) {
   for (int round = 0; round < 5; ++round) {
     auto p = make_pair(ctx());
     peer_reader rd(p->peer);
@@ -728,7 +728,7 @@ void destroy_from_notice(backend_kind kind) {
   std::_Exit(0);
 }
 
-TEST_P(BatchingWriterReview, DestroyFromInsideGapNoticeDoesNotTouchTheWriter) {
+TEST_P(BatchingWriterPromises, DestroyFromInsideGapNoticeDoesNotTouchTheWriter) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(destroy_from_notice(GetParam()), ::testing::ExitedWithCode(0), "");
 }
@@ -737,7 +737,7 @@ TEST_P(BatchingWriterReview, DestroyFromInsideGapNoticeDoesNotTouchTheWriter) {
 // 10. Zero-length messages: they are messages like any other ("A message is anything with
 //     bytes"); run() must not hang or fail on them, close() still drains and succeeds.
 
-TEST_P(BatchingWriterReview, ZeroLengthMessages) {
+TEST_P(BatchingWriterPromises, ZeroLengthMessages) {
   auto p = make_pair(ctx());
   peer_reader rd(p->peer);
   rd.go = true;
@@ -763,7 +763,7 @@ TEST_P(BatchingWriterReview, ZeroLengthMessages) {
   EXPECT_EQ(rd.data, want);
 }
 
-TEST_P(BatchingWriterReview, OnlyZeroLengthMessagesThenClose) {
+TEST_P(BatchingWriterPromises, OnlyZeroLengthMessagesThenClose) {
   auto p = make_pair(ctx());
   writer w(p->w);
   std::optional<result<void>> ran;
@@ -784,7 +784,7 @@ TEST_P(BatchingWriterReview, OnlyZeroLengthMessagesThenClose) {
 // 11. Messages larger than max_bytes: "A message always fits an empty queue, whatever its
 //     size"; every policy delivers them whole, in order.
 
-TEST_P(BatchingWriterReview, MessagesLargerThanMaxBytesArriveWholeUnderEveryPolicy) {
+TEST_P(BatchingWriterPromises, MessagesLargerThanMaxBytesArriveWholeUnderEveryPolicy) {
   for (auto policy : {overflow_policy::wait, overflow_policy::drop_oldest, overflow_policy::fail}) {
     auto p = make_pair(ctx());
     peer_reader rd(p->peer);
@@ -818,7 +818,7 @@ TEST_P(BatchingWriterReview, MessagesLargerThanMaxBytesArriveWholeUnderEveryPoli
 }
 
 // A big message under wait queued behind small ones waits for an empty queue, then goes.
-TEST_P(BatchingWriterReview, BigMessagesBehindSmallOnesUnderWaitArriveWhole) {
+TEST_P(BatchingWriterPromises, BigMessagesBehindSmallOnesUnderWaitArriveWhole) {
   auto p = make_pair(ctx());
   peer_reader rd(p->peer);
   writer w(p->w, {.max_messages = 16, .max_bytes = 2048, .when_full = overflow_policy::wait});
@@ -848,7 +848,7 @@ TEST_P(BatchingWriterReview, BigMessagesBehindSmallOnesUnderWaitArriveWhole) {
 
 // drop_oldest with a stalled peer and a message larger than max_bytes: the queue is
 // emptied for it, the notice says how many went, the big one arrives whole.
-TEST_P(BatchingWriterReview, BigMessageUnderDropOldestFlushesQueueNoticesAndArrivesWhole) {
+TEST_P(BatchingWriterPromises, BigMessageUnderDropOldestFlushesQueueNoticesAndArrivesWhole) {
   auto p = make_pair(ctx());
   peer_reader rd(p->peer);
   writer w(p->w, {.max_messages = 16, .max_bytes = 4096, .when_full = overflow_policy::drop_oldest},
@@ -886,7 +886,7 @@ TEST_P(BatchingWriterReview, BigMessageUnderDropOldestFlushesQueueNoticesAndArri
 // 12. close() racing a pending write(): the write fails with errc::closed and never
 //     reaches the peer; run() sends what was queued and returns success.
 
-TEST_P(BatchingWriterReview, CloseFailsWaitingWriteAndDeliversQueuedMessagesWhole) {
+TEST_P(BatchingWriterPromises, CloseFailsWaitingWriteAndDeliversQueuedMessagesWhole) {
   auto p = make_pair(ctx());
   peer_reader rd(p->peer);
   writer w(p->w, {.max_messages = 2, .when_full = overflow_policy::wait});
@@ -937,7 +937,7 @@ TEST_P(BatchingWriterReview, CloseFailsWaitingWriteAndDeliversQueuedMessagesWhol
 // 13. Counts: "run() ... takes everything queued so far, up to 64 messages and max_bytes,
 //     and sends it with one gathered send"; sends(): "one per pass".
 
-TEST_P(BatchingWriterReview, SendsCountsOneGatheredSendPer64Messages) {
+TEST_P(BatchingWriterPromises, SendsCountsOneGatheredSendPer64Messages) {
   auto p = make_pair(ctx());
   int big = 1 << 20;
   ::setsockopt(p->w.native_handle(), SOL_SOCKET, SO_SNDBUF, &big, sizeof big);
@@ -957,7 +957,7 @@ TEST_P(BatchingWriterReview, SendsCountsOneGatheredSendPer64Messages) {
   EXPECT_EQ(rd.data.size(), 2000u);
 }
 
-TEST_P(BatchingWriterReview, SecondRunIsBusyAndRunAfterCloseSucceeds) {
+TEST_P(BatchingWriterPromises, SecondRunIsBusyAndRunAfterCloseSucceeds) {
   auto p = make_pair(ctx());
   writer w(p->w);
   std::optional<result<void>> ran;
@@ -980,7 +980,7 @@ TEST_P(BatchingWriterReview, SecondRunIsBusyAndRunAfterCloseSucceeds) {
   EXPECT_EQ(r.error(), make_error_code(errc::closed));
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, BatchingWriterReview,
+INSTANTIATE_TEST_SUITE_P(Backends, BatchingWriterPromises,
                          ::testing::Values(backend_kind::uring, backend_kind::epoll, backend_kind::uring_poll),
                          [](const auto& info) {
                            return info.param == backend_kind::uring  ? std::string("uring")
@@ -992,7 +992,7 @@ INSTANTIATE_TEST_SUITE_P(Backends, BatchingWriterReview,
 
 namespace {
 // Harness check (not a writer test): the same pair and reader with a plain send_all.
-TEST(BatchingWriterReviewHarness, PlainSendAllThroughSmallBuffersArrivesWhole) {
+TEST(BatchingWriterPromisesHarness, PlainSendAllThroughSmallBuffersArrivesWhole) {
   io_context ctx(io_context_options{.backend = backend_kind::epoll, .quiet = true});
   auto p = make_pair(ctx);
   peer_reader rd(p->peer);
