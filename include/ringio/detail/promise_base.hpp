@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "ringio/detail/frame_allocator.hpp"
+#include "ringio/detail/resume_loop.hpp"
 
 namespace ringio::detail {
 
@@ -52,10 +53,11 @@ struct resume_marker {
   }
 };
 
-/// Resumes `h` inline from inside a task and restores the running-task mark after.
+/// Resumes `h` inline (from inside a task, or from the loop) on a resumption loop of
+/// its own, and restores the running-task mark after.
 inline void resume_inline(std::coroutine_handle<> h) {
   promise_base* saved = running_task;
-  h.resume();
+  resume_flat(h);
   running_task = saved;
 }
 
@@ -84,9 +86,10 @@ class promise_base {
     template <class P>
     std::coroutine_handle<> await_suspend(std::coroutine_handle<P> h) noexcept {
       running_task = nullptr;
+      void* self = h.address();  // the sink may destroy the frame
       promise_base& p = h.promise();
-      if (p.sink_ != nullptr) return p.sink_->on_task_done(h, p);
-      return p.continuation_ ? p.continuation_ : std::noop_coroutine();
+      if (p.sink_ != nullptr) return hand_over(self, p.sink_->on_task_done(h, p));
+      return p.continuation_ ? hand_over(self, p.continuation_) : std::noop_coroutine();
     }
     void await_resume() const noexcept {}
   };
