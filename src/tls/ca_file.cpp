@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "ca_file.hpp"
 
 #include <openssl/err.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Loading a file of trusted CA certificates, with an error that says what is wrong
 // with it (missing, unreadable, not PEM, no certificate) before OpenSSL sees it.
 #pragma once

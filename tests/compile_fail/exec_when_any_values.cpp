@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Must not compile: exec::when_any of senders whose values differ. The build stops
 // with one static_assert that says what to use instead (tests/CMakeLists.txt checks).
 #include <string>

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # cmake -DCXX=... -DINCLUDE=... -DSOURCE=... -DEXPECT=... -P expect_error.cmake
 # Passes when compiling SOURCE fails with exactly one error whose text contains EXPECT.
 execute_process(COMMAND ${CXX} -std=c++20 -fsyntax-only -I${INCLUDE} ${SOURCE}

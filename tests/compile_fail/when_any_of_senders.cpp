@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Must not compile: ringio::when_any (of tasks and operations) given senders. The build
 // stops with one static_assert naming exec::when_any (tests/CMakeLists.txt checks).
 #include "ringio/exec.hpp"

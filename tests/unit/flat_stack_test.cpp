@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Awaits that complete at once must not grow the stack, whatever the optimisation level:
 // at GCC -O0 symmetric transfer is an ordinary call, and before the resumption loop
 // each of these loops nested two frames per await and overflowed the stack. The

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ringio/detail/resume_loop.hpp — the per-thread resumption loop. Where a coroutine
 // hands control to another (a task starting the child it awaits, a finished task
 // resuming its awaiter, a fiber's driver going on), it may do so by symmetric transfer
