@@ -67,7 +67,7 @@ class spawn_on_awaiter : completion_sink {
       home_->add_foreign_wait(wait_);
     }
     auto child = task_.handle();
-    post(target_, [child] { child.resume(); });
+    post(target_, [child] { resume_flat(child); });
   }
   T await_resume() {
     if (home_ != nullptr) home_->remove_foreign_wait(wait_);
@@ -83,7 +83,7 @@ class spawn_on_awaiter : completion_sink {
   std::coroutine_handle<> on_task_done(std::coroutine_handle<>, promise_base&) noexcept override {
     auto parent = parent_;
     if (home_ == nullptr || home_ == io_context::current()) return parent;
-    post(*home_, [parent] { parent.resume(); });
+    post(*home_, [parent] { resume_flat(parent); });
     return std::noop_coroutine();
   }
   io_context& target_;

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // ringio/task.hpp — task<T>: a lazy coroutine that starts when awaited and hands control
-// back to its awaiter by symmetric transfer, so chains of synchronous co_awaits use no stack.
+// back to its awaiter when it finishes. Both hand-overs go through the resumption loop
+// (detail/resume_loop.hpp), so chains of synchronous co_awaits use no stack, at any
+// optimisation level.
 #pragma once
 
 #include <cassert>
@@ -95,7 +97,7 @@ class [[nodiscard]] task {
       h.promise().set_continuation(parent);
       if constexpr (std::is_base_of_v<detail::promise_base, P>)
         h.promise().inherit_from(parent.promise());
-      return h;
+      return detail::hand_over(parent.address(), h);
     }
     T await_resume() { return h.promise().take(); }
   };

@@ -182,6 +182,7 @@ template <class... Rs>
 template <class... As>
   requires(sizeof...(As) > 0 && !(detail::is_task<std::remove_cvref_t<As>>::value && ...))
 [[nodiscard]] auto try_when_all(As&&... as) {
+  detail::check_combinable<As...>();
   return try_when_all(detail::to_task(std::forward<As>(as))...);
 }
 

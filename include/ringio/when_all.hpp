@@ -81,6 +81,7 @@ template <class... Ts>
 template <class... As>
   requires(sizeof...(As) > 0 && !(detail::is_task<std::remove_cvref_t<As>>::value && ...))
 [[nodiscard]] auto when_all(As&&... as) {
+  detail::check_combinable<As...>();
   return when_all(detail::to_task(std::forward<As>(as))...);
 }
 

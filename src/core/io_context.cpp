@@ -329,7 +329,7 @@ void io_context::run_ready() {
     if (e.is_op)
       detail::finish_operation(*static_cast<detail::op_base*>(e.ptr));
     else
-      std::coroutine_handle<>::from_address(e.ptr).resume();
+      detail::resume_flat(std::coroutine_handle<>::from_address(e.ptr));
   }
 }
 

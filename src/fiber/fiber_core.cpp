@@ -83,7 +83,9 @@ struct bind_driver_awaiter {
 struct suspension_awaiter {
   fiber_core& core;
   bool await_ready() const noexcept { return false; }
-  std::coroutine_handle<> await_suspend(fiber_driver_handle h) const noexcept { return core.suspend_awaiter(h); }
+  std::coroutine_handle<> await_suspend(fiber_driver_handle h) const noexcept {
+    return hand_over(h.address(), core.suspend_awaiter(h));
+  }
   void await_resume() const noexcept {}
 };
 

@@ -8,6 +8,7 @@
 #include <memory>
 #include <string_view>
 
+#include "ca_file.hpp"
 #include "context_state.hpp"
 #include "ringio/log.hpp"
 #include "ringio/tls/error.hpp"
@@ -174,10 +175,7 @@ result<context> context::server(const server_options& o) {
     return unexpected(ec);
   if (auto ec = load_certificate(st->ctx, o.certificate_chain_file, o.private_key_file)) return unexpected(ec);
   if (!o.client_ca_file.empty()) {
-    if (SSL_CTX_load_verify_locations(st->ctx, o.client_ca_file.c_str(), nullptr) != 1) {
-      log(log_level::error, "tls: cannot load the client CA file %s", o.client_ca_file.c_str());
-      return unexpected(last_error(make_error_code(tls_errc::configuration)));
-    }
+    if (auto ec = detail::load_ca_file(st->ctx, o.client_ca_file)) return unexpected(ec);
     int mode = SSL_VERIFY_PEER | (o.require_client_certificate ? SSL_VERIFY_FAIL_IF_NO_PEER_CERT : 0);
     SSL_CTX_set_verify(st->ctx, mode, nullptr);
   }
@@ -205,9 +203,8 @@ result<context> context::client(const client_options& o) {
     return unexpected(ec);
   if (o.use_system_trust_store && SSL_CTX_set_default_verify_paths(st->ctx) != 1)
     log(log_level::warning, "tls: the system trust store could not be loaded");
-  if (!o.ca_file.empty() && SSL_CTX_load_verify_locations(st->ctx, o.ca_file.c_str(), nullptr) != 1) {
-    log(log_level::error, "tls: cannot load the CA file %s", o.ca_file.c_str());
-    return unexpected(last_error(make_error_code(tls_errc::configuration)));
+  if (!o.ca_file.empty()) {
+    if (auto ec = detail::load_ca_file(st->ctx, o.ca_file)) return unexpected(ec);
   }
   if (!o.certificate_chain_file.empty()) {
     if (auto ec = load_certificate(st->ctx, o.certificate_chain_file, o.private_key_file)) return unexpected(ec);

@@ -32,6 +32,10 @@ class category final : public std::error_category {
       case tls_errc::busy: return "TLS: another operation of the same direction is in flight";
       case tls_errc::protocol_error: return "TLS: protocol error";
       case tls_errc::configuration: return "TLS: invalid configuration";
+      case tls_errc::ca_file_missing: return "TLS: the CA file does not exist";
+      case tls_errc::ca_file_unreadable: return "TLS: the CA file cannot be read";
+      case tls_errc::ca_file_not_pem: return "TLS: the CA file is not PEM (no -----BEGIN line)";
+      case tls_errc::ca_file_without_certificate: return "TLS: the CA file holds no certificate";
     }
     return "TLS: unknown error";
   }

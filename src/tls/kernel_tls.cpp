@@ -60,8 +60,9 @@ std::string probe_kernel_tls() {
 bool stream::kernel_tls_available(std::string* why) {
   static const std::string reason = [] {
     std::string r = probe_kernel_tls();
-    if (r.empty()) log(log_level::info, "tls: kernel TLS is available");
-    else log(log_level::info, "tls: records in user space: %s", r.c_str());
+    // Debug level: a normal run says nothing (set_log_level(log_level::debug) shows it).
+    if (r.empty()) log(log_level::debug, "tls: kernel TLS is available");
+    else log(log_level::debug, "tls: records in user space: %s", r.c_str());
     return r;
   }();
   if (why != nullptr) *why = reason;

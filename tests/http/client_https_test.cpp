@@ -153,6 +153,21 @@ TEST_P(ClientHttps, HandshakeTimeout) {
   EXPECT_EQ(r.error(), http::client_errc::tls_handshake_timeout) << r.error().message();
 }
 
+TEST_P(ClientHttps, BadCaFileFailsBeforeAnyConnectionWithItsReason) {
+  auto l = ringio_test::listen_loopback();  // would accept a connection
+  const std::string u = "https://127.0.0.1:" + std::to_string(ringio_test::address_of(l).port()) + "/";
+  http::client_options o = trusting_test_ca();
+  o.tls.ca_file = ringio_test::test_certs::get().dir + "/no_such_ca.pem";
+  http::client c(o);
+  auto r = run([](http::client& c, std::string u) -> task<result<http::client_response>> {
+    co_return co_await c.get(u);
+  }(c, u));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error(), tls::tls_errc::ca_file_missing) << r.error().message();
+  EXPECT_EQ(r.error().message(), "TLS: the CA file does not exist");
+  EXPECT_EQ(c.stats().connections_opened, 0u);
+}
+
 RINGIO_ALL_BACKENDS(ClientHttps);
 
 }  // namespace

@@ -612,6 +612,23 @@ TEST_P(Fiber, AwaitOutsideAFiberThrows) {
 
 RINGIO_ALL_BACKENDS(Fiber);
 
+// A fiber awaiting what completes at once: its driving task goes on without growing
+// the stack (at GCC -O0 each await used to nest a resume; test-debug runs this).
+TEST(FiberFlatStack, ReadyAwaitsFromAFiber) {
+  io_context ctx(io_context_options{.quiet = true});
+  event ev;
+  ev.set();
+  long sum = sync_wait(ctx, fiber([&ev] {
+    long n = 0;
+    for (int i = 0; i < 100'000; ++i) {
+      if (this_fiber::await(ev.wait())) ++n;
+      n += this_fiber::await([]() -> task<int> { co_return 1; }());
+    }
+    return n;
+  }));
+  EXPECT_EQ(sum, 200'000);
+}
+
 int recurse(int n) {
   volatile char pad[512];
   pad[0] = static_cast<char>(n);

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -363,6 +364,56 @@ TEST(TlsContext, BadFilesAreReportedWithTheirReason) {
   o = server_settings();
   o.cipher_list = "NOT-A-CIPHER";
   EXPECT_FALSE(tls::context::server(o));
+}
+
+// A CA file that cannot work fails the context, naming what is wrong with it.
+TEST(TlsContext, BadCaFilesAreReportedWithTheirReason) {
+  ASSERT_TRUE(test_certs::get().ok);
+  const std::string dir = test_certs::get().dir;
+  {
+    std::ofstream(dir + "/not_pem.txt") << "this is not a certificate\n";
+    std::ofstream(dir + "/empty.pem");
+  }
+  auto client_error = [](const std::string& path) {
+    auto o = client_settings();
+    o.ca_file = path;
+    auto c = tls::context::client(o);
+    return c ? std::error_code{} : c.error();
+  };
+  EXPECT_EQ(client_error(dir + "/no_such_ca.pem"), tls::tls_errc::ca_file_missing);
+  EXPECT_EQ(client_error(dir), tls::tls_errc::ca_file_unreadable);
+  EXPECT_EQ(client_error(dir + "/not_pem.txt"), tls::tls_errc::ca_file_not_pem);
+  EXPECT_EQ(client_error(dir + "/empty.pem"), tls::tls_errc::ca_file_not_pem);
+  EXPECT_EQ(client_error(test_certs::get().server_key), tls::tls_errc::ca_file_without_certificate);
+  EXPECT_EQ(client_error(test_certs::get().ca), std::error_code{});
+  EXPECT_EQ(tls::make_error_code(tls::tls_errc::ca_file_missing).message(), "TLS: the CA file does not exist");
+  auto so = server_settings();
+  so.client_ca_file = dir + "/not_pem.txt";
+  auto s = tls::context::server(so);
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error(), tls::tls_errc::ca_file_not_pem) << s.error().message();
+}
+
+// A normal run prints nothing: the kernel TLS probe of the first handshake logs at
+// debug level only. (ctest runs each test in a process of its own, where the probe is
+// made here.)
+TEST(TlsQuiet, AHandshakeLogsNothingAtInfoLevel) {
+  ASSERT_TRUE(test_certs::get().ok);
+  std::vector<std::string> lines;
+  set_log_handler([&lines](log_level level, std::string_view text) {
+    if (level >= log_level::info) lines.emplace_back(text);
+  });
+  auto listener = listen_loopback();
+  auto sctx = make_server_context();
+  auto cctx = make_client_context();
+  io_context ctx(io_context_options{.quiet = true});
+  sync_wait(ctx, [](stream_listener& l, tls::context& cctx, tls::context& sctx) -> task<void> {
+    auto p = co_await make_tls_pair(l, cctx, sctx);
+    auto hs = co_await handshake_both(p);
+    EXPECT_TRUE(hs.first && hs.second);
+  }(listener, cctx, sctx));
+  set_log_handler({});
+  EXPECT_TRUE(lines.empty()) << lines.front();
 }
 
 TEST(TlsKernel, KernelTlsIsDetectedNotAssumed) {

@@ -24,14 +24,35 @@ struct is_task<task<T>> : std::true_type {};
 template <class A>
 using await_result_t = decltype(std::declval<A&>().await_resume());
 
+template <class A>
+concept direct_awaiter = requires(A& a) {
+  a.await_ready();
+  a.await_resume();
+};
+
+/// What when_all, when_any and try_when_all take: a task or an operation.
+template <class A>
+concept task_or_operation = is_task<std::remove_cvref_t<A>>::value || direct_awaiter<std::remove_cvref_t<A>>;
+
+/// Stops the build with one message when a combinator is given anything else (a
+/// sender, above all).
+template <class... As>
+constexpr void check_combinable() noexcept {
+  static_assert((task_or_operation<As> && ...),
+                "ringio::when_all, when_any and try_when_all take tasks and operations; for senders use "
+                "ringio::exec::when_all and exec::when_any, or co_await each sender in a task");
+}
+
 /// Tasks pass through; any other awaitable (an operation) is wrapped in a task.
 template <class A>
 auto to_task(A&& a) {
   using D = std::remove_cvref_t<A>;
   if constexpr (is_task<D>::value) {
     return D(std::forward<A>(a));
-  } else {
+  } else if constexpr (direct_awaiter<D>) {
     return [](D op) -> task<await_result_t<D>> { co_return co_await std::move(op); }(D(std::forward<A>(a)));
+  } else {
+    return task<void>{};  // not reached: check_combinable stopped the build
   }
 }
 

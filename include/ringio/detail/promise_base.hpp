@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "ringio/detail/frame_allocator.hpp"
+#include "ringio/detail/resume_loop.hpp"
 
 namespace ringio::detail {
 
@@ -52,10 +53,11 @@ struct resume_marker {
   }
 };
 
-/// Resumes `h` inline from inside a task and restores the running-task mark after.
+/// Resumes `h` inline (from inside a task, or from the loop) on a resumption loop of
+/// its own, and restores the running-task mark after.
 inline void resume_inline(std::coroutine_handle<> h) {
   promise_base* saved = running_task;
-  h.resume();
+  resume_flat(h);
   running_task = saved;
 }
 
@@ -85,8 +87,14 @@ class promise_base {
     std::coroutine_handle<> await_suspend(std::coroutine_handle<P> h) noexcept {
       running_task = nullptr;
       promise_base& p = h.promise();
-      if (p.sink_ != nullptr) return p.sink_->on_task_done(h, p);
-      return p.continuation_ ? p.continuation_ : std::noop_coroutine();
+      if (p.sink_ != nullptr) return to_sink(h, p);
+      return p.continuation_ ? hand_over(h.address(), p.continuation_) : std::noop_coroutine();
+    }
+    // Out of line: inlined, its call would make every task's resume function keep a
+    // register across it, which costs the hot path of a task switch a push and a pop.
+    [[gnu::noinline]] static std::coroutine_handle<> to_sink(std::coroutine_handle<> h, promise_base& p) noexcept {
+      void* self = h.address();  // the sink may destroy the frame
+      return hand_over(self, p.sink_->on_task_done(h, p));
     }
     void await_resume() const noexcept {}
   };

@@ -20,11 +20,33 @@ namespace ringio::exec {
 /// @cond INTERNAL
 namespace detail {
 
+// The value signatures of the children that have one (in environment Env): `one` when
+// they agree, and `type` that one (senders that disagree get an empty list, so that the
+// static_assert of get_completion_signatures is the only error reported).
+template <class Values>
+struct when_any_value {
+  static constexpr bool one = false;
+  using type = type_list<>;
+};
+template <>
+struct when_any_value<type_list<>> {  // none completes with a value
+  static constexpr bool one = true;
+  using type = type_list<>;
+};
+template <class Args>
+struct when_any_value<type_list<Args>> {
+  static constexpr bool one = true;
+  using type = Args;
+};
+
+template <class Env, class... S>
+using any_values_t = when_any_value<unique_t<concat_t<
+    std::conditional_t<std::is_same_v<typename sigs_info<completion_signatures_of_t<S, Env>>::values, type_list<>>,
+                       type_list<>, type_list<value_args_of_t<S, Env>>>...>>>;
+
 // The one value signature shared by the children that have one (in environment Env).
 template <class Env, class... S>
-using any_value_args_t = typename single_value<unique_t<concat_t<
-    std::conditional_t<std::is_same_v<typename sigs_info<completion_signatures_of_t<S, Env>>::values, type_list<>>,
-                       type_list<>, type_list<value_args_of_t<S, Env>>>...>>>::type;
+using any_value_args_t = typename any_values_t<Env, S...>::type;
 
 template <class R, class... S>
 class when_any_state {
@@ -38,7 +60,9 @@ class when_any_state {
     when_any_state* self;
     template <class... A>
     void set_value(A&&... a) noexcept {
-      if (self->win()) self->result_.set_value(std::forward<A>(a)...);
+      if constexpr (any_values_t<child_env, S...>::one) {  // else get_completion_signatures said why
+        if (self->win()) self->result_.set_value(std::forward<A>(a)...);
+      }
       self->arrive();
     }
     template <class E>
@@ -105,10 +129,12 @@ class when_any_sender {
   /// The value signature the children share, any error of any child, stopped: their
   /// completions in the receiver's environment `Env` with when_any's stop token.
   template <class Env, class ChildEnv = detail::stop_child_env_t<Env>>
-  auto get_completion_signatures(const Env&) const ->
-      typename detail::make_completions<detail::any_value_args_t<ChildEnv, S...>,
-                                        detail::unique_t<detail::concat_t<error_types_of_t<S, ChildEnv>...>>>::type {
-    return {};
+  auto get_completion_signatures(const Env&) const {
+    static_assert(detail::any_values_t<ChildEnv, S...>::one,
+                  "ringio::exec::when_any: the senders complete with different values. Give them one value "
+                  "type (exec::then on each), or co_await ringio::when_any of tasks, which gives a std::variant");
+    return typename detail::make_completions<detail::any_value_args_t<ChildEnv, S...>,
+                                             detail::unique_t<detail::concat_t<error_types_of_t<S, ChildEnv>...>>>::type{};
   }
 
   /// Holds the senders.

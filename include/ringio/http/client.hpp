@@ -59,7 +59,9 @@ class client {
   /// Sends `spec` and reads the whole response. Errors: client_errc (bad_url,
   /// resolve_failed, connect_failed, the timeouts, protocol errors, body_too_large,
   /// truncated_body, too_many_redirects, bad_redirect, bad_request_header), socket
-  /// errors (connection_reset, broken_pipe, ...), operation_canceled on a stop.
+  /// errors (connection_reset, broken_pipe, ...), operation_canceled on a stop. For
+  /// https://, a client_options::tls that cannot be used fails before any connection
+  /// opens, with its reason (tls::tls_errc::ca_file_missing, ca_file_not_pem, ...).
   [[nodiscard]] task<result<client_response>> request(const request_spec& spec);
   /// Sends `spec` and returns once the response head has arrived; the body is then read
   /// with response_stream::read. Redirects are followed as in request() (their bodies
@@ -85,13 +87,14 @@ class client {
   task<result<response_stream>> exchange(const url& target, method m, const request_spec& spec, bool cross_origin,
                                          bool with_body);
   task<result<detail::connection_ptr>> connect(const url& target);
+  std::error_code make_tls_context();
   task<result<tls::stream>> handshake(const url& target, stream_socket socket);
   detail::connection_ptr checkout(const url& target) noexcept;
 
   client_options opts_;
   std::vector<detail::connection_ptr> idle_;
   client_statistics stats_;
-  std::unique_ptr<tls::context> tls_context_;  // made on the first https request
+  std::unique_ptr<tls::context> tls_context_;  // made before the first https connection
   /// @endcond
 };
 

@@ -11,7 +11,7 @@ namespace ringio::http {
 /// operation_canceled, ...) that come back as they are.
 enum class client_errc {
   bad_url = 1,            ///< the URL could not be parsed, or its scheme is not http/https
-  unsupported_scheme,     ///< the TLS context for https:// could not be made from client_options::tls
+  unsupported_scheme,     ///< not returned: a client_options::tls that cannot be used gives its TLS error
   resolve_failed,         ///< the host name did not resolve to an address
   connect_failed,         ///< no address of the host accepted a connection
   connect_timeout,        ///< connecting (resolution included) took longer than connect_timeout

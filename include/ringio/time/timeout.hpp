@@ -63,7 +63,7 @@ struct token_awaiter {
   std::coroutine_handle<> await_suspend(std::coroutine_handle<> parent) noexcept {
     t.handle().promise().set_continuation(parent);
     t.handle().promise().set_stop_token(token);
-    return t.handle();
+    return hand_over(parent.address(), t.handle());
   }
   T await_resume() { return t.handle().promise().take(); }
 };

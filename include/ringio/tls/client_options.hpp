@@ -16,7 +16,8 @@ namespace ringio::tls {
 struct client_options {
   /// Trust the system's CA store (`SSL_CTX_set_default_verify_paths`).
   bool use_system_trust_store = true;
-  /// PEM file of further CAs to trust; empty: none.
+  /// PEM file of further CAs to trust; empty: none. Checked by context::client, which
+  /// fails naming what is wrong with it (see tls_errc::ca_file_missing and after).
   std::string ca_file{};
   /// Verify the server's certificate chain (and, with a name, its host name). Turning
   /// it off makes the connection open to interception: for tests only.

@@ -34,8 +34,9 @@ class context {
   /// missing file ("No such file or directory" as a system error), a key that does not
   /// match the certificate, an invalid cipher list (tls_errc::configuration).
   [[nodiscard]] static result<context> server(const server_options& options);
-  /// A client context. Errors as for server(): an unreadable ca_file, a bad
-  /// certificate or key, a bad cipher list.
+  /// A client context. Errors as for server(): a bad ca_file (tls_errc::ca_file_missing,
+  /// ca_file_unreadable, ca_file_not_pem, ca_file_without_certificate, or OpenSSL's
+  /// reason for a certificate it rejects), a bad certificate or key, a bad cipher list.
   [[nodiscard]] static result<context> client(const client_options& options = {});
 
   /// Server: a ClientHello whose server name (SNI) is `name` is served with `other`'s

@@ -15,6 +15,10 @@ enum class tls_errc {
   busy,                ///< a second operation of the same direction while one is in flight
   protocol_error,      ///< OpenSSL failed without naming a reason
   configuration,       ///< a context setting was rejected (see the log for the file or value)
+  ca_file_missing,     ///< the CA file does not exist
+  ca_file_unreadable,  ///< the CA file cannot be read (permissions, a directory)
+  ca_file_not_pem,     ///< the CA file is not PEM (no "-----BEGIN" line; DER is not taken)
+  ca_file_without_certificate,  ///< the CA file is PEM but holds no certificate
 };
 
 /// The category of every TLS error ("ringio.tls"). Its codes are tls_errc values,

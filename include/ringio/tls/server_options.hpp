@@ -32,6 +32,7 @@ struct server_options {
   /// Session resumption with tickets (stateless on the server).
   bool session_tickets = true;
   /// PEM file of the CAs that client certificates must chain to; empty: none asked.
+  /// Checked as client_options::ca_file is.
   std::string client_ca_file{};
   /// With client_ca_file: fail the handshake when the client sends no certificate.
   bool require_client_certificate = false;

@@ -199,14 +199,17 @@ void client::release(detail::connection_ptr conn) noexcept {
   }
 }
 
+std::error_code client::make_tls_context() {
+  if (tls_context_) return {};
+  tls::client_options o = opts_.tls;
+  if (o.alpn.empty()) o.alpn.emplace_back("http/1.1");
+  auto made = tls::context::client(o);
+  if (!made) return made.error();
+  tls_context_ = std::make_unique<tls::context>(std::move(*made));
+  return {};
+}
+
 task<result<tls::stream>> client::handshake(const url& target, stream_socket socket) {
-  if (!tls_context_) {
-    tls::client_options o = opts_.tls;
-    if (o.alpn.empty()) o.alpn.emplace_back("http/1.1");
-    auto made = tls::context::client(o);
-    if (!made) co_return unexpected(make_error_code(client_errc::unsupported_scheme));
-    tls_context_ = std::make_unique<tls::context>(std::move(*made));
-  }
   auto s = tls::stream::client(*tls_context_, std::move(socket), target.host);
   if (!s) co_return unexpected(s.error());
   auto done = co_await s->handshake(opts_.tls_handshake_timeout);
@@ -215,6 +218,10 @@ task<result<tls::stream>> client::handshake(const url& target, stream_socket soc
 }
 
 task<result<detail::connection_ptr>> client::connect(const url& target) {
+  // A TLS setting that cannot work (a bad CA file) fails before any connection opens.
+  if (target.tls) {
+    if (auto ec = make_tls_context()) co_return unexpected(ec);
+  }
   const std::int64_t deadline = ringio::detail::deadline_after(opts_.connect_timeout);
   auto addresses = co_await with_timeout(resolve(std::string(target.host), target.port), opts_.connect_timeout);
   if (!addresses) co_return unexpected(phase_error(addresses.error(), client_errc::connect_timeout));
