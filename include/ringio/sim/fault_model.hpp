@@ -11,8 +11,9 @@ namespace ringio::sim {
 /// The network and the faults of a sim::world. Probabilities are per decision (one
 /// send, one receive, one accept...), drawn from the world's seed.
 struct fault_model {
-  /// One-way delay of every segment: uniform in [min_latency, max_latency].
+  /// Shortest one-way delay of a segment (each is uniform in [min_latency, max_latency]).
   std::chrono::nanoseconds min_latency = std::chrono::microseconds(20);
+  /// Longest one-way delay of a segment.
   std::chrono::nanoseconds max_latency = std::chrono::microseconds(200);
   /// Receive buffer of each end (SO_RCVBUF changes it per socket): what a sender may
   /// have in flight plus unread at its peer before send() meets EAGAIN.

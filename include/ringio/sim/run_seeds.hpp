@@ -18,7 +18,7 @@ namespace ringio::sim {
 
 /// A world whose program failed.
 struct seed_failure {
-  std::uint64_t seed = 0;
+  std::uint64_t seed = 0;  ///< the world's seed (replay: RINGIO_SIM_SEED)
   std::string what;   ///< the exception's message
   std::string trace;  ///< the world's last events
 };
@@ -36,9 +36,9 @@ struct seeds_summary {
 
 /// How run_seeds() runs.
 struct seeds_options {
-  std::uint64_t first_seed = 1;
-  std::size_t count = 100;
-  fault_model faults{};
+  std::uint64_t first_seed = 1;  ///< the first world's seed; the others follow
+  std::size_t count = 100;       ///< worlds to run
+  fault_model faults{};          ///< every world's network and faults
   /// Runs the first seed twice and compares the trace hashes.
   bool check_determinism = true;
   /// Trace lines kept in a failure report.

@@ -26,12 +26,18 @@ namespace ringio::sim {
 /// One world per thread at a time; destroy its io_contexts and sockets first.
 class world {
  public:
+  /// Makes the world and makes it the calling thread's current world. Throws
+  /// std::logic_error when the thread has one already.
   explicit world(std::uint64_t seed, fault_model faults = {});
+  /// Ends the world (the thread has none afterwards). Its io_contexts must be gone:
+  /// destroying a world that still has one terminates the program with a message.
   ~world();
   world(const world&) = delete;
   world& operator=(const world&) = delete;
 
+  /// The seed every choice of the world comes from.
   [[nodiscard]] std::uint64_t seed() const noexcept;
+  /// The network and faults it was made with.
   [[nodiscard]] const fault_model& faults() const noexcept;
   /// Virtual time since the world began.
   [[nodiscard]] std::chrono::nanoseconds elapsed() const noexcept;
