@@ -471,7 +471,8 @@ TEST_P(Fiber, ScopeJoinFromTaskAndFromFiber) {
       scope inner;
       for (int i = 3; i > 0; --i)
         spawn_fiber(inner, [&order, i] {
-          this_fiber::sleep_for(std::chrono::milliseconds(i)).value();
+          // 10 ms apart: the spawns themselves may be a millisecond apart on a busy machine
+          this_fiber::sleep_for(std::chrono::milliseconds(10 * i)).value();
           order.push_back(i);
         });
       this_fiber::await(inner.join());
