@@ -25,19 +25,6 @@ std::unique_ptr<backend> make_epoll_backend(io_context& ctx, loop_state& st, con
   return std::make_unique<epoll_backend>(ctx, st);
 }
 
-void epoll_backend::wait_list::push(op_base& op) noexcept {
-  op.next = nullptr;
-  op.prev = tail;
-  (tail != nullptr ? tail->next : head) = &op;
-  tail = &op;
-}
-
-void epoll_backend::wait_list::unlink(op_base& op) noexcept {
-  (op.prev != nullptr ? op.prev->next : head) = op.next;
-  (op.next != nullptr ? op.next->prev : tail) = op.prev;
-  op.next = op.prev = nullptr;
-}
-
 epoll_backend::epoll_backend(io_context& ctx, loop_state& st) : ctx_(ctx), st_(st) {
   epfd_ = ::epoll_create1(EPOLL_CLOEXEC);
   if (epfd_ < 0) throw std::system_error(errno, std::system_category(), "epoll_create1");

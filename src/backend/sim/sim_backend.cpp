@@ -37,19 +37,6 @@ std::unique_ptr<backend> make_sim_backend(io_context& ctx, loop_state& st, const
   return std::make_unique<sim_backend>(ctx, st, *w, std::move(owned));
 }
 
-void sim_backend::wait_list::push(op_base& op) noexcept {
-  op.next = nullptr;
-  op.prev = tail;
-  (tail != nullptr ? tail->next : head) = &op;
-  tail = &op;
-}
-
-void sim_backend::wait_list::unlink(op_base& op) noexcept {
-  (op.prev != nullptr ? op.prev->next : head) = op.next;
-  (op.next != nullptr ? op.next->prev : tail) = op.prev;
-  op.next = op.prev = nullptr;
-}
-
 sim_backend::sim_backend(io_context& ctx, loop_state& st, sim::world& w, std::unique_ptr<sim::world> owned)
     : ctx_(ctx), st_(st), owned_(std::move(owned)), world_(w), net_(w.network()) {
   wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/backend.hpp"
+#include "core/op_wait_list.hpp"
 #include "core/loop_state.hpp"
 #include "core/timer_heap.hpp"
 
@@ -40,12 +41,7 @@ class sim_backend final : public backend {
   [[nodiscard]] std::string describe() const override;
 
  private:
-  struct wait_list {
-    op_base* head = nullptr;
-    op_base* tail = nullptr;
-    void push(op_base& op) noexcept;
-    void unlink(op_base& op) noexcept;
-  };
+  using wait_list = op_wait_list;
   struct fd_waiters {
     wait_list readers;
     wait_list writers;
