@@ -16,6 +16,7 @@
 #include <string>
 
 #include "ringio/sim.hpp"
+#include "sim/echo_exchange.hpp"
 
 namespace {
 
@@ -77,22 +78,7 @@ task<void> proxy(stream_listener& l, socket_address backend) {
 task<std::string> client(socket_address at, std::string data) {
   auto s = co_await stream_socket::connect(at);
   if (!s) co_return "";
-  auto sender = [](stream_socket& s, const std::string& d) -> task<bool> {
-    auto w = co_await s.send_all(std::string_view(d));
-    auto sh = co_await s.shutdown();
-    co_return w && *w == d.size() && sh;
-  };
-  auto reader = [](stream_socket& s) -> task<result<std::string>> {
-    std::string got;
-    std::array<char, 4000> buf;
-    for (;;) {
-      auto n = co_await s.recv(std::as_writable_bytes(std::span(buf)));
-      if (!n) co_return unexpected(n.error());
-      if (*n == 0) co_return got;
-      got.append(buf.data(), *n);
-    }
-  };
-  auto [sent, got] = co_await when_all(sender(*s, data), reader(*s));
+  auto [sent, got] = co_await ringio_test::echo_exchange(*s, data);
   if (!got) co_return "";
   if (*got != data.substr(0, got->size())) co_return "the echo differs from what was sent";
   if (sent && got->size() != data.size())

@@ -16,6 +16,7 @@
 #include "ringio/sim/run_seeds.hpp"
 #include "ringio/sim/world.hpp"
 #include "ringio/time/now.hpp"
+#include "sim/echo_exchange.hpp"
 
 using namespace ringio;
 using namespace std::chrono_literals;
@@ -45,22 +46,7 @@ task<void> echo_one(stream_listener& l) {
 task<result<std::string>> echo_client(socket_address to, std::string data) {
   auto s = co_await stream_socket::connect(to);
   if (!s) co_return unexpected(s.error());
-  auto sender = [](stream_socket& s, const std::string& d) -> task<bool> {
-    auto w = co_await s.send_all(bytes_of(d));  // a count short of d: failed part-way
-    auto sh = co_await s.shutdown();
-    co_return w && *w == d.size() && sh;
-  };
-  auto reader = [](stream_socket& s) -> task<result<std::string>> {
-    std::string got;
-    std::array<char, 3000> buf;
-    for (;;) {
-      auto n = co_await s.recv(std::as_writable_bytes(std::span(buf)));
-      if (!n) co_return unexpected(n.error());
-      if (*n == 0) co_return got;
-      got.append(buf.data(), *n);
-    }
-  };
-  auto [sent, got] = co_await when_all(sender(*s, data), reader(*s));
+  auto [sent, got] = co_await ringio_test::echo_exchange(*s, data);
   // After a reset one call hears connection_reset and the others EOF (as on Linux): a
   // sender that failed makes the echo fail even if the reader saw a clean EOF.
   if (got && !sent) co_return unexpected(make_error_code(std::errc::connection_reset));
