@@ -30,7 +30,8 @@ task<void> sender(stream_socket& s, stream_record& r, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
   const int chunks = 1 + static_cast<int>(rng() % 20);
   for (int i = 0; i < chunks && !r.failed; ++i) {
-    std::string chunk(1 + rng() % 6000, static_cast<char>('a' + rng() % 26));
+    const std::size_t size = 1 + rng() % 6000;  // one draw per statement: the order is defined
+    std::string chunk(size, static_cast<char>('a' + rng() % 26));
     const auto limit = std::chrono::microseconds(rng() % 3000);
     if (rng() % 2 == 0) {
       auto w = co_await with_timeout(s.send_all(std::as_bytes(std::span(chunk))), limit);
