@@ -111,12 +111,12 @@ clean:
 # The simulation tests for a long time (docs/simulation.md): SOAK_MINUTES shared by the
 # sim binaries, each running fresh seeds from SOAK_SEED (default: the time) until its
 # share is spent; a failure prints its seed (replay with RINGIO_SIM_SEED).
-SIM_SOAK_BINARIES = sim_tests sim_http_tests sim_example_tests
+SIM_SOAK_BINARIES = sim_tests sim_http_tests sim_example_tests sim_tls_tests
 soak-sim: deps-test
 	cmake -S . -B build/chaos -G Ninja -DCMAKE_BUILD_TYPE=Release -DRINGIO_BUILD_APPS=OFF
 	cmake --build build/chaos -j $(JOBS) --target $(SIM_SOAK_BINARIES)
 	@first=$${SOAK_SEED:-$$(date +%s)}; ok=1; \
-	per_test=$$(( $(SOAK_MINUTES) * 60 / 9 + 1 )); \
+	per_test=$$(( $(SOAK_MINUTES) * 60 / 11 + 1 )); \
 	for b in $(SIM_SOAK_BINARIES); do \
 	  RINGIO_SIM_FIRST_SEED=$$first RINGIO_SIM_SECONDS=$$per_test build/chaos/tests/$$b --gtest_brief=1 || ok=0; \
 	done; \
