@@ -116,7 +116,7 @@ soak-sim: deps-test
 	cmake -S . -B build/chaos -G Ninja -DCMAKE_BUILD_TYPE=Release -DRINGIO_BUILD_APPS=OFF
 	cmake --build build/chaos -j $(JOBS) --target $(SIM_SOAK_BINARIES)
 	@first=$${SOAK_SEED:-$$(date +%s)}; ok=1; \
-	per_test=$$(( $(SOAK_MINUTES) * 60 / 11 + 1 )); \
+	per_test=$$(( $(SOAK_MINUTES) * 60 / 14 + 1 )); \
 	for b in $(SIM_SOAK_BINARIES); do \
 	  RINGIO_SIM_FIRST_SEED=$$first RINGIO_SIM_SECONDS=$$per_test build/chaos/tests/$$b --gtest_brief=1 || ok=0; \
 	done; \
