@@ -14,9 +14,10 @@ namespace ringio::doctor::detail {
 namespace {
 
 constexpr const char* profile_hint =
-    "allow io_uring_setup, io_uring_enter and io_uring_register in the seccomp profile (ringio ships "
-    "deploy/seccomp/ringio-io_uring.json: merge it into the runtime's profile, e.g. docker run "
-    "--security-opt seccomp=<merged profile>), or run with the epoll backend (RINGIO_BACKEND=epoll)";
+    "allow io_uring_setup, io_uring_enter and io_uring_register in the seccomp profile: merge ringio's "
+    "fragment (deploy/seccomp/ringio-io_uring.json, installed in share/ringio/seccomp/) into the runtime's "
+    "profile and pass it (docker run --security-opt seccomp=<merged profile>); or run with the epoll "
+    "backend (RINGIO_BACKEND=epoll)";
 
 // Whether this process is in group `gid` (effective or supplementary).
 bool in_group(long gid) {
@@ -37,7 +38,7 @@ std::string seccomp_cause(int err) {
   return std::string("a seccomp filter is installed on this process (/proc/self/status: Seccomp: 2) and the "
                      "io_uring syscall returned ") +
          (err == ENOSYS ? "ENOSYS: the filter treats it as unknown, as container runtimes do"
-                        : "EPERM: the filter denies it, as Docker's and podman's default profiles do");
+                        : "EPERM: the filter denies it, as container runtimes' default profiles do (Docker 25.0 and later)");
 }
 
 // io_uring_setup failed with EPERM or EACCES.
