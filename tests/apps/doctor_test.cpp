@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // ringio-doctor run under the conditions it diagnoses: a seccomp filter denying an
-// io_uring syscall (EPERM, ENOSYS), kernel.io_uring_disabled set, a low RLIMIT_NOFILE;
-// and its library call agreeing with the backend an io_context picks.
+// io_uring syscall (EPERM, ENOSYS), a low RLIMIT_NOFILE; and its library call agreeing
+// with the backend an io_context picks. kernel.io_uring_disabled: doctor_sysctl_test.cpp.
 #include <gtest/gtest.h>
-#include <grp.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -11,58 +10,18 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
-#include <fstream>
 #include <string>
 #include <vector>
 
 #include "ringio/doctor/diagnose.hpp"
 #include "ringio/ringio.hpp"
-#include "support/confined_process.hpp"
-#include "support/json_value.hpp"
+#include "support/doctor_run.hpp"
 #include "support/syscall_filter.hpp"
 
 using namespace ringio_test;
 using namespace std::chrono_literals;
 
 namespace {
-
-constexpr const char* doctor = DOCTOR_PATH;
-
-struct doctor_run {
-  int status = -1;
-  std::string out;
-  std::string err;
-};
-
-template <class Setup>
-doctor_run run_doctor(std::vector<std::string> args, Setup setup) {
-  args.insert(args.begin(), doctor);
-  confined_process p(std::move(args), setup);
-  doctor_run r;
-  r.status = p.wait(20s).value_or(-1);
-  r.out = p.stdout_text();
-  r.err = p.stderr_text();
-  return r;
-}
-
-doctor_run run_doctor(std::vector<std::string> args) {
-  return run_doctor(std::move(args), [] { return true; });
-}
-
-// The --json report of a run, parsed (a failed parse fails the test).
-json_value json_of(const doctor_run& r) {
-  auto v = json_value::parse(r.out);
-  EXPECT_TRUE(v.has_value()) << "not JSON:\n" << r.out << r.err;
-  return v.value_or(json_value{});
-}
-
-std::string text_at(const json_value& v, const char* key) {
-  const json_value* m = v.get(key);
-  return m == nullptr ? "<absent>" : m->text;
-}
-
-// The host must run io_uring for a test to show what takes it away.
-bool uring_usable_here() { return run_doctor({}).status == 0; }
 
 // A seccomp filter that denies `nr` with `err`, built before the fork.
 auto denying(long nr, int err) {
@@ -174,81 +133,6 @@ TEST(DoctorSeccomp, RegisterDeniedNamesTheProbeCall) {
   if (!uring_usable_here()) GTEST_SKIP() << "io_uring is unavailable on this host already";
   auto r = run_doctor({"--json"}, denying(__NR_io_uring_register, EPERM));
   expect_seccomp_blocker(r, "IORING_REGISTER_PROBE");
-}
-
-// Sets a sysctl for the scope, restoring the old value after.
-class sysctl_override {
- public:
-  sysctl_override(std::string path, const std::string& value) : path_(std::move(path)) {
-    std::ifstream in(path_);
-    ok_ = static_cast<bool>(std::getline(in, old_)) && write(value);
-  }
-  ~sysctl_override() {
-    if (ok_) write(old_);
-  }
-  sysctl_override(const sysctl_override&) = delete;
-  sysctl_override& operator=(const sysctl_override&) = delete;
-  [[nodiscard]] bool ok() const { return ok_; }
-
- private:
-  bool write(const std::string& v) const {
-    std::ofstream out(path_);
-    out << v << '\n';
-    out.flush();
-    return static_cast<bool>(out);
-  }
-  std::string path_;
-  std::string old_;
-  bool ok_ = false;
-};
-
-constexpr const char* disabled_path = "/proc/sys/kernel/io_uring_disabled";
-
-// Why a sysctl test cannot run here, or "" when it can.
-std::string sysctl_unavailable() {
-  if (::geteuid() != 0) return "needs root to set kernel.io_uring_disabled";
-  if (::access(disabled_path, W_OK) != 0) return "kernel.io_uring_disabled is absent (Linux < 6.6) or read-only";
-  if (!uring_usable_here()) return "io_uring is unavailable on this host already";
-  return "";
-}
-
-TEST(DoctorSysctl, DisabledForEveryoneIsNamedWithItsFix) {
-  if (auto why = sysctl_unavailable(); !why.empty()) GTEST_SKIP() << why;
-  doctor_run r;
-  {
-    sysctl_override off(disabled_path, "2");
-    ASSERT_TRUE(off.ok());
-    r = run_doctor({"--json"});
-  }
-  EXPECT_EQ(r.status, 1) << r.out;
-  json_value v = json_of(r);
-  const json_value* b = v.get("blocker");
-  ASSERT_TRUE(b != nullptr && b->kind == json_value::type::object) << r.out;
-  EXPECT_EQ(text_at(*b, "kind"), "io_uring_disabled");
-  EXPECT_NE(text_at(*b, "cause").find("io_uring_disabled = 2"), std::string::npos) << r.out;
-  EXPECT_NE(text_at(*b, "fix").find("sysctl -w kernel.io_uring_disabled=0"), std::string::npos) << r.out;
-  EXPECT_EQ(text_at(v, "backend"), "epoll");
-  EXPECT_EQ(run_doctor({}).status, 0) << "io_uring_disabled was not restored";
-}
-
-TEST(DoctorSysctl, DisabledOutsideTheGroupNamesTheGroup) {
-  if (auto why = sysctl_unavailable(); !why.empty()) GTEST_SKIP() << why;
-  // As an unprivileged user (nobody): root's CAP_SYS_ADMIN passes io_uring_disabled = 1.
-  auto as_nobody = [] { return ::setgroups(0, nullptr) == 0 && ::setgid(65534) == 0 && ::setuid(65534) == 0; };
-  doctor_run r;
-  {
-    sysctl_override limited(disabled_path, "1");
-    ASSERT_TRUE(limited.ok());
-    r = run_doctor({"--json"}, as_nobody);
-  }
-  if (r.status == 126 || r.status == 127) GTEST_SKIP() << "the doctor cannot run as nobody here (" << r.status << ")";
-  EXPECT_EQ(r.status, 1) << r.out << r.err;
-  json_value v = json_of(r);
-  const json_value* b = v.get("blocker");
-  ASSERT_TRUE(b != nullptr && b->kind == json_value::type::object) << r.out;
-  EXPECT_EQ(text_at(*b, "kind"), "io_uring_disabled");
-  EXPECT_NE(text_at(*b, "cause").find("io_uring_disabled = 1"), std::string::npos) << r.out;
-  EXPECT_NE(text_at(*b, "cause").find("kernel.io_uring_group"), std::string::npos) << r.out;
 }
 
 TEST(DoctorLimits, LowOpenFileLimitIsReportedWithAWarning) {
