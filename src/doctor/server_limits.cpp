@@ -3,8 +3,10 @@
 
 #include <sched.h>
 #include <sys/resource.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -31,11 +33,25 @@ limit open_files() {
   return l;
 }
 
+// Whether the running kernel is older than major.minor.
+bool kernel_before(int major, int minor) {
+  utsname u{};
+  int k_major = 0, k_minor = 0;
+  if (::uname(&u) != 0 || std::sscanf(u.release, "%d.%d", &k_major, &k_minor) != 2) return false;
+  return k_major < major || (k_major == major && k_minor < minor);
+}
+
+// Kernels before 5.12 charge io_uring rings to RLIMIT_MEMLOCK; an io_context's default
+// ring (4,096 SQEs, 65,536 CQEs) takes about 1.3 MiB.
 limit locked_memory() {
   rlimit r{};
   ::getrlimit(RLIMIT_MEMLOCK, &r);
-  return {"RLIMIT_MEMLOCK", "soft " + rlim_text(r.rlim_cur) + ", hard " + rlim_text(r.rlim_max) + " bytes",
-          ""};  // charged for rings only before Linux 5.12; the blocker says so when it bites
+  limit l{"RLIMIT_MEMLOCK", "soft " + rlim_text(r.rlim_cur) + ", hard " + rlim_text(r.rlim_max) + " bytes", ""};
+  constexpr rlim_t default_ring_bytes = 1536 * 1024;
+  if (kernel_before(5, 12) && r.rlim_cur < default_ring_bytes * 4)
+    l.warning = "this kernel (before 5.12) charges io_uring rings to RLIMIT_MEMLOCK and ringio's default ring "
+                "takes about 1.3 MiB per loop: raise it (ulimit -l, LimitMEMLOCK=, docker --ulimit memlock=-1)";
+  return l;
 }
 
 limit sysctl_number(const char* name, const char* path, long wanted, const char* why) {

@@ -78,13 +78,13 @@ int first_result(io_uring& ring, Prep prep) {
 }
 
 // A kernel that does not know a request flag fails the request with EINVAL at once.
-feature multishot(io_uring* ring, const char* name, const char* since, int res) {
+feature multishot(io_uring* ring, const char* name, const char* flag, const char* since, int res) {
   if (ring == nullptr) return make(name, false, true, "", "no io_uring ring of the doctor's own could be created");
   std::string tail = std::string(" (Linux ") + since + ")";
-  if (res == -EINVAL) return make(name, false, true, "", "the kernel refused the multishot request with EINVAL" + tail);
+  if (res == -EINVAL) return make(name, false, true, "", std::string("the kernel refused ") + flag + " with EINVAL" + tail);
   if (res < 0 && res != -ENOBUFS && res != -EAGAIN)
     return make(name, false, true, "", std::string("the request failed: ") + std::strerror(-res));
-  return make(name, true, true, "the kernel accepted a multishot request", "");
+  return make(name, true, true, std::string("the kernel accepted a request with ") + flag, "");
 }
 
 int multishot_accept_result(io_uring& ring, int& listener) {
@@ -176,8 +176,8 @@ std::vector<feature> probe_features(const ring_setup& s) {
   probe_fds fds;
   probe_ring pr;
   io_uring* ring = pr.ok() ? &pr.get() : nullptr;
-  out.push_back(multishot(ring, "multishot accept", "5.19", ring ? multishot_accept_result(*ring, fds.listener) : 0));
-  out.push_back(multishot(ring, "multishot recv", "6.0", ring ? multishot_recv_result(*ring, fds.pair) : 0));
+  out.push_back(multishot(ring, "multishot accept", "IORING_ACCEPT_MULTISHOT", "5.19", ring ? multishot_accept_result(*ring, fds.listener) : 0));
+  out.push_back(multishot(ring, "multishot recv", "IORING_RECV_MULTISHOT", "6.0", ring ? multishot_recv_result(*ring, fds.pair) : 0));
   const bool pbuf = ring != nullptr && registers_buffer_ring(*ring);
   out.push_back(make("provided buffer rings", pbuf, true, "the kernel registered a buffer ring (IORING_REGISTER_PBUF_RING)",
                      "the kernel refused IORING_REGISTER_PBUF_RING (Linux 5.19)"));

@@ -135,6 +135,25 @@ TEST(DoctorSeccomp, RegisterDeniedNamesTheProbeCall) {
   expect_seccomp_blocker(r, "IORING_REGISTER_PROBE");
 }
 
+// ENOMEM from io_uring_setup is how a kernel before 5.12 answers when RLIMIT_MEMLOCK
+// is too small for the ring; a seccomp filter gives that answer here.
+TEST(DoctorBlocker, OutOfLockedMemoryNamesMemlockAndTheLimit) {
+  if (!uring_usable_here()) GTEST_SKIP() << "io_uring is unavailable on this host already";
+  auto deny = denying(__NR_io_uring_setup, ENOMEM);
+  auto r = run_doctor({"--json"}, [&deny] {
+    rlimit small{65536, 65536};
+    return ::setrlimit(RLIMIT_MEMLOCK, &small) == 0 && deny();
+  });
+  EXPECT_EQ(r.status, 1) << r.out << r.err;
+  json_value v = json_of(r);
+  const json_value* b = v.get("blocker");
+  ASSERT_TRUE(b != nullptr && b->kind == json_value::type::object) << r.out;
+  EXPECT_EQ(text_at(*b, "kind"), "memlock");
+  EXPECT_NE(text_at(*b, "cause").find("RLIMIT_MEMLOCK (soft 65536 bytes)"), std::string::npos) << r.out;
+  EXPECT_NE(text_at(*b, "fix").find("ulimit -l"), std::string::npos) << r.out;
+  EXPECT_EQ(text_at(v, "backend"), "epoll");
+}
+
 TEST(DoctorLimits, LowOpenFileLimitIsReportedWithAWarning) {
   auto r = run_doctor({"--json"}, [] {
     rlimit low{64, 64};
