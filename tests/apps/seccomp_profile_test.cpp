@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <set>
@@ -37,6 +38,7 @@ bool echoes(std::uint16_t port, const std::string& msg) {
   char buf[256];
   while (ok && back.size() < msg.size()) {
     ssize_t n = ::recv(s, buf, sizeof buf, 0);
+    if (n < 0 && errno == EINTR) continue;  // a child's SIGCHLD, say
     if (n <= 0) break;
     back.append(buf, static_cast<std::size_t>(n));
   }
