@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <optional>
 #include <string>
@@ -99,9 +100,12 @@ class confined_process {
   // One read from `fd` into `into` if data comes within `ms`; false at EOF or timeout.
   static bool read_some(int fd, std::string& into, int ms) {
     pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, ms) <= 0) return false;
+    int ready;
+    while ((ready = ::poll(&p, 1, ms)) < 0 && errno == EINTR) {}
+    if (ready <= 0) return false;
     char buf[4096];
-    ssize_t n = ::read(fd, buf, sizeof buf);
+    ssize_t n;
+    while ((n = ::read(fd, buf, sizeof buf)) < 0 && errno == EINTR) {}
     if (n <= 0) return false;
     into.append(buf, static_cast<std::size_t>(n));
     return true;
