@@ -39,6 +39,12 @@ bool is_wildcard(const socket_address& a) {
   return false;
 }
 
+bool is_loopback(const socket_address& a) {
+  if (a.is_ipv4()) return (ntohl(reinterpret_cast<const sockaddr_in*>(a.native())->sin_addr.s_addr) >> 24) == 127;
+  if (a.is_ipv6()) return IN6_IS_ADDR_LOOPBACK(&reinterpret_cast<const sockaddr_in6*>(a.native())->sin6_addr);
+  return false;
+}
+
 // An IPv4 address as IPv6 sees it on a dual-stack socket (::ffff:a.b.c.d).
 socket_address v4_mapped(const socket_address& a) {
   if (!a.is_ipv4()) return a;
@@ -146,9 +152,26 @@ void sim_network::dirty(int fd) {
   if (fd >= 0) dirty_.push_back(fd);
 }
 
+bool sim_network::has_dirty() const noexcept {
+  if (host_addresses_.empty()) return !dirty_.empty();
+  return std::any_of(dirty_.begin(), dirty_.end(), [&](int fd) {
+    const vsock* s = sock(fd);
+    return s == nullptr || s->owner == host_;
+  });
+}
+
 std::vector<int> sim_network::take_dirty() {
   std::vector<int> out;
-  out.swap(dirty_);
+  if (host_addresses_.empty()) {
+    out.swap(dirty_);
+  } else {  // the current host's (closed ones too); the others' stay for their turns
+    auto theirs = std::stable_partition(dirty_.begin(), dirty_.end(), [&](int fd) {
+      const vsock* s = sock(fd);
+      return s != nullptr && s->owner != host_;
+    });
+    out.assign(theirs, dirty_.end());
+    dirty_.erase(theirs, dirty_.end());
+  }
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   if (model_.shuffle_ready)
@@ -338,6 +361,24 @@ int sim_network::placeholder(int family) {
   return fd;
 }
 
+void sim_network::add_host(std::uint32_t id, const socket_address& address) {
+  if (host_addresses_.size() < id) host_addresses_.resize(id);
+  host_addresses_[id - 1] = address.with_port(0);
+  note("host %u at %s", id, address.with_port(0).to_string().c_str());
+}
+
+const socket_address* sim_network::host_address() const noexcept {
+  return host_ == 0 || host_ > host_addresses_.size() ? nullptr : &host_addresses_[host_ - 1];
+}
+
+// On a host, its wildcard and loopback addresses (of its family) are its own address:
+// each host is a machine with one interface.
+socket_address sim_network::on_host(const socket_address& a) const {
+  const socket_address* self = host_address();
+  if (self == nullptr || a.family() != self->family() || !(is_wildcard(a) || is_loopback(a))) return a;
+  return self->with_port(a.port());
+}
+
 int sim_network::socket(int domain, int type, int /*protocol*/) {
   ++operations_;
   if (chance(model_.descriptor_exhaustion)) {
@@ -347,6 +388,7 @@ int sim_network::socket(int domain, int type, int /*protocol*/) {
   int fd = placeholder(domain);
   if (fd < 0) return -1;
   socks_[static_cast<std::size_t>(fd)]->family = domain;
+  socks_[static_cast<std::size_t>(fd)]->owner = host_;
   (void)type;
   note("socket -> s%llu", sid(fd));
   return fd;
@@ -405,7 +447,7 @@ int sim_network::ephemeral_port(const socket_address& near) {
 
 bool sim_network::ensure_bound(vsock& s, int fd) {
   if (s.bound) return true;
-  socket_address a = s.family == AF_INET6 ? socket_address::from_host("::1", 0).value() : socket_address::loopback(0);
+  socket_address a = on_host(s.family == AF_INET6 ? socket_address::from_host("::1", 0).value() : socket_address::loopback(0));
   int port = ephemeral_port(a);
   if (port < 0) return false;
   s.local = a.with_port(static_cast<std::uint16_t>(port));
@@ -422,6 +464,7 @@ int sim_network::bind(int fd, const sockaddr* a, socklen_t len) {
   if (s->bound || s->st != vsock::state::fresh) return fail(EINVAL);
   socket_address at = address_from(a, len);
   if (at.family() != s->family) return fail(EAFNOSUPPORT);
+  at = on_host(at);
   if (at.port() == 0) {
     int port = ephemeral_port(at);
     if (port < 0) return fail(EADDRNOTAVAIL);
@@ -441,7 +484,7 @@ int sim_network::listen(int fd, int backlog) {
   if (s->st == vsock::state::listening) return 0;
   if (s->st != vsock::state::fresh) return fail(EINVAL);
   if (!s->bound) {
-    socket_address any = s->family == AF_INET6 ? socket_address::any_ipv6(0) : socket_address::any(0);
+    socket_address any = on_host(s->family == AF_INET6 ? socket_address::any_ipv6(0) : socket_address::any(0));
     int port = ephemeral_port(any);
     if (port < 0) return fail(EADDRINUSE);
     s->local = any.with_port(static_cast<std::uint16_t>(port));
@@ -479,6 +522,7 @@ int sim_network::accept4(int fd, sockaddr* a, socklen_t* len, int /*flags*/) {
   s = sock(fd);  // the table may have grown
   vsock& c = *socks_[static_cast<std::size_t>(nfd)];
   c.family = s->family;
+  c.owner = host_;
   c.st = vsock::state::connected;
   c.ep = id;
   c.bound = true;
@@ -502,6 +546,8 @@ int sim_network::connect(int fd, const sockaddr* a, socklen_t len) {
     case vsock::state::fresh: break;
   }
   socket_address to = address_from(a, len);
+  if (const socket_address* self = host_address(); self != nullptr && is_loopback(to) && to.family() == self->family())
+    to = self->with_port(to.port());  // a host's loopback is the host itself
   if (!ensure_bound(*s, fd)) return fail(EADDRNOTAVAIL);
   endpoint& c = new_endpoint();
   c.fd = fd;
