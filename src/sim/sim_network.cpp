@@ -349,8 +349,8 @@ int sim_network::fail(int err) noexcept {
 // A real descriptor reserves the number: an unconnected TCP socket of the same family,
 // which never connects. Options set on it with a plain setsockopt(2) stay readable
 // (SO_LINGER is read from it at close), and a stray real send or receive fails.
-int sim_network::placeholder(int family) {
-  int fd = ::socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+int sim_network::placeholder(int family, int type) {
+  int fd = ::socket(family, type | SOCK_CLOEXEC, 0);
   if (fd < 0) return -1;
   auto idx = static_cast<std::size_t>(fd);
   if (idx >= socks_.size()) socks_.resize(idx + 1);
@@ -385,9 +385,11 @@ int sim_network::socket(int domain, int type, int /*protocol*/) {
     note("socket -> EMFILE");
     return fail(EMFILE);
   }
-  int fd = placeholder(domain);
+  const bool dgram = (type & 0xf) == SOCK_DGRAM;
+  int fd = placeholder(domain, dgram ? SOCK_DGRAM : SOCK_STREAM);
   if (fd < 0) return -1;
   socks_[static_cast<std::size_t>(fd)]->family = domain;
+  socks_[static_cast<std::size_t>(fd)]->dgram = dgram;
   socks_[static_cast<std::size_t>(fd)]->owner = host_;
   (void)type;
   note("socket -> s%llu", sid(fd));
@@ -424,6 +426,7 @@ bool sim_network::address_in_use(const socket_address& a, const vsock* except) c
   const vsock* me = except;
   for (const auto& o : socks_) {
     if (o == nullptr || o.get() == except || !o->bound || o->local.port() != a.port()) continue;
+    if (me != nullptr && o->dgram != me->dgram) continue;  // UDP and TCP ports are apart
     const bool same_family = o->local.family() == a.family();
     const bool dual = !same_family && ((o->local.is_ipv6() && is_wildcard(o->local) && !o->v6only) ||
                                        (a.is_ipv6() && is_wildcard(a) && me != nullptr && !me->v6only));
@@ -481,6 +484,7 @@ int sim_network::bind(int fd, const sockaddr* a, socklen_t len) {
 int sim_network::listen(int fd, int backlog) {
   ++operations_;
   vsock* s = sock(fd);
+  if (s->dgram) return fail(EOPNOTSUPP);
   if (s->st == vsock::state::listening) return 0;
   if (s->st != vsock::state::fresh) return fail(EINVAL);
   if (!s->bound) {
@@ -517,7 +521,7 @@ int sim_network::accept4(int fd, sockaddr* a, socklen_t* len, int /*flags*/) {
     release_if_done(id);
     return fail(ECONNABORTED);
   }
-  int nfd = placeholder(s->family);
+  int nfd = placeholder(s->family, SOCK_STREAM);
   if (nfd < 0) return -1;
   s = sock(fd);  // the table may have grown
   vsock& c = *socks_[static_cast<std::size_t>(nfd)];
@@ -538,6 +542,16 @@ int sim_network::accept4(int fd, sockaddr* a, socklen_t* len, int /*flags*/) {
 int sim_network::connect(int fd, const sockaddr* a, socklen_t len) {
   ++operations_;
   vsock* s = sock(fd);
+  if (s->dgram) {  // UDP: only fixes the peer
+    socket_address to = address_from(a, len);
+    if (const socket_address* self = host_address(); self != nullptr && is_loopback(to) && to.family() == self->family())
+      to = self->with_port(to.port());
+    if (!ensure_bound(*s, fd)) return fail(EADDRNOTAVAIL);
+    s->peer = to;
+    s->has_peer = true;
+    note("connect s%llu %s (udp)", sid(fd), to.to_string().c_str());
+    return 0;
+  }
   switch (s->st) {
     case vsock::state::connecting: return fail(EALREADY);
     case vsock::state::connected: return fail(EISCONN);
@@ -662,11 +676,19 @@ ssize_t sim_network::transfer_in(int fd, void* buf, std::size_t n, int flags) {
 
 ssize_t sim_network::recv(int fd, void* buf, std::size_t n, int flags) {
   ++operations_;
+  if (vsock* s = sock(fd); s->dgram) {
+    iovec iov{buf, n};
+    msghdr m{};
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    return datagram_recv(fd, *s, m, flags);
+  }
   return transfer_in(fd, buf, n, flags);
 }
 
 ssize_t sim_network::recvmsg(int fd, msghdr* m, int flags) {
   ++operations_;
+  if (vsock* s = sock(fd); s->dgram) return datagram_recv(fd, *s, *m, flags);
   std::size_t total = 0;
   for (std::size_t i = 0; i < m->msg_iovlen; ++i) total += m->msg_iov[i].iov_len;
   std::string tmp(total, '\0');
@@ -685,6 +707,13 @@ ssize_t sim_network::recvmsg(int fd, msghdr* m, int flags) {
 ssize_t sim_network::send(int fd, const void* buf, std::size_t n, int /*flags*/) {
   ++operations_;
   vsock* s = sock(fd);
+  if (s->dgram) {
+    iovec iov{const_cast<void*>(buf), n};
+    msghdr m{};
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    return datagram_send(fd, *s, m);
+  }
   if (s->st == vsock::state::connecting) return fail(EAGAIN);
   if (s->st != vsock::state::connected) return fail(s->st == vsock::state::failed ? ECONNREFUSED : ENOTCONN);
   endpoint& e = *ep(s->ep);
@@ -713,6 +742,10 @@ ssize_t sim_network::send(int fd, const void* buf, std::size_t n, int /*flags*/)
 }
 
 ssize_t sim_network::sendmsg(int fd, const msghdr* m, int flags) {
+  if (vsock* s = sock(fd); s->dgram) {
+    ++operations_;
+    return datagram_send(fd, *s, *m);
+  }
   std::string tmp;
   for (std::size_t i = 0; i < m->msg_iovlen; ++i)
     tmp.append(static_cast<const char*>(m->msg_iov[i].iov_base), m->msg_iov[i].iov_len);
@@ -722,6 +755,7 @@ ssize_t sim_network::sendmsg(int fd, const msghdr* m, int flags) {
 int sim_network::shutdown(int fd, int how) {
   ++operations_;
   vsock* s = sock(fd);
+  if (s->dgram) return s->has_peer ? 0 : fail(ENOTCONN);
   if (s->st != vsock::state::connected) return fail(ENOTCONN);
   endpoint& e = *ep(s->ep);
   if (e.rst_in) return fail(ENOTCONN);  // a reset connection is closed
@@ -796,7 +830,7 @@ int sim_network::getsockopt(int fd, int level, int name, void* v, socklen_t* len
       e->rst_reported = true;
     }
   } else if (level == SOL_SOCKET && name == SO_TYPE) {
-    value = SOCK_STREAM;
+    value = s->dgram ? SOCK_DGRAM : SOCK_STREAM;
   } else if (level == SOL_SOCKET && (name == SO_RCVBUF || name == SO_SNDBUF)) {
     value = static_cast<int>(s->rcvbuf);
   } else if (level == SOL_SOCKET && name == SO_DOMAIN) {
@@ -841,6 +875,7 @@ int sim_network::setsockopt(int fd, int level, int name, const void* v, socklen_
 bool sim_network::readable(int fd) const noexcept {
   const vsock* s = sock(fd);
   if (s == nullptr) return false;
+  if (s->dgram) return !s->inbox.empty() || s->so_error != 0;
   switch (s->st) {
     case vsock::state::listening: return !s->pending.empty();
     case vsock::state::failed: return true;
@@ -855,6 +890,7 @@ bool sim_network::readable(int fd) const noexcept {
 bool sim_network::writable(int fd) const noexcept {
   const vsock* s = sock(fd);
   if (s == nullptr) return false;
+  if (s->dgram) return true;
   switch (s->st) {
     case vsock::state::failed: return true;
     case vsock::state::connected: {
@@ -865,6 +901,113 @@ bool sim_network::writable(int fd) const noexcept {
     }
     default: return false;
   }
+}
+
+}  // namespace ringio::detail
+
+// ---- datagrams ----
+
+namespace ringio::detail {
+
+// The UDP socket a datagram to `to` reaches: one bound to `to`, else to the wildcard
+// of its family (or a dual-stack IPv6 wildcard for IPv4).
+int sim_network::datagram_receiver(const socket_address& to) const {
+  int wildcard = -1;
+  for (std::size_t i = 0; i < socks_.size(); ++i) {
+    const vsock* o = socks_[i].get();
+    if (o == nullptr || !o->dgram || !o->bound || o->local.port() != to.port()) continue;
+    if (o->local == to) return static_cast<int>(i);
+    if (wildcard < 0 && is_wildcard(o->local) &&
+        (o->local.family() == to.family() || (o->local.is_ipv6() && to.is_ipv4() && !o->v6only)))
+      wildcard = static_cast<int>(i);
+  }
+  return wildcard;
+}
+
+// One datagram, whole or not at all: lost, duplicated or delayed (each copy on its own
+// latency, so datagrams overtake each other) as the fault model draws; dropped on a cut
+// link. A connected socket sends to its peer only.
+ssize_t sim_network::datagram_send(int fd, vsock& s, const msghdr& m) {
+  if (s.so_error != 0) return fail(std::exchange(s.so_error, 0));
+  socket_address to;
+  if (m.msg_name != nullptr && m.msg_namelen > 0) {
+    to = address_from(static_cast<const sockaddr*>(m.msg_name), m.msg_namelen);
+    if (const socket_address* self = host_address(); self != nullptr && is_loopback(to) && to.family() == self->family())
+      to = self->with_port(to.port());
+  } else if (s.has_peer) {
+    to = s.peer;
+  } else {
+    return fail(EDESTADDRREQ);
+  }
+  std::string bytes;
+  for (std::size_t i = 0; i < m.msg_iovlen; ++i)
+    bytes.append(static_cast<const char*>(m.msg_iov[i].iov_base), m.msg_iov[i].iov_len);
+  if (bytes.size() > 65507) return fail(EMSGSIZE);
+  if (!ensure_bound(s, fd)) return fail(EADDRNOTAVAIL);
+  const auto n = static_cast<ssize_t>(bytes.size());
+  if (chance(model_.datagram_loss)) {
+    note("sendto s%llu %s %zd: lost", sid(fd), to.to_string().c_str(), n);
+    return n;
+  }
+  const int copies = chance(model_.datagram_duplicate) ? 2 : 1;
+  note("sendto s%llu %s %zd%s", sid(fd), to.to_string().c_str(), n, copies == 2 ? " (duplicated)" : "");
+  const socket_address from = s.local;
+  const std::uint64_t sender_id = s.id;
+  for (int c = 0; c < copies; ++c)
+    at(now_ + latency(), [this, to, from, bytes, fd, sender_id] { datagram_arrives(to, from, bytes, fd, sender_id); });
+  return n;
+}
+
+void sim_network::datagram_arrives(socket_address to, socket_address from, std::string bytes, int sender,
+                                   std::uint64_t sender_id) {
+  if (is_cut(from, to)) {
+    note("datagram %s -> %s lost on a cut link", from.to_string().c_str(), to.to_string().c_str());
+    return;
+  }
+  const int rfd = datagram_receiver(to);
+  vsock* r = sock(rfd);
+  if (r == nullptr) {
+    // ICMP port unreachable: a connected sender hears ECONNREFUSED on its next call.
+    vsock* s = sock(sender);
+    if (s != nullptr && s->id == sender_id && s->has_peer && s->peer == to) {
+      s->so_error = ECONNREFUSED;
+      dirty(sender);
+    }
+    note("datagram %s -> %s: nobody there", from.to_string().c_str(), to.to_string().c_str());
+    return;
+  }
+  if (r->has_peer && !(r->peer == from)) return;  // a connected socket takes its peer's only
+  if (r->inbox_bytes + bytes.size() > r->rcvbuf) {
+    note("datagram -> s%llu dropped (receive buffer full)", sid(rfd));
+    return;
+  }
+  note("datagram %s -> s%llu %zu", from.to_string().c_str(), sid(rfd), bytes.size());
+  r->inbox_bytes += bytes.size();
+  r->inbox.emplace_back(from, std::move(bytes));
+  dirty(rfd);
+}
+
+// The oldest datagram, truncated to the buffers (MSG_TRUNC in msg_flags), with its
+// sender in msg_name; MSG_PEEK leaves it queued.
+ssize_t sim_network::datagram_recv(int fd, vsock& s, msghdr& m, int flags) {
+  if (s.so_error != 0) return fail(std::exchange(s.so_error, 0));
+  if (s.inbox.empty()) return fail(EAGAIN);
+  const auto& [from, bytes] = s.inbox.front();
+  std::size_t off = 0;
+  for (std::size_t i = 0; i < m.msg_iovlen && off < bytes.size(); ++i) {
+    const std::size_t k = std::min(m.msg_iov[i].iov_len, bytes.size() - off);
+    std::memcpy(m.msg_iov[i].iov_base, bytes.data() + off, k);
+    off += k;
+  }
+  m.msg_flags = off < bytes.size() ? MSG_TRUNC : 0;
+  if (m.msg_name != nullptr) copy_address(from, static_cast<sockaddr*>(m.msg_name), &m.msg_namelen);
+  const auto n = static_cast<ssize_t>((flags & MSG_TRUNC) != 0 ? bytes.size() : off);
+  note("recvfrom s%llu %zd", sid(fd), n);
+  if ((flags & MSG_PEEK) == 0) {
+    s.inbox_bytes -= bytes.size();
+    s.inbox.pop_front();
+  }
+  return n;
 }
 
 }  // namespace ringio::detail

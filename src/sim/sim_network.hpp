@@ -139,6 +139,12 @@ class sim_network {
     bool linger0 = false, nodelay = false, reuse_port = false, v6only = false;
     std::size_t rcvbuf = 0;
     std::uint32_t owner = 0;  // the host whose loop serves it
+    // UDP: the peer of connect(), and the datagrams received, not yet read.
+    bool dgram = false;
+    bool has_peer = false;
+    socket_address peer;
+    std::deque<std::pair<socket_address, std::string>> inbox;
+    std::size_t inbox_bytes = 0;
   };
   struct event {
     std::int64_t at;
@@ -155,7 +161,7 @@ class sim_network {
   const endpoint* ep(std::uint64_t id) const noexcept;
   endpoint& new_endpoint();
   int fail(int err) noexcept;
-  int placeholder(int family);
+  int placeholder(int family, int type);
   void at(std::int64_t t, std::function<void()> fn);
   std::int64_t latency();
   std::size_t room_towards(const endpoint& to) const noexcept;
@@ -175,6 +181,10 @@ class sim_network {
   unsigned long long sid(int fd) const noexcept;
   void register_listener(int fd);
   ssize_t transfer_in(int fd, void* buf, std::size_t n, int flags);
+  ssize_t datagram_send(int fd, vsock& s, const msghdr& m);
+  ssize_t datagram_recv(int fd, vsock& s, msghdr& m, int flags);
+  void datagram_arrives(socket_address to, socket_address from, std::string bytes, int sender, std::uint64_t sender_id);
+  int datagram_receiver(const socket_address& to) const;
   [[nodiscard]] const socket_address* host_address() const noexcept;
   socket_address on_host(const socket_address& a) const;
 
