@@ -123,10 +123,17 @@ void host_scheduler::move_time() {
   }
   const std::int64_t now = net_.now();
   if (real) {
-    const std::int64_t gap = next == 0 ? 1'000'000 : std::clamp<std::int64_t>(next - now, 0, 1'000'000);
+    // Wait for the real descriptors the hosts wait on (their wake-up eventfds among
+    // them) until the next virtual event is due; the clock moves by the time that passed.
+    std::vector<pollfd> fds;
+    for (const auto& h : hosts_)
+      if (!h->fiber->finished() && h->waits_real) fds.insert(fds.end(), h->real_fds.begin(), h->real_fds.end());
+    const std::int64_t gap = next == 0 ? -1 : std::max<std::int64_t>(next - now, 0);
+    const int timeout_ms = gap < 0 ? 100 : static_cast<int>(std::min<std::int64_t>((gap + 999'999) / 1'000'000, 100));
     const std::int64_t began = real_ns();
-    ::poll(nullptr, 0, static_cast<int>((gap + 999'999) / 1'000'000));
-    net_.advance_to(now + std::min(real_ns() - began, next == 0 ? real_ns() - began : next - now));
+    ::poll(fds.data(), fds.size(), timeout_ms);
+    const std::int64_t passed = real_ns() - began;
+    net_.advance_to(gap < 0 ? now + passed : now + std::min(passed, gap));
     return;
   }
   if (next != 0) {

@@ -3,10 +3,13 @@
 // program runs on, and what the world's scheduler knows of it between two turns.
 #pragma once
 
+#include <poll.h>
+
 #include <cstdint>
 #include <exception>
 #include <functional>
 #include <memory>
+#include <vector>
 #include <string>
 
 #include "ringio/detail/resume_loop.hpp"
@@ -38,6 +41,7 @@ struct sim_host {
   bool idle = false;         // it found nothing to do
   std::int64_t next_at = 0;  // when idle: its next timer (0: none)
   bool waits_real = false;   // when idle: it waits on something outside the world
+  std::vector<pollfd> real_fds;  // when idle: the real descriptors it waits on, its wake-up eventfd first
   bool stop_asked = false;   // the clients are done: stop the program
   bool stop_sent = false;
   bool deadlock = false;     // nothing can happen anywhere: fail what waits

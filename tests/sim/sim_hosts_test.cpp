@@ -196,6 +196,26 @@ TEST(SimHosts, ChannelsAndPostsCrossHostsDeterministically) {
   EXPECT_GE(hashes.size(), 3u) << "the seed does not change the hosts' interleaving";
 }
 
+// A host posts to another and then waits for a far timer: the post runs at once, not
+// when virtual time next moves (a turn in which the loop ran is not an idle turn).
+TEST(SimHosts, APostRunsAtOnceThoughThePosterThenWaits) {
+  sim::world w(6);
+  io_context* receiver = nullptr;
+  std::chrono::nanoseconds ran_at{-1};
+  w.add_host("receiver", ip("10.0.0.2"), [&](io_context& ctx) -> task<void> {
+    receiver = &ctx;
+    (void)co_await sleep_for(1h);  // stopped when the client is done
+  });
+  w.add_client("poster", ip("10.0.0.1"), [&](io_context&) -> task<void> {
+    while (receiver == nullptr) co_await yield();
+    post(*receiver, [&] { ran_at = w.elapsed(); });
+    (void)co_await sleep_for(10s);
+  });
+  w.run();
+  EXPECT_GE(ran_at.count(), 0) << "the post never ran";
+  EXPECT_LT(ran_at, 1ms) << "the post waited for virtual time to move";
+}
+
 // A partition between two hosts holds the third's traffic back not at all; the cut
 // client times out in virtual time, and after heal() it gets through.
 TEST(SimHosts, APartitionCutsOneHostOffUntilHealed) {

@@ -310,6 +310,9 @@ void sim_backend::poll(bool block, std::int64_t wake_at_ns) {
 void sim_backend::poll_as_host(bool block, std::int64_t wake_at_ns) {
   ++st_.stats.kernel_waits;
   sim_host& h = *host_;
+  // Called by the loop: it ran in this turn (ready tasks, posts to other hosts), so the
+  // round is not idle even if this pass finds nothing.
+  h.worked = true;
   for (;;) {
     if (h.deadlock) {
       h.deadlock = false;
@@ -338,6 +341,18 @@ void sim_backend::poll_as_host(bool block, std::int64_t wake_at_ns) {
     if (wake_at_ns != 0 && (next == 0 || wake_at_ns < next)) next = wake_at_ns;
     h.next_at = next;
     h.waits_real = waits_on_real() || ctx_.outside_work_pending();
+    h.real_fds.clear();
+    if (h.waits_real) {
+      h.real_fds.push_back({wake_fd_, POLLIN, 0});
+      for (std::size_t i = 0; i < fds_.size(); ++i) {
+        const int fd = static_cast<int>(i);
+        if (net_.is_virtual(fd)) continue;
+        short ev = 0;
+        if (fds_[i].readers.head != nullptr) ev |= POLLIN;
+        if (fds_[i].writers.head != nullptr) ev |= POLLOUT;
+        if (ev != 0) h.real_fds.push_back({fd, ev, 0});
+      }
+    }
     h.idle = true;
     hosts_.end_turn(h);
   }
