@@ -24,7 +24,7 @@ class scope;
 
 namespace ringio::detail {
 
-struct promise_base;
+class promise_base;
 
 struct sim_host {
   std::string name;
