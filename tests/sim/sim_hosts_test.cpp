@@ -135,13 +135,13 @@ TEST(SimHosts, LoopbackIsTheHostItself) {
   w.add_host("server", ip("10.0.0.1"), [&](io_context&) -> task<void> {
     scope s;
     s.spawn(echo_server(peers));
-    co_await sleep_for(1ms);  // the listener is bound
+    (void)co_await sleep_for(1ms);  // the listener is bound
     co_await echo_client(ip("127.0.0.1", 7), "hello", same, local);
     s.request_stop();
     co_await s.join();
   });
   w.add_host("other", ip("10.0.0.2"), [&](io_context&) -> task<void> {
-    co_await sleep_for(1ms);
+    (void)co_await sleep_for(1ms);
     auto c = co_await stream_socket::connect(ip("127.0.0.1", 7));
     other = c ? std::error_code() : c.error();
   });
@@ -164,12 +164,12 @@ TEST(SimHosts, ChannelsAndPostsCrossHostsDeterministically) {
     w.add_client("producer", ip("10.0.0.1"), [&](io_context& ctx) -> task<void> {
       producer_ctx = &ctx;
       for (int i = 0; i < 100; ++i) {
-        if (i % 10 == 0) co_await sleep_for(std::chrono::milliseconds(1 + i % 7));
+        if (i % 10 == 0) (void)co_await sleep_for(std::chrono::milliseconds(1 + i % 7));
         auto sent = co_await ch.send(i);
         if (!sent) throw std::runtime_error("send: " + sent.error().message());
       }
       ch.close();
-      co_await sleep_for(50ms);  // the consumer's last posts arrive
+      (void)co_await sleep_for(50ms);  // the consumer's last posts arrive
     });
     w.add_client("consumer", ip("10.0.0.2"), [&](io_context&) -> task<void> {
       for (;;) {
@@ -261,7 +261,7 @@ TEST(SimHosts, HostsThatWaitForeverAreDeadlockedAndUnwound) {
     (void)co_await s->recv(buf);  // the client never sends
   });
   w.add_client("waiting", ip("10.0.0.2"), [&](io_context&) -> task<void> {
-    co_await sleep_for(1ms);
+    (void)co_await sleep_for(1ms);
     auto c = co_await stream_socket::connect(ip("10.0.0.1", 7));
     if (!c) co_return;
     std::array<std::byte, 16> buf;
@@ -277,7 +277,7 @@ TEST(SimHosts, HostsThatWaitForeverAreDeadlockedAndUnwound) {
 TEST(SimHosts, AnExceptionOfAHostComesOutOfRun) {
   sim::world w(2);
   w.add_client("thrower", ip("10.0.0.1"), [](io_context&) -> task<void> {
-    co_await sleep_for(10ms);
+    (void)co_await sleep_for(10ms);
     throw std::runtime_error("host failed");
   });
   w.add_host("bystander", ip("10.0.0.2"), [](io_context&) -> task<void> {
