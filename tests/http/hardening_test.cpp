@@ -277,8 +277,15 @@ TEST_P(HttpHardening, ADiscardedChunkedBodyOverTheBoundOrMalformedCloses) {
 // More than the bound sent before reading: the server answers, closes its sending side
 // and drops what still comes, so the client reads the whole answer, then the end
 // (closing with unread bytes would reset the connection and could destroy the answer).
+// A generous linger: a loaded machine must not end it while the client still sends.
+ringio::http::server_options long_linger() {
+  auto o = small_limits();
+  o.linger_timeout = 10s;
+  return o;
+}
+
 TEST_P(HttpHardening, TheAnswerToALargeRefusedBodySurvivesTheClose) {
-  start();
+  start(long_linger());
   http_client c(port());
   ASSERT_TRUE(c.send("POST /nowhere HTTP/1.1\r\nHost: t\r\nContent-Length: 600000\r\n\r\n" +
                      std::string(600000, 'x')));
@@ -293,7 +300,7 @@ TEST_P(HttpHardening, TheAnswerToALargeRefusedBodySurvivesTheClose) {
 // Connection: close with more bytes behind it that arrive while the handler runs: they
 // are still in the socket when the answer is out, and the server lingers for them too.
 TEST_P(HttpHardening, BytesAfterAClosingRequestDoNotResetItsAnswer) {
-  start();
+  start(long_linger());
   http_client c(port());
   ASSERT_TRUE(c.send("GET /slow?300 HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"));
   std::this_thread::sleep_for(100ms);  // the head alone is received first (or not: both pass)
