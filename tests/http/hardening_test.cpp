@@ -336,6 +336,23 @@ TEST_P(HttpHardening, StallingDuringDiscardOrLingerEndsTheConnection) {
   expect_healthy();
 }
 
+// A graceful stop waits for a lingering connection no longer than linger_timeout, even
+// when the client neither sends nor closes.
+TEST_P(HttpHardening, AGracefulStopWaitsForALingerOnlyUntilItsBound) {
+  auto o = small_limits();
+  o.linger_timeout = 300ms;
+  start(std::move(o));
+  http_client c(port());
+  ASSERT_TRUE(c.send("POST /nowhere HTTP/1.1\r\nHost: t\r\nContent-Length: 100000\r\n\r\nabc"));
+  auto r = c.read_reply();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->header("Connection"), "close");
+  auto begun = std::chrono::steady_clock::now();
+  stop_server();
+  EXPECT_LT(std::chrono::steady_clock::now() - begun, 5s) << "the stop waited for the silent client";
+  EXPECT_TRUE(c.closed_by_peer());
+}
+
 // A client that resets while its body is dropped or while the server lingers.
 TEST_P(HttpHardening, ResettingDuringDiscardOrLingerEndsTheConnection) {
   start();
