@@ -107,7 +107,7 @@ format-check: deps-test
 	@clang-format-16 --dry-run --Werror $(FORMAT_FILES) && echo "format-check: $(words $(FORMAT_FILES)) files in house style"
 
 tidy: build-sanitize
-	find src apps -name '*.cpp' | sort | xargs clang-tidy-16 -p build/sanitize --quiet
+	find src -name '*.cpp' | sort | xargs clang-tidy-16 -p build/sanitize --quiet
 
 test: docs test-bench-runner test-release test-debug test-sanitize test-tsan test-fuzz
 
