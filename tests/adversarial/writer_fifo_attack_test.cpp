@@ -442,7 +442,9 @@ std::string tagged(std::size_t id, std::size_t size) {
 std::uint64_t g_canceled_writes = 0;  // across seeds: the runs did stop waiting writes
 std::uint64_t g_ok_writes = 0;
 
-task<void> drive(writer& w, producer_run& pr, std::uint64_t seed, std::string& expected) {
+std::error_code g_end_error;  // set by a run that may end with an error (resets)
+
+task<void> drive(writer& w, producer_run& pr, std::uint64_t seed, std::string& expected, bool may_end = false) {
   std::mt19937_64 rng(seed);
   std::vector<std::pair<bool, std::size_t>> attempts;  // (write?, index)
   std::size_t id = 0;
@@ -465,7 +467,7 @@ task<void> drive(writer& w, producer_run& pr, std::uint64_t seed, std::string& e
       if (r) {
         pr.tries.push_back(std::move(m));
         attempts.emplace_back(false, pr.tries.size() - 1);
-      } else {
+      } else if (!may_end || w.is_open()) {
         EXPECT_TRUE(same(r.error(), try_again)) << r.error().message();
       }
     } else {
@@ -481,7 +483,9 @@ task<void> drive(writer& w, producer_run& pr, std::uint64_t seed, std::string& e
       continue;
     }
     auto& p = pr.writes[i];
-    EXPECT_TRUE(is_ok(p.res) || is_err(p.res, canceled)) << show(p.res);
+    if (!may_end) {
+      EXPECT_TRUE(is_ok(p.res) || is_err(p.res, canceled)) << show(p.res);
+    }
     if (is_ok(p.res)) expected += p.msg;
     if (is_ok(p.res)) ++g_ok_writes;
     if (is_err(p.res, canceled)) ++g_canceled_writes;
@@ -551,6 +555,48 @@ TEST(WriterFifoSimFaults, SeededProducersInvariantUnderShortTransfers) {
   EXPECT_GT(g_ok_writes, 0u);
   std::printf("writes: %llu succeeded, %llu stopped\n", static_cast<unsigned long long>(g_ok_writes),
               static_cast<unsigned long long>(g_canceled_writes));
+}
+
+// Resets in the simulated network while writes wait: run() ends with the reset; every
+// write completes (success, canceled by its stop, or the writer's error); the peer's
+// bytes are a prefix of the successful messages in start order.
+TEST(WriterFifoSimFaults, SeededProducersWithResets) {
+  const char* env = std::getenv("RINGIO_WRITER_SEEDS");
+  const std::uint64_t seeds = env != nullptr ? std::strtoull(env, nullptr, 10) : 200;
+  int ended_by_error = 0;
+  for (std::uint64_t seed = 1; seed <= seeds; ++seed) {
+    sim::fault_model faults;
+    faults.buffer_bytes = 512 + seed * 131 % 4096;
+    faults.short_transfer = 0.3;
+    faults.reset = 0.01;
+    std::string expected, got;
+    opt_res ran;
+    {
+      sim::world wd(seed, faults);
+      io_context ctx(io_context_options{.backend = backend_kind::sim, .quiet = true});
+      sync_wait(ctx, [](std::uint64_t seed, std::string& expected, std::string& got, opt_res& ran) -> task<void> {
+        auto c = co_await connect_pair();
+        writer w(c.a, {.max_messages = 1 + seed % 7, .max_bytes = 40 + seed * 53 % 600});
+        producer_run pr;
+        co_await when_all(run_then_shutdown(w, c.a, ran), slow_read(c.b, got, seed), drive(w, pr, seed, expected, true));
+        if (ran && !*ran) {
+          for (auto& p : pr.writes) {
+            EXPECT_TRUE(is_ok(p.res) || is_err(p.res, canceled) || is_err(p.res, ran->error()))
+                << "seed " << seed << ": " << show(p.res) << " run: " << show(ran);
+          }
+        }
+      }(seed, expected, got, ran));
+    }
+    ASSERT_TRUE(ran.has_value());
+    if (!*ran) ++ended_by_error;
+    if (*ran) {
+      ASSERT_EQ(got, expected) << "seed " << seed;
+    } else {
+      ASSERT_LE(got.size(), expected.size()) << "seed " << seed;
+      ASSERT_EQ(expected.compare(0, got.size(), got), 0) << "seed " << seed << ": peer bytes not a prefix";
+    }
+  }
+  std::printf("runs ended by an error: %d\n", ended_by_error);
 }
 
 // The gap notice destroys the writer while writes... (drop_oldest has no waiting writes);
