@@ -4,6 +4,8 @@
 // wait, a seeded many-producer invariant check, and GCC -O0 stack/time checks of long
 // runs of awaits that complete at once. Public API only; every backend and sim.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -850,6 +852,133 @@ TEST_P(ReadyAwaits, FiberAwaitingReadyTasksInALoop) {
     return s;
   }));
   EXPECT_EQ(sum, 200'000);
+}
+
+// A chain of 100,000 tasks awaited from a fiber (64 KiB stack by default).
+TEST_P(ReadyAwaits, FiberAwaitingAChainOfHundredThousandTasks) {
+  EXPECT_EQ(run(fiber([]() -> int { return this_fiber::await(chain(100'000)); })), 100'000);
+}
+
+// when_all whose children are chains, in a loop; an already-set event and an
+// uncontended mutex awaited 200,000 times; 100,000 ready tasks spawned into a scope.
+task<int> chain_of_when_all(int depth) {
+  if (depth == 0) co_return 1;
+  auto [a, b] = co_await when_all(chain_of_when_all(depth - 1), ready(0));
+  co_return a + b;
+}
+
+// CHANGELOG (Unreleased, Fixed): a Debug build no longer overflows the stack on "a
+// chain of tasks that deep" (about 100,000). Chains where each link awaits when_all (or
+// when_any, or a scope) of the next link: each starts its children inline, so the
+// launches may nest on the thread's stack. Run in a forked child so that a stack
+// overflow fails this test instead of killing the binary. RINGIO_CHAIN_DEPTH overrides
+// the depth.
+task<int> chain_of_when_any(int depth) {
+  if (depth == 0) co_return 1;
+  auto v = co_await when_any(chain_of_when_any(depth - 1));
+  co_return std::get<0>(v);
+}
+task<int> chain_of_scopes(int depth) {
+  if (depth == 0) co_return 1;
+  int v = 0;
+  scope sc;
+  sc.spawn([](int depth, int& v) -> task<void> { v = co_await chain_of_scopes(depth - 1); }(depth, v));
+  co_await sc.join();
+  co_return v;
+}
+
+int chain_depth() {
+  const char* env = std::getenv("RINGIO_CHAIN_DEPTH");
+  return env != nullptr ? std::atoi(env) : 100'000;
+}
+
+// Runs `body` in a child process; returns how it ended ("exit 0", "signal 11", ...).
+template <class F>
+std::string in_child(F body) {
+  std::fflush(nullptr);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    int rc = 3;
+    try {
+      rc = body() ? 0 : 2;
+    } catch (...) {
+      rc = 4;
+    }
+    std::_Exit(rc);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  if (WIFEXITED(status)) return "exit " + std::to_string(WEXITSTATUS(status));
+  return "signal " + std::to_string(WTERMSIG(status));
+}
+
+TEST(ReadyAwaitChains, ChainOfWhenAllHundredThousandDeep) {
+  const int depth = chain_depth();
+  EXPECT_EQ(in_child([depth] {
+              io_context ctx(io_context_options{.backend = backend_kind::epoll, .quiet = true});
+              return sync_wait(ctx, chain_of_when_all(depth)) == 1;
+            }),
+            "exit 0")
+      << "a chain of " << depth << " tasks linked by when_all";
+}
+
+TEST(ReadyAwaitChains, ChainOfWhenAnyHundredThousandDeep) {
+  const int depth = chain_depth();
+  EXPECT_EQ(in_child([depth] {
+              io_context ctx(io_context_options{.backend = backend_kind::epoll, .quiet = true});
+              return sync_wait(ctx, chain_of_when_any(depth)) == 1;
+            }),
+            "exit 0")
+      << "a chain of " << depth << " tasks linked by when_any";
+}
+
+TEST(ReadyAwaitChains, ChainOfScopesHundredThousandDeep) {
+  const int depth = chain_depth();
+  EXPECT_EQ(in_child([depth] {
+              io_context ctx(io_context_options{.backend = backend_kind::epoll, .quiet = true});
+              return sync_wait(ctx, chain_of_scopes(depth)) == 1;
+            }),
+            "exit 0")
+      << "a chain of " << depth << " tasks linked by scope::spawn";
+}
+
+TEST(ReadyAwaitChains, PlainChainHundredThousandDeepInChild) {
+  const int depth = chain_depth();
+  EXPECT_EQ(in_child([depth] {
+              io_context ctx(io_context_options{.backend = backend_kind::epoll, .quiet = true});
+              return sync_wait(ctx, chain(depth)) == depth;
+            }),
+            "exit 0");
+}
+
+TEST_P(ReadyAwaits, SetEventAndFreeMutexAwaitedInALoop) {
+  const long sum = run([]() -> task<long> {
+    long s = 0;
+    event ev;
+    ev.set();
+    mutex m;
+    for (int i = 0; i < 200'000; ++i) {
+      auto r = co_await ev.wait();
+      if (r) ++s;
+      auto lk = co_await m.lock();
+      if (lk) ++s;
+    }
+    co_return s;
+  }());
+  EXPECT_EQ(sum, 400'000);
+}
+
+TEST_P(ReadyAwaits, HundredThousandReadyTasksSpawnedIntoAScope) {
+  const long sum = run([]() -> task<long> {
+    scope sc;
+    long spawned = 0;
+    for (int i = 0; i < 100'000; ++i) sc.spawn([](long& n) -> task<void> {
+        n += co_await ready(1);
+      }(spawned));
+    co_await sc.join();
+    co_return spawned;
+  }());
+  EXPECT_EQ(sum, 100'000);
 }
 
 RINGIO_ALL_BACKENDS(ReadyAwaits);
