@@ -678,6 +678,95 @@ TEST_P(WriterFifo, SeededDestroyWhileWritesWait) {
   }
 }
 
+// The peer destroys the writer at the first moment it observes anything (its first
+// received byte) while writes wait and run() sends: every write completes with success
+// or operation_canceled, run() returns operation_canceled, nothing freed is touched.
+TEST_P(WriterFifo, PeerDestroysWriterOnFirstByteWhileWritesWait) {
+  run([]() -> task<void> {
+    auto c = co_await connect_pair();
+    auto w = std::make_unique<writer>(c.a, batching_writer_options{.max_messages = 1, .max_bytes = 50});
+    EXPECT_TRUE(w->try_write(msg('a', 40)));
+    std::deque<pending_write> ws;
+    for (int i = 0; i < 6; ++i) {
+      ws.push_back(pending_write{.msg = msg(static_cast<char>('b' + i), 40)});
+      ws.back().start(*w);
+    }
+    opt_res ran;
+    auto runner = [](writer& w, opt_res& out) -> task<void> { out = co_await w.run(); };
+    auto peer = [](stream_socket& s, std::unique_ptr<writer>& w) -> task<void> {
+      char ch = 0;
+      auto n = co_await s.recv(mutable_buffer(&ch, 1));
+      EXPECT_TRUE(n && *n == 1);
+      w.reset();
+    };
+    co_await when_all(runner(*w, ran), peer(c.b, w));
+    EXPECT_TRUE(is_err(ran, canceled)) << show(ran);
+    for (auto& p : ws) {
+      co_await p.sc->join();
+      EXPECT_TRUE(is_ok(p.res) || is_err(p.res, canceled)) << show(p.res);
+    }
+  }());
+}
+
+// The fail policy: write() never waits; a write that does not fit ends the writer with
+// no_buffer_space for everyone, run() included.
+TEST_P(WriterFifo, FailPolicyWriteThatDoesNotFitEndsWriter) {
+  run([]() -> task<void> {
+    auto c = co_await connect_pair();
+    writer w(c.a, {.max_messages = 1, .max_bytes = 100, .when_full = overflow_policy::fail});
+    EXPECT_TRUE(w.try_write(msg('a', 10)));
+    opt_res r;
+    co_await do_write(w, msg('b', 10), r);
+    const auto nbs = std::make_error_code(std::errc::no_buffer_space);
+    EXPECT_TRUE(is_err(r, nbs)) << show(r);
+    EXPECT_FALSE(w.is_open());
+    EXPECT_EQ(w.queued(), 0u);
+    opt_res r2;
+    co_await do_write(w, msg('c', 1), r2);
+    EXPECT_TRUE(is_err(r2, nbs)) << show(r2);
+    opt_res ran;
+    std::string got;
+    co_await when_all(run_then_shutdown(w, c.a, ran), read_all(c.b, got));
+    EXPECT_TRUE(is_err(ran, nbs)) << show(ran);
+    EXPECT_EQ(got, "");
+  }());
+}
+
+// A gap notice that destroys the writer while a send is cut short (simulated short
+// transfers) and run() is in flight: run() returns operation_canceled (run under ASan).
+TEST(WriterFifoSimFaults, GapNoticeDestroysWriterMidSend) {
+  for (std::uint64_t seed = 1; seed <= 20; ++seed) {
+    sim::fault_model faults;
+    faults.short_transfer = 0.7;
+    faults.buffer_bytes = 1024;
+    sim::world wd(seed, faults);
+    io_context ctx(io_context_options{.backend = backend_kind::sim, .quiet = true});
+    sync_wait(ctx, [](std::uint64_t seed) -> task<void> {
+      auto c = co_await connect_pair();
+      std::unique_ptr<writer> w;
+      w = std::make_unique<writer>(c.a, batching_writer_options{.max_messages = 2, .max_bytes = 3000, .when_full = overflow_policy::drop_oldest},
+                                   [&w](std::uint64_t) -> std::string {
+                                     w.reset();
+                                     return "[gap]";
+                                   });
+      opt_res ran;
+      std::string got;
+      auto runner = [](writer& w, opt_res& out) -> task<void> { out = co_await w.run(); };
+      auto producer = [](std::unique_ptr<writer>& w, stream_socket& s) -> task<void> {
+        for (int i = 0; i < 50 && w; ++i) {
+          (void)w->try_write(msg(static_cast<char>('a' + i % 26), 1500));
+          co_await yield();
+        }
+        for (int i = 0; i < 100 && w; ++i) (void)co_await sleep_for(1ms);
+        EXPECT_EQ(w, nullptr);
+        s.abort();
+      };
+      co_await when_all(runner(*w, ran), read_all(c.b, got), producer(w, c.a));
+      EXPECT_TRUE(is_err(ran, canceled)) << "seed " << seed << ": " << show(ran);
+    }(seed));
+  }
+}
+
 // The gap notice destroys the writer while writes... (drop_oldest has no waiting writes);
 // here: the notice throws. run() must not leave the writer claiming a sending loop.
 TEST_P(WriterFifo, GapNoticeThrowsThenRunAgain) {
