@@ -3,6 +3,17 @@
 // waiting writes, its destruction while writes wait, close()/stop/reset while writes
 // wait, a seeded many-producer invariant check, and GCC -O0 stack/time checks of long
 // runs of awaits that complete at once. Public API only; every backend and sim.
+//
+// Failing when written (defects shown):
+// - WriterFifo.TryWriteAcceptedRightAfterOnlyWaiterStopped: once the only waiting write
+//   is stopped, try_write is still refused (resource_unavailable_try_again) until the
+//   stopped write's task resumes: the stopped write still holds its place in the line.
+// - WriterFifoSimFaults.GapNoticeThrowsAfterPartialSendNeverSplits: a gap notice that
+//   throws ends run() by the exception with a message half sent, but the writer stays
+//   open; a second run() sends the next messages after the half message (split).
+// - ReadyAwaitChains.ChainOf{WhenAll,WhenAny,Scopes}HundredThousandDeep: a chain of
+//   100,000 tasks linked by when_all / when_any / scope::spawn overflows the stack (in
+//   Release too for when_all/when_any; at -O0 already at 20,000), unlike a plain chain.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -765,6 +776,68 @@ TEST(WriterFifoSimFaults, GapNoticeDestroysWriterMidSend) {
       EXPECT_TRUE(is_err(ran, canceled)) << "seed " << seed << ": " << show(ran);
     }(seed));
   }
+}
+
+// Empty messages among waiting writes, max_messages = 0 (counts as 1), and a second
+// run() while one runs (device_or_resource_busy): the stream is still exact and run()
+// does not spin or hang on passes of empty messages only.
+TEST_P(WriterFifo, EmptyMessagesAndZeroMaxMessages) {
+  run([]() -> task<void> {
+    auto c = co_await connect_pair();
+    writer w(c.a, {.max_messages = 0, .max_bytes = 10});
+    std::deque<pending_write> ws;
+    std::string expect;
+    for (int i = 0; i < 30; ++i) {
+      std::string m = i % 3 == 0 ? std::string{} : msg(static_cast<char>('a' + i % 26), static_cast<std::size_t>(1 + i % 15));
+      ws.push_back(pending_write{.msg = m});
+      ws.back().start(w);
+      expect += m;
+    }
+    EXPECT_LE(w.queued(), 1u);
+    opt_res ran, second;
+    std::string got;
+    auto second_run = [](writer& w, opt_res& out) -> task<void> { out = co_await w.run(); };
+    co_await when_all(run_then_shutdown(w, c.a, ran), second_run(w, second), read_all(c.b, got),
+                      [](writer& w, std::deque<pending_write>& ws) -> task<void> {
+                        for (auto& p : ws) co_await p.sc->join();
+                        w.close();
+                      }(w, ws));
+    EXPECT_TRUE(is_ok(ran)) << show(ran);
+    EXPECT_TRUE(is_err(second, std::make_error_code(std::errc::device_or_resource_busy))) << show(second);
+    for (auto& p : ws) EXPECT_TRUE(is_ok(p.res)) << show(p.res);
+    EXPECT_EQ(got, expect);
+  }());
+}
+
+// The head is stopped and room appears in the same turn (run() starts right after the
+// stop, before the stopped write resumes): the stopped message is never sent, the next
+// write gets in, order holds.
+TEST_P(WriterFifo, HeadStoppedInSameTurnAsRoomAppears) {
+  run([]() -> task<void> {
+    auto c = co_await connect_pair();
+    writer w(c.a, {.max_messages = 1, .max_bytes = 100});
+    EXPECT_TRUE(w.try_write(msg('a', 10)));
+    pending_write b{.msg = msg('b', 10)}, cc{.msg = msg('c', 10)}, d{.msg = msg('d', 10)};
+    b.start(w);
+    cc.start(w);
+    d.start(w);
+    b.stop();
+    opt_res ran;
+    scope rs{std::stop_token{}};
+    rs.spawn(run_then_shutdown(w, c.a, ran));  // runs inline: takes 'a', room for one more
+    std::string got;
+    co_await when_all(read_all(c.b, got), [](writer& w, pending_write& b, pending_write& cc, pending_write& d) -> task<void> {
+      co_await b.sc->join();
+      co_await cc.sc->join();
+      co_await d.sc->join();
+      w.close();
+    }(w, b, cc, d));
+    co_await rs.join();
+    EXPECT_TRUE(is_err(b.res, canceled)) << show(b.res);
+    EXPECT_TRUE(is_ok(cc.res)) << show(cc.res);
+    EXPECT_TRUE(is_ok(d.res)) << show(d.res);
+    EXPECT_EQ(got, msg('a', 10) + msg('c', 10) + msg('d', 10));
+  }());
 }
 
 // The gap notice destroys the writer while writes... (drop_oldest has no waiting writes);
