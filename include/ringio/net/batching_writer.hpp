@@ -87,6 +87,8 @@ class batching_writer {
  public:
   /// Makes the message sent where drop_oldest discarded `missed` messages (e.g.
   /// "* you missed 12 messages\n"); it goes out before the messages that follow the gap.
+  /// It runs inside run(): if it throws, the writer ends (a message may be half sent),
+  /// writes fail with std::errc::state_not_recoverable, and run() rethrows.
   using gap_notice = std::function<Message(std::uint64_t missed)>;
 
   /// A writer for `socket` (not owned) with `options`; `notice` (optional) reports drops.
@@ -113,6 +115,7 @@ class batching_writer {
   [[nodiscard]] result<void> try_write(Message m) {
     if (state_ != state::open) return unexpected(ended_error());
     const std::size_t size = detail::message_bytes(m).size();
+    if (!room_.empty()) admit_waiters();  // the line may have moved (a stopped write left it)
     if (!fits(size) || (options_.when_full == overflow_policy::wait && !room_.empty())) {
       switch (options_.when_full) {
         case overflow_policy::drop_oldest:
@@ -300,9 +303,14 @@ class batching_writer {
 
   static room_wait& waiter_of(detail::waiter_node& n) noexcept { return *static_cast<room_wait*>(n.op); }
 
-  // Queues the messages of waiting writes, oldest first, while the head fits.
+  // Queues the messages of waiting writes, oldest first, while the head fits. A write
+  // that was stopped or timed out leaves the line at once, though its task resumes later.
   void admit_waiters() {
     while (detail::waiter_node* n = room_.front()) {
+      if (n->op->state != detail::op_state::in_flight) {
+        room_.remove(*n);
+        continue;
+      }
       room_wait& w = waiter_of(*n);
       if (!fits(w.size_)) return;
       if (count_ == ring_.size()) grow();  // before the grant: a granted message is queued
@@ -359,7 +367,14 @@ class batching_writer {
       const std::uint64_t missed = unreported_;
       unreported_ = 0;
       const gap_notice notice = notice_;  // the call may destroy the writer (and notice_)
-      Message m = notice(missed);
+      Message m;
+      try {
+        m = notice(missed);
+      } catch (...) {
+        // A message may be half sent: the writer cannot go on without splitting it.
+        if (b.owner != nullptr) end(make_error_code(std::errc::state_not_recoverable));
+        throw;
+      }
       b.bytes += detail::message_bytes(m).size();
       b.items[b.count++] = std::move(m);
       if (b.owner == nullptr) return;  // destroyed by the notice: touch nothing more
