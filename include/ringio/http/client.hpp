@@ -76,8 +76,12 @@ class client {
   /// (connect_timeout, tls, tls_handshake_timeout); the handshake, head_timeout.
   /// Errors: websocket_errc::bad_url, handshake_failed (an answer other than 101, no
   /// "Upgrade: websocket", a subprotocol not offered, an extension), bad_accept, and
-  /// those of request(). Cancellation: operation_canceled.
-  [[nodiscard]] task<result<websocket>> connect_websocket(std::string_view url, websocket_connect_options opts = {});
+  /// those of request(). Cancellation: operation_canceled. `opts` must stay valid until
+  /// the task completes.
+  [[nodiscard]] task<result<websocket>> connect_websocket(std::string_view url, const websocket_connect_options& opts);
+  /// connect_websocket(url, opts) with default options. (An overload rather than a
+  /// default argument: GCC 12 destroys a defaulted class argument of an awaited call twice.)
+  [[nodiscard]] task<result<websocket>> connect_websocket(std::string_view url);
   /// Idle connections in the pool.
   [[nodiscard]] std::size_t idle_connections() const noexcept { return idle_.size(); }
   /// Counters since the client was made.

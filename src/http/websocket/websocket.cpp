@@ -90,8 +90,8 @@ task<result<std::size_t>> write_all(websocket_state& s, const unsigned char* dat
 task<result<void>> send_frame(websocket_state& s, ws_opcode op, std::string_view payload) {
   auto lock = co_await s.write_lock.lock();
   if (!lock) co_return unexpected(lock.error());
-  if (s.write_failed) co_return unexpected(std::make_error_code(std::errc::broken_pipe));
   if (s.close_sent) co_return unexpected(errc(websocket_errc::closed));
+  if (s.write_failed) co_return unexpected(std::make_error_code(std::errc::broken_pipe));
   const std::size_t need = detail::max_frame_header + payload.size();
   if (s.out_capacity < need) {
     s.out_capacity = std::max(need, std::size_t{256});
