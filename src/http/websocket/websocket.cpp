@@ -124,7 +124,7 @@ task<result<void>> send_close_frame(websocket_state& s, std::uint16_t code, std:
   if (code != websocket::no_status) {
     payload[0] = static_cast<unsigned char>(code >> 8);
     payload[1] = static_cast<unsigned char>(code);
-    std::memcpy(payload + 2, reason.data(), reason.size());
+    if (!reason.empty()) std::memcpy(payload + 2, reason.data(), reason.size());
     size = 2 + reason.size();
   }
   auto sent = co_await send_frame(s, ws_opcode::close, {reinterpret_cast<const char*>(payload), size});
@@ -335,7 +335,7 @@ std::unique_ptr<websocket_state> make_state(bool client, std::string_view receiv
   s->subprotocol = std::move(subprotocol);
   s->last_input = clock::now();
   reserve_input(*s, std::max(received.size(), initial_buffer));
-  std::memcpy(s->in.get(), received.data(), received.size());
+  if (!received.empty()) std::memcpy(s->in.get(), received.data(), received.size());
   s->end = received.size();
   return s;
 }
