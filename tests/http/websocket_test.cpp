@@ -86,6 +86,12 @@ class ws_server {
     routes_.get("/quiet", [](http::request& r) -> task<http::response> {
       co_return http::accept_websocket(r, [](websocket&) -> task<void> { (void)co_await sleep_for(30s); });
     });
+    routes_.get("/keepalive", [](http::request& r) -> task<http::response> {
+      http::websocket_accept_options o;
+      o.options.ping_interval = 50ms;
+      o.options.ping_timeout = 100ms;
+      co_return http::accept_websocket(r, echo_session, o);
+    });
     routes_.get("/origin", [](http::request& r) -> task<http::response> {
       http::websocket_accept_options o;
       o.check_origin = [](std::string_view origin) { return origin == "https://good.example"; };
@@ -109,6 +115,7 @@ class ws_server {
     thread_.join();
   }
   [[nodiscard]] std::uint16_t port() const { return port_; }
+  [[nodiscard]] std::size_t connections() const { return server_->connections(); }
   [[nodiscard]] std::string url(std::string_view path) const {
     return std::string(tls_ ? "wss" : "ws") + "://localhost:" + std::to_string(port_) + std::string(path);
   }
@@ -136,7 +143,16 @@ class raw_client {
     ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
   }
-  ~raw_client() { ::close(fd_); }
+  ~raw_client() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  // Ends the connection with a reset (SO_LINGER 0).
+  void reset() {
+    linger l{.l_onoff = 1, .l_linger = 0};
+    ::setsockopt(fd_, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
+    ::close(fd_);
+    fd_ = -1;
+  }
   [[nodiscard]] bool connected() const { return connected_; }
   void send(std::string_view data) const {
     while (!data.empty()) {
@@ -304,6 +320,51 @@ TEST(WebSocketServer, RefusesBadUpgrades) {
     const std::string head = c.upgrade("/origin", "Sec-WebSocket-Version: 13\r\nOrigin: https://good.example\r\n");
     EXPECT_EQ(head.rfind("HTTP/1.1 101 ", 0), 0u) << head;
   }
+}
+
+// Peers that vanish: one resets mid-frame, one goes silent after half a frame; neither
+// leaves a connection behind (the silent one is found by the server's keep-alive ping).
+TEST(WebSocketServer, ResetAndStalledPeersLeaveNothingBehind) {
+  ws_server server(false);
+  {
+    raw_client c(server.port());
+    EXPECT_NE(c.upgrade("/ws", "Sec-WebSocket-Version: 13\r\n").find(" 101 "), std::string::npos);
+    c.send(frame(0x81, "hello").substr(0, 4));
+    c.reset();
+  }
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (server.connections() != 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(5ms);
+  EXPECT_EQ(server.connections(), 0u);
+}
+
+TEST(WebSocketServer, KeepAlivePingFindsASilentClient) {
+  ws_server server(false);
+  raw_client c(server.port());
+  EXPECT_NE(c.upgrade("/keepalive", "Sec-WebSocket-Version: 13\r\n").find(" 101 "), std::string::npos);
+  EXPECT_EQ(c.read(2), std::string("\x89\x00", 2));  // the server's keep-alive ping, never answered
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (server.connections() != 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(5ms);
+  EXPECT_EQ(server.connections(), 0u);
+}
+
+// A server that drains closes its websockets with 1001 (going away).
+TEST(WebSocketServer, DrainClosesWithGoingAway) {
+  auto server = std::make_unique<ws_server>(false);
+  io_context ctx(io_context_options{.quiet = true});
+  std::thread stopper;
+  sync_wait(ctx, [&]() -> task<void> {
+    http::client client;
+    auto ws = co_await client.connect_websocket(server->url("/ws"));
+    if (!ws) {
+      ADD_FAILURE() << ws.error().message();
+      co_return;
+    }
+    stopper = std::thread([&] { server.reset(); });
+    auto m = co_await with_timeout(ws->receive(), 5s);
+    EXPECT_EQ(m.error(), websocket_errc::closed);
+    EXPECT_EQ(ws->close_code(), websocket::going_away);
+  }());
+  if (stopper.joinable()) stopper.join();
 }
 
 // --- ringio client ----------------------------------------------------------------------
