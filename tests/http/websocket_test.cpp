@@ -392,7 +392,8 @@ TEST_P(WebSocketClient, TalksToRingioServer) {
       co_return;
     }
     EXPECT_EQ(ws->subprotocol(), "chat");
-    EXPECT_TRUE((co_await ws->send_text("héllo")).has_value());
+    auto hello = co_await ws->send_text("héllo");
+    EXPECT_TRUE(hello.has_value());
     auto m = co_await ws->receive();
     if (m) {
       EXPECT_TRUE(m->is_text());
@@ -426,7 +427,8 @@ TEST_P(WebSocketClient, TalksToRingioServer) {
     EXPECT_EQ(ws->close_code(), 1000);
     auto after = co_await ws->receive();
     EXPECT_EQ(after.error(), websocket_errc::closed);
-    EXPECT_EQ((co_await ws->send_text("late")).error(), websocket_errc::closed);
+    auto late = co_await ws->send_text("late");
+    EXPECT_EQ(late.error(), websocket_errc::closed);
   }());
 }
 
@@ -490,7 +492,8 @@ TEST_P(WebSocketClient, TalksToPythonServer) {
       EXPECT_FALSE(m->is_text());
       EXPECT_EQ(m->data, blob);
     }
-    EXPECT_TRUE((co_await ws->ping("hi")).has_value());
+    auto pinged = co_await ws->ping("hi");
+    EXPECT_TRUE(pinged.has_value());
     (void)co_await ws->send_text("close-me");
     m = co_await ws->receive();
     EXPECT_EQ(m.error(), websocket_errc::closed);

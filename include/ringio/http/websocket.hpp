@@ -112,7 +112,7 @@ class websocket {
   [[nodiscard]] std::string_view close_reason() const noexcept;
   /// The subprotocol agreed in the handshake, or "".
   [[nodiscard]] std::string_view subprotocol() const noexcept;
-  /// The options.
+  /// The options (valid() must be true).
   [[nodiscard]] const websocket_options& options() const noexcept;
 
  private:
