@@ -40,6 +40,17 @@ task<void> run_session(upgraded_connection& conn, const websocket_session& sessi
   }
 }
 
+// Whether the client offered `name` in a Sec-WebSocket-Protocol field (exact match:
+// subprotocol names are case-sensitive).
+bool client_offers(const request& req, std::string_view name) {
+  bool found = false;
+  for (const header& h : req.headers()) {
+    if (iequals(h.name, "sec-websocket-protocol"))
+      detail::for_each_token(h.value, [&](std::string_view t) { found = found || t == name; });
+  }
+  return found;
+}
+
 response refuse(int status) { return response::text(status, "WebSocket upgrade refused\n"); }
 
 }  // namespace
@@ -62,7 +73,7 @@ response accept_websocket(const request& req, websocket_session session, websock
   if (opts.check_origin && !opts.check_origin(req.header("origin"))) return refuse(403);
   std::string chosen;
   for (const std::string& ours : opts.subprotocols) {
-    if (detail::header_has_token(req.headers(), "sec-websocket-protocol", ours)) {
+    if (client_offers(req, ours)) {
       chosen = ours;
       break;
     }
