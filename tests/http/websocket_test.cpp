@@ -386,6 +386,7 @@ TEST_P(WebSocketClient, TalksToRingioServer) {
     http::client client(client_options_for_tests());
     http::websocket_connect_options o;
     o.subprotocols = {"chat"};
+    o.options.max_send_frame_bytes = 699;  // the longer messages below go in several frames
     auto ws = co_await client.connect_websocket(server.url("/ws"), o);
     if (!ws) {
       ADD_FAILURE() << ws.error().message();
@@ -398,6 +399,16 @@ TEST_P(WebSocketClient, TalksToRingioServer) {
     if (m) {
       EXPECT_TRUE(m->is_text());
       EXPECT_EQ(m->data, "héllo");
+    }
+    std::string accents;
+    for (int i = 0; i < 750; ++i) accents += "é";  // frames of 699 bytes cut characters in two
+    auto long_text = co_await ws->send_text(accents);
+    EXPECT_TRUE(long_text.has_value());
+    m = co_await ws->receive();
+    if (m) {
+      EXPECT_EQ(m->data, accents);
+    } else {
+      ADD_FAILURE() << m.error().message();
     }
     // 200 messages sent by one task while another receives their echoes.
     constexpr int count = 200;
@@ -471,6 +482,7 @@ TEST_P(WebSocketClient, TalksToPythonServer) {
     http::client client(client_options_for_tests());
     http::websocket_connect_options o;
     o.subprotocols = {"chat"};
+    o.options.max_send_frame_bytes = 4096;  // the large message goes in 75 frames
     auto ws = co_await client.connect_websocket(url, o);
     if (!ws) {
       ADD_FAILURE() << ws.error().message();

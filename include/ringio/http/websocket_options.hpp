@@ -14,6 +14,9 @@ struct websocket_options {
   std::size_t max_frame_bytes = 1024 * 1024;
   /// The longest message received (all its frames together); longer: 1009.
   std::size_t max_message_bytes = 4 * 1024 * 1024;
+  /// Messages sent longer than this go out as several frames of at most this many
+  /// payload bytes (also the most the send buffer holds). Zero: one frame each.
+  std::size_t max_send_frame_bytes = 0;
   /// Keep-alive: while receive() waits and nothing has arrived for this long, a ping
   /// is sent. Zero: no keep-alive pings.
   std::chrono::milliseconds ping_interval{0};

@@ -86,12 +86,8 @@ task<result<std::size_t>> write_all(websocket_state& s, const unsigned char* dat
   co_return n;
 }
 
-// Sends one whole frame; frames of concurrent callers go out one after the other.
-task<result<void>> send_frame(websocket_state& s, ws_opcode op, std::string_view payload) {
-  auto lock = co_await s.write_lock.lock();
-  if (!lock) co_return unexpected(lock.error());
-  if (s.close_sent) co_return unexpected(errc(websocket_errc::closed));
-  if (s.write_failed) co_return unexpected(std::make_error_code(std::errc::broken_pipe));
+// Copies one frame into s.out, masked on the client side; its size.
+std::size_t build_frame(websocket_state& s, ws_opcode op, bool fin, std::string_view payload) {
   const std::size_t need = detail::max_frame_header + payload.size();
   if (s.out_capacity < need) {
     s.out_capacity = std::max(need, std::size_t{256});
@@ -100,21 +96,42 @@ task<result<void>> send_frame(websocket_state& s, ws_opcode op, std::string_view
   const unsigned char* mask = nullptr;
   if (s.client) {  // RFC 6455 section 5.3: a fresh unpredictable key for every frame
     if (s.mask_used + 4 > sizeof(s.mask_pool)) {
-      if (RAND_bytes(s.mask_pool, sizeof(s.mask_pool)) != 1) co_return unexpected(std::make_error_code(std::errc::io_error));
+      if (RAND_bytes(s.mask_pool, sizeof(s.mask_pool)) != 1) return 0;
       s.mask_used = 0;
     }
     mask = s.mask_pool + s.mask_used;
     s.mask_used += 4;
   }
-  const std::size_t head = detail::encode_frame_header(s.out.get(), op, true, payload.size(), mask);
+  const std::size_t head = detail::encode_frame_header(s.out.get(), op, fin, payload.size(), mask);
   if (!payload.empty()) std::memcpy(s.out.get() + head, payload.data(), payload.size());
   if (mask != nullptr) detail::apply_mask(s.out.get() + head, payload.size(), mask);
+  return head + payload.size();
+}
+
+// Sends a message or control frame; data messages over max_send_frame_bytes go as
+// several frames. Everything of one call goes out before another caller's frames.
+task<result<void>> send_frame(websocket_state& s, ws_opcode op, std::string_view payload) {
+  auto lock = co_await s.write_lock.lock();
+  if (!lock) co_return unexpected(lock.error());
+  if (s.close_sent) co_return unexpected(errc(websocket_errc::closed));
+  if (s.write_failed) co_return unexpected(std::make_error_code(std::errc::broken_pipe));
   if (op == ws_opcode::close) s.close_sent = true;
-  auto sent = co_await write_all(s, s.out.get(), head + payload.size());
-  if (!sent || *sent != head + payload.size()) {
-    s.write_failed = true;  // a frame cut short: nothing may follow it
-    co_return unexpected(sent ? std::make_error_code(std::errc::broken_pipe) : sent.error());
-  }
+  const std::size_t piece = s.opts.max_send_frame_bytes == 0 || detail::is_control(op)
+                                ? payload.size()
+                                : std::min(payload.size(), s.opts.max_send_frame_bytes);
+  std::size_t offset = 0;
+  do {
+    const std::string_view part = payload.substr(offset, piece);
+    const bool fin = offset + part.size() == payload.size();
+    const std::size_t size = build_frame(s, offset == 0 ? op : ws_opcode::continuation, fin, part);
+    if (size == 0) co_return unexpected(std::make_error_code(std::errc::io_error));  // no random mask key
+    auto sent = co_await write_all(s, s.out.get(), size);
+    if (!sent || *sent != size) {
+      s.write_failed = true;  // a frame cut short: nothing may follow it
+      co_return unexpected(sent ? std::make_error_code(std::errc::broken_pipe) : sent.error());
+    }
+    offset += part.size();
+  } while (offset < payload.size());
   co_return result<void>{};
 }
 
