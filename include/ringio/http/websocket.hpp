@@ -82,11 +82,12 @@ class websocket {
   /// call fails the same way), connection_lost, protocol_error, invalid_utf8,
   /// message_too_big, ping_timeout, busy, socket errors. Cancellation: see the class.
   [[nodiscard]] task<result<websocket_message>> receive();
-  /// Sends a text message (one frame). Errors: std::errc::invalid_argument when `text`
+  /// Sends a text message: one frame, or frames of websocket_options::max_send_frame_bytes,
+  /// all before any other frame. Errors: std::errc::invalid_argument when `text`
   /// is not UTF-8 (nothing sent), websocket_errc::closed after a close frame was sent,
   /// broken_pipe after a failed send, timed_out (send_timeout), socket errors.
   [[nodiscard]] task<result<void>> send_text(std::string_view text);
-  /// Sends a binary message (one frame). Errors as send_text.
+  /// Sends a binary message (framed as send_text). Errors as send_text.
   [[nodiscard]] task<result<void>> send_binary(std::string_view data);
   /// Sends a ping with `payload` (at most 125 bytes, else invalid_argument); the
   /// peer's pong is taken by receive(). Errors as send_text.
