@@ -256,8 +256,10 @@ task<result<websocket_message>> receive_until(websocket_state& s, clock::time_po
   }
   for (;;) {
     detail::frame_header h;
-    const detail::frame_check check = detail::parse_frame_header(s.in.get() + s.begin, s.end - s.begin, !s.client,
-                                                                 s.opts.max_frame_bytes, h);
+    // A frame longer than a whole message may be is refused before its payload arrives.
+    const std::size_t limit = std::min(s.opts.max_frame_bytes, s.opts.max_message_bytes);
+    const detail::frame_check check =
+        detail::parse_frame_header(s.in.get() + s.begin, s.end - s.begin, !s.client, limit, h);
     if (check == detail::frame_check::protocol_error)
       co_return co_await fail(s, websocket::protocol_error, websocket_errc::protocol_error);
     if (check == detail::frame_check::too_big)
