@@ -443,6 +443,52 @@ TEST_P(WebSocketClient, TalksToRingioServer) {
   }());
 }
 
+// Two tasks sending large messages at once while a third receives: every echoed message
+// comes back whole, none mixed with another's frames.
+TEST_P(WebSocketClient, ConcurrentSendersNeverInterleave) {
+  ASSERT_TRUE(test_certs::get().ok);
+  ws_server server(GetParam());
+  run([&]() -> task<void> {
+    http::client client(client_options_for_tests());
+    http::websocket_connect_options o;
+    o.options.max_send_frame_bytes = 16 * 1024;  // each message in several frames
+    auto ws = co_await client.connect_websocket(server.url("/ws"), o);
+    if (!ws) {
+      ADD_FAILURE() << ws.error().message();
+      co_return;
+    }
+    constexpr int each = 40;
+    auto writer = [](websocket& w, char fill) -> task<void> {
+      const std::string message(100 * 1024, fill);
+      for (int i = 0; i < each; ++i) {
+        auto sent = co_await w.send_binary(message);
+        if (!sent) {
+          ADD_FAILURE() << sent.error().message();
+          co_return;
+        }
+      }
+    };
+    int a = 0, b = 0;
+    auto reader = [&a, &b](websocket& w) -> task<void> {
+      for (int i = 0; i < 2 * each; ++i) {
+        auto got = co_await w.receive();
+        if (!got) {
+          ADD_FAILURE() << got.error().message();
+          co_return;
+        }
+        const char first = got->data.empty() ? '?' : got->data.front();
+        EXPECT_EQ(got->data, std::string(100 * 1024, first));
+        (first == 'a' ? a : b) += 1;
+      }
+    };
+    co_await when_all(writer(*ws, 'a'), writer(*ws, 'b'), reader(*ws));
+    EXPECT_EQ(a, each);
+    EXPECT_EQ(b, each);
+    auto closed = co_await ws->close();
+    EXPECT_TRUE(closed.has_value());
+  }());
+}
+
 // The server closes (4000 after "close-me"): receive() reports closed with its code.
 TEST_P(WebSocketClient, SeesTheServersCloseCode) {
   ASSERT_TRUE(test_certs::get().ok);
