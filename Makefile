@@ -9,7 +9,7 @@
 #                   must build without a warning
 #   make install PREFIX=/usr/local   build the libraries alone (no apps, examples or
 #                   tests) and install them with their CMake and pkg-config files
-.PHONY: install bench test docs soak soak-sim deps-test deps-bench build-release build-debug build-sanitize build-tsan build-fuzz build-bench test-release test-debug test-sanitize test-tsan test-fuzz test-bench-runner clean
+.PHONY: install bench test docs format format-check tidy soak soak-sim deps-test deps-bench build-release build-debug build-sanitize build-tsan build-fuzz build-bench test-release test-debug test-sanitize test-tsan test-fuzz test-bench-runner clean
 
 JOBS ?= $(shell nproc)
 # STDEXEC_DIR=/path/to/stdexec builds the stdexec interop tests too (docs/senders.md).
@@ -94,6 +94,20 @@ docs: deps-test
 # The benchmark runner's own tests (plans, parsers, reports): Python only, seconds.
 test-bench-runner: deps-test
 	cd bench && python3 -m unittest discover -s runner/tests -t . -q
+
+# House style: clang-format (.clang-format) over every tracked C++ file; `make format`
+# applies it, the check (part of `make test`) fails on any difference. clang-tidy
+# (.clang-tidy: a bugprone/performance subset) over the library's sources, with the
+# sanitizer build's compile commands (clang's flags).
+FORMAT_FILES = $(shell git ls-files '*.cpp' '*.hpp' '*.h' 2>/dev/null)
+format: deps-test
+	clang-format-16 -i $(FORMAT_FILES)
+
+format-check: deps-test
+	@clang-format-16 --dry-run --Werror $(FORMAT_FILES) && echo "format-check: $(words $(FORMAT_FILES)) files in house style"
+
+tidy: build-sanitize
+	find src -name '*.cpp' | sort | xargs clang-tidy-16 -p build/sanitize --quiet
 
 test: docs test-bench-runner test-release test-debug test-sanitize test-tsan test-fuzz
 

@@ -33,6 +33,11 @@ if(NOT RINGIO_WITH_TLS)
   list(APPEND left_out PATTERN tls EXCLUDE PATTERN tls.hpp EXCLUDE PATTERN http EXCLUDE)
 endif()
 install(DIRECTORY include/ringio DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} ${left_out})
+if(TARGET ringio_doctor)
+  install(TARGETS ringio_doctor RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()
+# The seccomp fragment that lets a container use io_uring (docs/operations.md).
+install(FILES deploy/seccomp/ringio-io_uring.json DESTINATION ${CMAKE_INSTALL_DATADIR}/ringio/seccomp)
 install(FILES LICENSE THIRD_PARTY_NOTICES.md CHANGELOG.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
 
 configure_package_config_file(cmake/package/ringioConfig.cmake.in

@@ -9,9 +9,11 @@
 #include <exception>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "core/backend.hpp"
 #include "core/backend_factory.hpp"
+#include "core/current_context.hpp"
 #include "core/loop_state.hpp"
 #include "core/timer_heap.hpp"
 #include "ringio/detail/clock.hpp"
@@ -68,6 +70,10 @@ backend_choice choose_backend(const io_context_options& opts) {
 }
 
 }  // namespace
+
+namespace detail {
+io_context* exchange_current_context(io_context* ctx) noexcept { return std::exchange(current_context, ctx); }
+}  // namespace detail
 
 std::string_view to_string(backend_kind k) noexcept {
   switch (k) {

@@ -24,7 +24,7 @@ inline sim_network* sim_for(int fd) noexcept {
 
 inline int socket(int domain, int type, int protocol) noexcept {
   if (sim_network* s = current_sim_network; s != nullptr && (domain == AF_INET || domain == AF_INET6) &&
-                                            (type & 0xf) == SOCK_STREAM)
+                                            ((type & 0xf) == SOCK_STREAM || (type & 0xf) == SOCK_DGRAM))
     return s->socket(domain, type, protocol);
   return ::socket(domain, type, protocol);
 }

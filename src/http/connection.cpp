@@ -212,10 +212,14 @@ task<bool> connection::serve_requests(bool receive_first) {
 
     std::size_t request_size = head.size;
     const bool has_body = w_->req.chunked_ || w_->req.content_length_ > 0;
-    // No route takes it: answer now, rather than after uploading a body to be thrown away.
+    // No route takes it: answer now, rather than after uploading a body to be thrown away;
+    // then read and drop a small body (the connection goes on), or close.
     const bool refused = has_body && core_.routes != nullptr && !core_.routes->has_route(w_->req);
+    const std::size_t discard_limit = std::min(o.discard_body_bytes, o.max_body_bytes);
+    const bool discard = refused && !w_->req.expect_continue_ && discard_limit > 0 &&
+                         (w_->req.chunked_ || w_->req.content_length_ <= static_cast<std::int64_t>(discard_limit));
     if (has_body && !refused) {
-      int status = co_await read_body(head.size, request_size);
+      int status = co_await read_body(head.size, request_size, o.max_body_bytes, true);
       if (status != 0) {
         if (status > 0) co_await fail(status);
         co_return false;
@@ -235,7 +239,19 @@ task<bool> connection::serve_requests(bool receive_first) {
     }
     if (threw) resp = response::borrowed(500, reason_phrase(500));
 
-    bool keep = w_->req.keep_alive_ && !resp.close_ && !idle_token.stop_requested() && !refused;
+    bool keep = w_->req.keep_alive_ && !resp.close_ && !idle_token.stop_requested() && (!refused || discard);
+    if (refused && keep) {
+      // The router's own small answer: sent now, then the body is read and dropped.
+      (void)write_fixed(resp, keep);
+      if (!co_await send_out()) co_return false;
+      int status = co_await read_body(head.size, request_size, discard_limit, false);
+      if (status != 0) {  // over the bound or malformed: close (the answer is out); gone or stalled: end
+        if (status > 0 && status != 408) co_await close_gracefully(true);
+        co_return false;
+      }
+      consume(request_size);
+      continue;
+    }
     // Consumed before the response is written: nothing receives into the buffer until
     // it is, and a file body sent by the kernel can then lend the buffers back.
     consume(request_size);
@@ -249,8 +265,9 @@ task<bool> connection::serve_requests(bool receive_first) {
     work();  // borrowed again if send_file lent them back
     if (!written) co_return false;  // the client is gone, or a streamed body failed half way
     if (!keep) {
-      // Linger only if the client sent more than we read (pipelined after a close).
-      co_await close_gracefully(refused || w_->start != w_->end);
+      // Linger only if the client sent more than we read (a refused body, pipelined
+      // requests after a close), received or still in the socket.
+      co_await close_gracefully(refused || w_->start != w_->end || unread_input());
       co_return false;
     }
     if (w_->out.size() >= flush_threshold) {
@@ -260,16 +277,17 @@ task<bool> connection::serve_requests(bool receive_first) {
   }
 }
 
-task<int> connection::read_body(std::size_t head_size, std::size_t& request_size) {
+task<int> connection::read_body(std::size_t head_size, std::size_t& request_size, std::size_t max_body,
+                                bool may_continue) {
   const server_options& o = core_.opts;
-  if (w_->req.content_length_ > static_cast<std::int64_t>(o.max_body_bytes)) co_return 413;
+  if (w_->req.content_length_ > static_cast<std::int64_t>(max_body)) co_return 413;
   // RFC 9110 10.1.1: an HTTP/1.1 client waiting for 100 Continue gets it before we read.
-  if (w_->req.expect_continue_ && w_->req.version_minor_ == 1 && w_->end - w_->start == head_size) {
+  if (may_continue && w_->req.expect_continue_ && w_->req.version_minor_ == 1 && w_->end - w_->start == head_size) {
     w_->out.append("HTTP/1.1 100 Continue\r\n\r\n");
     auto sent = co_await send_out();
     if (!sent) co_return -1;
   }
-  if (w_->req.chunked_) w_->chunks = chunked_decoder(o.max_body_bytes, o.max_header_bytes);
+  if (w_->req.chunked_) w_->chunks = chunked_decoder(max_body, o.max_header_bytes);
   const std::size_t length = static_cast<std::size_t>(std::max<std::int64_t>(w_->req.content_length_, 0));
   const clock::time_point body_deadline = clock::now() + o.body_timeout;
   for (;;) {

@@ -67,6 +67,9 @@ class connection : public sweep_hook {
   void on_tick(std::chrono::milliseconds elapsed) noexcept;
   /// Answers 503 (connection limit) and closes.
   task<void> refuse();
+  /// HTTPS port, before any TLS: answers a client that sent something other than a
+  /// TLS handshake (plain HTTP) with a plain-text 400 and closes.
+  task<void> refuse_plain_http();
   /// HTTPS, after run(): sends close_notify (bounded by close_notify_timeout) unless a
   /// send timed out or the connection was stopped; the caller closes the socket.
   task<void> send_close_notify();
@@ -79,8 +82,6 @@ class connection : public sweep_hook {
   // Files up to this size are read into the send buffer and leave with the head in one
   // send; larger ones go by sendfile(2) (no buffer held while the client reads).
   static constexpr std::uint64_t read_through_limit = 16 * 1024;
-  static constexpr auto linger_time = std::chrono::seconds(2);
-  static constexpr std::size_t linger_bytes = 1 << 20;
   static constexpr auto close_notify_timeout = std::chrono::milliseconds(500);
 
   enum class framing : std::uint8_t { length, chunked, until_close, none };
@@ -103,7 +104,11 @@ class connection : public sweep_hook {
   /// answered (true: wait for the next request) or the connection ends (false).
   task<bool> serve_requests(bool receive_first);
 
-  task<int> read_body(std::size_t head_size, std::size_t& request_size);
+  /// Reads the request's body (at most `max_body` bytes) after its head; 0, a status to
+  /// answer with, or -1 (the client left).
+  task<int> read_body(std::size_t head_size, std::size_t& request_size, std::size_t max_body, bool may_continue);
+  /// Whether the client sent bytes that were not received yet.
+  bool unread_input() noexcept;
   void write_head(const response& r, framing f, std::uint64_t length, bool keep);
   bool write_fixed(const response& r, bool keep);
   task<bool> write_special(response& r, bool& keep);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // connection_send — the sending half of a connection: response heads, fixed, file and
 // streamed bodies, error responses, and closing.
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -193,6 +194,18 @@ task<void> connection::refuse() {
   co_await fail(503);
 }
 
+task<void> connection::refuse_plain_http() {
+  std::stop_token outer = co_await current_stop_token();
+  std::stop_callback<forward_stop> kill_on_outer(outer, forward_stop{&kill_});
+  static constexpr std::string_view text = "This port speaks HTTPS: plain HTTP was sent to it.\n";
+  work();
+  w_->out.append("HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nContent-Length: ");
+  w_->out.append_decimal(text.size());
+  w_->out.append("\r\nConnection: close\r\n\r\n");
+  w_->out.append(text);
+  co_await close_gracefully(true);
+}
+
 task<void> connection::send_close_notify() {
   std::stop_token outer = co_await current_stop_token();
   std::stop_callback<forward_stop> kill_on_outer(outer, forward_stop{&kill_});
@@ -225,13 +238,18 @@ task<void> connection::close_gracefully(bool linger) {
   // Over TLS what still arrives is ciphertext, discarded undecrypted.
   stream_socket& socket = raw_socket();
   if (::ringio::detail::sys::shutdown(socket.native_handle(), SHUT_WR) != 0) co_return;
-  auto deadline = clock::now() + linger_time;
+  auto deadline = clock::now() + core_.opts.linger_timeout;
   std::size_t discarded = 0;
-  while (discarded < linger_bytes) {
+  while (discarded < core_.opts.linger_bytes) {
     auto n = co_await with_deadline(socket.recv({w_->in.get(), w_->cap}), deadline);
     if (!n || *n == 0) break;
     discarded += *n;
   }
+}
+
+bool connection::unread_input() noexcept {
+  int queued = 0;
+  return ::ioctl(raw_socket().native_handle(), FIONREAD, &queued) == 0 && queued > 0;
 }
 
 void connection::log_handler_error(std::string_view what) {

@@ -100,6 +100,8 @@ int request_parser::parse_target(request& req) noexcept {
   // what follows the authority; asterisk-form "*" for OPTIONS only. Authority-form
   // belongs to CONNECT, and a server that opens no tunnels refuses any CONNECT.
   if (req.method_ == method::connect) return 400;
+  // A fragment is the client's own business and never part of a request-target.
+  if (req.target_.find('#') != std::string_view::npos) return 400;
   if (req.target_ == "*") {
     if (req.method_ != method::options) return 400;
     req.path_ = req.target_;

@@ -185,13 +185,19 @@ task<response> router::operator()(request& r) const {
   bool path_known = false;
   for (const entry& e : routes_) path_known = path_known || path_matches(e, path, nullptr);
   if (!path_known) return status_page(404, {});
+  // The path's methods, in the order their routes were added (HEAD after GET), then
+  // OPTIONS, which the router answers for any path it knows.
   std::string allow;
+  auto add = [&allow](std::string_view name) {
+    if (allow.find(name) == std::string::npos) allow.append(allow.empty() ? "" : ", ").append(name);
+  };
   for (const entry& e : routes_) {
     if (e.any_method || !path_matches(e, path, nullptr)) continue;
-    std::string_view name = to_string(e.m);
-    if (allow.find(name) == std::string::npos) allow.append(allow.empty() ? "" : ", ").append(name);
-    if (e.m == method::get && allow.find("HEAD") == std::string::npos) allow.append(", HEAD");
+    add(to_string(e.m));
+    if (e.m == method::get) add("HEAD");
   }
+  add("OPTIONS");
+  if (r.method() == method::options) return allow_page(std::move(allow));
   return status_page(405, std::move(allow));
 }
 

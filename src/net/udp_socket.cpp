@@ -6,6 +6,7 @@
 
 #include <cerrno>
 
+#include "core/sys.hpp"
 #include "net/socket_util.hpp"
 
 namespace ringio {
@@ -38,7 +39,7 @@ void send_to_prepare(op_base& b, io_uring_sqe& sqe) noexcept {
 int send_to_attempt(op_base& b) noexcept {
   auto& op = static_cast<send_to_op&>(b);
   fill_send(op);
-  ssize_t r = ::sendmsg(op.fd, &op.msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+  ssize_t r = sys::sendmsg(op.fd, &op.msg, MSG_NOSIGNAL | MSG_DONTWAIT);
   return r >= 0 ? static_cast<int>(r) : -errno;
 }
 void recv_from_prepare(op_base& b, io_uring_sqe& sqe) noexcept {
@@ -49,7 +50,7 @@ void recv_from_prepare(op_base& b, io_uring_sqe& sqe) noexcept {
 int recv_from_attempt(op_base& b) noexcept {
   auto& op = static_cast<recv_from_op&>(b);
   fill_recv(op);
-  ssize_t r = ::recvmsg(op.fd, &op.msg, MSG_DONTWAIT);
+  ssize_t r = sys::recvmsg(op.fd, &op.msg, MSG_DONTWAIT);
   return r >= 0 ? static_cast<int>(r) : -errno;
 }
 
@@ -69,7 +70,7 @@ result<datagram> recv_from_op::get_result() noexcept {
 }  // namespace detail
 
 result<udp_socket> udp_socket::open(const socket_address& like) {
-  int s = ::socket(like.family(), SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  int s = detail::sys::socket(like.family(), SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (s < 0) return unexpected(errno_code(-errno));
   return udp_socket(detail::fd_handle(s));
 }
@@ -77,12 +78,12 @@ result<udp_socket> udp_socket::open(const socket_address& like) {
 result<udp_socket> udp_socket::bind(const socket_address& at) {
   auto sock = open(at);
   if (!sock) return sock;
-  if (::bind(sock->fd_.get(), at.native(), at.size()) < 0) return unexpected(errno_code(-errno));
+  if (detail::sys::bind(sock->fd_.get(), at.native(), at.size()) < 0) return unexpected(errno_code(-errno));
   return sock;
 }
 
 result<void> udp_socket::connect(const socket_address& peer) noexcept {
-  if (::connect(fd_.get(), peer.native(), peer.size()) < 0) return unexpected(errno_code(-errno));
+  if (detail::sys::connect(fd_.get(), peer.native(), peer.size()) < 0) return unexpected(errno_code(-errno));
   return {};
 }
 

@@ -39,6 +39,12 @@ bool is_wildcard(const socket_address& a) {
   return false;
 }
 
+bool is_loopback(const socket_address& a) {
+  if (a.is_ipv4()) return (ntohl(reinterpret_cast<const sockaddr_in*>(a.native())->sin_addr.s_addr) >> 24) == 127;
+  if (a.is_ipv6()) return IN6_IS_ADDR_LOOPBACK(&reinterpret_cast<const sockaddr_in6*>(a.native())->sin6_addr);
+  return false;
+}
+
 // An IPv4 address as IPv6 sees it on a dual-stack socket (::ffff:a.b.c.d).
 socket_address v4_mapped(const socket_address& a) {
   if (!a.is_ipv4()) return a;
@@ -146,9 +152,26 @@ void sim_network::dirty(int fd) {
   if (fd >= 0) dirty_.push_back(fd);
 }
 
+bool sim_network::has_dirty() const noexcept {
+  if (host_addresses_.empty()) return !dirty_.empty();
+  return std::any_of(dirty_.begin(), dirty_.end(), [&](int fd) {
+    const vsock* s = sock(fd);
+    return s == nullptr || s->owner == host_;
+  });
+}
+
 std::vector<int> sim_network::take_dirty() {
   std::vector<int> out;
-  out.swap(dirty_);
+  if (host_addresses_.empty()) {
+    out.swap(dirty_);
+  } else {  // the current host's (closed ones too); the others' stay for their turns
+    auto theirs = std::stable_partition(dirty_.begin(), dirty_.end(), [&](int fd) {
+      const vsock* s = sock(fd);
+      return s != nullptr && s->owner != host_;
+    });
+    out.assign(theirs, dirty_.end());
+    dirty_.erase(theirs, dirty_.end());
+  }
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   if (model_.shuffle_ready)
@@ -326,8 +349,8 @@ int sim_network::fail(int err) noexcept {
 // A real descriptor reserves the number: an unconnected TCP socket of the same family,
 // which never connects. Options set on it with a plain setsockopt(2) stay readable
 // (SO_LINGER is read from it at close), and a stray real send or receive fails.
-int sim_network::placeholder(int family) {
-  int fd = ::socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+int sim_network::placeholder(int family, int type) {
+  int fd = ::socket(family, type | SOCK_CLOEXEC, 0);
   if (fd < 0) return -1;
   auto idx = static_cast<std::size_t>(fd);
   if (idx >= socks_.size()) socks_.resize(idx + 1);
@@ -338,15 +361,36 @@ int sim_network::placeholder(int family) {
   return fd;
 }
 
+void sim_network::add_host(std::uint32_t id, const socket_address& address) {
+  if (host_addresses_.size() < id) host_addresses_.resize(id);
+  host_addresses_[id - 1] = address.with_port(0);
+  note("host %u at %s", id, address.with_port(0).to_string().c_str());
+}
+
+const socket_address* sim_network::host_address() const noexcept {
+  return host_ == 0 || host_ > host_addresses_.size() ? nullptr : &host_addresses_[host_ - 1];
+}
+
+// On a host, its wildcard and loopback addresses (of its family) are its own address:
+// each host is a machine with one interface.
+socket_address sim_network::on_host(const socket_address& a) const {
+  const socket_address* self = host_address();
+  if (self == nullptr || a.family() != self->family() || !(is_wildcard(a) || is_loopback(a))) return a;
+  return self->with_port(a.port());
+}
+
 int sim_network::socket(int domain, int type, int /*protocol*/) {
   ++operations_;
   if (chance(model_.descriptor_exhaustion)) {
     note("socket -> EMFILE");
     return fail(EMFILE);
   }
-  int fd = placeholder(domain);
+  const bool dgram = (type & 0xf) == SOCK_DGRAM;
+  int fd = placeholder(domain, dgram ? SOCK_DGRAM : SOCK_STREAM);
   if (fd < 0) return -1;
   socks_[static_cast<std::size_t>(fd)]->family = domain;
+  socks_[static_cast<std::size_t>(fd)]->dgram = dgram;
+  socks_[static_cast<std::size_t>(fd)]->owner = host_;
   (void)type;
   note("socket -> s%llu", sid(fd));
   return fd;
@@ -382,6 +426,7 @@ bool sim_network::address_in_use(const socket_address& a, const vsock* except) c
   const vsock* me = except;
   for (const auto& o : socks_) {
     if (o == nullptr || o.get() == except || !o->bound || o->local.port() != a.port()) continue;
+    if (me != nullptr && o->dgram != me->dgram) continue;  // UDP and TCP ports are apart
     const bool same_family = o->local.family() == a.family();
     const bool dual = !same_family && ((o->local.is_ipv6() && is_wildcard(o->local) && !o->v6only) ||
                                        (a.is_ipv6() && is_wildcard(a) && me != nullptr && !me->v6only));
@@ -405,7 +450,7 @@ int sim_network::ephemeral_port(const socket_address& near) {
 
 bool sim_network::ensure_bound(vsock& s, int fd) {
   if (s.bound) return true;
-  socket_address a = s.family == AF_INET6 ? socket_address::from_host("::1", 0).value() : socket_address::loopback(0);
+  socket_address a = on_host(s.family == AF_INET6 ? socket_address::from_host("::1", 0).value() : socket_address::loopback(0));
   int port = ephemeral_port(a);
   if (port < 0) return false;
   s.local = a.with_port(static_cast<std::uint16_t>(port));
@@ -422,6 +467,7 @@ int sim_network::bind(int fd, const sockaddr* a, socklen_t len) {
   if (s->bound || s->st != vsock::state::fresh) return fail(EINVAL);
   socket_address at = address_from(a, len);
   if (at.family() != s->family) return fail(EAFNOSUPPORT);
+  at = on_host(at);
   if (at.port() == 0) {
     int port = ephemeral_port(at);
     if (port < 0) return fail(EADDRNOTAVAIL);
@@ -438,10 +484,11 @@ int sim_network::bind(int fd, const sockaddr* a, socklen_t len) {
 int sim_network::listen(int fd, int backlog) {
   ++operations_;
   vsock* s = sock(fd);
+  if (s->dgram) return fail(EOPNOTSUPP);
   if (s->st == vsock::state::listening) return 0;
   if (s->st != vsock::state::fresh) return fail(EINVAL);
   if (!s->bound) {
-    socket_address any = s->family == AF_INET6 ? socket_address::any_ipv6(0) : socket_address::any(0);
+    socket_address any = on_host(s->family == AF_INET6 ? socket_address::any_ipv6(0) : socket_address::any(0));
     int port = ephemeral_port(any);
     if (port < 0) return fail(EADDRINUSE);
     s->local = any.with_port(static_cast<std::uint16_t>(port));
@@ -474,11 +521,12 @@ int sim_network::accept4(int fd, sockaddr* a, socklen_t* len, int /*flags*/) {
     release_if_done(id);
     return fail(ECONNABORTED);
   }
-  int nfd = placeholder(s->family);
+  int nfd = placeholder(s->family, SOCK_STREAM);
   if (nfd < 0) return -1;
   s = sock(fd);  // the table may have grown
   vsock& c = *socks_[static_cast<std::size_t>(nfd)];
   c.family = s->family;
+  c.owner = host_;
   c.st = vsock::state::connected;
   c.ep = id;
   c.bound = true;
@@ -494,6 +542,16 @@ int sim_network::accept4(int fd, sockaddr* a, socklen_t* len, int /*flags*/) {
 int sim_network::connect(int fd, const sockaddr* a, socklen_t len) {
   ++operations_;
   vsock* s = sock(fd);
+  if (s->dgram) {  // UDP: only fixes the peer
+    socket_address to = address_from(a, len);
+    if (const socket_address* self = host_address(); self != nullptr && is_loopback(to) && to.family() == self->family())
+      to = self->with_port(to.port());
+    if (!ensure_bound(*s, fd)) return fail(EADDRNOTAVAIL);
+    s->peer = to;
+    s->has_peer = true;
+    note("connect s%llu %s (udp)", sid(fd), to.to_string().c_str());
+    return 0;
+  }
   switch (s->st) {
     case vsock::state::connecting: return fail(EALREADY);
     case vsock::state::connected: return fail(EISCONN);
@@ -502,6 +560,8 @@ int sim_network::connect(int fd, const sockaddr* a, socklen_t len) {
     case vsock::state::fresh: break;
   }
   socket_address to = address_from(a, len);
+  if (const socket_address* self = host_address(); self != nullptr && is_loopback(to) && to.family() == self->family())
+    to = self->with_port(to.port());  // a host's loopback is the host itself
   if (!ensure_bound(*s, fd)) return fail(EADDRNOTAVAIL);
   endpoint& c = new_endpoint();
   c.fd = fd;
@@ -616,11 +676,19 @@ ssize_t sim_network::transfer_in(int fd, void* buf, std::size_t n, int flags) {
 
 ssize_t sim_network::recv(int fd, void* buf, std::size_t n, int flags) {
   ++operations_;
+  if (vsock* s = sock(fd); s->dgram) {
+    iovec iov{buf, n};
+    msghdr m{};
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    return datagram_recv(fd, *s, m, flags);
+  }
   return transfer_in(fd, buf, n, flags);
 }
 
 ssize_t sim_network::recvmsg(int fd, msghdr* m, int flags) {
   ++operations_;
+  if (vsock* s = sock(fd); s->dgram) return datagram_recv(fd, *s, *m, flags);
   std::size_t total = 0;
   for (std::size_t i = 0; i < m->msg_iovlen; ++i) total += m->msg_iov[i].iov_len;
   std::string tmp(total, '\0');
@@ -639,6 +707,13 @@ ssize_t sim_network::recvmsg(int fd, msghdr* m, int flags) {
 ssize_t sim_network::send(int fd, const void* buf, std::size_t n, int /*flags*/) {
   ++operations_;
   vsock* s = sock(fd);
+  if (s->dgram) {
+    iovec iov{const_cast<void*>(buf), n};
+    msghdr m{};
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    return datagram_send(fd, *s, m);
+  }
   if (s->st == vsock::state::connecting) return fail(EAGAIN);
   if (s->st != vsock::state::connected) return fail(s->st == vsock::state::failed ? ECONNREFUSED : ENOTCONN);
   endpoint& e = *ep(s->ep);
@@ -667,6 +742,10 @@ ssize_t sim_network::send(int fd, const void* buf, std::size_t n, int /*flags*/)
 }
 
 ssize_t sim_network::sendmsg(int fd, const msghdr* m, int flags) {
+  if (vsock* s = sock(fd); s->dgram) {
+    ++operations_;
+    return datagram_send(fd, *s, *m);
+  }
   std::string tmp;
   for (std::size_t i = 0; i < m->msg_iovlen; ++i)
     tmp.append(static_cast<const char*>(m->msg_iov[i].iov_base), m->msg_iov[i].iov_len);
@@ -676,6 +755,7 @@ ssize_t sim_network::sendmsg(int fd, const msghdr* m, int flags) {
 int sim_network::shutdown(int fd, int how) {
   ++operations_;
   vsock* s = sock(fd);
+  if (s->dgram) return s->has_peer ? 0 : fail(ENOTCONN);
   if (s->st != vsock::state::connected) return fail(ENOTCONN);
   endpoint& e = *ep(s->ep);
   if (e.rst_in) return fail(ENOTCONN);  // a reset connection is closed
@@ -750,7 +830,7 @@ int sim_network::getsockopt(int fd, int level, int name, void* v, socklen_t* len
       e->rst_reported = true;
     }
   } else if (level == SOL_SOCKET && name == SO_TYPE) {
-    value = SOCK_STREAM;
+    value = s->dgram ? SOCK_DGRAM : SOCK_STREAM;
   } else if (level == SOL_SOCKET && (name == SO_RCVBUF || name == SO_SNDBUF)) {
     value = static_cast<int>(s->rcvbuf);
   } else if (level == SOL_SOCKET && name == SO_DOMAIN) {
@@ -795,6 +875,7 @@ int sim_network::setsockopt(int fd, int level, int name, const void* v, socklen_
 bool sim_network::readable(int fd) const noexcept {
   const vsock* s = sock(fd);
   if (s == nullptr) return false;
+  if (s->dgram) return !s->inbox.empty() || s->so_error != 0;
   switch (s->st) {
     case vsock::state::listening: return !s->pending.empty();
     case vsock::state::failed: return true;
@@ -809,6 +890,7 @@ bool sim_network::readable(int fd) const noexcept {
 bool sim_network::writable(int fd) const noexcept {
   const vsock* s = sock(fd);
   if (s == nullptr) return false;
+  if (s->dgram) return true;
   switch (s->st) {
     case vsock::state::failed: return true;
     case vsock::state::connected: {
@@ -819,6 +901,113 @@ bool sim_network::writable(int fd) const noexcept {
     }
     default: return false;
   }
+}
+
+}  // namespace ringio::detail
+
+// ---- datagrams ----
+
+namespace ringio::detail {
+
+// The UDP socket a datagram to `to` reaches: one bound to `to`, else to the wildcard
+// of its family (or a dual-stack IPv6 wildcard for IPv4).
+int sim_network::datagram_receiver(const socket_address& to) const {
+  int wildcard = -1;
+  for (std::size_t i = 0; i < socks_.size(); ++i) {
+    const vsock* o = socks_[i].get();
+    if (o == nullptr || !o->dgram || !o->bound || o->local.port() != to.port()) continue;
+    if (o->local == to) return static_cast<int>(i);
+    if (wildcard < 0 && is_wildcard(o->local) &&
+        (o->local.family() == to.family() || (o->local.is_ipv6() && to.is_ipv4() && !o->v6only)))
+      wildcard = static_cast<int>(i);
+  }
+  return wildcard;
+}
+
+// One datagram, whole or not at all: lost, duplicated or delayed (each copy on its own
+// latency, so datagrams overtake each other) as the fault model draws; dropped on a cut
+// link. A connected socket sends to its peer only.
+ssize_t sim_network::datagram_send(int fd, vsock& s, const msghdr& m) {
+  if (s.so_error != 0) return fail(std::exchange(s.so_error, 0));
+  socket_address to;
+  if (m.msg_name != nullptr && m.msg_namelen > 0) {
+    to = address_from(static_cast<const sockaddr*>(m.msg_name), m.msg_namelen);
+    if (const socket_address* self = host_address(); self != nullptr && is_loopback(to) && to.family() == self->family())
+      to = self->with_port(to.port());
+  } else if (s.has_peer) {
+    to = s.peer;
+  } else {
+    return fail(EDESTADDRREQ);
+  }
+  std::string bytes;
+  for (std::size_t i = 0; i < m.msg_iovlen; ++i)
+    bytes.append(static_cast<const char*>(m.msg_iov[i].iov_base), m.msg_iov[i].iov_len);
+  if (bytes.size() > 65507) return fail(EMSGSIZE);
+  if (!ensure_bound(s, fd)) return fail(EADDRNOTAVAIL);
+  const auto n = static_cast<ssize_t>(bytes.size());
+  if (chance(model_.datagram_loss)) {
+    note("sendto s%llu %s %zd: lost", sid(fd), to.to_string().c_str(), n);
+    return n;
+  }
+  const int copies = chance(model_.datagram_duplicate) ? 2 : 1;
+  note("sendto s%llu %s %zd%s", sid(fd), to.to_string().c_str(), n, copies == 2 ? " (duplicated)" : "");
+  const socket_address from = s.local;
+  const std::uint64_t sender_id = s.id;
+  for (int c = 0; c < copies; ++c)
+    at(now_ + latency(), [this, to, from, bytes, fd, sender_id] { datagram_arrives(to, from, bytes, fd, sender_id); });
+  return n;
+}
+
+void sim_network::datagram_arrives(socket_address to, socket_address from, std::string bytes, int sender,
+                                   std::uint64_t sender_id) {
+  if (is_cut(from, to)) {
+    note("datagram %s -> %s lost on a cut link", from.to_string().c_str(), to.to_string().c_str());
+    return;
+  }
+  const int rfd = datagram_receiver(to);
+  vsock* r = sock(rfd);
+  if (r == nullptr) {
+    // ICMP port unreachable: a connected sender hears ECONNREFUSED on its next call.
+    vsock* s = sock(sender);
+    if (s != nullptr && s->id == sender_id && s->has_peer && s->peer == to) {
+      s->so_error = ECONNREFUSED;
+      dirty(sender);
+    }
+    note("datagram %s -> %s: nobody there", from.to_string().c_str(), to.to_string().c_str());
+    return;
+  }
+  if (r->has_peer && !(r->peer == from)) return;  // a connected socket takes its peer's only
+  if (r->inbox_bytes + bytes.size() > r->rcvbuf) {
+    note("datagram -> s%llu dropped (receive buffer full)", sid(rfd));
+    return;
+  }
+  note("datagram %s -> s%llu %zu", from.to_string().c_str(), sid(rfd), bytes.size());
+  r->inbox_bytes += bytes.size();
+  r->inbox.emplace_back(from, std::move(bytes));
+  dirty(rfd);
+}
+
+// The oldest datagram, truncated to the buffers (MSG_TRUNC in msg_flags), with its
+// sender in msg_name; MSG_PEEK leaves it queued.
+ssize_t sim_network::datagram_recv(int fd, vsock& s, msghdr& m, int flags) {
+  if (s.so_error != 0) return fail(std::exchange(s.so_error, 0));
+  if (s.inbox.empty()) return fail(EAGAIN);
+  const auto& [from, bytes] = s.inbox.front();
+  std::size_t off = 0;
+  for (std::size_t i = 0; i < m.msg_iovlen && off < bytes.size(); ++i) {
+    const std::size_t k = std::min(m.msg_iov[i].iov_len, bytes.size() - off);
+    std::memcpy(m.msg_iov[i].iov_base, bytes.data() + off, k);
+    off += k;
+  }
+  m.msg_flags = off < bytes.size() ? MSG_TRUNC : 0;
+  if (m.msg_name != nullptr) copy_address(from, static_cast<sockaddr*>(m.msg_name), &m.msg_namelen);
+  const auto n = static_cast<ssize_t>((flags & MSG_TRUNC) != 0 ? bytes.size() : off);
+  note("recvfrom s%llu %zd", sid(fd), n);
+  if ((flags & MSG_PEEK) == 0) {
+    s.inbox_bytes -= bytes.size();
+    s.inbox.pop_front();
+  }
+  return n;
 }
 
 }  // namespace ringio::detail

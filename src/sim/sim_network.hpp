@@ -56,9 +56,15 @@ class sim_network {
   }
   [[nodiscard]] bool readable(int fd) const noexcept;
   [[nodiscard]] bool writable(int fd) const noexcept;
-  /// Descriptors whose readiness may have changed since the last call.
+  /// The current host's descriptors whose readiness may have changed since the last call.
   std::vector<int> take_dirty();
-  [[nodiscard]] bool has_dirty() const noexcept { return !dirty_.empty(); }
+  [[nodiscard]] bool has_dirty() const noexcept;
+
+  // ---- hosts (sim::world::add_host): each owns the sockets made in its turns ----
+  /// Host `id` (1, 2, ...) has `address`: its wildcard and loopback addresses mean it.
+  void add_host(std::uint32_t id, const socket_address& address);
+  /// Whose turn it is (0: no host, the world's own thread).
+  void set_current_host(std::uint32_t id) noexcept { host_ = id; }
 
   // ---- syscalls (libc convention) ----
   int socket(int domain, int type, int protocol);
@@ -86,6 +92,8 @@ class sim_network {
   // ---- trace ----
   void note(const char* fmt, ...) __attribute__((format(printf, 2, 3)));
   [[nodiscard]] std::uint64_t trace_hash() const noexcept { return hash_; }
+  /// Folds a decision that has no trace line (a host's turn) into the trace's hash.
+  void mix(std::uint64_t v) noexcept { hash_ = (hash_ ^ v) * 1099511628211ull; }
   [[nodiscard]] std::string trace(std::size_t lines) const;
   [[nodiscard]] std::size_t open_sockets() const noexcept { return open_; }
   [[nodiscard]] std::uint64_t operations() const noexcept { return operations_; }
@@ -130,6 +138,13 @@ class sim_network {
     int so_error = 0;
     bool linger0 = false, nodelay = false, reuse_port = false, v6only = false;
     std::size_t rcvbuf = 0;
+    std::uint32_t owner = 0;  // the host whose loop serves it
+    // UDP: the peer of connect(), and the datagrams received, not yet read.
+    bool dgram = false;
+    bool has_peer = false;
+    socket_address peer;
+    std::deque<std::pair<socket_address, std::string>> inbox;
+    std::size_t inbox_bytes = 0;
   };
   struct event {
     std::int64_t at;
@@ -146,7 +161,7 @@ class sim_network {
   const endpoint* ep(std::uint64_t id) const noexcept;
   endpoint& new_endpoint();
   int fail(int err) noexcept;
-  int placeholder(int family);
+  int placeholder(int family, int type);
   void at(std::int64_t t, std::function<void()> fn);
   std::int64_t latency();
   std::size_t room_towards(const endpoint& to) const noexcept;
@@ -166,6 +181,12 @@ class sim_network {
   unsigned long long sid(int fd) const noexcept;
   void register_listener(int fd);
   ssize_t transfer_in(int fd, void* buf, std::size_t n, int flags);
+  ssize_t datagram_send(int fd, vsock& s, const msghdr& m);
+  ssize_t datagram_recv(int fd, vsock& s, msghdr& m, int flags);
+  void datagram_arrives(socket_address to, socket_address from, std::string bytes, int sender, std::uint64_t sender_id);
+  int datagram_receiver(const socket_address& to) const;
+  [[nodiscard]] const socket_address* host_address() const noexcept;
+  socket_address on_host(const socket_address& a) const;
 
   std::uint64_t seed_;
   sim::fault_model model_;
@@ -184,6 +205,8 @@ class sim_network {
   std::uint64_t next_sock_ = 1;
   std::uint64_t deadlocks_ = 0;
   std::vector<int> dirty_;
+  std::uint32_t host_ = 0;                      // whose turn it is
+  std::vector<socket_address> host_addresses_;  // by host id - 1
   std::size_t open_ = 0;
   std::uint64_t operations_ = 0;
   std::uint64_t hash_ = 1469598103934665603ull;

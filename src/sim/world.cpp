@@ -8,6 +8,7 @@
 
 #include "core/sys.hpp"
 #include "ringio/detail/clock.hpp"
+#include "sim/host_scheduler.hpp"
 #include "sim/sim_network.hpp"
 
 namespace ringio {
@@ -26,7 +27,9 @@ thread_local world* current_world = nullptr;
 }  // namespace
 
 world::world(std::uint64_t seed, fault_model faults)
-    : net_(std::make_unique<detail::sim_network>(seed, faults)), previous_(current_world) {
+    : net_(std::make_unique<detail::sim_network>(seed, faults)),
+      hosts_(std::make_unique<detail::host_scheduler>(*net_)),
+      previous_(current_world) {
   if (previous_ != nullptr) throw std::logic_error("ringio::sim::world: this thread already has a world");
   current_world = this;
   detail::current_sim_network = net_.get();
@@ -57,6 +60,16 @@ world* world::current() noexcept { return current_world; }
 void world::partition(const socket_address& a, const socket_address& b) { net_->partition(a, b, true); }
 void world::heal(const socket_address& a, const socket_address& b) { net_->partition(a, b, false); }
 void world::heal_all() { net_->heal_all(); }
+void world::add_host(std::string name, const socket_address& address, host_program program) {
+  hosts_->add(std::move(name), address, std::move(program), false);
+}
+void world::add_client(std::string name, const socket_address& address, host_program program) {
+  hosts_->add(std::move(name), address, std::move(program), true);
+}
+void world::run() {
+  if (current_world != this) throw std::logic_error("ringio::sim::world::run(): not on the world's thread");
+  hosts_->run();
+}
 
 }  // namespace sim
 }  // namespace ringio

@@ -82,7 +82,9 @@ int select_alpn(SSL*, const unsigned char** out, unsigned char* outlen, const un
   unsigned char* chosen = nullptr;
   int r = SSL_select_next_proto(&chosen, outlen, reinterpret_cast<const unsigned char*>(st->alpn_wire.data()),
                                 static_cast<unsigned>(st->alpn_wire.size()), in, inlen);
-  if (r != OPENSSL_NPN_NEGOTIATED) return SSL_TLSEXT_ERR_NOACK;
+  // RFC 7301 3.2: a client offering ALPN with nothing in common gets a fatal
+  // no_application_protocol alert (OpenSSL sends it for ALERT_FATAL here).
+  if (r != OPENSSL_NPN_NEGOTIATED) return SSL_TLSEXT_ERR_ALERT_FATAL;
   *out = chosen;
   return SSL_TLSEXT_ERR_OK;
 }

@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # Uses ringio from outside projects, every documented way, and runs what they build:
 # the installed package without components (Boost and OpenSSL disabled) and with all
-# of them, version requests, pkg-config, and add_subdirectory (with and without the
-# optional libraries).
+# of them, a Debug (-O0) program of 100,000 inline co_awaits, version requests,
+# pkg-config, and add_subdirectory (with and without the optional libraries).
 # usage: check.sh <ringio source dir> <ringio build dir> <c++ compiler> [compiler launcher]
 set -euo pipefail
 src=$1 build=$2 cxx=$3 launcher=${4:-}
@@ -38,6 +38,14 @@ configure "$here/core" "$work/core" -DCMAKE_PREFIX_PATH="$prefix" \
 grep -- '-- ringio' "$work/core.log"
 cmake --build "$work/core" >/dev/null
 "$work/core/core_consumer"
+
+echo "== a Debug (-O0) consumer: 100,000 co_awaits of tasks that complete at once"
+configure "$here/core" "$work/debug" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Debug
+cmake --build "$work/debug" --target inline_awaits >/dev/null
+if grep -E -- '-O[123s]' "$work/debug/build.ninja" "$work/debug"/CMakeFiles/*.dir/flags.make 2>/dev/null; then
+  echo "FAILED: the Debug consumer is optimised"; exit 1
+fi
+"$work/debug/inline_awaits"
 
 echo "== find_package(ringio 0.3 COMPONENTS fiber tls http https)"
 configure "$here" "$work/all" -DCMAKE_PREFIX_PATH="$prefix"

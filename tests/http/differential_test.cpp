@@ -164,6 +164,7 @@ const char* explain(const std::string& in, const parse_outcome& beast, const par
     // Beast accepts such an extension, or waits for the quote to close.
     if (ours.status == 400 && control_in_quoted_extension(in))
       return "control character in a quoted chunk extension: 400";
+    if (ours.status == 400 && beast.target.find('#') != std::string::npos) return "fragment in the target: 400";
     if (ours.status == 400 && unserved_target(beast.method, beast.target))
       return "target in neither origin nor absolute form, \"*\" but for OPTIONS, or CONNECT: 400";
     for (const auto& f : beast.fields)

@@ -5,8 +5,13 @@
 // progress finish; no descriptor leaks.
 #include <gtest/gtest.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 
+#include <cerrno>
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -158,17 +163,53 @@ TEST_P(HttpHardening, TrickledBodyGets408AtTheBodyDeadline) {
   expect_healthy();
 }
 
+// Whether the server ended the connection with its FIN after everything it sent (a
+// close with unread bytes would be a reset instead). Over TLS the close_notify before
+// it makes both look alike to the client: there, any end.
+bool closed_cleanly(http_client& c) {
+#ifdef RINGIO_HTTP_TEST_TLS
+  return c.closed_by_peer();
+#else
+  if (!c.buffered().empty()) return false;
+  char byte;
+  ssize_t n;
+  do n = ::recv(c.fd(), &byte, 1, 0);
+  while (n < 0 && errno == EINTR);
+  return n == 0;
+#endif
+}
+
+// A chunked body of `size` bytes in chunks of at most 16,000, ended by a trailer.
+std::string chunked_body(std::size_t size) {
+  std::string out;
+  for (std::size_t left = size; left > 0;) {
+    std::size_t n = std::min<std::size_t>(left, 16000);
+    char line[32];
+    std::snprintf(line, sizeof line, "%zx;ext=1\r\n", n);
+    out += line + std::string(n, 'x') + "\r\n";
+    left -= n;
+  }
+  return out + "0\r\nX-Trailer: t\r\n\r\n";
+}
+
+// Answered from the head alone (the body is not awaited); a body within
+// discard_body_bytes (64 KiB here) is then read and dropped and the connection goes on,
+// a larger one or one behind Expect: 100-continue ends it.
 TEST_P(HttpHardening, ABodyNoRouteTakesIsAnsweredBeforeItIsSent) {
   start();
   struct probe {
     std::string head;
+    std::string body;
     int status;
+    bool kept;
   };
   const probe probes[] = {
-      {"POST /nowhere HTTP/1.1\r\nHost: t\r\nContent-Length: 60000\r\n\r\n", 404},
-      {"PUT / HTTP/1.1\r\nHost: t\r\nContent-Length: 60000\r\n\r\n", 405},
-      {"POST /nowhere HTTP/1.1\r\nHost: t\r\nContent-Length: 60000\r\nExpect: 100-continue\r\n\r\n", 404},
-      {"POST /nowhere HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n", 404},
+      {"POST /nowhere HTTP/1.1\r\nHost: t\r\nContent-Length: 60000\r\n\r\n", std::string(60000, 'x'), 404, true},
+      {"PUT / HTTP/1.1\r\nHost: t\r\nContent-Length: 60000\r\n\r\n", std::string(60000, 'x'), 405, true},
+      {"POST /nowhere HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n", chunked_body(60000), 404, true},
+      {"POST /nowhere HTTP/1.1\r\nHost: t\r\nContent-Length: 60000\r\nExpect: 100-continue\r\n\r\n",
+       std::string(60000, 'x'), 404, false},
+      {"POST /nowhere HTTP/1.1\r\nHost: t\r\nContent-Length: 70000\r\n\r\n", std::string(70000, 'x'), 404, false},
   };
   for (const probe& p : probes) {
     SCOPED_TRACE(p.head);
@@ -179,10 +220,157 @@ TEST_P(HttpHardening, ABodyNoRouteTakesIsAnsweredBeforeItIsSent) {
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, p.status);  // not 100 Continue, and not after a 408
     EXPECT_LT(std::chrono::steady_clock::now() - begun, 400ms);
-    EXPECT_EQ(r->header("Connection"), "close");
-    c.send(std::string(60000, 'x'));  // a client that sends its body anyway is not reset
+    EXPECT_EQ(r->header("Connection"), p.kept ? "" : "close");
+    ASSERT_TRUE(c.send(p.body));  // a client that sends its body anyway is not reset
+    if (p.kept) {
+      auto next = c.exchange(get_request("/"));
+      ASSERT_TRUE(next) << "the body was not dropped, or the connection closed";
+      EXPECT_EQ(next->body, "Hello world!");
+    } else {
+      EXPECT_TRUE(c.closed_by_peer());
+    }
+  }
+  expect_healthy();
+}
+
+// The chunked framing is parsed, not guessed: chunk data that looks like a request is
+// data, and the request after the body is answered on the same connection.
+TEST_P(HttpHardening, ADiscardedBodyIsParsedAndPipelinedRequestsAfterItAreServed) {
+  start();
+  http_client c(port());
+  const std::string inner = "0\r\n\r\nGET /nowhere HTTP/1.1\r\nHost: t\r\n\r\n";
+  char size[16];
+  std::snprintf(size, sizeof size, "%zx", inner.size());
+  ASSERT_TRUE(c.send("POST /nowhere HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhello" +
+                     std::string("DELETE /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n") + size +
+                     "\r\n" + inner + "\r\n0\r\n\r\n" + get_request("/echo?after")));
+  auto first = c.read_reply();
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->status, 404);
+  auto second = c.read_reply();
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->status, 405);
+  EXPECT_EQ(second->header("Allow"), "GET, HEAD, POST, OPTIONS");
+  auto third = c.read_reply();
+  ASSERT_TRUE(third) << "the request after the chunked body was lost";
+  EXPECT_EQ(third->status, 200);
+  EXPECT_EQ(third->body, "after");
+}
+
+// A chunked body that decodes past the bound, or breaks its framing, ends the
+// connection after the answer (already sent, so without Connection: close).
+TEST_P(HttpHardening, ADiscardedChunkedBodyOverTheBoundOrMalformedCloses) {
+  start();
+  for (const std::string& body : {chunked_body(100000), std::string("zz\r\nxx\r\n0\r\n\r\n")}) {
+    SCOPED_TRACE(body.substr(0, 10));
+    http_client c(port());
+    ASSERT_TRUE(c.send("POST /nowhere HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"));
+    auto r = c.read_reply();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 404);
+    ASSERT_TRUE(c.send(body));
     EXPECT_TRUE(c.closed_by_peer());
   }
+  expect_healthy();
+}
+
+// More than the bound sent before reading: the server answers, closes its sending side
+// and drops what still comes, so the client reads the whole answer, then the end
+// (closing with unread bytes would reset the connection and could destroy the answer).
+// A generous linger: a loaded machine must not end it while the client still sends.
+ringio::http::server_options long_linger() {
+  auto o = small_limits();
+  o.linger_timeout = 10s;
+  return o;
+}
+
+TEST_P(HttpHardening, TheAnswerToALargeRefusedBodySurvivesTheClose) {
+  start(long_linger());
+  http_client c(port());
+  ASSERT_TRUE(c.send("POST /nowhere HTTP/1.1\r\nHost: t\r\nContent-Length: 600000\r\n\r\n" +
+                     std::string(600000, 'x')));
+  auto r = c.read_reply();
+  ASSERT_TRUE(r) << "the answer was lost";
+  EXPECT_EQ(r->status, 404);
+  EXPECT_EQ(r->header("Connection"), "close");
+  EXPECT_EQ(r->body, "Not Found");
+  EXPECT_TRUE(closed_cleanly(c));
+}
+
+// Connection: close with more bytes behind it that arrive while the handler runs: they
+// are still in the socket when the answer is out, and the server lingers for them too.
+TEST_P(HttpHardening, BytesAfterAClosingRequestDoNotResetItsAnswer) {
+  start(long_linger());
+  http_client c(port());
+  ASSERT_TRUE(c.send("GET /slow?300 HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"));
+  std::this_thread::sleep_for(100ms);  // the head alone is received first (or not: both pass)
+  ASSERT_TRUE(c.send(std::string(200000, 'x')));
+  auto r = c.read_reply();
+  ASSERT_TRUE(r) << "the answer was lost";
+  EXPECT_EQ(r->body, "slow");
+  EXPECT_TRUE(closed_cleanly(c)) << "reset: closed with the bytes unread";
+}
+
+// A client that stalls while its body is dropped, or while the server lingers, costs
+// the connection only for idle_timeout or linger_timeout: it ends and gives back its place.
+TEST_P(HttpHardening, StallingDuringDiscardOrLingerEndsTheConnection) {
+  auto o = small_limits();
+  o.linger_timeout = 300ms;
+  start(std::move(o));
+  for (const char* head : {"POST /nowhere HTTP/1.1\r\nHost: t\r\nContent-Length: 1000\r\n\r\nabc",
+                           "POST /nowhere HTTP/1.1\r\nHost: t\r\nContent-Length: 100000\r\n\r\nabc"}) {
+    SCOPED_TRACE(head);
+    http_client c(port());
+    ASSERT_TRUE(c.send(head));
+    auto r = c.read_reply();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 404);
+    EXPECT_TRUE(c.closed_by_peer()) << "not closed within the client's 5 s";
+  }
+  bool released = false;
+  for (int i = 0; i < 500 && !released; ++i) {
+    released = server().connections() == 0;
+    if (!released) std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_TRUE(released) << server().connections() << " connections still held";
+  expect_healthy();
+}
+
+// A graceful stop waits for a lingering connection no longer than linger_timeout, even
+// when the client neither sends nor closes.
+TEST_P(HttpHardening, AGracefulStopWaitsForALingerOnlyUntilItsBound) {
+  auto o = small_limits();
+  o.linger_timeout = 300ms;
+  start(std::move(o));
+  http_client c(port());
+  ASSERT_TRUE(c.send("POST /nowhere HTTP/1.1\r\nHost: t\r\nContent-Length: 100000\r\n\r\nabc"));
+  auto r = c.read_reply();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->header("Connection"), "close");
+  auto begun = std::chrono::steady_clock::now();
+  stop_server();
+  EXPECT_LT(std::chrono::steady_clock::now() - begun, 5s) << "the stop waited for the silent client";
+  EXPECT_TRUE(c.closed_by_peer());
+}
+
+// A client that resets while its body is dropped or while the server lingers.
+TEST_P(HttpHardening, ResettingDuringDiscardOrLingerEndsTheConnection) {
+  start();
+  for (const char* head : {"POST /nowhere HTTP/1.1\r\nHost: t\r\nContent-Length: 1000\r\n\r\nabc",
+                           "POST /nowhere HTTP/1.1\r\nHost: t\r\nContent-Length: 100000\r\n\r\nabc"}) {
+    auto c = std::make_unique<http_client>(port());
+    ASSERT_TRUE(c->send(head));
+    ASSERT_TRUE(c->read_reply());
+    const linger abort_on_close{1, 0};  // close() sends a reset
+    ASSERT_EQ(::setsockopt(c->fd(), SOL_SOCKET, SO_LINGER, &abort_on_close, sizeof abort_on_close), 0);
+    c.reset();
+  }
+  bool released = false;
+  for (int i = 0; i < 500 && !released; ++i) {
+    released = server().connections() == 0;
+    if (!released) std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_TRUE(released) << server().connections() << " connections still held";
   expect_healthy();
 }
 

@@ -94,7 +94,7 @@ TEST_P(HttpServerApp, AnswersHelloWorldAndServesARoot) {
     r = f.exchange("POST /style.css HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n");
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, 405);
-    EXPECT_EQ(r->header("Allow"), "GET, HEAD");
+    EXPECT_EQ(r->header("Allow"), "GET, HEAD, OPTIONS");
   }
   files.signal(SIGINT);
   EXPECT_EQ(files.wait(10s), std::optional<int>(0));

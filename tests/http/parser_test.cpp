@@ -162,6 +162,15 @@ TEST(RequestParser, TargetMustBeInOriginOrAbsoluteForm) {
   EXPECT_EQ(parse_all("BREW hello HTTP/1.1\r\nHost: h\r\n\r\n", req).status, 501) << "the method is judged first";
 }
 
+TEST(RequestParser, FragmentInTheTargetIs400) {
+  request req;
+  for (const char* bad : {"GET /#frag", "GET /#", "GET /p?q#f", "GET http://h/p#f", "OPTIONS *#x", "GET #"}) {
+    EXPECT_EQ(parse_all(std::string(bad) + " HTTP/1.1\r\nHost: h\r\n\r\n", req).status, 400) << bad;
+  }
+  ASSERT_EQ(parse_all("GET /%23frag HTTP/1.1\r\nHost: h\r\n\r\n", req).state, parse_state::complete);
+  EXPECT_EQ(req.path(), "/%23frag") << "an encoded '#' is part of the path";
+}
+
 TEST(RequestParser, HigherHttp1MinorVersionsAreServedAsHttp11) {
   request req;
   for (const char* version : {"HTTP/1.2", "HTTP/1.9"}) {

@@ -165,7 +165,28 @@ TEST_P(HttpProtocol, UnknownPathIs404AndWrongMethodIs405) {
   r = c.exchange("DELETE /echo HTTP/1.1\r\nHost: t\r\n\r\n");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 405);
-  EXPECT_EQ(r->header("Allow"), "GET, HEAD, POST");
+  EXPECT_EQ(r->header("Allow"), "GET, HEAD, POST, OPTIONS");
+}
+
+TEST_P(HttpProtocol, OptionsOnARouteListsItsMethods) {
+  http_client c(port());
+  auto r = c.exchange("OPTIONS /echo HTTP/1.1\r\nHost: t\r\n\r\n");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->header("Allow"), "GET, HEAD, POST, OPTIONS");
+  EXPECT_EQ(r->header("Content-Length"), "0");
+  EXPECT_FALSE(r->has_header("Connection")) << "kept alive";
+  r = c.exchange("OPTIONS /nowhere HTTP/1.1\r\nHost: t\r\n\r\n");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 404);
+}
+
+TEST_P(HttpProtocol, FragmentInTheTargetIs400) {
+  http_client c(port());
+  auto r = c.exchange("GET /#frag HTTP/1.1\r\nHost: t\r\n\r\n");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  EXPECT_EQ(r->header("Connection"), "close");
 }
 
 TEST_P(HttpProtocol, HigherHttp1MinorVersionIsAnsweredAsHttp11) {

@@ -189,7 +189,7 @@ TEST_F(RouterTest, ParameterisedPathWithOtherMethodsGets405AndAllow) {
   outcome o = dispatch(r, "PUT", "/items/3");
   EXPECT_EQ(o.status, 405);
   EXPECT_FALSE(o.has_route);
-  EXPECT_EQ(o.allow, "GET, HEAD, DELETE");
+  EXPECT_EQ(o.allow, "GET, HEAD, DELETE, OPTIONS");
   EXPECT_EQ(dispatch(r, "PUT", "/items/3/4").status, 404);
   EXPECT_EQ(dispatch(r, "PUT", "/items/%2F").status, 404) << "an unclean capture is no known path";
   EXPECT_TRUE(dispatch(r, "DELETE", "/items/3").has_route);
@@ -207,6 +207,21 @@ TEST_F(RouterTest, OptionsAsteriskListsTheMethodsOfPatternRoutes) {
   router rest;
   rest.get("/{all...}", tag("all"));
   EXPECT_EQ(dispatch(rest, "OPTIONS", "*").allow, "GET, HEAD, OPTIONS") << "a rest pattern never takes *";
+}
+
+TEST_F(RouterTest, OptionsOnAKnownPathListsItsMethods) {
+  router r;
+  r.post("/items/{id}", tag("post"));
+  r.get("/items/{id}", tag("get"));
+  r.put("/items", tag("create"));
+  outcome o = dispatch(r, "OPTIONS", "/items/3");
+  EXPECT_EQ(o.status, 200);
+  EXPECT_FALSE(o.has_route) << "the router answers it";
+  EXPECT_EQ(o.allow, "POST, GET, HEAD, OPTIONS");
+  EXPECT_EQ(o.body, "");
+  EXPECT_EQ(dispatch(r, "OPTIONS", "/nowhere").status, 404);
+  r.route(method::options, "/items", tag("own"));
+  EXPECT_EQ(dispatch(r, "OPTIONS", "/items").body, "own") << "a route for OPTIONS takes it";
 }
 
 TEST_F(RouterTest, ParametersOfOneRequestDoNotLeakIntoTheNext) {
@@ -375,7 +390,7 @@ TEST_F(RouterTest, RandomRouteTablesAgreeWithAReferenceMatcher) {
       std::vector<int> best_rank;
       std::string best_params, params;
       bool known = false;
-      std::set<std::string> allow;
+      std::set<std::string> allow = {"OPTIONS"};
       for (const ref_route& rr : refs) {
         bool hit = ref_matches(rr, path, params);
         if (!hit) continue;

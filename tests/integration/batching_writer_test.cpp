@@ -367,6 +367,117 @@ TEST_P(BatchingWriter, DestroyedWhileASendIsInFlightKeepsItsBytesUntilTheSendCom
   }(p));
 }
 
+// Runs a writer of strings, keeps its result and then ends the stream.
+task<void> run_then_shut(batching_writer<std::string>& w, stream_socket& s, result<void>& out) {
+  out = co_await w.run();
+  ::shutdown(s.native_handle(), SHUT_WR);
+}
+
+task<void> write_into(batching_writer<std::string>& w, std::string m, result<void>& out) {
+  out = co_await w.write(std::move(m));
+}
+
+// Waiting writes queue in the order they began: a small message that would fit does
+// not pass a large one that waits, and try_write() does not barge in either.
+TEST_P(BatchingWriter, WaitingWritesAreServedFirstComeFirstServed) {
+  socket_pair p;
+  shrink_buffers(p);
+  run([](socket_pair& p) -> task<void> {
+    batching_writer<std::string> w(p.a, {.max_bytes = 100, .when_full = overflow_policy::wait});
+    result<void> ran = unexpected(std::errc::interrupted);
+    scope sc;
+    sc.spawn(run_then_shut(w, p.a, ran));
+    const std::string big(4 << 20, 'B');
+    EXPECT_TRUE(w.try_write(big));
+    auto slept = co_await sleep_for(20ms);  // the big message is in flight and stalls
+    EXPECT_TRUE(slept);
+    EXPECT_EQ(w.queued(), 0u);
+    EXPECT_TRUE(w.try_write(std::string(90, 'q')));
+    result<void> first = unexpected(std::errc::interrupted);
+    result<void> second = unexpected(std::errc::interrupted);
+    scope producers;
+    producers.spawn(write_into(w, std::string(50, 'A'), first));  // 140 > 100: waits
+    producers.spawn(write_into(w, "b", second));                  // 91 fits, but A waits
+    slept = co_await sleep_for(10ms);
+    EXPECT_TRUE(slept);
+    EXPECT_EQ(w.queued(), 1u) << "a later write passed one that waits";
+    EXPECT_EQ(w.try_write("c").error(), std::errc::resource_unavailable_try_again);
+    std::string got;
+    sc.spawn([](stream_socket& s, std::string& got) -> task<void> { got = co_await read_all(s); }(p.b, got));
+    co_await producers.join();
+    EXPECT_TRUE(first);
+    EXPECT_TRUE(second);
+    w.close();
+    co_await sc.join();
+    EXPECT_TRUE(ran) << ran.error().message();
+    EXPECT_EQ(got.size(), big.size() + 90 + 50 + 1);
+    EXPECT_EQ(got, big + std::string(90, 'q') + std::string(50, 'A') + "b");
+  }(p));
+}
+
+// The write at the head of the line is stopped: the one behind it, which fits, is
+// queued at once, without waiting for the stalled send.
+TEST_P(BatchingWriter, AStoppedWaitingWriteLetsTheNextOneIn) {
+  socket_pair p;
+  shrink_buffers(p);
+  run([](socket_pair& p) -> task<void> {
+    batching_writer<std::string> w(p.a, {.max_bytes = 100, .when_full = overflow_policy::wait});
+    result<void> ran = unexpected(std::errc::interrupted);
+    scope sc;
+    sc.spawn(run_then_shut(w, p.a, ran));
+    EXPECT_TRUE(w.try_write(std::string(4 << 20, 'B')));
+    auto slept = co_await sleep_for(20ms);
+    EXPECT_TRUE(slept);
+    EXPECT_TRUE(w.try_write(std::string(90, 'q')));
+    result<void> head = unexpected(std::errc::interrupted);
+    result<void> next = unexpected(std::errc::interrupted);
+    scope stopped;
+    stopped.spawn(write_into(w, std::string(50, 'A'), head));
+    sc.spawn(write_into(w, "b", next));
+    slept = co_await sleep_for(10ms);
+    EXPECT_TRUE(slept);
+    EXPECT_EQ(w.queued(), 1u);
+    stopped.request_stop();
+    co_await stopped.join();
+    EXPECT_EQ(head.error(), std::errc::operation_canceled);
+    slept = co_await sleep_for(10ms);
+    EXPECT_TRUE(slept);
+    EXPECT_TRUE(next) << next.error().message();
+    EXPECT_EQ(w.queued(), 2u) << "the write behind the stopped one still waits";
+    sc.request_stop();
+    co_await sc.join();
+  }(p));
+}
+
+// The writer is destroyed while a write() waits for room: the write ends with
+// operation_canceled and touches nothing of the writer.
+TEST_P(BatchingWriter, DestroyedWhileAWriteWaitsEndsTheWrite) {
+  socket_pair p;
+  shrink_buffers(p);
+  run([](socket_pair& p) -> task<void> {
+    auto w = std::make_unique<batching_writer<std::string>>(
+        p.a, batching_writer_options{.max_messages = 1, .when_full = overflow_policy::wait});
+    result<void> ran = unexpected(std::errc::interrupted);
+    scope sc;
+    sc.spawn([](batching_writer<std::string>& w, result<void>& out) -> task<void> { out = co_await w.run(); }(*w, ran));
+    EXPECT_TRUE(w->try_write(std::string(4 << 20, 'B')));
+    auto slept = co_await sleep_for(20ms);
+    EXPECT_TRUE(slept);
+    EXPECT_TRUE(w->try_write("q"));
+    result<void> waited = unexpected(std::errc::interrupted);
+    scope writes;
+    writes.spawn(write_into(*w, "x", waited));
+    slept = co_await sleep_for(10ms);
+    EXPECT_TRUE(slept);
+    EXPECT_EQ(waited.error(), std::errc::interrupted) << "the write did not wait";
+    w.reset();
+    co_await writes.join();
+    EXPECT_EQ(waited.error(), std::errc::operation_canceled);
+    co_await sc.join();
+    EXPECT_EQ(ran.error(), std::errc::operation_canceled);
+  }(p));
+}
+
 TEST_P(BatchingWriter, OneRunAtATime) {
   socket_pair p;
   run([](socket_pair& p) -> task<void> {

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "ringio/ringio.hpp"
 #include "support/backend_test.hpp"
@@ -70,7 +71,53 @@ TEST_P(Datagrams, ConnectedSocketsUseSendAndRecv) {
   EXPECT_EQ(n, 3u);
 }
 
-RINGIO_ALL_BACKENDS(Datagrams);
+// A connected socket whose peer has no socket: the port-unreachable answer makes its
+// next receive fail with connection_refused (as Linux reports the ICMP error).
+TEST_P(Datagrams, ConnectedToAPortNobodyHoldsHearsRefused) {
+  auto gone = udp_socket::bind(socket_address::loopback(0));
+  ASSERT_TRUE(gone);
+  auto nobody = *gone->local_address();
+  gone->close();
+  auto a = udp_socket::bind(socket_address::loopback(0));
+  ASSERT_TRUE(a);
+  ASSERT_TRUE(a->connect(nobody));
+  auto err = run([](udp_socket& a) -> task<std::error_code> {
+    auto sent = co_await a.send(std::string_view("anyone?"));
+    EXPECT_TRUE(sent) << sent.error().message();
+    std::array<char, 16> buf;
+    auto r = co_await with_timeout(a.recv(buf), 5s);
+    co_return r ? std::error_code() : r.error();
+  }(*a));
+  EXPECT_EQ(err, std::errc::connection_refused);
+}
+
+// Many datagrams between two sockets: each whole, from the right sender.
+TEST_P(Datagrams, AHundredDatagramsArriveWhole) {
+  auto server = udp_socket::bind(socket_address::loopback(0));
+  auto client = udp_socket::bind(socket_address::loopback(0));
+  ASSERT_TRUE(server && client);
+  auto to = *server->local_address();
+  auto from = *client->local_address();
+  auto got = run([](udp_socket& s, udp_socket& c, socket_address to, socket_address from) -> task<std::vector<int>> {
+    std::vector<int> seen;
+    for (int i = 0; i < 100; ++i) {
+      std::string m = "datagram " + std::to_string(i);
+      auto sent = co_await c.send_to(std::string_view(m), to);
+      EXPECT_EQ(sent.value_or(0), m.size());
+      std::array<char, 64> buf;
+      auto d = co_await with_timeout(s.recv_from(buf), 5s);
+      if (!d) break;
+      EXPECT_EQ(d->from, from);
+      EXPECT_FALSE(d->truncated);
+      seen.push_back(std::stoi(std::string(buf.data() + 9, d->size - 9)));
+    }
+    co_return seen;
+  }(*server, *client, to, from));
+  ASSERT_EQ(got.size(), 100u);
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(got[static_cast<std::size_t>(i)], i);
+}
+
+RINGIO_ALL_BACKENDS_AND_SIM(Datagrams);
 
 class Files : public backend_test {};
 

@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "ringio/ringio.hpp"
+#include "ringio/sim/world.hpp"
 #include "stress/chaos_support.hpp"
 #include "support/backend_test.hpp"
 #include "support/fd_count.hpp"
@@ -121,7 +122,7 @@ struct scenario {
   coverage& cov;
   io_context* ctx = nullptr;
   io_context* ctx2 = nullptr;
-  std::thread::id loop_thread, ctx2_thread;
+  // (the loops are compared, not threads: in a simulated world both run on one thread)
   bool shutdown_mode = false;
   int live_tasks = 0;
   bool main_done = false;
@@ -631,7 +632,7 @@ task<void> connection(scenario& sc, conn_ledger& c, std::uint64_t seed) {
     }
     const std::uint16_t port = local->port();
     c.note("C:port=" + std::to_string(port));
-    const auto limit = clock_type::now() + (chaos::sanitized ? 20s : 10s);
+    const auto limit = ringio::now() + (chaos::sanitized ? 20s : 10s);
     for (;;) {
       auto it = sc.accepted.find(port);
       if (it != sc.accepted.end()) {
@@ -639,7 +640,7 @@ task<void> connection(scenario& sc, conn_ledger& c, std::uint64_t seed) {
         sc.accepted.erase(it);
         break;
       }
-      if (clock_type::now() > limit) {
+      if (ringio::now() > limit) {
         sc.fail(where(c) + ": connected from port " + std::to_string(port) +
                 " but the server never got the connection (an accept lost it)");
         co_return;
@@ -725,12 +726,12 @@ task<void> timer_chaos(scenario& sc, std::uint64_t seed) {
     std::stop_token tok = co_await current_stop_token();
     if (tok.stop_requested()) break;
     ++sc.cov.sleeps;
-    const auto t0 = clock_type::now();
+    const auto t0 = ringio::now();
     switch (r() % 6) {
       case 0: {
         auto d = pick();
         auto s = co_await sleep_for(d);
-        if (s && clock_type::now() - t0 < d) sc.fail("sleep_for ended early");
+        if (s && ringio::now() - t0 < d) sc.fail("sleep_for ended early");
         if (!s && !sc.shutdown_mode) sc.fail("a sleep nobody stopped failed: " + s.error().message());
         break;
       }
@@ -741,7 +742,7 @@ task<void> timer_chaos(scenario& sc, std::uint64_t seed) {
         auto w = co_await when_all(capture_into(sleep_for(d).with_stop(src.get_token()), out),
                                    yield_then_stop(src, static_cast<int>(r() % 3)));
         (void)w;
-        if (*out && clock_type::now() - t0 < d) sc.fail("a sleep raced by a stop ended early");
+        if (*out && ringio::now() - t0 < d) sc.fail("a sleep raced by a stop ended early");
         if (!*out && out->error() != std::errc::operation_canceled)
           sc.fail("a stopped sleep failed with " + out->error().message());
         break;
@@ -749,7 +750,7 @@ task<void> timer_chaos(scenario& sc, std::uint64_t seed) {
       case 2: {
         std::array<std::chrono::nanoseconds, 3> d{pick(), pick(), pick()};
         auto w = co_await when_any(sleep_for(d[0]), sleep_for(d[1]), sleep_for(d[2]));
-        if (clock_type::now() - t0 < d[w.index()] && !sc.shutdown_mode)
+        if (ringio::now() - t0 < d[w.index()] && !sc.shutdown_mode)
           sc.fail("when_any of sleeps finished before its winner's sleep was due");
         break;
       }
@@ -757,14 +758,14 @@ task<void> timer_chaos(scenario& sc, std::uint64_t seed) {
         auto d1 = pick(), d2 = pick();
         auto w = co_await when_all(sleep_for(d1), sleep_for(d2));
         bool ok = std::get<0>(w) && std::get<1>(w);
-        if (ok && clock_type::now() - t0 < std::max(d1, d2)) sc.fail("when_all of sleeps finished early");
+        if (ok && ringio::now() - t0 < std::max(d1, d2)) sc.fail("when_all of sleeps finished early");
         if (!ok && !sc.shutdown_mode) sc.fail("a sleep in when_all failed");
         break;
       }
       case 4: {
         auto inner = pick(), limit = pick();
         auto res = co_await with_timeout(as_task(sleep_for(inner)), limit);
-        auto took = clock_type::now() - t0;
+        auto took = ringio::now() - t0;
         if (res && took < inner) sc.fail("a sleep under with_timeout(task) ended early");
         if (!res && res.error() == std::errc::timed_out && took < limit)
           sc.fail("with_timeout(task) timed out before its deadline");
@@ -778,8 +779,8 @@ task<void> timer_chaos(scenario& sc, std::uint64_t seed) {
   }
 }
 
-task<int> square_there(scenario& sc, int x, std::thread::id& ran_on, std::chrono::nanoseconds d) {
-  ran_on = std::this_thread::get_id();
+task<int> square_there(scenario& sc, int x, io_context*& ran_on, std::chrono::nanoseconds d) {
+  ran_on = io_context::current();
   if (d.count() > 0) {
     auto z = co_await sleep_for(d);
     (void)z;
@@ -795,13 +796,13 @@ task<void> cross_thread_chaos(scenario& sc, std::uint64_t seed) {
   const int rounds = static_cast<int>(sc.scaled(12, 4));
   for (int i = 0; i < rounds; ++i) {
     const int x = static_cast<int>(r() % 1000);
-    std::thread::id ran_on;
+    io_context* ran_on = nullptr;
     const auto d = (r() % 2 == 0) ? std::chrono::nanoseconds(0) : short_delay(r);
     int v = co_await spawn_on(*sc.ctx2, square_there(sc, x, ran_on, d));
     ++sc.cov.spawn_ons;
     if (v != x * x) sc.fail("spawn_on returned " + std::to_string(v) + ", expected " + std::to_string(x * x));
-    if (ran_on != sc.ctx2_thread) sc.fail("spawn_on ran its task on the wrong thread");
-    if (std::this_thread::get_id() != sc.loop_thread) sc.fail("spawn_on came back on the wrong thread");
+    if (ran_on != sc.ctx2) sc.fail("spawn_on ran its task on the wrong loop");
+    if (io_context::current() != sc.ctx) sc.fail("spawn_on came back on the wrong loop");
     for (int k = static_cast<int>(r() % 6); k > 0; --k) {
       ++sc.posted;
       ++sc.cov.posts;
@@ -959,6 +960,7 @@ task<void> stall_guard(scenario& sc, std::chrono::nanoseconds limit, scope& conn
   sc.fail("the scenario stalled: nothing finished within " +
           std::to_string(std::chrono::duration_cast<std::chrono::seconds>(limit).count()) +
           " s; receivers still waiting (received/confirmed):" + stuck);
+  if (sim::world* w = sim::world::current()) sc.fail("the world's last events:\n" + w->trace(60));
   conns.request_stop();
   extras.request_stop();
   server.request_stop();
@@ -988,7 +990,9 @@ task<void> scenario_main(scenario& sc) {
   for (std::size_t i = 0; i < n; ++i) {
     conn_ledger& c = sc.conns.emplace_back();
     c.id = static_cast<int>(i);
-    c.tcp = r() % 4 != 0;
+    // In a world, socketpairs (real kernel sockets) would make time run at real speed
+    // and the run depend on the kernel: every connection is simulated TCP there.
+    c.tcp = r() % 4 != 0 || sc.backend == backend_kind::sim;
     std::size_t size = 0;
     switch (r() % 4) {
       case 0: size = r() % 256; break;
@@ -1086,6 +1090,30 @@ void dump_scenario(const scenario& sc) {
                  c.received, c.trace.c_str());
 }
 
+// The scenario in a simulated world: its two loops are two hosts on one thread, taking
+// turns in the seed's order, so a failing seed replays exactly (RINGIO_CHAOS_SEED).
+void run_in_world(scenario& sc, rng& plan) {
+  sim::world w(sc.seed);
+  w.add_host("other", *socket_address::from_host("10.0.0.2", 0), [&sc](io_context& c2) -> task<void> {
+    sc.ctx2 = &c2;
+    (void)co_await sleep_for(std::chrono::hours(24));  // stopped once the scenario is done
+  });
+  w.add_client("main", *socket_address::from_host("10.0.0.1", 0), [&sc, &plan](io_context& ctx) -> task<void> {
+    sc.ctx = &ctx;
+    while (sc.ctx2 == nullptr) co_await yield();  // the other host's loop has started
+    if (!sc.shutdown_mode) {
+      co_await scenario_main(sc);
+      if (ctx.in_flight() != 0) sc.fail("in_flight() is not 0 when the scenario is done");
+    } else {
+      ++sc.cov.shutdowns;
+      ctx.spawn(scenario_main(sc));  // cancelled when the host's context goes away
+      co_await pause_for(std::chrono::microseconds(plan() % 40000));
+    }
+  });
+  w.run();
+  if (w.open_sockets() != 0) sc.fail(std::to_string(w.open_sockets()) + " simulated socket(s) left open");
+}
+
 scenario_result run_scenario(backend_kind kind, std::uint64_t seed, const chaos::config& cfg, coverage& cov) {
   scenario sc(kind, seed, cfg, cov);
   the_watchdog().arm("chaos run, backend " + std::string(to_string(kind)) + ", seed " + std::to_string(seed) +
@@ -1096,10 +1124,12 @@ scenario_result run_scenario(backend_kind kind, std::uint64_t seed, const chaos:
   const std::size_t fds_before = ringio_test::open_fd_count();
   const auto fd_map_before = open_fds();
 
+  if (kind == backend_kind::sim) {
+    run_in_world(sc, plan);
+  } else {
   std::atomic<io_context*> other{nullptr};
   std::thread other_thread([&] {
     io_context c2(io_context_options{.backend = kind, .quiet = true});
-    sc.ctx2_thread = std::this_thread::get_id();
     other = &c2;
     c2.run();
   });
@@ -1108,7 +1138,6 @@ scenario_result run_scenario(backend_kind kind, std::uint64_t seed, const chaos:
   {
     io_context ctx(io_context_options{.backend = kind, .quiet = true});
     sc.ctx = &ctx;
-    sc.loop_thread = std::this_thread::get_id();
     if (!sc.shutdown_mode) {
       sync_wait(ctx, scenario_main(sc));
       if (ctx.in_flight() != 0) sc.fail("in_flight() is not 0 before the context is destroyed");
@@ -1120,6 +1149,7 @@ scenario_result run_scenario(backend_kind kind, std::uint64_t seed, const chaos:
   }
   sc.ctx2->stop();
   other_thread.join();
+  }
 
   if (sc.live_tasks != 0)
     sc.fail(std::to_string(sc.live_tasks) + " task(s) never finished (abandoned by the context)");
@@ -1237,7 +1267,7 @@ TEST_P(ChaosRun, SeededScenarios) {
   std::fflush(stdout);
 }
 
-RINGIO_ALL_BACKENDS(ChaosRun);
+RINGIO_ALL_BACKENDS_AND_SIM(ChaosRun);
 
 }  // namespace
 
@@ -1290,9 +1320,9 @@ task<void> drain(stream_socket s, const std::vector<std::byte>& data, workload_r
 }
 
 task<void> nap(std::chrono::nanoseconds d, workload_result& res) {
-  const auto t0 = clock_type::now();
+  const auto t0 = ringio::now();
   auto z = co_await sleep_for(d);
-  if (z && clock_type::now() - t0 >= d)
+  if (z && ringio::now() - t0 >= d)
     ++res.sleeps_ok;
   else
     res.errors.push_back(z ? "a sleep ended early" : "sleep: " + z.error().message());

@@ -105,7 +105,7 @@ TEST_P(Https, ARingioClientGetsPipelinedResponses) {
   EXPECT_EQ(text.rfind("Hello world!"), text.size() - 12) << text;
 }
 
-TEST_P(Https, SilentAndPlainHttpClientsAreClosed) {
+TEST_P(Https, SilentClientsAreClosedAndPlainHttpGets400) {
   auto listener = listen_loopback();
   auto so = server_settings();
   so.handshake_timeout = 100ms;
@@ -122,21 +122,47 @@ TEST_P(Https, SilentAndPlainHttpClientsAreClosed) {
     auto end = co_await with_timeout(silent->recv(buf), 5s);
     EXPECT_TRUE(end && *end == 0);
     EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s);
-    // Plain HTTP to the TLS port: closed without an HTTP answer.
+    // Plain HTTP to the TLS port: a plain-text 400, then the end of the connection
+    // (a clean one: the rest of what the client sent is read and dropped).
     auto plain = co_await stream_socket::connect(address_of(l));
     EXPECT_TRUE(plain);
     auto sent = co_await plain->send_all(std::string_view("GET / HTTP/1.1\r\nHost: x\r\n\r\n"));
     EXPECT_TRUE(sent);
     std::string answer;
+    bool clean_end = false;
     for (;;) {
       auto n = co_await with_timeout(plain->recv(buf), 5s);
-      if (!n || *n == 0) break;
+      if (!n || *n == 0) {
+        clean_end = n.has_value();
+        break;
+      }
       answer.append(reinterpret_cast<const char*>(buf.data()), *n);
     }
-    EXPECT_EQ(answer.find("HTTP/1.1 200"), std::string::npos);
+    EXPECT_TRUE(answer.starts_with("HTTP/1.1 400 Bad Request\r\n")) << answer;
+    EXPECT_NE(answer.find("\r\nContent-Type: text/plain\r\n"), std::string::npos) << answer;
+    EXPECT_NE(answer.find("\r\nConnection: close\r\n"), std::string::npos) << answer;
+    EXPECT_TRUE(answer.ends_with("\r\n\r\nThis port speaks HTTPS: plain HTTP was sent to it.\n")) << answer;
+    EXPECT_TRUE(clean_end);
     co_await server.join();
     EXPECT_EQ(srv.connections(), 0u);
   }(srv, sctx, listener));
+}
+
+TEST_P(Https, CurlSendingPlainHttpToTheHttpsPortGets400) {
+  if (::access("/usr/bin/curl", X_OK) != 0) GTEST_SKIP() << "no /usr/bin/curl";
+  auto listener = listen_loopback();
+  auto sctx = make_server_context();
+  http::server srv(routes_);
+  const std::string url = "http://127.0.0.1:" + std::to_string(address_of(listener).port()) + "/";
+  // The body, then a newline and the status.
+  child_process curl({"/usr/bin/curl", "-sS", "--max-time", "10", "-w", "\n%{http_code}\n", url});
+  ASSERT_TRUE(curl.started());
+  run(serve_some(srv, sctx, listener, 1));
+  std::vector<std::string> lines;
+  while (auto line = curl.read_line(5s)) lines.push_back(*line);
+  EXPECT_EQ(curl.wait(10s), 0) << curl.stderr_text();
+  EXPECT_EQ(lines, (std::vector<std::string>{"This port speaks HTTPS: plain HTTP was sent to it.", "", "400"}));
+  EXPECT_EQ(srv.connections(), 0u);
 }
 
 // Reads one response with a Content-Length body from `c` (after `already`).

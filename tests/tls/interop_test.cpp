@@ -126,6 +126,27 @@ TEST_P(TlsInterop, RingioServerAgainstOpensslClient) {
   EXPECT_EQ(client.wait(5s), 0) << client.stderr_text();
 }
 
+// RFC 7301 3.2, seen from OpenSSL's own client: -alpn with nothing in common gets the
+// fatal no_application_protocol alert.
+TEST_P(TlsInterop, OpensslClientWithNoCommonAlpnGetsNoApplicationProtocol) {
+  auto listener = listen_loopback();
+  auto so = server_settings();
+  so.alpn = {"http/1.1"};
+  auto sctx = make_server_context(so);
+  auto client = s_client(address_of(listener).port(), "", "-alpn foo");
+  ASSERT_TRUE(client.started());
+  auto outcome = run([](stream_listener& l, tls::context& sctx) -> task<std::string> {
+    auto sock = co_await with_timeout(l.accept(), 5s);
+    if (!sock) co_return "accept: " + sock.error().message();
+    auto s = tls::stream::server(sctx, std::move(*sock));
+    auto hs = co_await s->handshake(5s);
+    co_return hs ? "handshake succeeded" : "failed";
+  }(listener, sctx));
+  EXPECT_EQ(outcome, "failed");
+  EXPECT_NE(client.wait(5s), std::optional<int>(0));
+  EXPECT_NE(client.stderr_text().find("no application protocol"), std::string::npos) << client.stderr_text();
+}
+
 TEST_P(TlsInterop, RenegotiationIsRefused) {
   auto listener = listen_loopback();
   auto sctx = make_server_context();

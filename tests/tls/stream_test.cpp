@@ -145,19 +145,42 @@ TEST_P(TlsStream, AlpnChoosesTheServersPreferenceAmongTheClients) {
   auto co = client_settings();
   co.alpn = {"http/1.1", "spdy/3"};
   auto cctx = make_client_context(co);
-  co.alpn = {"imap"};
-  auto none = make_client_context(co);
-  run([](stream_listener& l, tls::context& cctx, tls::context& none, tls::context& sctx) -> task<void> {
+  co.alpn = {};
+  auto silent = make_client_context(co);
+  run([](stream_listener& l, tls::context& cctx, tls::context& silent, tls::context& sctx) -> task<void> {
     auto p = co_await make_tls_pair(l, cctx, sctx);
     auto hs = co_await handshake_both(p);
     EXPECT_TRUE(hs.first && hs.second);
     EXPECT_EQ(p.client.alpn(), "http/1.1");
     EXPECT_EQ(p.server.alpn(), "http/1.1");
-    auto q = co_await make_tls_pair(l, none, sctx);
+    auto q = co_await make_tls_pair(l, silent, sctx);
     auto hs2 = co_await handshake_both(q);
-    EXPECT_TRUE(hs2.first && hs2.second);
+    EXPECT_TRUE(hs2.first && hs2.second) << "a client offering no ALPN is served without it";
     EXPECT_EQ(q.client.alpn(), "");
-  }(listener, cctx, none, sctx));
+    EXPECT_EQ(q.server.alpn(), "");
+  }(listener, cctx, silent, sctx));
+}
+
+// RFC 7301 3.2: offered protocols with none in common end the handshake with the fatal
+// no_application_protocol alert, which the client reports.
+TEST_P(TlsStream, AlpnWithNothingInCommonFailsWithNoApplicationProtocol) {
+  auto listener = listen_loopback();
+  auto so = server_settings();
+  so.alpn = {"h2", "http/1.1"};
+  auto sctx = make_server_context(so);
+  auto co = client_settings();
+  co.alpn = {"imap"};
+  auto cctx = make_client_context(co);
+  run([](stream_listener& l, tls::context& cctx, tls::context& sctx) -> task<void> {
+    auto p = co_await make_tls_pair(l, cctx, sctx);
+    auto hs = co_await handshake_both(p);
+    EXPECT_FALSE(hs.second);
+    EXPECT_FALSE(hs.first);
+    if (!hs.first) {
+      EXPECT_NE(hs.first.error().message().find("no application protocol"), std::string::npos)
+          << hs.first.error().message();
+    }
+  }(listener, cctx, sctx));
 }
 
 task<void> resumption(stream_listener& l, tls::context& cctx, tls::context& sctx, const char* version) {

@@ -15,8 +15,10 @@
 namespace ringio::http {
 
 /// Serves one accepted connection over TLS: the handshake (bounded by the context's
-/// handshake_timeout; a client that sends nothing, garbage or plain HTTP is closed when
-/// it fails), then `srv` serves the decrypted requests with all its limits and
+/// handshake_timeout; a client that sends nothing or a bad handshake is closed when it
+/// fails; one whose first byte cannot start a TLS handshake record, such as plain HTTP,
+/// gets a plain-text `400 Bad Request` with Connection: close, then a lingering close
+/// as in server_options::linger_timeout), then `srv` serves the decrypted requests with all its limits and
 /// timeouts. The server's connection code reads and writes through the TLS stream
 /// directly (no copy through a socket pair): between requests it waits with a receive
 /// into its loop's shared pool, so an idle connection holds no record buffer; file

@@ -15,9 +15,11 @@
 //
 // Within one kind, a route for the request's own method beats HEAD falling back to
 // GET. HEAD uses the GET route when it has none of its own (the server leaves the
-// body out). A path with routes for other methods only gets 405 with an Allow field;
-// no route at all gets 404. "OPTIONS *" gets 200 with an Allow field listing every
-// method some route takes (unless a route for "*" exists).
+// body out). A path with routes for other methods only gets 405 with an Allow field
+// (the path's methods, then OPTIONS); OPTIONS on such a path, with no route of its
+// own, gets 200 with that Allow field and no content; no route at all gets 404.
+// "OPTIONS *" gets 200 with an Allow field listing every method some route takes
+// (unless a route for "*" exists).
 //
 // A capture whose escapes are malformed ("%zz") or stand for '/' or NUL ("%2F",
 // "%00") does not match: the request goes on to the other routes (a prefix, or

@@ -55,6 +55,21 @@ struct server_options {
   /// Connections served at once by this server (all threads); the next ones get 503
   /// and a log line.
   std::size_t max_connections = 10'000;
+  /// A request body that no route takes (404, 405, OPTIONS) is read and thrown away
+  /// after the answer, and the connection goes on, when it is announced (Content-Length)
+  /// or decoded (chunked) at no more than this many bytes and no 100 Continue is
+  /// awaited; a larger one ends the connection (Content-Length: the answer says
+  /// Connection: close; chunked: the connection closes once the bound is passed, after
+  /// the answer). Capped at max_body_bytes; 0: every such body ends the connection.
+  std::size_t discard_body_bytes = 64 * 1024;
+  /// When the server closes a connection whose client may still be sending (a body it
+  /// did not read, a request after an error, pipelined bytes after Connection: close),
+  /// it shuts its sending side after the answer and reads and drops what still comes,
+  /// so that closing with unread bytes does not reset the connection and destroy the
+  /// answer in the client's receive queue. This long at most...
+  std::chrono::milliseconds linger_timeout{2'000};
+  /// ...or until this many bytes were dropped, or the client closes.
+  std::size_t linger_bytes = 1024 * 1024;
   /// Where log lines go (connection limit, handler errors); ringio::log (warning
   /// level) when empty.
   std::function<void(std::string_view)> log{};
@@ -67,8 +82,9 @@ class server {
   /// Serves with `h`.
   explicit server(handler h, server_options opts = {});
   /// Serves with `routes`, which must outlive the server. A request with a body that
-  /// no route takes (404, 405) is answered at once, without reading the body and
-  /// without 100 Continue; the connection then closes.
+  /// no route takes (404, 405, OPTIONS) is answered at once, before its body is read
+  /// and without 100 Continue; the body is then read and dropped and the connection
+  /// goes on, or the connection closes (see server_options::discard_body_bytes).
   explicit server(const router& routes, server_options opts = {});
   ~server();
   server(const server&) = delete;

@@ -80,7 +80,8 @@ const_buffer message_bytes(const M& m) noexcept {
 ///   sent and their iovecs) lives in run()'s coroutine frame, not in the writer, so it
 ///   stays valid until the send completes. The destructor cancels the send in flight;
 ///   run() then returns operation_canceled without touching the writer, and the
-///   messages it held are released when its task finishes. No write() may be waiting.
+///   messages it held are released when its task finishes. A write() waiting for room
+///   returns operation_canceled.
 template <writer_message Message>
 class batching_writer {
  public:
@@ -101,7 +102,7 @@ class batching_writer {
       running_->stop.request_stop();
     }
     work_.grant_all();
-    room_.grant_all();
+    wake_room_waiters(make_error_code(std::errc::operation_canceled));
   }
 
   /// Queues `m` without waiting. When it does not fit: drop_oldest discards the oldest
@@ -112,7 +113,7 @@ class batching_writer {
   [[nodiscard]] result<void> try_write(Message m) {
     if (state_ != state::open) return unexpected(ended_error());
     const std::size_t size = detail::message_bytes(m).size();
-    if (!fits(size)) {
+    if (!fits(size) || (options_.when_full == overflow_policy::wait && !room_.empty())) {
       switch (options_.when_full) {
         case overflow_policy::drop_oldest:
           while (!fits(size)) drop_oldest();
@@ -130,16 +131,15 @@ class batching_writer {
   }
 
   /// Queues `m`; under overflow_policy::wait, first waits until it fits (back-pressure),
-  /// otherwise as try_write(). A stop of the awaiting task while it waits:
-  /// operation_canceled, nothing queued. Costs a task frame (from the loop's frame
-  /// cache); fan-out code that must not wait uses try_write().
+  /// otherwise as try_write(). Waiting writes are served first come, first served: a
+  /// message queues in the order its write() began, a small one never passes a large
+  /// one that waits, and try_write() refuses while any write() waits. A stop of the
+  /// awaiting task while it waits: operation_canceled, nothing queued (a stop that
+  /// arrives after the message was queued changes nothing: success). Costs a task frame
+  /// (from the loop's frame cache); fan-out code that must not wait uses try_write().
   [[nodiscard]] task<result<void>> write(Message m) {
-    const std::size_t size = detail::message_bytes(m).size();
-    while (state_ == state::open && options_.when_full == overflow_policy::wait && !fits(size)) {
-      auto room = co_await room_wait(*this, size);
-      if (!room) co_return unexpected(room.error());
-    }
-    co_return try_write(std::move(m));
+    if (options_.when_full != overflow_policy::wait) co_return try_write(std::move(m));
+    co_return co_await room_wait(*this, m);
   }
 
   /// No more messages: writes fail with errc::closed; run() sends what is queued and
@@ -148,7 +148,7 @@ class batching_writer {
     if (state_ != state::open) return;
     state_ = state::closing;
     work_.grant_all();
-    room_.grant_all();
+    wake_room_waiters(make_error_code(errc::closed));
   }
 
   /// The sending loop: until close() and everything queued is sent (success), an error
@@ -259,18 +259,65 @@ class batching_writer {
     batching_writer* w_;
   };
 
-  // write() waits here for room for `size` bytes (or the end).
+  // write() waits here, in line, until the writer queues its message (a grant with no
+  // error) or ends (a grant with the reason). The message stays in write()'s frame
+  // until the writer moves it into the queue.
   class room_wait : public detail::queued_op<room_wait> {
    public:
-    room_wait(batching_writer& w, std::size_t size) noexcept : w_(&w), size_(size) {}
-    bool try_now() noexcept { return w_->state_ != state::open || w_->fits(size_); }
+    room_wait(batching_writer& w, Message& m) noexcept
+        : w_(&w), message_(&m), size_(detail::message_bytes(m).size()) {}
+    bool try_now() {
+      if (w_->state_ != state::open) {
+        outcome_ = w_->ended_error();
+        return true;
+      }
+      if (!w_->room_.empty() || !w_->fits(size_)) return false;
+      w_->push(std::move(*message_), size_);
+      w_->work_.grant_all();
+      return true;
+    }
     detail::waiter_list& queue() noexcept { return w_->room_; }
-    result<void> get_result() noexcept { return detail::grant_result(this->granted(), *this); }
+    // Granted: queued (success) or refused by the end, and nothing of the writer is
+    // read (it may be gone). Not granted (stopped, timed out) while still in line: the
+    // writer lives (its destructor empties the line), and the writes behind may fit now.
+    result<void> get_result() {
+      const bool in_line = this->node_.queued;
+      if (!this->granted()) {
+        if (in_line) w_->admit_waiters();
+        return unexpected(detail::op_error(*this));
+      }
+      if (outcome_) return unexpected(outcome_);
+      return {};
+    }
 
    private:
+    friend class batching_writer;
     batching_writer* w_;
+    Message* message_;
     std::size_t size_;
+    std::error_code outcome_;
   };
+
+  static room_wait& waiter_of(detail::waiter_node& n) noexcept { return *static_cast<room_wait*>(n.op); }
+
+  // Queues the messages of waiting writes, oldest first, while the head fits.
+  void admit_waiters() {
+    while (detail::waiter_node* n = room_.front()) {
+      room_wait& w = waiter_of(*n);
+      if (!fits(w.size_)) return;
+      if (count_ == ring_.size()) grow();  // before the grant: a granted message is queued
+      // A waiter already completing (stopped) keeps its message: nothing queued.
+      if (room_.grant_front()) push(std::move(*w.message_), w.size_);
+    }
+  }
+
+  // Wakes every waiting write with `why`: its message is not queued.
+  void wake_room_waiters(std::error_code why) noexcept {
+    while (detail::waiter_node* n = room_.front()) {
+      waiter_of(*n).outcome_ = why;
+      (void)room_.grant_front();
+    }
+  }
 
   [[nodiscard]] bool fits(std::size_t size) const noexcept {
     return count_ == 0 || (count_ < options_.max_messages && bytes_ + size <= options_.max_bytes);
@@ -325,7 +372,7 @@ class batching_writer {
       b.bytes += size;
       moved = true;
     }
-    if (moved) room_.grant_all();
+    if (moved) admit_waiters();
   }
 
   // Ends the writer with `ec`: the queue is discarded, run() and waiting writes wake.
@@ -337,7 +384,7 @@ class batching_writer {
     unreported_ = 0;
     if (running_ != nullptr) running_->stop.request_stop();
     work_.grant_all();
-    room_.grant_all();
+    wake_room_waiters(ec);
   }
 
   stream_socket* socket_;

@@ -33,6 +33,11 @@ struct fault_model {
   double connect_refused = 0;
   /// socket() or accept() fails with EMFILE.
   double descriptor_exhaustion = 0;
+  /// A UDP datagram is lost (the send still succeeds). Datagrams are reordered by the
+  /// latency spread alone: each copy travels with its own delay.
+  double datagram_loss = 0;
+  /// A UDP datagram arrives twice.
+  double datagram_duplicate = 0;
   /// Sockets that became ready in one step are served in a seeded order.
   bool shuffle_ready = true;
 };
@@ -45,7 +50,8 @@ inline fault_model calm() noexcept {
   return m;
 }
 
-/// A hostile network: short transfers, resets, refused connects, aborted accepts.
+/// A hostile network: short transfers, resets, refused connects, aborted accepts,
+/// lost and duplicated datagrams.
 inline fault_model hostile() noexcept {
   fault_model m;
   m.min_latency = std::chrono::microseconds(1);
@@ -56,6 +62,8 @@ inline fault_model hostile() noexcept {
   m.accept_abort = 0.02;
   m.connect_refused = 0.02;
   m.descriptor_exhaustion = 0.01;
+  m.datagram_loss = 0.05;
+  m.datagram_duplicate = 0.02;
   return m;
 }
 

@@ -6,14 +6,21 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
 #include "ringio/net/socket_address.hpp"
 #include "ringio/sim/fault_model.hpp"
+#include "ringio/task.hpp"
+
+namespace ringio {
+class io_context;
+}
 
 namespace ringio::detail {
 class sim_network;
+class host_scheduler;
 }
 
 namespace ringio::sim {
@@ -24,8 +31,17 @@ namespace ringio::sim {
 /// (timers, deadlines, timeouts) reads its virtual time, which jumps to the next event
 /// when nothing can run. Other descriptors (files, pipes, UDP, Unix sockets) stay real.
 /// One world per thread at a time; destroy its io_contexts and sockets first.
+///
+/// A world may also hold several hosts (add_host(), add_client(), then run()): machines
+/// with their own address and io_context, all on the world's thread, each running its
+/// program on its own stack. They take turns of one loop pass in an order the seed
+/// draws for every round, so cross-host posts, channels and wake-ups are as
+/// deterministic as the network.
 class world {
  public:
+  /// A host's program: a task on the host's own io_context (backend_kind::sim).
+  using host_program = std::function<task<void>(io_context& ctx)>;
+
   /// Makes the world and makes it the calling thread's current world. Throws
   /// std::logic_error when the thread has one already.
   explicit world(std::uint64_t seed, fault_model faults = {});
@@ -65,15 +81,37 @@ class world {
   /// Restores every link.
   void heal_all();
 
+  /// Adds a host named `name` at `address` (an IP address; the port is ignored) whose
+  /// program run() starts on a fresh io_context of the host. On the host, the wildcard
+  /// and loopback addresses of its family mean `address`: a server that binds
+  /// 0.0.0.0:80 is reached at `address`:80 from the other hosts, and a socket that
+  /// connects gets `address` as its local address. A host's program runs until it
+  /// returns or, once every client (add_client()) has returned, until it is stopped:
+  /// its tasks are cancelled (they see operation_canceled) and waited for. Throws
+  /// std::invalid_argument for a name or address already taken, std::logic_error after
+  /// run().
+  void add_host(std::string name, const socket_address& address, host_program program);
+  /// Adds a client: a host whose program's return is what run() waits for.
+  void add_client(std::string name, const socket_address& address, host_program program);
+  /// Runs the hosts on the calling thread (the world's) until every client has returned
+  /// (every host, when there is no client), then stops the other hosts and waits for
+  /// them. Each round gives every host that has not finished one loop pass, in the
+  /// seed's order; virtual time moves only when a whole round found every host idle.
+  /// Rethrows the first exception a host's program threw (in the order hosts were
+  /// added). Runs once.
+  void run();
+
   /// The world of the calling thread, or nullptr.
   static world* current() noexcept;
 
   /// @cond INTERNAL
   detail::sim_network& network() noexcept { return *net_; }
+  detail::host_scheduler& hosts() noexcept { return *hosts_; }
   /// @endcond
 
  private:
   std::unique_ptr<detail::sim_network> net_;
+  std::unique_ptr<detail::host_scheduler> hosts_;
   world* previous_;
 };
 

@@ -19,7 +19,9 @@ struct server_options {
   /// PEM file with the certificate's private key (required).
   std::string private_key_file{};
   /// Protocols offered in order of preference, e.g. {"h2", "http/1.1"}; empty: no ALPN.
-  /// A client offering none of them gets no ALPN answer (the handshake goes on).
+  /// A client whose ALPN list has none of them fails the handshake with the fatal
+  /// no_application_protocol alert (RFC 7301 3.2); a client offering no ALPN at all
+  /// is served without it.
   std::vector<std::string> alpn{};
   /// Oldest version accepted.
   protocol_version min_version = protocol_version::tls1_2;

@@ -17,6 +17,8 @@
 #include "ringio/detail/clock.hpp"
 #include "ringio/io_context.hpp"
 #include "ringio/sim/world.hpp"
+#include "ringio/scope.hpp"
+#include "sim/host_scheduler.hpp"
 #include "sim/seed_env.hpp"
 #include "sim/sim_network.hpp"
 
@@ -38,7 +40,13 @@ std::unique_ptr<backend> make_sim_backend(io_context& ctx, loop_state& st, const
 }
 
 sim_backend::sim_backend(io_context& ctx, loop_state& st, sim::world& w, std::unique_ptr<sim::world> owned)
-    : ctx_(ctx), st_(st), owned_(std::move(owned)), world_(w), net_(w.network()) {
+    : ctx_(ctx),
+      st_(st),
+      owned_(std::move(owned)),
+      world_(w),
+      net_(w.network()),
+      hosts_(w.hosts()),
+      host_(hosts_.running()) {
   wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (wake_fd_ < 0) throw std::system_error(errno, std::system_category(), "eventfd");
   ++net_.loops;
@@ -256,6 +264,7 @@ std::int64_t real_ns() noexcept {
 //   its own error paths; if it still waits (on something that is no operation of this
 //   loop), only another thread can wake it.
 void sim_backend::poll(bool block, std::int64_t wake_at_ns) {
+  if (host_ != nullptr) return poll_as_host(block, wake_at_ns);
   ++st_.stats.kernel_waits;
   for (;;) {
     std::size_t events = net_.deliver_due();
@@ -292,6 +301,60 @@ void sim_backend::poll(bool block, std::int64_t wake_at_ns) {
     if (shut_down_) return;  // the context drains what it cancelled: nothing to wait for here
     serve_real(-1);
     return;
+  }
+}
+
+// The loop of a host: a pass that finds work ends the host's turn and then returns to
+// the loop; one that finds nothing tells the scheduler when this host has its next
+// timer and ends the turn; the scheduler moves time when every host is idle.
+void sim_backend::poll_as_host(bool block, std::int64_t wake_at_ns) {
+  ++st_.stats.kernel_waits;
+  sim_host& h = *host_;
+  // Called by the loop: it ran in this turn (ready tasks, posts to other hosts), so the
+  // round is not idle even if this pass finds nothing.
+  h.worked = true;
+  for (;;) {
+    if (h.deadlock) {
+      h.deadlock = false;
+      if (in_flight_ > 0 && !shut_down_) {
+        net_.note_deadlock(in_flight_);
+        fail_all();
+      }
+    }
+    if (h.stop_asked && !h.stop_sent && h.tasks != nullptr) {
+      h.stop_sent = true;
+      h.tasks->request_stop();
+    }
+    std::size_t events = net_.deliver_due();
+    bool any = serve_network();
+    any |= expire_timers();
+    any |= serve_real(0);
+    st_.stats.completions += events;
+    const std::int64_t now = net_.now();
+    if (any || !block || (wake_at_ns != 0 && wake_at_ns <= now) || !st_.ready.empty()) {
+      h.worked = true;
+      hosts_.end_turn(h);
+      return;
+    }
+    if (events > 0) continue;  // delivered events may have readied nothing yet; look again
+    std::int64_t next = timers_.empty() ? 0 : timers_.top()->deadline_ns;
+    if (wake_at_ns != 0 && (next == 0 || wake_at_ns < next)) next = wake_at_ns;
+    h.next_at = next;
+    h.waits_real = waits_on_real() || ctx_.outside_work_pending();
+    h.real_fds.clear();
+    if (h.waits_real) {
+      h.real_fds.push_back({wake_fd_, POLLIN, 0});
+      for (std::size_t i = 0; i < fds_.size(); ++i) {
+        const int fd = static_cast<int>(i);
+        if (net_.is_virtual(fd)) continue;
+        short ev = 0;
+        if (fds_[i].readers.head != nullptr) ev |= POLLIN;
+        if (fds_[i].writers.head != nullptr) ev |= POLLOUT;
+        if (ev != 0) h.real_fds.push_back({fd, ev, 0});
+      }
+    }
+    h.idle = true;
+    hosts_.end_turn(h);
   }
 }
 

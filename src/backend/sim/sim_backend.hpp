@@ -25,6 +25,8 @@ class world;
 namespace ringio::detail {
 
 class sim_network;
+class host_scheduler;
+struct sim_host;
 
 class sim_backend final : public backend {
  public:
@@ -58,12 +60,15 @@ class sim_backend final : public backend {
   bool ready(int fd, bool writers) const noexcept;
   [[nodiscard]] bool waits_on_real() const noexcept;
   void fail_all() noexcept;
+  void poll_as_host(bool block, std::int64_t wake_at_ns);
 
   io_context& ctx_;
   loop_state& st_;
   std::unique_ptr<sim::world> owned_;  // a world made for this context (RINGIO_BACKEND=sim)
   sim::world& world_;
   sim_network& net_;
+  host_scheduler& hosts_;
+  sim_host* host_;  // the host whose loop this is, or nullptr (the world's own thread)
   int wake_fd_ = -1;
   std::vector<fd_waiters> fds_;
   timer_heap timers_;

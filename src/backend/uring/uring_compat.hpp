@@ -45,6 +45,12 @@ namespace ringio::detail {
 /// Not in liburing 2.3's enum.
 inline constexpr int op_fixed_fd_install = 54;
 
+/// Opcodes newer than liburing 2.3's enum, for the probe ringio-doctor reports.
+inline constexpr int op_waitid = 50;      ///< IORING_OP_WAITID (6.7)
+inline constexpr int op_futex_wait = 51;  ///< IORING_OP_FUTEX_WAIT (6.7)
+inline constexpr int op_futex_wake = 52;  ///< IORING_OP_FUTEX_WAKE (6.7)
+inline constexpr int op_ftruncate = 55;   ///< IORING_OP_FTRUNCATE (6.9)
+
 /// struct io_uring_getevents_arg as Linux 6.12 lays it out: `min_wait_usec` took the
 /// place of liburing 2.3's `pad`.
 struct getevents_arg_min_wait {

@@ -40,6 +40,11 @@ class waiter_list {
     n.next = n.prev = nullptr;
     n.queued = false;
   }
+  /// The oldest waiter, left in place; nullptr when empty.
+  [[nodiscard]] waiter_node* front() const noexcept { return head_; }
+  /// Hands the oldest waiter a grant, or drops it when it is already completing
+  /// (cancelled, timed out); returns whether it took the grant. Loop thread only.
+  bool grant_front() noexcept;
   /// Hands the oldest waiter that can still take it a grant (its wait completes with
   /// success from the ready queue). Waiters already completing (cancelled, timed out)
   /// are dropped from the queue. Returns false when nobody took it. Loop thread only.
