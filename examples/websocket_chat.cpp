@@ -4,12 +4,11 @@
 // member. The room is a ringio::broadcast of the last 256 lines: nobody waits for a
 // slow reader, who is told how many lines it missed.
 //   websocket_chat [PORT]      then open http://localhost:8000/ in two browser tabs
-#include <ringio/http/http.hpp>
-#include <ringio/ringio.hpp>
-
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <ringio/http/http.hpp>
+#include <ringio/ringio.hpp>
 #include <string>
 
 using namespace ringio;
@@ -89,10 +88,11 @@ int main(int argc, char** argv) {
   http::server server(routes);
   auto served = serve(socket_address::loopback(static_cast<std::uint16_t>(port)),
                       [&server](stream_socket s) { return server.serve_connection(std::move(s)); },
-                      {.on_listening = [](const socket_address& at, runtime&) {
-                         std::printf("websocket_chat: listening on http://%s/\n", at.to_string().c_str());
-                         std::fflush(stdout);
-                       },
+                      {.on_listening =
+                           [](const socket_address& at, runtime&) {
+                             std::printf("websocket_chat: listening on http://%s/\n", at.to_string().c_str());
+                             std::fflush(stdout);
+                           },
                        .on_stop = [&server](int) { server.drain(); }});
   if (!served) {
     std::fprintf(stderr, "websocket_chat: %s\n", served.error().message().c_str());

@@ -3,7 +3,6 @@
 // whose script joins the room over WebSocket; two members (Python's websockets) see
 // each other's lines; SIGTERM stops it cleanly.
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <csignal>
@@ -40,7 +39,8 @@ std::string start_chat(child_process& chat) {
 }  // namespace
 
 TEST(WebSocketChatExample, ChromiumJoinsTheRoom) {
-  if (::access("/usr/bin/chromium", X_OK) != 0) GTEST_SKIP() << "chromium is not installed (make deps-test installs it)";
+  if (::access("/usr/bin/chromium", X_OK) != 0)
+    GTEST_SKIP() << "chromium is not installed (make deps-test installs it)";
   child_process chat({WEBSOCKET_CHAT_PATH, "0"});
   const std::string port = start_chat(chat);
   ASSERT_FALSE(port.empty());
@@ -49,8 +49,8 @@ TEST(WebSocketChatExample, ChromiumJoinsTheRoom) {
   // Through sh so that Chromium's chatty stderr goes nowhere (a full pipe would stall it).
   const std::string cmd =
       "exec /usr/bin/chromium --headless --no-sandbox --disable-gpu --no-first-run --disable-background-networking"
-      " --disable-component-update --disable-sync --disable-quic --user-data-dir='" + profile +
-      "' --virtual-time-budget=5000 --dump-dom http://127.0.0.1:" + port + "/ 2>/dev/null";
+      " --disable-component-update --disable-sync --disable-quic --user-data-dir='" +
+      profile + "' --virtual-time-budget=5000 --dump-dom http://127.0.0.1:" + port + "/ 2>/dev/null";
   child_process browser({"/bin/sh", "-c", cmd});
   std::string dom;
   const auto deadline = std::chrono::steady_clock::now() + 60s;

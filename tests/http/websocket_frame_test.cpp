@@ -66,12 +66,12 @@ TEST(WebSocketFrame, AsksForMoreUntilTheHeaderIsWhole) {
 
 TEST(WebSocketFrame, RejectsWhatRfc6455Forbids) {
   frame_header h;
-  EXPECT_EQ(parse(bytes({0xc1, 0x80, 0, 0, 0, 0}), true, h), frame_check::protocol_error);  // RSV1
-  EXPECT_EQ(parse(bytes({0x83, 0x80, 0, 0, 0, 0}), true, h), frame_check::protocol_error);  // opcode 3
-  EXPECT_EQ(parse(bytes({0x8b, 0x80, 0, 0, 0, 0}), true, h), frame_check::protocol_error);  // opcode 11
-  EXPECT_EQ(parse(bytes({0x81, 0x00}), true, h), frame_check::protocol_error);              // unmasked to a server
+  EXPECT_EQ(parse(bytes({0xc1, 0x80, 0, 0, 0, 0}), true, h), frame_check::protocol_error);   // RSV1
+  EXPECT_EQ(parse(bytes({0x83, 0x80, 0, 0, 0, 0}), true, h), frame_check::protocol_error);   // opcode 3
+  EXPECT_EQ(parse(bytes({0x8b, 0x80, 0, 0, 0, 0}), true, h), frame_check::protocol_error);   // opcode 11
+  EXPECT_EQ(parse(bytes({0x81, 0x00}), true, h), frame_check::protocol_error);               // unmasked to a server
   EXPECT_EQ(parse(bytes({0x81, 0x80, 0, 0, 0, 0}), false, h), frame_check::protocol_error);  // masked to a client
-  EXPECT_EQ(parse(bytes({0x09, 0x80, 0, 0, 0, 0}), true, h), frame_check::protocol_error);  // fragmented ping
+  EXPECT_EQ(parse(bytes({0x09, 0x80, 0, 0, 0, 0}), true, h), frame_check::protocol_error);   // fragmented ping
   EXPECT_EQ(parse(bytes({0x89, 0xfe, 0, 126, 0, 0, 0, 0}), true, h), frame_check::protocol_error);  // ping > 125
   EXPECT_EQ(parse(bytes({0x82, 0x7f, 0x80, 0, 0, 0, 0, 0, 0, 0}), false, h), frame_check::protocol_error);  // 2^63
   EXPECT_EQ(parse(bytes({0x82, 0x7e, 0x04, 0x01}), false, h, 1024), frame_check::too_big);
@@ -113,14 +113,14 @@ TEST(WebSocketUtf8, AcceptsValidTextAndRejectsTheRest) {
   EXPECT_TRUE(is_valid_utf8(""));
   EXPECT_TRUE(is_valid_utf8("plain ascii, long enough for the eight-byte path"));
   EXPECT_TRUE(is_valid_utf8("h\xc3\xa9llo \xe2\x82\xac \xf0\x9f\x98\x80"));
-  EXPECT_TRUE(is_valid_utf8("\xf4\x8f\xbf\xbf"));         // U+10FFFF
+  EXPECT_TRUE(is_valid_utf8("\xf4\x8f\xbf\xbf"));  // U+10FFFF
   EXPECT_FALSE(is_valid_utf8("\xff"));
-  EXPECT_FALSE(is_valid_utf8("\x80"));                    // stray continuation
-  EXPECT_FALSE(is_valid_utf8("\xc0\xaf"));                // overlong '/'
-  EXPECT_FALSE(is_valid_utf8("\xe0\x80\xaf"));            // overlong
-  EXPECT_FALSE(is_valid_utf8("\xed\xa0\x80"));            // surrogate U+D800
-  EXPECT_FALSE(is_valid_utf8("\xf4\x90\x80\x80"));        // past U+10FFFF
-  EXPECT_FALSE(is_valid_utf8("ok \xe2\x82"));             // cut short
+  EXPECT_FALSE(is_valid_utf8("\x80"));              // stray continuation
+  EXPECT_FALSE(is_valid_utf8("\xc0\xaf"));          // overlong '/'
+  EXPECT_FALSE(is_valid_utf8("\xe0\x80\xaf"));      // overlong
+  EXPECT_FALSE(is_valid_utf8("\xed\xa0\x80"));      // surrogate U+D800
+  EXPECT_FALSE(is_valid_utf8("\xf4\x90\x80\x80"));  // past U+10FFFF
+  EXPECT_FALSE(is_valid_utf8("ok \xe2\x82"));       // cut short
 }
 
 TEST(WebSocketUtf8, ChecksTextFedInPieces) {

@@ -206,9 +206,9 @@ std::string frame(unsigned char first, std::string_view payload, bool masked = t
                   std::optional<std::uint64_t> announced = std::nullopt) {
   unsigned char head[http::detail::max_frame_header];
   const unsigned char key[4] = {0x11, 0x22, 0x33, 0x44};
-  std::size_t n = http::detail::encode_frame_header(head, static_cast<http::detail::ws_opcode>(first & 0x0f),
-                                                    (first & 0x80) != 0, announced.value_or(payload.size()),
-                                                    masked ? key : nullptr);
+  std::size_t n =
+      http::detail::encode_frame_header(head, static_cast<http::detail::ws_opcode>(first & 0x0f), (first & 0x80) != 0,
+                                        announced.value_or(payload.size()), masked ? key : nullptr);
   head[0] = first;  // the reserved bits too
   std::string out(reinterpret_cast<char*>(head), n);
   std::string body(payload);
@@ -301,8 +301,9 @@ TEST(WebSocketServer, RefusesBadUpgrades) {
   }
   {
     raw_client c(server.port());
-    c.send("GET /ws HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-           "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: short==\r\n\r\n");
+    c.send(
+        "GET /ws HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: short==\r\n\r\n");
     EXPECT_EQ(c.read_head().rfind("HTTP/1.1 400 ", 0), 0u);
   }
   {
@@ -603,8 +604,10 @@ TEST(WebSocketClientTimeouts, StoppedReceiveKeepsAPartialFrame) {
     while (head.find("\r\n\r\n") == std::string::npos && ::recv(fd, &c, 1, 0) == 1) head += c;
     const std::size_t at = head.find("Sec-WebSocket-Key: ") + 19;
     const std::string key = head.substr(at, head.find("\r\n", at) - at);
-    const std::string reply = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-                              "Sec-WebSocket-Accept: " + http::detail::websocket_accept_value(key) + "\r\n\r\n";
+    const std::string reply =
+        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        "Sec-WebSocket-Accept: " +
+        http::detail::websocket_accept_value(key) + "\r\n\r\n";
     (void)::send(fd, reply.data(), reply.size(), MSG_NOSIGNAL);
     const std::string whole = std::string("\x82\x7e\x01\x00", 4) + std::string(256, 'z');
     (void)::send(fd, whole.data(), 100, MSG_NOSIGNAL);

@@ -72,8 +72,8 @@ class websocket {
                                         std::string subprotocol = {});
   /// @cond INTERNAL
   /// The client side over a connection of http::client, handshake done.
-  [[nodiscard]] static websocket client(detail::connection_ptr conn, std::string_view received,
-                                        websocket_options opts, std::string subprotocol);
+  [[nodiscard]] static websocket client(detail::connection_ptr conn, std::string_view received, websocket_options opts,
+                                        std::string subprotocol);
   /// @endcond
 
   /// Receives the next whole message (its data valid until the next receive() or

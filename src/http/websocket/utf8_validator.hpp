@@ -20,7 +20,7 @@ class utf8_validator {
   void reset() noexcept { need_ = 0; }
 
  private:
-  std::uint8_t need_ = 0;  // continuation bytes still expected
+  std::uint8_t need_ = 0;   // continuation bytes still expected
   std::uint8_t lo_ = 0x80;  // the range of the next continuation byte
   std::uint8_t hi_ = 0xbf;
 };

@@ -234,7 +234,8 @@ data_step take_data_frame(websocket_state& s, const detail::frame_header& h, std
   if (s.message.size() + data.size() > s.opts.max_message_bytes) return data_step::too_big;
   s.message.append(data);
   const bool text = s.message_op == ws_opcode::text;
-  if (text && !s.utf8.feed(reinterpret_cast<const unsigned char*>(data.data()), data.size())) return data_step::bad_utf8;
+  if (text && !s.utf8.feed(reinterpret_cast<const unsigned char*>(data.data()), data.size()))
+    return data_step::bad_utf8;
   if (!h.fin) return data_step::more;
   if (text && !s.utf8.complete()) return data_step::bad_utf8;
   s.in_message = false;

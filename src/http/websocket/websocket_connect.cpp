@@ -78,7 +78,6 @@ bool offered(const websocket_connect_options& o, std::string_view chosen) noexce
   return false;
 }
 
-
 // The subprotocol the server chose, after checking its 101 response to `key`.
 result<std::string> check_upgrade_response(const response_head& head, std::string_view key,
                                            const websocket_connect_options& o) {
@@ -95,8 +94,8 @@ result<std::string> check_upgrade_response(const response_head& head, std::strin
 
 // Sends the request in c.out and reads the response head into `head` before
 // `deadline_ns`; the size of the head (what follows it in c.buffer is the server's).
-task<result<std::size_t>> exchange_heads(detail::client_connection& c, std::int64_t deadline_ns,
-                                         std::size_t max_head, response_head& head) {
+task<result<std::size_t>> exchange_heads(detail::client_connection& c, std::int64_t deadline_ns, std::size_t max_head,
+                                         response_head& head) {
   std::size_t head_size = 0;
   std::error_code failure;
   const std::array<const_buffer, 1> parts{const_buffer(c.out.data(), c.out.size())};
@@ -139,8 +138,8 @@ task<result<websocket>> client::connect_websocket(std::string_view url_text, con
   const std::string key = detail::websocket_random_key();
   build_upgrade_request(c.out, *target, key, opts, opts_.user_agent);
   response_head head;
-  auto head_size = co_await exchange_heads(c, ringio::detail::deadline_after(opts_.head_timeout),
-                                           opts_.max_head_bytes, head);
+  auto head_size =
+      co_await exchange_heads(c, ringio::detail::deadline_after(opts_.head_timeout), opts_.max_head_bytes, head);
   if (!head_size) co_return unexpected(head_size.error());
   auto chosen = check_upgrade_response(head, key, opts);
   if (!chosen) co_return unexpected(chosen.error());
