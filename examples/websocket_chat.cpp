@@ -83,7 +83,7 @@ int main(int argc, char** argv) {
     http::websocket_accept_options o;
     o.options.max_message_bytes = 4096;
     o.options.ping_interval = 30s;  // finds members whose network went away
-    co_return http::accept_websocket(r, member, std::move(o));
+    co_return http::accept_websocket(r, member, o);
   });
   http::server server(routes);
   auto served = serve(socket_address::loopback(static_cast<std::uint16_t>(port)),

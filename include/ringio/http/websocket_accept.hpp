@@ -40,7 +40,9 @@ struct websocket_accept_options {
 /// "Sec-WebSocket-Version: 13" for another version, 403 when check_origin refuses.
 /// While the session runs the server's drain stops its waits (operation_canceled).
 [[nodiscard]] response accept_websocket(const request& req, websocket_session session,
-                                        websocket_accept_options opts = {});
+                                        const websocket_accept_options& opts);
+/// accept_websocket(req, session, opts) with default options.
+[[nodiscard]] response accept_websocket(const request& req, websocket_session session);
 
 /// Whether `req` asks for a WebSocket upgrade (an Upgrade field naming "websocket"):
 /// a route can serve pages and a WebSocket on one path.

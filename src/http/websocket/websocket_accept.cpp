@@ -59,7 +59,7 @@ bool is_websocket_upgrade(const request& req) noexcept {
   return detail::header_has_token(req.headers(), "upgrade", "websocket");
 }
 
-response accept_websocket(const request& req, websocket_session session, websocket_accept_options opts) {
+response accept_websocket(const request& req, websocket_session session, const websocket_accept_options& opts) {
   if (req.method() != method::get || req.version_minor() != 1 || !is_websocket_upgrade(req) ||
       !detail::header_has_token(req.headers(), "connection", "upgrade"))
     return refuse(400);
@@ -87,6 +87,11 @@ response accept_websocket(const request& req, websocket_session session, websock
   r.set_header("Sec-WebSocket-Accept", detail::websocket_accept_value(key));
   if (!chosen.empty()) r.set_header("Sec-WebSocket-Protocol", chosen);
   return r;
+}
+
+response accept_websocket(const request& req, websocket_session session) {
+  static const websocket_accept_options defaults;
+  return accept_websocket(req, std::move(session), defaults);
 }
 
 }  // namespace ringio::http
