@@ -9,7 +9,7 @@ set -euo pipefail
 common=(build-essential cmake ninja-build pkg-config liburing-dev libgtest-dev
         clang-16 libclang-rt-16-dev python3 libboost-dev libboost-context-dev doxygen
         libssl-dev openssl)
-test_only=(chromium curl clang-format-16 clang-tidy-16)
+test_only=(chromium curl clang-format-16 clang-tidy-16 python3-websockets)
 bench_only=(libasio-dev libbenchmark-dev python3-venv wrk apache2-utils nginx-light
             cargo-web rustc-web linux-perf procps)
 

@@ -255,6 +255,11 @@ task<bool> connection::serve_requests(bool receive_first) {
     // Consumed before the response is written: nothing receives into the buffer until
     // it is, and a file body sent by the kernel can then lend the buffers back.
     consume(request_size);
+    if (resp.is_upgrade() && keep && w_->req.version_minor_ == 1) {
+      co_await run_upgrade(resp);
+      co_return false;  // the connection belonged to the upgrade handler
+    }
+    if (resp.is_upgrade()) resp = response::borrowed(400, reason_phrase(400));  // no 101 to HTTP/1.0
     bool written = write_fixed(resp, keep);
     if (!written) written = co_await write_special(resp, keep);
     work();  // borrowed again if send_file lent them back

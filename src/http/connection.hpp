@@ -112,6 +112,8 @@ class connection : public sweep_hook {
   void write_head(const response& r, framing f, std::uint64_t length, bool keep);
   bool write_fixed(const response& r, bool keep);
   task<bool> write_special(response& r, bool& keep);
+  /// Sends the 101 head of `r` and runs its upgrade handler on the connection.
+  task<void> run_upgrade(response& r);
   task<bool> send_file(file_body& f);
   task<bool> send_out();
   task<void> fail(int status);

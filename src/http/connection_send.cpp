@@ -14,6 +14,7 @@
 #include "ringio/fs/file.hpp"
 #include "ringio/http/body_writer.hpp"
 #include "ringio/http/status.hpp"
+#include "ringio/http/upgraded_connection.hpp"
 #include "ringio/net/send_file.hpp"
 #include "ringio/stop.hpp"
 #include "ringio/time/timeout.hpp"
@@ -103,6 +104,28 @@ task<bool> connection::write_special(response& r, bool& keep) {
   }
   enter(phase::busy);
   co_return w && *w == body.size();
+}
+
+task<void> connection::run_upgrade(response& r) {
+  write_head(r, framing::none, 0, true);
+  auto sent = co_await send_out();
+  if (!sent) co_return;
+  // What the client sent after its request moves out of the borrowed buffers, which go
+  // back to the loop: the connection now holds nothing of the HTTP server's.
+  std::string early(pending());
+  consume(w_->end - w_->start);
+  put_work_back();
+  upgraded_connection conn{.socket = tls_ != nullptr ? nullptr : &sock_,
+                           .secure = tls_,
+                           .received = early,
+                           .drain = core_.drain_token()};
+  auto& fn = std::get<upgrade_handler>(r.body_);
+  try {
+    co_await fn(conn);
+  } catch (const std::exception& e) {
+    work();
+    log_handler_error(e.what());
+  }
 }
 
 task<bool> connection::send_file(file_body& f) {

@@ -36,6 +36,12 @@ response response::stream(int status, std::string_view content_type, body_stream
   return r;
 }
 
+response response::upgrade(upgrade_handler fn) {
+  response r(101);
+  r.body_.emplace<upgrade_handler>(std::move(fn));
+  return r;
+}
+
 response response::file(int status, file_body f, std::string_view content_type) {
   response r(status);
   r.set_content_type(content_type);

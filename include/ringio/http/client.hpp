@@ -16,6 +16,8 @@
 #include "ringio/http/request_spec.hpp"
 #include "ringio/http/response_stream.hpp"
 #include "ringio/http/url.hpp"
+#include "ringio/http/websocket.hpp"
+#include "ringio/http/websocket_connect_options.hpp"
 #include "ringio/result.hpp"
 #include "ringio/task.hpp"
 #include "ringio/tls/context.hpp"
@@ -68,6 +70,18 @@ class client {
   /// read and dropped). Errors and cancellation: those of request() up to the head.
   [[nodiscard]] task<result<response_stream>> stream_request(const request_spec& spec);
 
+  /// Opens a WebSocket to `url` (ws:// or wss://, as http:// and https:// otherwise):
+  /// a new connection (never pooled), the opening handshake with a random key, then the
+  /// websocket, which owns the connection. Connecting and TLS obey client_options
+  /// (connect_timeout, tls, tls_handshake_timeout); the handshake, head_timeout.
+  /// Errors: websocket_errc::bad_url, handshake_failed (an answer other than 101, no
+  /// "Upgrade: websocket", a subprotocol not offered, an extension), bad_accept, and
+  /// those of request(). Cancellation: operation_canceled. `opts` must stay valid until
+  /// the task completes.
+  [[nodiscard]] task<result<websocket>> connect_websocket(std::string_view url, const websocket_connect_options& opts);
+  /// connect_websocket(url, opts) with default options. (An overload rather than a
+  /// default argument: GCC 12 destroys a defaulted class argument of an awaited call twice.)
+  [[nodiscard]] task<result<websocket>> connect_websocket(std::string_view url);
   /// Idle connections in the pool.
   [[nodiscard]] std::size_t idle_connections() const noexcept { return idle_.size(); }
   /// Counters since the client was made.

@@ -20,3 +20,7 @@
 #include "ringio/http/server.hpp"
 #include "ringio/http/static_files.hpp"
 #include "ringio/http/status.hpp"
+#include "ringio/http/upgraded_connection.hpp"
+#include "ringio/http/websocket.hpp"
+#include "ringio/http/websocket_accept.hpp"
+#include "ringio/http/websocket_connect_options.hpp"

@@ -17,6 +17,7 @@
 namespace ringio::http {
 
 class body_writer;
+struct upgraded_connection;
 namespace detail {
 class connection;
 }
@@ -24,6 +25,10 @@ class connection;
 /// Writes a streamed body; runs after the head is sent. An exception escaping it
 /// aborts the connection (the client sees a truncated body).
 using body_stream = std::function<task<void>(body_writer&)>;
+
+/// Runs a connection after "101 Switching Protocols" (see response::upgrade). When it
+/// returns, the server closes the connection.
+using upgrade_handler = std::function<task<void>(upgraded_connection&)>;
 
 /// An open file whose bytes [offset, offset + length) are the body.
 struct file_body {
@@ -55,6 +60,10 @@ class response {
   /// A file's bytes: over 16 KiB sent by the kernel with sendfile(2) (see
   /// server_options::sendfile), smaller ones read through the loop.
   static response file(int status, file_body f, std::string_view content_type);
+  /// "101 Switching Protocols": the server sends the head (with the fields added by
+  /// set_header, such as Upgrade), then hands the connection to `fn` and closes it when
+  /// `fn` returns. Only for HTTP/1.1 requests. An exception escaping `fn` is logged.
+  static response upgrade(upgrade_handler fn);
 
   /// Adds a header field. Throws std::invalid_argument for a name that is not a token
   /// or a value with CR, LF or other control characters (no header injection).
@@ -79,6 +88,8 @@ class response {
   [[nodiscard]] std::string_view body() const noexcept;
   /// Whether the body is a stream.
   [[nodiscard]] bool is_stream() const noexcept { return std::holds_alternative<body_stream>(body_); }
+  /// Whether the response hands the connection over (response::upgrade).
+  [[nodiscard]] bool is_upgrade() const noexcept { return std::holds_alternative<upgrade_handler>(body_); }
   /// Whether the body is a file.
   [[nodiscard]] bool is_file() const noexcept { return std::holds_alternative<file_body>(body_); }
 
@@ -88,7 +99,7 @@ class response {
   bool close_ = false;
   std::string content_type_;
   std::string fields_;
-  std::variant<std::monostate, std::string, std::string_view, file_body, body_stream> body_;
+  std::variant<std::monostate, std::string, std::string_view, file_body, body_stream, upgrade_handler> body_;
 };
 
 }  // namespace ringio::http

@@ -1,0 +1,447 @@
+// SPDX-License-Identifier: Apache-2.0
+// websocket — receiving (frames parsed and unmasked in place, fragments joined,
+// control frames answered), sending (one whole frame at a time under the write lock),
+// and the close handshake.
+#include "ringio/http/websocket.hpp"
+
+#include <openssl/rand.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "client/client_connection.hpp"
+#include "core/sys.hpp"
+#include "ringio/time/timeout.hpp"
+#include "ringio/tls/error.hpp"
+#include "websocket_state.hpp"
+
+namespace ringio::http {
+
+namespace {
+
+using detail::websocket_state;
+using detail::ws_opcode;
+using clock = std::chrono::steady_clock;
+
+constexpr std::size_t initial_buffer = 4096;
+constexpr std::size_t linger_bytes = 1 << 20;  // read and dropped at most, waiting for the peer's end
+
+// Clears a flag when the operation that set it ends, however it ends.
+struct flag_guard {
+  bool& flag;
+  ~flag_guard() { flag = false; }
+};
+
+std::error_code errc(websocket_errc e) noexcept { return make_error_code(e); }
+
+// Codes a close frame may carry (RFC 6455 section 7.4; 1004-1006 and 1015 never travel).
+bool valid_close_code(std::uint16_t code) noexcept {
+  return (code >= 1000 && code <= 1003) || (code >= 1007 && code <= 1014) || (code >= 3000 && code <= 4999);
+}
+
+// Makes room in the receive buffer for `want` bytes from s.begin, and at least one
+// byte to receive into.
+void reserve_input(websocket_state& s, std::size_t want) {
+  if (s.begin == s.end) s.begin = s.end = 0;
+  const std::size_t used = s.end - s.begin;
+  const std::size_t need = std::max(want, used + 1);
+  if (s.capacity - s.begin >= need && s.end < s.capacity) return;
+  if (s.capacity >= need) {
+    std::memmove(s.in.get(), s.in.get() + s.begin, used);
+  } else {
+    std::size_t cap = std::max(s.capacity * 2, initial_buffer);
+    while (cap < need) cap *= 2;
+    auto fresh = std::make_unique_for_overwrite<unsigned char[]>(cap);
+    if (used > 0) std::memcpy(fresh.get(), s.in.get() + s.begin, used);
+    s.in = std::move(fresh);
+    s.capacity = cap;
+  }
+  s.begin = 0;
+  s.end = used;
+}
+
+task<result<std::size_t>> read_some(websocket_state& s, clock::time_point deadline) {
+  mutable_buffer b(s.in.get() + s.end, s.capacity - s.end);
+  if (s.secure != nullptr) {
+    auto n = co_await s.secure->recv(b, deadline);
+    co_return n;
+  }
+  if (deadline == clock::time_point{}) {
+    auto n = co_await s.socket->recv(b);
+    co_return n;
+  }
+  auto n = co_await with_deadline(s.socket->recv(b), deadline);
+  co_return n;
+}
+
+task<result<std::size_t>> write_all(websocket_state& s, const unsigned char* data, std::size_t size) {
+  const clock::time_point deadline = clock::now() + s.opts.send_timeout;
+  const_buffer b(data, size);
+  if (s.secure != nullptr) {
+    auto n = co_await s.secure->send_all(b, deadline);
+    co_return n;
+  }
+  auto n = co_await with_deadline(s.socket->send_all(b), deadline);
+  co_return n;
+}
+
+// Copies one frame into s.out, masked on the client side; its size.
+std::size_t build_frame(websocket_state& s, ws_opcode op, bool fin, std::string_view payload) {
+  const std::size_t need = detail::max_frame_header + payload.size();
+  if (s.out_capacity < need) {
+    s.out_capacity = std::max(need, std::size_t{256});
+    s.out = std::make_unique_for_overwrite<unsigned char[]>(s.out_capacity);
+  }
+  const unsigned char* mask = nullptr;
+  if (s.client) {  // RFC 6455 section 5.3: a fresh unpredictable key for every frame
+    if (s.mask_used + 4 > sizeof(s.mask_pool)) {
+      if (RAND_bytes(s.mask_pool, sizeof(s.mask_pool)) != 1) return 0;
+      s.mask_used = 0;
+    }
+    mask = s.mask_pool + s.mask_used;
+    s.mask_used += 4;
+  }
+  const std::size_t head = detail::encode_frame_header(s.out.get(), op, fin, payload.size(), mask);
+  if (!payload.empty()) std::memcpy(s.out.get() + head, payload.data(), payload.size());
+  if (mask != nullptr) detail::apply_mask(s.out.get() + head, payload.size(), mask);
+  return head + payload.size();
+}
+
+// Sends a message or control frame; data messages over max_send_frame_bytes go as
+// several frames. Everything of one call goes out before another caller's frames.
+task<result<void>> send_frame(websocket_state& s, ws_opcode op, std::string_view payload) {
+  auto lock = co_await s.write_lock.lock();
+  if (!lock) co_return unexpected(lock.error());
+  if (s.close_sent) co_return unexpected(errc(websocket_errc::closed));
+  if (s.write_failed) co_return unexpected(std::make_error_code(std::errc::broken_pipe));
+  if (op == ws_opcode::close) s.close_sent = true;
+  const std::size_t piece = s.opts.max_send_frame_bytes == 0 || detail::is_control(op)
+                                ? payload.size()
+                                : std::min(payload.size(), s.opts.max_send_frame_bytes);
+  std::size_t offset = 0;
+  do {
+    const std::string_view part = payload.substr(offset, piece);
+    const bool fin = offset + part.size() == payload.size();
+    const std::size_t size = build_frame(s, offset == 0 ? op : ws_opcode::continuation, fin, part);
+    if (size == 0) co_return unexpected(std::make_error_code(std::errc::io_error));  // no random mask key
+    auto sent = co_await write_all(s, s.out.get(), size);
+    if (!sent || *sent != size) {
+      s.write_failed = true;  // a frame cut short: nothing may follow it
+      co_return unexpected(sent ? std::make_error_code(std::errc::broken_pipe) : sent.error());
+    }
+    offset += part.size();
+  } while (offset < payload.size());
+  co_return result<void>{};
+}
+
+task<result<void>> send_close_frame(websocket_state& s, std::uint16_t code, std::string_view reason) {
+  unsigned char payload[125];
+  std::size_t size = 0;
+  if (code != websocket::no_status) {
+    payload[0] = static_cast<unsigned char>(code >> 8);
+    payload[1] = static_cast<unsigned char>(code);
+    if (!reason.empty()) std::memcpy(payload + 2, reason.data(), reason.size());
+    size = 2 + reason.size();
+  }
+  auto sent = co_await send_frame(s, ws_opcode::close, {reinterpret_cast<const char*>(payload), size});
+  co_return sent;
+}
+
+// After the close frames: ends our side of the stream, then reads (and drops) until the
+// peer ends its side or `deadline`, so that nothing unread turns our close into a reset
+// that could destroy the close frame on its way.
+task<void> linger(websocket_state& s, clock::time_point deadline) {
+  {
+    auto lock = co_await s.write_lock.lock();
+    if (!lock || s.write_failed) co_return;
+    s.write_failed = true;  // nothing more goes out
+    if (s.secure != nullptr) {
+      auto notified = co_await s.secure->send_close_notify(std::max(deadline - clock::now(), clock::duration(1)));
+      if (!notified) co_return;
+    } else if (::ringio::detail::sys::shutdown(s.socket->native_handle(), SHUT_WR) != 0) {
+      co_return;
+    }
+  }
+  std::size_t dropped = 0;
+  while (dropped < linger_bytes) {
+    s.begin = s.end = 0;
+    reserve_input(s, initial_buffer);
+    auto n = co_await read_some(s, deadline);
+    if (!n || *n == 0) break;
+    dropped += *n;
+  }
+  s.begin = s.end = 0;
+}
+
+// Fails the connection (RFC 6455 section 7.1.7): a close frame with `code`, then the end.
+task<result<websocket_message>> fail(websocket_state& s, std::uint16_t code, websocket_errc why) {
+  s.failed = true;
+  s.close_code = code;
+  if (!s.close_sent) {
+    auto sent = co_await send_close_frame(s, code, {});
+    (void)sent;
+  }
+  co_await linger(s, clock::now() + s.opts.close_timeout);
+  co_return unexpected(errc(why));
+}
+
+task<result<websocket_message>> on_close_frame(websocket_state& s, std::string_view data) {
+  std::uint16_t code = websocket::no_status;
+  std::string_view reason;
+  if (data.size() == 1) co_return co_await fail(s, websocket::protocol_error, websocket_errc::protocol_error);
+  if (data.size() >= 2) {
+    code = static_cast<std::uint16_t>((static_cast<unsigned char>(data[0]) << 8) | static_cast<unsigned char>(data[1]));
+    if (!valid_close_code(code)) co_return co_await fail(s, websocket::protocol_error, websocket_errc::protocol_error);
+    reason = data.substr(2);
+    if (!detail::is_valid_utf8(reason))
+      co_return co_await fail(s, websocket::invalid_payload, websocket_errc::invalid_utf8);
+  }
+  s.close_received = true;
+  s.close_code = code;
+  s.close_reason.assign(reason);
+  if (!s.close_sent) {  // the reply echoes the code (section 5.5.1)
+    auto sent = co_await send_close_frame(s, code, {});
+    (void)sent;
+  }
+  co_await linger(s, clock::now() + s.opts.close_timeout);
+  co_return unexpected(errc(websocket_errc::closed));
+}
+
+websocket_message::kind kind_of(ws_opcode op) noexcept {
+  return op == ws_opcode::text ? websocket_message::kind::text : websocket_message::kind::binary;
+}
+
+// A data frame's payload; true when it completes a message (in `out`).
+enum class data_step { more, message, protocol_error, too_big, bad_utf8 };
+
+data_step take_data_frame(websocket_state& s, const detail::frame_header& h, std::string_view data,
+                          websocket_message& out) {
+  const bool first = h.opcode != ws_opcode::continuation;
+  if (first == s.in_message) return data_step::protocol_error;  // a new message inside one, or a stray continuation
+  if (first && h.fin) {  // a whole message in one frame: delivered from the receive buffer
+    if (data.size() > s.opts.max_message_bytes) return data_step::too_big;
+    if (h.opcode == ws_opcode::text && !detail::is_valid_utf8(data)) return data_step::bad_utf8;
+    out = {kind_of(h.opcode), data};
+    return data_step::message;
+  }
+  if (first) {
+    s.in_message = true;
+    s.message_op = h.opcode;
+    s.message.clear();
+    s.utf8.reset();
+  }
+  if (s.message.size() + data.size() > s.opts.max_message_bytes) return data_step::too_big;
+  s.message.append(data);
+  const bool text = s.message_op == ws_opcode::text;
+  if (text && !s.utf8.feed(reinterpret_cast<const unsigned char*>(data.data()), data.size()))
+    return data_step::bad_utf8;
+  if (!h.fin) return data_step::more;
+  if (text && !s.utf8.complete()) return data_step::bad_utf8;
+  s.in_message = false;
+  s.message_delivered = true;
+  out = {kind_of(s.message_op), s.message};
+  return data_step::message;
+}
+
+// Receives the next message, answering control frames; `hard_deadline` (none: {})
+// bounds it (timed_out).
+task<result<websocket_message>> receive_until(websocket_state& s, clock::time_point hard_deadline) {
+  if (s.close_received || s.failed) co_return unexpected(errc(websocket_errc::closed));
+  if (s.receiving) co_return unexpected(errc(websocket_errc::busy));
+  s.receiving = true;
+  flag_guard receiving{s.receiving};
+  if (s.message_delivered) {
+    s.message.clear();
+    s.message_delivered = false;
+  }
+  for (;;) {
+    detail::frame_header h;
+    // A frame longer than a whole message may be is refused before its payload arrives.
+    const std::size_t limit = std::min(s.opts.max_frame_bytes, s.opts.max_message_bytes);
+    const detail::frame_check check =
+        detail::parse_frame_header(s.in.get() + s.begin, s.end - s.begin, !s.client, limit, h);
+    if (check == detail::frame_check::protocol_error)
+      co_return co_await fail(s, websocket::protocol_error, websocket_errc::protocol_error);
+    if (check == detail::frame_check::too_big)
+      co_return co_await fail(s, websocket::message_too_big, websocket_errc::message_too_big);
+    if (check == detail::frame_check::complete && s.end - s.begin >= h.header_size + h.payload_length) {
+      unsigned char* payload = s.in.get() + s.begin + h.header_size;
+      const auto size = static_cast<std::size_t>(h.payload_length);
+      if (h.masked) detail::apply_mask(payload, size, h.mask);
+      s.begin += h.header_size + size;
+      const std::string_view data(reinterpret_cast<const char*>(payload), size);
+      if (h.opcode == ws_opcode::ping) {
+        if (!s.close_sent) {
+          auto sent = co_await send_frame(s, ws_opcode::pong, data);
+          (void)sent;  // a failed send shows in the next send or receive
+        }
+        continue;
+      }
+      if (h.opcode == ws_opcode::pong) {
+        s.ping_outstanding = false;
+        continue;
+      }
+      if (h.opcode == ws_opcode::close) co_return co_await on_close_frame(s, data);
+      websocket_message m;
+      switch (take_data_frame(s, h, data, m)) {
+        case data_step::more:
+          continue;
+        case data_step::message:
+          co_return m;
+        case data_step::protocol_error:
+          co_return co_await fail(s, websocket::protocol_error, websocket_errc::protocol_error);
+        case data_step::too_big:
+          co_return co_await fail(s, websocket::message_too_big, websocket_errc::message_too_big);
+        case data_step::bad_utf8:
+          co_return co_await fail(s, websocket::invalid_payload, websocket_errc::invalid_utf8);
+      }
+    }
+    const std::size_t want = check == detail::frame_check::complete
+                                 ? static_cast<std::size_t>(h.header_size + h.payload_length)
+                                 : detail::max_frame_header;
+    reserve_input(s, want);
+    clock::time_point deadline = hard_deadline;
+    bool keep_alive_due = false;
+    if (s.opts.ping_interval.count() > 0) {
+      const clock::time_point due =
+          s.ping_outstanding ? s.ping_sent + s.opts.ping_timeout : s.last_input + s.opts.ping_interval;
+      if (deadline == clock::time_point{} || due < deadline) {
+        deadline = due;
+        keep_alive_due = true;
+      }
+    }
+    auto n = co_await read_some(s, deadline);
+    if (!n) {
+      if (n.error() == std::errc::timed_out && keep_alive_due) {
+        if (s.ping_outstanding) {
+          s.failed = true;
+          s.close_code = websocket::abnormal_closure;
+          co_return unexpected(errc(websocket_errc::ping_timeout));
+        }
+        s.ping_outstanding = true;
+        s.ping_sent = clock::now();
+        auto sent = co_await send_frame(s, ws_opcode::ping, {});
+        (void)sent;
+        continue;
+      }
+      if (n.error() == tls::tls_errc::truncated) {
+        s.failed = true;
+        s.close_code = websocket::abnormal_closure;
+        co_return unexpected(errc(websocket_errc::connection_lost));
+      }
+      if (n.error() != std::errc::operation_canceled && n.error() != std::errc::timed_out) {
+        s.failed = true;
+        s.close_code = websocket::abnormal_closure;
+      }
+      co_return unexpected(n.error());
+    }
+    if (*n == 0) {
+      s.failed = true;
+      s.close_code = websocket::abnormal_closure;
+      co_return unexpected(errc(websocket_errc::connection_lost));
+    }
+    s.end += *n;
+    s.last_input = clock::now();
+    s.ping_outstanding = false;
+  }
+}
+
+std::unique_ptr<websocket_state> make_state(bool client, std::string_view received, websocket_options opts,
+                                            std::string subprotocol) {
+  auto s = std::make_unique<websocket_state>();
+  s->client = client;
+  s->opts = opts;
+  s->subprotocol = std::move(subprotocol);
+  s->last_input = clock::now();
+  reserve_input(*s, std::max(received.size(), initial_buffer));
+  if (!received.empty()) std::memcpy(s->in.get(), received.data(), received.size());
+  s->end = received.size();
+  return s;
+}
+
+}  // namespace
+
+websocket::websocket() noexcept = default;
+websocket::websocket(std::unique_ptr<detail::websocket_state> s) noexcept : s_(std::move(s)) {}
+websocket::websocket(websocket&& other) noexcept = default;
+websocket& websocket::operator=(websocket&& other) noexcept = default;
+websocket::~websocket() = default;
+
+websocket websocket::server(upgraded_connection& conn, websocket_options opts, std::string subprotocol) {
+  auto s = make_state(false, conn.received, opts, std::move(subprotocol));
+  s->socket = conn.socket;
+  s->secure = conn.secure;
+  return websocket(std::move(s));
+}
+
+websocket websocket::client(detail::connection_ptr conn, std::string_view received, websocket_options opts,
+                            std::string subprotocol) {
+  auto s = make_state(true, received, opts, std::move(subprotocol));
+  if (conn->secure) {
+    s->secure = &*conn->secure;
+  } else {
+    s->socket = &conn->socket;
+  }
+  s->owned = std::move(conn);
+  return websocket(std::move(s));
+}
+
+task<result<websocket_message>> websocket::receive() {
+  if (!s_) co_return unexpected(std::make_error_code(std::errc::invalid_argument));
+  auto m = co_await receive_until(*s_, {});
+  co_return m;
+}
+
+task<result<void>> websocket::send_text(std::string_view text) {
+  if (!s_ || !detail::is_valid_utf8(text)) co_return unexpected(std::make_error_code(std::errc::invalid_argument));
+  auto sent = co_await send_frame(*s_, ws_opcode::text, text);
+  co_return sent;
+}
+
+task<result<void>> websocket::send_binary(std::string_view data) {
+  if (!s_) co_return unexpected(std::make_error_code(std::errc::invalid_argument));
+  auto sent = co_await send_frame(*s_, ws_opcode::binary, data);
+  co_return sent;
+}
+
+task<result<void>> websocket::ping(std::string_view payload) {
+  if (!s_ || payload.size() > 125) co_return unexpected(std::make_error_code(std::errc::invalid_argument));
+  auto sent = co_await send_frame(*s_, ws_opcode::ping, payload);
+  co_return sent;
+}
+
+task<result<void>> websocket::close(std::uint16_t code, std::string_view reason) {
+  if (!s_ || !valid_close_code(code) || reason.size() > 123 || !detail::is_valid_utf8(reason))
+    co_return unexpected(std::make_error_code(std::errc::invalid_argument));
+  websocket_state& s = *s_;
+  if (s.close_received || s.failed) co_return unexpected(errc(websocket_errc::closed));
+  auto sent = co_await send_close_frame(s, code, reason);
+  if (!sent) co_return sent;
+  if (s.receiving) co_return result<void>{};  // that receive sees the answer
+  const clock::time_point deadline = clock::now() + s.opts.close_timeout;
+  for (;;) {
+    auto m = co_await receive_until(s, deadline);
+    if (m) continue;  // a message sent before the peer saw our close: dropped
+    if (m.error() == websocket_errc::closed) co_return result<void>{};
+    co_return unexpected(m.error());
+  }
+}
+
+bool websocket::is_open() const noexcept {
+  return s_ != nullptr && !s_->close_sent && !s_->close_received && !s_->failed && !s_->write_failed;
+}
+
+std::uint16_t websocket::close_code() const noexcept { return s_ != nullptr ? s_->close_code : 0; }
+
+std::string_view websocket::close_reason() const noexcept {
+  return s_ != nullptr ? std::string_view(s_->close_reason) : std::string_view();
+}
+
+std::string_view websocket::subprotocol() const noexcept {
+  return s_ != nullptr ? std::string_view(s_->subprotocol) : std::string_view();
+}
+
+const websocket_options& websocket::options() const noexcept { return s_->opts; }
+
+}  // namespace ringio::http

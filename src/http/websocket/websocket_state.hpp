@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: Apache-2.0
+// websocket_state — everything a websocket holds: its byte stream (plain or TLS,
+// borrowed from the server's connection or owning a client connection), the receive
+// buffer frames are parsed and unmasked in, the buffer joined fragments go to, the
+// send buffer frames are built in, and where the close handshake stands.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "frame_header.hpp"
+#include "ringio/http/response_stream.hpp"
+#include "ringio/http/websocket_options.hpp"
+#include "ringio/net/stream_socket.hpp"
+#include "ringio/sync/mutex.hpp"
+#include "ringio/tls/stream.hpp"
+#include "utf8_validator.hpp"
+
+namespace ringio::http::detail {
+
+struct websocket_state {
+  // The stream: exactly one of socket and secure; `owned` holds it on the client side.
+  stream_socket* socket = nullptr;
+  tls::stream* secure = nullptr;
+  connection_ptr owned;
+  bool client = false;
+  websocket_options opts;
+  std::string subprotocol;
+
+  // Receiving: unparsed bytes are in[begin, end).
+  std::unique_ptr<unsigned char[]> in;
+  std::size_t capacity = 0;
+  std::size_t begin = 0;
+  std::size_t end = 0;
+  std::string message;  // a fragmented message being joined
+  ws_opcode message_op = ws_opcode::continuation;
+  bool in_message = false;
+  bool message_delivered = false;  // `message` was returned: cleared by the next receive
+  utf8_validator utf8;
+  bool receiving = false;
+  std::chrono::steady_clock::time_point last_input;
+  bool ping_outstanding = false;
+  std::chrono::steady_clock::time_point ping_sent;
+
+  // Sending: one frame at a time, built in out.
+  mutex write_lock;
+  std::unique_ptr<unsigned char[]> out;
+  std::size_t out_capacity = 0;
+  bool write_failed = false;
+  bool close_sent = false;
+  unsigned char mask_pool[64] = {};  // random mask keys (client), refilled when used up
+  std::size_t mask_used = sizeof(mask_pool);
+
+  // Closing.
+  bool close_received = false;
+  bool failed = false;  // a protocol violation, a lost connection
+  std::uint16_t close_code = 0;
+  std::string close_reason;
+};
+
+}  // namespace ringio::http::detail
