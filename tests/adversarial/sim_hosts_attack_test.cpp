@@ -8,7 +8,11 @@
 
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <csignal>
+#include <cstdlib>
 
 #include <array>
 #include <iostream>
@@ -159,7 +163,8 @@ TEST(SimHostsAttack, SameSeedSameTraceAndObservations) {
     EXPECT_EQ(a.log, b.log) << "seed " << seed;
     EXPECT_EQ(a.elapsed, b.elapsed) << "seed " << seed;
     EXPECT_EQ(a.open, 0u);
-    EXPECT_EQ(a.deadlocks, 0u) << "seed " << seed << "\n" << a.log << a.trace;
+    EXPECT_EQ(a.deadlocks, b.deadlocks) << "seed " << seed;
+    // (deadlocks is not 0 in some seeds: see ChannelBackPressureAcrossHostsIsNotADeadlock)
   }
 }
 
@@ -752,7 +757,8 @@ TEST(SimHostsAttack, HttpAcrossHosts) {
 }
 
 // Fibers inside hosts: each host runs fibers that block on sockets and sleeps; the stack
-// switches between hosts and fibers must stay consistent.
+// switches between hosts and fibers must stay consistent. (The fiber task is bound to a
+// local before co_await: see GccFiberTemporaryWithStringCapture for the other form.)
 TEST(SimHostsAttack, FibersInsideHosts) {
   for (std::uint64_t seed = 1; seed <= 20; ++seed) {
     sim::world w(seed, sim::hostile());
@@ -760,12 +766,13 @@ TEST(SimHostsAttack, FibersInsideHosts) {
     w.add_host("server", addr("10.0.0.1"), [](io_context&) { return serve_echo_on(addr("0.0.0.0", 80)); });
     for (int c = 0; c < 3; ++c) {
       std::string name = "f" + std::to_string(c);
-      w.add_client(name, addr(("10.0.0." + std::to_string(10 + c)).c_str()), [out, name](io_context&) -> task<void> {
-        co_await fiber([out, name] {
+      w.add_client(name, addr(("10.0.0." + std::to_string(10 + c)).c_str()), [out, name](io_context& ctx) -> task<void> {
+        auto t = fiber([out, name, &ctx] {
           std::string all;
           for (int i = 0; i < 3; ++i) {
             auto r = this_fiber::await(sleep_for(std::chrono::microseconds(300 * (i + 1))));
             (void)r;
+            if (io_context::current() != &ctx) all += "[WRONG CONTEXT]";
             auto s = this_fiber::await(with_timeout(stream_socket::connect(addr("10.0.0.1", 80)), 2s));
             if (!s) {
               all += "[connect " + s.error().message() + "]";
@@ -773,10 +780,13 @@ TEST(SimHostsAttack, FibersInsideHosts) {
             }
             std::string msg(200 + i, 'q');
             auto o = this_fiber::await(ringio_test::echo_exchange(*s, msg));
-            all += o.got ? (*o.got == msg ? "[ok]" : "[WRONG]") : "[err]";
+            // a send that failed (reset) may leave the reader a clean EOF, as on Linux
+            if (o.got) all += *o.got == msg ? "[ok]" : (o.sent ? "[WRONG]" : "[prefix]");
+            else all += "[err]";
           }
           (*out)[name] = all;
         });
+        co_await std::move(t);
       });
     }
     w.run();
@@ -784,6 +794,39 @@ TEST(SimHostsAttack, FibersInsideHosts) {
     for (auto& [k, v] : *out) EXPECT_EQ(v.find("WRONG"), std::string::npos) << seed << " " << k << " " << v;
     EXPECT_EQ(w.open_sockets(), 0u) << seed;
   }
+}
+
+// docs/fibers.md: "a task awaits a fiber's result with co_await fiber(fn)". With GCC 12.2
+// (the toolchain docs/toolchain.md names) a Release build frees an invalid pointer when fn
+// captures a std::string by value and the fiber task is a temporary of the co_await;
+// clang-16 is fine. Run in a child process so the crash is a failure, not the end of
+// the binary.
+TEST(SimHostsAttack, GccFiberTemporaryWithStringCapture) {
+  EXPECT_EXIT(
+      {
+        io_context ctx({.backend = backend_kind::epoll});
+        auto n = sync_wait(ctx, []() -> task<std::size_t> {
+          std::size_t size = 0;
+          std::string name = "abc";
+          size = co_await fiber([name] { return name.size(); });
+          co_return size;
+        }());
+        std::_Exit(n == 3 ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+  // The same inside a host of a world.
+  EXPECT_EXIT(
+      {
+        sim::world w(1, sim::calm());
+        auto got = std::make_shared<std::size_t>(0);
+        w.add_client("f", addr("10.0.0.1"), [got](io_context&) -> task<void> {
+          std::string name = "abcd";
+          *got = co_await fiber([name] { return name.size(); });
+        });
+        w.run();
+        std::_Exit(*got == 4 ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
 }
 
 // A fiber on a server host that is stopped (the clients are done) unwinds.
@@ -1285,6 +1328,428 @@ TEST(SimHostsAttack, SocketDeadlockAcrossHostsIsCounted) {
   EXPECT_GE(w.deadlocks(), 1u) << ::testing::PrintToString(*out);
   EXPECT_EQ(out->size(), 2u) << ::testing::PrintToString(*out);
   EXPECT_EQ(w.open_sockets(), 0u);
+}
+
+// ---------------------------------------------------------------------------------------
+// Batch 2
+// ---------------------------------------------------------------------------------------
+
+// Sync primitives ("single-loop: tasks of one io_context's thread" — every host runs on
+// the world's thread) shared between hosts: a waiter released by another host must go on
+// running as a task of its own host (its io_context, its address), not the releaser's.
+template <class Acquire, class Release>
+void shared_primitive_case(const char* what, Acquire acquire, Release release) {
+  sim::world w(40, sim::calm());
+  auto log = std::make_shared<std::vector<std::string>>();
+  w.add_client("waiter", addr("10.0.0.2"), [log, acquire, what](io_context& ctx) -> task<void> {
+    co_await acquire();
+    log->push_back(std::string(what) + " waiter on own context " + std::to_string(io_context::current() == &ctx));
+    auto l = stream_listener::bind(addr("0.0.0.0", 0));
+    log->push_back(std::string(what) + " waiter bound " + (l ? l->local_address()->with_port(0).to_string() : l.error().message()));
+    auto r = co_await sleep_for(1ms);
+    log->push_back(std::string(what) + " waiter after sleep " + d(r) + " on own context " +
+                   std::to_string(io_context::current() == &ctx));
+  });
+  w.add_host("releaser", addr("10.0.0.1"), [release](io_context&) -> task<void> {
+    (void)co_await sleep_for(5ms);
+    release();
+    (void)co_await sleep_for(1h);
+  });
+  w.run();
+  std::vector<std::string> expect{std::string(what) + " waiter on own context 1", std::string(what) + " waiter bound 10.0.0.2:0",
+                                  std::string(what) + " waiter after sleep ok on own context 1"};
+  EXPECT_EQ(*log, expect);
+  EXPECT_LT(w.elapsed(), 1h);
+  EXPECT_EQ(w.open_sockets(), 0u);
+}
+
+TEST(SimHostsAttack, MutexSharedBetweenHosts) {
+  auto m = std::make_shared<ringio::mutex>();
+  auto held = std::make_shared<scoped_lock>();
+  // taken before run: the waiter queues; the releaser host unlocks
+  ASSERT_TRUE(m->try_lock());
+  shared_primitive_case(
+      "mutex", [m]() -> task<void> { auto g = co_await m->lock(); if (g) g->unlock(); },
+      [m] { m->unlock(); });
+}
+
+TEST(SimHostsAttack, SemaphoreSharedBetweenHosts) {
+  auto s = std::make_shared<semaphore>(0);
+  shared_primitive_case(
+      "semaphore", [s]() -> task<void> { (void)co_await s->acquire(); }, [s] { s->release(); });
+}
+
+TEST(SimHostsAttack, WaitGroupSharedBetweenHosts) {
+  auto g = std::make_shared<wait_group>();
+  g->add(1);
+  shared_primitive_case(
+      "wait_group", [g]() -> task<void> { (void)co_await g->wait(); }, [g] { g->done(); });
+}
+
+TEST(SimHostsAttack, EventSharedBetweenHostsResumesOnWaitersHost) {
+  auto e = std::make_shared<event>();
+  shared_primitive_case(
+      "event", [e]() -> task<void> { (void)co_await e->wait(); }, [e] { e->set(); });
+}
+
+TEST(SimHostsAttack, ChannelReceiverResumesOnItsHost) {
+  auto ch = std::make_shared<channel<int>>(1);
+  shared_primitive_case(
+      "channel", [ch]() -> task<void> { (void)co_await ch->receive(); }, [ch] { (void)ch->try_send(1); });
+}
+
+// A partition in the middle of a stream: the bytes wait and arrive, in order, after heal.
+TEST(SimHostsAttack, PartitionMidStreamThenHeal) {
+  for (std::uint64_t seed = 1; seed <= 10; ++seed) {
+    auto faults = sim::calm();
+    faults.bandwidth_bytes_per_second = 1'000'000;  // 100 KB take 100 ms each way
+    sim::world w(seed, faults);
+    auto out = std::make_shared<std::string>();
+    std::string data(100000, 'x');
+    for (std::size_t i = 0; i < data.size(); ++i) data[i] = char('a' + (i * 7) % 26);
+    w.add_host("server", addr("10.0.0.1"), [](io_context&) { return serve_echo_on(addr("0.0.0.0", 80)); });
+    w.add_host("chaos", addr("10.0.0.9"), [&w](io_context&) -> task<void> {
+      (void)co_await sleep_for(2ms);
+      w.partition(addr("10.0.0.1"), addr("10.0.0.2"));
+      (void)co_await sleep_for(10s);
+      w.heal(addr("10.0.0.2"), addr("10.0.0.1"));  // the other order
+    });
+    w.add_client("client", addr("10.0.0.2"), [out, data](io_context&) -> task<void> {
+      auto s = co_await with_timeout(stream_socket::connect(addr("10.0.0.1", 80)), 1s);
+      if (!s) throw std::runtime_error("connect");
+      auto o = co_await with_timeout(ringio_test::echo_exchange(*s, data), 60s);
+      if (!o) *out = o.error().message();
+      else *out = o->got ? (*o->got == data ? "exact" : "WRONG") : o->got.error().message();
+    });
+    w.run();
+    EXPECT_EQ(*out, "exact") << seed;
+    EXPECT_GE(w.elapsed(), 10s) << seed;
+    EXPECT_LT(w.elapsed(), 11s) << seed;
+    EXPECT_EQ(w.open_sockets(), 0u) << seed;
+  }
+}
+
+// A client program that returns while a task it spawned on its context still holds a
+// socket, and a server whose spawned task holds the other end: both cancelled, nothing
+// leaks.
+TEST(SimHostsAttack, ProgramReturnsWhileSpawnedTasksHoldSockets) {
+  sim::world w(41, sim::calm());
+  auto canceled = std::make_shared<int>(0);
+  w.add_host("server", addr("10.0.0.1"), [canceled](io_context& ctx) -> task<void> {
+    auto l = std::make_shared<stream_listener>(*stream_listener::bind(addr("0.0.0.0", 80)));
+    ctx.spawn([](std::shared_ptr<stream_listener> l, std::shared_ptr<int> canceled) -> task<void> {
+      auto c = co_await l->accept();
+      if (!c) co_return;
+      char b[1];
+      auto r = co_await c->recv(mutable_buffer(b, 1));
+      if (!r && r.error() == std::errc::operation_canceled) ++*canceled;
+    }(l, canceled));
+    (void)co_await sleep_for(1h);  // stopped when the client is done
+  });
+  w.add_client("client", addr("10.0.0.2"), [canceled](io_context& ctx) -> task<void> {
+    auto s = co_await with_timeout(stream_socket::connect(addr("10.0.0.1", 80)), 1s);
+    if (!s) throw std::runtime_error("connect " + s.error().message());
+    ctx.spawn([](stream_socket s, std::shared_ptr<int> canceled) -> task<void> {
+      char b[1];
+      auto r = co_await s.recv(mutable_buffer(b, 1));
+      if (!r && r.error() == std::errc::operation_canceled) ++*canceled;
+    }(std::move(*s), canceled));
+    (void)co_await sleep_for(1ms);
+  });
+  w.run();
+  EXPECT_EQ(w.open_sockets(), 0u);
+  EXPECT_EQ(*canceled, 2);
+}
+
+// A server that shields its work from the stop (a scope with an empty parent token)
+// and sleeps an hour: run() waits for it, in virtual time.
+TEST(SimHostsAttack, ServerThatIgnoresStopIsWaitedFor) {
+  sim::world w(42, sim::calm());
+  auto done = std::make_shared<bool>(false);
+  w.add_host("server", addr("10.0.0.1"), [done](io_context&) -> task<void> {
+    scope shielded{std::stop_token{}};
+    shielded.spawn([](std::shared_ptr<bool> done) -> task<void> {
+      auto r = co_await sleep_for(1h);
+      *done = bool(r);
+    }(done));
+    co_await shielded.join();
+  });
+  w.add_client("client", addr("10.0.0.2"), [](io_context&) -> task<void> { co_return; });
+  auto t0 = std::chrono::steady_clock::now();
+  w.run();
+  EXPECT_TRUE(*done);
+  EXPECT_GE(w.elapsed(), 1h);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 10s);
+}
+
+// A server that, once stopped, waits on an event nobody sets, shielded from the stop:
+// nothing can ever happen. docs: the waits fail with operation_canceled; if that leaves
+// them waiting they are stopped; a host that still never finishes ends the program with
+// a message. What must not happen is a hang.
+TEST(SimHostsAttack, HostThatNeverFinishesDoesNotHang) {
+  EXPECT_EXIT(
+      {
+        alarm(20);
+        sim::world w(43, sim::calm());
+        auto ev = std::make_shared<event>();
+        w.add_host("server", addr("10.0.0.1"), [ev](io_context&) -> task<void> {
+          scope shielded{std::stop_token{}};
+          shielded.spawn([](std::shared_ptr<event> ev) -> task<void> {
+            for (;;) (void)co_await ev->wait();  // retries forever whatever happens
+          }(ev));
+          co_await shielded.join();
+        });
+        w.add_client("client", addr("10.0.0.2"), [](io_context&) -> task<void> { co_return; });
+        w.run();
+        std::_Exit(0);
+      },
+      [](int st) { return !(WIFSIGNALED(st) && WTERMSIG(st) == SIGALRM); }, "");
+}
+
+// IPv6 hosts: wildcard [::] on a host is the host's IPv6 address.
+TEST(SimHostsAttack, Ipv6Hosts) {
+  sim::world w(44, sim::calm());
+  auto log = std::make_shared<std::vector<std::string>>();
+  w.add_host("server", addr("fd00::1"), [log](io_context&) -> task<void> {
+    auto l = stream_listener::bind(addr("::", 80));
+    if (!l) throw std::runtime_error("bind " + l.error().message());
+    auto c = co_await l->accept();
+    if (!c) co_return;
+    log->push_back("server local " + c->local_address()->to_string());
+    log->push_back("server peer ip " + c->peer_address()->with_port(0).to_string());
+    char b[1];
+    (void)co_await c->recv(mutable_buffer(b, 1));
+  });
+  w.add_client("client", addr("fd00::2"), [log](io_context&) -> task<void> {
+    (void)co_await sleep_for(1ms);
+    auto s = co_await with_timeout(stream_socket::connect(addr("fd00::1", 80)), 1s);
+    if (!s) {
+      log->push_back("connect " + s.error().message());
+      co_return;
+    }
+    log->push_back("client local ip " + s->local_address()->with_port(0).to_string());
+    auto s2 = co_await with_timeout(stream_socket::connect(addr("::1", 80)), 1s);
+    log->push_back("client ::1 " + d(s2));
+  });
+  w.run();
+  std::set<std::string> got(log->begin(), log->end());
+  EXPECT_TRUE(got.count("server local [fd00::1]:80")) << ::testing::PrintToString(*log);
+  EXPECT_TRUE(got.count("server peer ip [fd00::2]:0")) << ::testing::PrintToString(*log);
+  EXPECT_TRUE(got.count("client local ip [fd00::2]:0")) << ::testing::PrintToString(*log);
+  EXPECT_TRUE(got.count("client ::1 " + std::make_error_code(std::errc::connection_refused).message()))
+      << ::testing::PrintToString(*log);
+  EXPECT_EQ(w.open_sockets(), 0u);
+}
+
+// docs/simulation.md, "What it does not model": "Outside add_host(), hosts are addresses:
+// a program on the world's own thread may bind any address, and its sockets share one
+// port space" -- so inside add_host() a host is a machine with its own address and its
+// own ports. A host that binds another host's explicit address must not take that
+// host's port (Linux: EADDRNOTAVAIL for an address that is not local) nor its traffic.
+TEST(SimHostsAttack, BindingAnotherHostsAddress) {
+  sim::world w(45, sim::calm());
+  auto log = std::make_shared<std::map<std::string, std::string>>();
+  w.add_host("real", addr("10.0.0.1"), [log](io_context&) -> task<void> {
+    auto l = stream_listener::bind(addr("0.0.0.0", 80));
+    (*log)["real bind"] = d(l);
+    if (!l) co_return;
+    auto c = co_await l->accept();
+    if (c) (void)co_await c->send_all(cb("real"));
+  });
+  w.add_host("thief", addr("10.0.0.3"), [log](io_context&) -> task<void> {
+    auto l = stream_listener::bind(addr("10.0.0.1", 80));
+    (*log)["thief bind"] = d(l);
+    if (!l) co_return;
+    auto c = co_await l->accept();
+    if (c) (void)co_await c->send_all(cb("thief"));
+  });
+  w.add_client("client", addr("10.0.0.2"), [log](io_context&) -> task<void> {
+    (void)co_await sleep_for(1ms);
+    auto s = co_await with_timeout(stream_socket::connect(addr("10.0.0.1", 80)), 1s);
+    if (!s) {
+      (*log)["client"] = s.error().message();
+      co_return;
+    }
+    char b[16];
+    auto n = co_await with_timeout(s->recv(mutable_buffer(b, sizeof b)), 1s);
+    (*log)["client"] = n ? std::string(b, *n) : n.error().message();
+  });
+  w.run();
+  EXPECT_EQ((*log)["real bind"], "ok") << ::testing::PrintToString(*log);
+  EXPECT_EQ((*log)["client"], "real") << ::testing::PrintToString(*log);
+  EXPECT_EQ(w.open_sockets(), 0u);
+}
+
+// UDP on the kernel and in a world: sizes at the IPv4 limit, a zero-length buffer,
+// send_to on a connected socket, recv on an unbound socket, 127.0.0.2.
+TEST(SimUdpAttack, LimitsAndOddCalls) {
+  udp_prog p = []() -> task<std::string> {
+    std::ostringstream os;
+    auto a = udp_socket::bind(addr("127.0.0.1", 0));
+    auto b = udp_socket::bind(addr("127.0.0.1", 0));
+    auto bto = *b->local_address();
+    std::string big(65507, 'B'), too_big(65508, 'T');
+    auto r1 = co_await a->send_to(cb(big), bto);
+    os << "65507 " << (r1 ? std::to_string(*r1) : r1.error().message()) << "\n";
+    auto r2 = co_await a->send_to(cb(too_big), bto);
+    os << "65508 " << (r2 ? std::to_string(*r2) : r2.error().message()) << "\n";
+    std::vector<char> buf(70000);
+    auto g = co_await with_timeout(b->recv_from(mutable_buffer(buf.data(), buf.size())), 200ms);
+    os << "got " << (g ? std::to_string(g->size) + " trunc " + std::to_string(g->truncated) : g.error().message()) << "\n";
+    // zero-length buffer
+    (void)co_await a->send_to(cb("abc"), bto);
+    char none[1];
+    auto z = co_await with_timeout(b->recv_from(mutable_buffer(none, 0)), 200ms);
+    os << "zero buf " << (z ? std::to_string(z->size) + " trunc " + std::to_string(z->truncated) : z.error().message()) << "\n";
+    os << "after zero buf " << co_await recv_text(*b, 64, 50ms) << "\n";
+    // a connected socket may still send_to another address
+    auto c = udp_socket::bind(addr("127.0.0.1", 0));
+    os << "connect " << d(a->connect(*c->local_address())) << "\n";
+    auto st = co_await a->send_to(cb("other"), bto);
+    os << "send_to on connected " << d(st) << "\n";
+    os << "b " << co_await recv_text(*b, 64, 100ms) << "\n";
+    // an unbound socket receives nothing
+    auto u = udp_socket::open(addr("127.0.0.1", 0));
+    os << "unbound " << co_await recv_text(*u, 64, 50ms) << "\n";
+    // 127.0.0.2 and 127.0.0.1 on one port
+    auto p1 = udp_socket::bind(addr("127.0.0.1", 0));
+    auto port = p1->local_address()->port();
+    auto p2 = udp_socket::bind(addr("127.0.0.2", port));
+    os << "127.0.0.2 same port " << d(p2) << "\n";
+    if (p2) {
+      (void)co_await a->send_to(cb("to2"), addr("127.0.0.2", port));
+      os << "p2 " << co_await recv_text(*p2, 64, 100ms) << "\n";
+      os << "p1 " << co_await recv_text(*p1, 64, 50ms) << "\n";
+    }
+    co_return os.str();
+  };
+  EXPECT_SAME_AS_KERNEL(p);
+}
+
+// Connected UDP: the refused error arrives on a recv that is already waiting.
+TEST(SimUdpAttack, RefusedWakesAWaitingRecv) {
+  udp_prog p = []() -> task<std::string> {
+    std::ostringstream os;
+    std::uint16_t dead_port;
+    {
+      auto t = udp_socket::bind(addr("127.0.0.1", 0));
+      dead_port = t->local_address()->port();
+    }
+    auto a = udp_socket::bind(addr("127.0.0.1", 0));
+    (void)a->connect(addr("127.0.0.1", dead_port));
+    scope sc;
+    auto res = std::make_shared<std::string>("unset");
+    sc.spawn([](udp_socket& a, std::shared_ptr<std::string> res) -> task<void> {
+      std::array<char, 8> buf;
+      auto r = co_await with_timeout(a.recv(mutable_buffer(buf.data(), buf.size())), 300ms);
+      *res = d(r);
+    }(*a, res));
+    (void)co_await sleep_for(5ms);
+    auto s = co_await a->send(cb("x"));
+    os << "send " << d(s) << "\n";
+    co_await sc.join();
+    os << "waiting recv " << *res << "\n";
+    co_return os.str();
+  };
+  EXPECT_SAME_AS_KERNEL(p);
+}
+
+// UDP between hosts: a connected socket on one host, a reply from another host's
+// address is filtered; a reply from the connected peer gets through; sending to a port
+// nobody holds on another host makes the connected socket hear ECONNREFUSED.
+TEST(SimUdpAttack, ConnectedAcrossHosts) {
+  sim::world w(46, sim::calm());
+  auto log = std::make_shared<std::vector<std::string>>();
+  w.add_host("peer", addr("10.0.0.1"), [](io_context&) -> task<void> {
+    auto u = udp_socket::bind(addr("0.0.0.0", 7000));
+    for (;;) {
+      std::array<char, 64> buf;
+      auto r = co_await u->recv_from(mutable_buffer(buf.data(), buf.size()));
+      if (!r) break;
+      (void)co_await u->send_to(const_buffer(buf.data(), r->size), r->from);
+    }
+  });
+  w.add_host("stranger", addr("10.0.0.3"), [](io_context&) -> task<void> {
+    auto u = udp_socket::bind(addr("0.0.0.0", 0));
+    for (int i = 0; i < 5; ++i) {
+      (void)co_await sleep_for(1ms);
+      (void)co_await u->send_to(cb("stranger"), addr("10.0.0.2", 7001));
+    }
+  });
+  w.add_client("me", addr("10.0.0.2"), [log](io_context&) -> task<void> {
+    auto u = udp_socket::bind(addr("0.0.0.0", 7001));
+    (void)u->connect(addr("10.0.0.1", 7000));
+    (void)co_await u->send(cb("echo me"));
+    for (int i = 0; i < 3; ++i) {
+      std::array<char, 64> buf;
+      auto r = co_await with_timeout(u->recv(mutable_buffer(buf.data(), buf.size())), 10ms);
+      log->push_back(r ? std::string(buf.data(), *r) : r.error().message());
+    }
+    auto v = udp_socket::bind(addr("0.0.0.0", 0));
+    (void)v->connect(addr("10.0.0.1", 9999));
+    (void)co_await v->send(cb("nobody"));
+    std::array<char, 8> buf;
+    auto r = co_await with_timeout(v->recv(mutable_buffer(buf.data(), buf.size())), 10ms);
+    log->push_back("dead port: " + d(r));
+  });
+  w.run();
+  std::vector<std::string> expect{"echo me", std::make_error_code(std::errc::timed_out).message(),
+                                  std::make_error_code(std::errc::timed_out).message(),
+                                  "dead port: " + std::make_error_code(std::errc::connection_refused).message()};
+  EXPECT_EQ(*log, expect);
+  EXPECT_EQ(w.open_sockets(), 0u);
+}
+
+// Many hosts exchanging datagrams (hostile): deterministic, nothing leaked.
+std::pair<std::uint64_t, std::string> udp_swarm(std::uint64_t seed) {
+  sim::world w(seed, sim::hostile());
+  auto got = std::make_shared<std::map<std::string, int>>();
+  constexpr int n = 40;
+  for (int h = 0; h < n; ++h) {
+    std::string ip = "10.3.0." + std::to_string(h + 1);
+    w.add_client("u" + std::to_string(h), addr(ip.c_str()), [got, h](io_context&) -> task<void> {
+      auto u = udp_socket::bind(addr("0.0.0.0", 4000));
+      if (!u) throw std::runtime_error("bind " + u.error().message());
+      scope sc;
+      sc.spawn([](udp_socket& u, std::shared_ptr<std::map<std::string, int>> got, int h) -> task<void> {
+        for (;;) {
+          std::array<char, 64> buf;
+          auto r = co_await u.recv_from(mutable_buffer(buf.data(), buf.size()));
+          if (!r) break;
+          std::string m(buf.data(), r->size);
+          if (m.find(" from " + r->from.with_port(0).to_string()) == std::string::npos) (*got)["BAD " + m]++;
+          (*got)[std::to_string(h)]++;
+        }
+      }(*u, got, h));
+      for (int k = 0; k < 10; ++k) {
+        int to = (h + 1 + k) % n;
+        std::string m = "x from 10.3.0." + std::to_string(h + 1) + ":0";
+        (void)co_await u->send_to(cb(m), addr(("10.3.0." + std::to_string(to + 1)).c_str(), 4000));
+        (void)co_await sleep_for(std::chrono::microseconds(100));
+      }
+      (void)co_await sleep_for(20ms);
+      sc.request_stop();
+      co_await sc.join();
+    });
+  }
+  w.run();
+  std::ostringstream os;
+  int total = 0;
+  for (auto& [k, v] : *got) {
+    if (k.rfind("BAD", 0) == 0) os << k << "\n";
+    total += v;
+  }
+  os << "total " << total << " open " << w.open_sockets();
+  return {w.trace_hash(), os.str()};
+}
+
+TEST(SimUdpAttack, SwarmOfHostsDeterministic) {
+  auto a = udp_swarm(5);
+  auto b = udp_swarm(5);
+  EXPECT_EQ(a.first, b.first);
+  EXPECT_EQ(a.second, b.second);
+  EXPECT_EQ(a.second.find("BAD"), std::string::npos) << a.second;
+  EXPECT_NE(a.second.find(" open 0"), std::string::npos) << a.second;
 }
 
 }  // namespace
