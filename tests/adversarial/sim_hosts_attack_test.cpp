@@ -1752,4 +1752,234 @@ TEST(SimUdpAttack, SwarmOfHostsDeterministic) {
   EXPECT_NE(a.second.find(" open 0"), std::string::npos) << a.second;
 }
 
+// ---------------------------------------------------------------------------------------
+// Batch 3
+// ---------------------------------------------------------------------------------------
+
+// A host's program runs "on its own stack". Ordinary synchronous code that fits a
+// thread's default stack (8 MiB on Linux) -- here a helper with a 512 KiB local buffer,
+// as a parser or a compressor might have -- must not overflow it.
+[[gnu::noinline]] std::size_t use_stack(std::size_t kib) {
+  std::vector<volatile char*> dummy;
+  volatile char buf[512 * 1024];
+  for (std::size_t i = 0; i < std::min<std::size_t>(kib * 1024, sizeof buf); i += 512) buf[i] = char(i);
+  std::size_t sum = 0;
+  for (std::size_t i = 0; i < std::min<std::size_t>(kib * 1024, sizeof buf); i += 4096) sum += static_cast<unsigned char>(buf[i]);
+  return sum + kib;
+}
+
+TEST(SimHostsAttack, HostStackFitsOrdinaryCode) {
+  EXPECT_EXIT(
+      {
+        sim::world w(50, sim::calm());
+        auto sum = std::make_shared<std::size_t>(0);
+        w.add_client("deep", addr("10.0.0.1"), [sum](io_context&) -> task<void> {
+          (void)co_await sleep_for(1ms);
+          *sum = use_stack(512);
+        });
+        w.run();
+        std::_Exit(*sum != 0 ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
+// run_seeds with hosts: the determinism check holds and a failing host names its seed.
+TEST(SimHostsAttack, RunSeedsWithHosts) {
+  sim::seeds_options opts;
+  opts.count = 100;
+  opts.faults = sim::hostile();
+  auto summary = sim::run_seeds(opts, [](sim::world& w) {
+    auto ch = std::make_shared<channel<std::string>>(8);
+    w.add_host("server", addr("10.0.0.1"), [](io_context&) -> task<void> {
+      for (int attempt = 0;; ++attempt) {  // socket() may meet EMFILE in a hostile world
+        auto l = stream_listener::bind(addr("0.0.0.0", 80));
+        if (l) {
+          co_await echo_server(*l);
+          co_return;
+        }
+        if (attempt == 20) throw std::runtime_error("bind: " + l.error().message());
+        auto r = co_await sleep_for(10us);
+        if (!r) co_return;
+      }
+    });
+    w.add_client("a", addr("10.0.0.2"), [ch](io_context&) -> task<void> {
+      for (int i = 0; i < 3; ++i) {
+        auto s = co_await with_timeout(stream_socket::connect(addr("10.0.0.1", 80)), 2s);
+        if (!s) continue;
+        auto o = co_await with_timeout(ringio_test::echo_exchange(*s, std::string(3000, 'a')), 10s);
+        if (o && o->got && o->sent && *o->got != std::string(3000, 'a')) throw std::runtime_error("wrong echo");
+        // (bound first: GCC 12.2 destroys a ?: temporary in a co_await operand twice)
+        std::string v = o && o->got ? *o->got : std::string("err");
+        (void)co_await ch->send(std::move(v));
+      }
+      ch->close();
+    });
+    w.add_client("b", addr("10.0.0.3"), [ch](io_context&) -> task<void> {
+      for (;;) {
+        auto v = co_await ch->receive();
+        if (!v) break;
+      }
+    });
+    w.run();
+    if (w.open_sockets() != 0) throw std::runtime_error("leaked");
+  });
+  EXPECT_FALSE(summary.failure) << *summary.failure;
+  EXPECT_TRUE(summary.deterministic);
+  EXPECT_EQ(summary.worlds, 100u);
+
+  sim::seeds_options o2;
+  o2.count = 50;
+  o2.first_seed = 1000;
+  auto s2 = sim::run_seeds(o2, [](sim::world& w) {
+    w.add_client("x", addr("10.0.0.2"), [&w](io_context&) -> task<void> {
+      (void)co_await sleep_for(1ms);
+      if (w.seed() == 1007) throw std::runtime_error("seed 1007 fails");
+    });
+    w.run();
+  });
+  ASSERT_TRUE(s2.failure);
+  EXPECT_EQ(s2.failure->seed, 1007u);
+  EXPECT_EQ(s2.failure->what, "seed 1007 fails");
+}
+
+// Hundreds of small hosts: each a client that sleeps and pings a server.
+TEST(SimHostsAttack, FiveHundredHosts) {
+  sim::world w(51, sim::calm());
+  auto ok = std::make_shared<int>(0);
+  w.add_host("server", addr("10.9.0.1"), [](io_context&) { return serve_echo_on(addr("0.0.0.0", 80)); });
+  for (int i = 0; i < 500; ++i) {
+    std::string ip = "10.8." + std::to_string(i / 250) + "." + std::to_string(i % 250 + 1);
+    w.add_client("c" + std::to_string(i), addr(ip.c_str()), [ok, i](io_context&) -> task<void> {
+      (void)co_await sleep_for(std::chrono::microseconds(i * 10));
+      auto s = co_await with_timeout(stream_socket::connect(addr("10.9.0.1", 80)), 5s);
+      if (!s) co_return;
+      auto o = co_await ringio_test::echo_exchange(*s, "ping");
+      if (o.got && *o.got == "ping") ++*ok;
+    });
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  w.run();
+  EXPECT_EQ(*ok, 500);
+  EXPECT_EQ(w.open_sockets(), 0u);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 30s);
+}
+
+// HTTP across hosts on a hostile network: every answer right or an error; no leak;
+// deterministic.
+std::pair<std::uint64_t, std::string> hostile_http(std::uint64_t seed) {
+  sim::world w(seed, sim::hostile());
+  auto got = std::make_shared<std::vector<std::string>>();
+  w.add_host("web", addr("10.0.0.80"), [](io_context&) -> task<void> {
+    http::server srv([](http::request& req) -> task<http::response> {
+      co_return http::response::text(200, std::string(req.target()) + std::string(2000, '.'));
+    });
+    auto l = stream_listener::bind(addr("0.0.0.0", 8080));
+    if (!l) throw std::runtime_error("bind");
+    co_await srv.serve(*l);
+  });
+  for (int c = 0; c < 3; ++c) {
+    w.add_client("b" + std::to_string(c), addr(("10.0.0." + std::to_string(c + 2)).c_str()),
+                 [got, c](io_context&) -> task<void> {
+                   http::client cl;
+                   for (int i = 0; i < 4; ++i) {
+                     std::string path = "/c" + std::to_string(c) + "/" + std::to_string(i);
+                     auto r = co_await with_timeout(cl.get("http://10.0.0.80:8080" + path), 5s);
+                     if (!r) {
+                       got->push_back("error");
+                     } else if (r->status == 200 && r->body == path + std::string(2000, '.')) {
+                       got->push_back("ok");
+                     } else {
+                       got->push_back("WRONG " + std::to_string(r->status) + " " + std::to_string(r->body.size()));
+                     }
+                   }
+                 });
+  }
+  w.run();
+  std::ostringstream os;
+  int ok = 0;
+  for (auto& g : *got) {
+    if (g == "ok") ++ok;
+    else if (g != "error") os << g << "\n";
+  }
+  os << "answers " << got->size() << " ok " << ok << " open " << w.open_sockets();
+  return {w.trace_hash(), os.str()};
+}
+
+TEST(SimHostsAttack, HostileHttpAcrossHosts) {
+  int ok_total = 0;
+  for (std::uint64_t seed = 1; seed <= 40; ++seed) {
+    auto a = hostile_http(seed);
+    if (seed <= 3) {
+      auto b = hostile_http(seed);
+      EXPECT_EQ(a.first, b.first) << seed;
+      EXPECT_EQ(a.second, b.second) << seed;
+    }
+    EXPECT_EQ(a.second.find("WRONG"), std::string::npos) << seed << " " << a.second;
+    EXPECT_NE(a.second.find("answers 12 "), std::string::npos) << seed << " " << a.second;
+    EXPECT_NE(a.second.find(" open 0"), std::string::npos) << seed << " " << a.second;
+    auto p = a.second.find(" ok ");
+    if (p != std::string::npos) ok_total += std::atoi(a.second.c_str() + p + 4);
+  }
+  EXPECT_GT(ok_total, 40 * 12 / 2);
+}
+
+// ringio::now() on a host is the world's clock: now() - start == elapsed().
+TEST(SimHostsAttack, NowMatchesElapsedOnHosts) {
+  sim::world w(52, sim::hostile());
+  auto start = ringio::now();
+  auto bad = std::make_shared<int>(0);
+  for (int h = 0; h < 3; ++h) {
+    w.add_host("h" + std::to_string(h), addr(("10.0.0." + std::to_string(h + 1)).c_str()),
+               [&w, start, bad, h](io_context&) -> task<void> {
+                 for (int i = 0; i < 20; ++i) {
+                   (void)co_await sleep_for(std::chrono::microseconds(137 * (h + 1) + i));
+                   if (ringio::now() - start != w.elapsed()) ++*bad;
+                   if (sim::world::current() != &w) ++*bad;
+                 }
+               });
+  }
+  w.run();
+  EXPECT_EQ(*bad, 0);
+}
+
+// A connected UDP socket whose datagrams to a dead port are cut by a partition hears
+// nothing (no ICMP comes back over a cut link).
+TEST(SimUdpAttack, NoRefusedOverACutLink) {
+  sim::world w(53, sim::calm());
+  auto out = std::make_shared<std::string>();
+  w.add_host("far", addr("10.0.0.1"), [](io_context&) -> task<void> {
+    (void)co_await sleep_for(1h);
+  });
+  w.add_client("me", addr("10.0.0.2"), [out, &w](io_context&) -> task<void> {
+    w.partition(addr("10.0.0.1"), addr("10.0.0.2"));
+    auto u = udp_socket::bind(addr("0.0.0.0", 0));
+    (void)u->connect(addr("10.0.0.1", 9));
+    auto s = co_await u->send(cb("x"));
+    std::array<char, 8> buf;
+    auto r = co_await with_timeout(u->recv(mutable_buffer(buf.data(), buf.size())), 50ms);
+    *out = d(s) + " / " + d(r);
+  });
+  w.run();
+  EXPECT_EQ(*out, "ok / " + std::make_error_code(std::errc::timed_out).message());
+}
+
+// A datagram sent right before the receiving socket closes and a new one binds the same
+// port: the new socket must not get the old socket's queued datagrams.
+TEST(SimUdpAttack, RebindDoesNotInheritQueuedDatagrams) {
+  udp_prog p = []() -> task<std::string> {
+    std::ostringstream os;
+    auto a = udp_socket::bind(addr("127.0.0.1", 0));
+    auto b = udp_socket::bind(addr("127.0.0.1", 0));
+    auto to = *b->local_address();
+    (void)co_await a->send_to(cb("old"), to);
+    (void)co_await sleep_for(5ms);
+    b->close();
+    auto b2 = udp_socket::bind(to);
+    os << "rebind " << d(b2) << "\n";
+    if (b2) os << "new socket " << co_await recv_text(*b2, 64, 50ms) << "\n";
+    co_return os.str();
+  };
+  EXPECT_SAME_AS_KERNEL(p);
+}
+
 }  // namespace
