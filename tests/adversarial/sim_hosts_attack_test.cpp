@@ -14,6 +14,7 @@
 #include <csignal>
 #include <cstdlib>
 
+#include <algorithm>
 #include <array>
 #include <iostream>
 #include <chrono>
@@ -1977,6 +1978,219 @@ TEST(SimUdpAttack, RebindDoesNotInheritQueuedDatagrams) {
     auto b2 = udp_socket::bind(to);
     os << "rebind " << d(b2) << "\n";
     if (b2) os << "new socket " << co_await recv_text(*b2, 64, 50ms) << "\n";
+    co_return os.str();
+  };
+  EXPECT_SAME_AS_KERNEL(p);
+}
+
+// ---------------------------------------------------------------------------------------
+// Batch 4
+// ---------------------------------------------------------------------------------------
+
+// "A host's io_context and sockets are gone when run() returns": a host whose program
+// returned early still has a context another host may post to until then (the post is
+// dropped or runs; it must not touch freed memory -- run under ASan).
+TEST(SimHostsAttack, PostToAHostWhoseProgramReturned) {
+  sim::world w(60, sim::calm());
+  io_context* early = nullptr;
+  auto ran = std::make_shared<int>(0);
+  w.add_host("early", addr("10.0.0.1"), [&early](io_context& ctx) -> task<void> {
+    early = &ctx;
+    co_return;
+  });
+  w.add_client("late", addr("10.0.0.2"), [&early, ran](io_context&) -> task<void> {
+    (void)co_await sleep_for(1ms);
+    if (early != nullptr) post(*early, [ran] { ++*ran; });
+    (void)co_await sleep_for(1ms);
+  });
+  w.run();
+  EXPECT_LE(*ran, 1);
+  EXPECT_EQ(w.open_sockets(), 0u);
+}
+
+// stop() of a client host's context from another client: run() must still end (the
+// stopped host's program is either ended or goes on), not hang.
+TEST(SimHostsAttack, StopAClientHostFromAnother) {
+  EXPECT_EXIT(
+      {
+        alarm(20);
+        sim::world w(61, sim::calm());
+        io_context* victim = nullptr;
+        w.add_client("victim", addr("10.0.0.1"), [&victim](io_context& ctx) -> task<void> {
+          victim = &ctx;
+          (void)co_await sleep_for(1h);
+          victim = nullptr;
+        });
+        w.add_client("killer", addr("10.0.0.2"), [&victim](io_context&) -> task<void> {
+          (void)co_await sleep_for(1ms);
+          if (victim != nullptr) victim->stop();
+        });
+        w.run();
+        std::_Exit(w.elapsed() <= 1h + 1s ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
+// A host stops its own context.
+TEST(SimHostsAttack, HostStopsItsOwnContext) {
+  EXPECT_EXIT(
+      {
+        alarm(20);
+        sim::world w(62, sim::calm());
+        w.add_host("server", addr("10.0.0.1"), [](io_context&) { return serve_echo_on(addr("0.0.0.0", 80)); });
+        w.add_client("self", addr("10.0.0.2"), [](io_context& ctx) -> task<void> {
+          (void)co_await sleep_for(1ms);
+          ctx.stop();
+          auto s = co_await with_timeout(stream_socket::connect(addr("10.0.0.1", 80)), 1s);
+          (void)s;
+        });
+        w.run();
+        std::_Exit(w.open_sockets() == 0 ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
+// A child of a scope in a client throws: run() rethrows it, the server is stopped,
+// nothing leaks.
+TEST(SimHostsAttack, ScopeChildThrowsInAClient) {
+  sim::world w(63, sim::hostile());
+  w.add_host("server", addr("10.0.0.1"), [](io_context&) -> task<void> {
+    for (int attempt = 0; attempt < 50; ++attempt) {
+      auto l = stream_listener::bind(addr("0.0.0.0", 80));
+      if (l) {
+        co_await echo_server(*l);
+        co_return;
+      }
+      auto r = co_await sleep_for(10us);
+      if (!r) co_return;
+    }
+  });
+  w.add_client("client", addr("10.0.0.2"), [](io_context&) -> task<void> {
+    scope sc;
+    for (int i = 0; i < 4; ++i) {
+      sc.spawn([](int i) -> task<void> {
+        auto s = co_await with_timeout(stream_socket::connect(addr("10.0.0.1", 80)), 1s);
+        (void)co_await sleep_for(std::chrono::milliseconds(i));
+        if (i == 2) throw std::runtime_error("child 2");
+        if (s) (void)co_await ringio_test::echo_exchange(*s, "abc");
+      }(i));
+    }
+    co_await sc.join();
+  });
+  try {
+    w.run();
+    ADD_FAILURE() << "no throw";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "child 2");
+  }
+  EXPECT_EQ(w.open_sockets(), 0u);
+}
+
+// when_any across hosts: a channel receive racing a timer; the loser leaves the value.
+TEST(SimHostsAttack, WhenAnyChannelVersusTimerAcrossHosts) {
+  for (std::uint64_t seed = 1; seed <= 30; ++seed) {
+    sim::world w(seed, sim::hostile());
+    auto ch = std::make_shared<channel<int>>(4);
+    auto got = std::make_shared<std::vector<int>>();
+    w.add_host("producer", addr("10.0.0.1"), [ch](io_context&) -> task<void> {
+      for (int i = 0; i < 10; ++i) {
+        (void)co_await sleep_for(std::chrono::microseconds(700));
+        auto r = co_await ch->send(i);
+        (void)r;
+      }
+      ch->close();
+    });
+    w.add_client("consumer", addr("10.0.0.2"), [ch, got](io_context&) -> task<void> {
+      for (;;) {
+        auto v = co_await when_any(ch->receive(), sleep_for(std::chrono::microseconds(500)));
+        if (v.index() == 0) {
+          auto& r = std::get<0>(v);
+          if (!r) break;
+          got->push_back(*r);
+        }
+      }
+    });
+    w.run();
+    std::vector<int> expect{0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+    EXPECT_EQ(*got, expect) << seed;
+  }
+}
+
+// A host address that is a wildcard or loopback makes no sense as a machine: rejected,
+// or at least harmless.
+TEST(SimHostsAttack, OddHostAddresses) {
+  for (const char* a : {"0.0.0.0", "127.0.0.1"}) {
+    sim::world w(64, sim::calm());
+    bool rejected = false;
+    try {
+      w.add_host("odd", addr(a), [](io_context&) { return serve_echo_on(addr("0.0.0.0", 80)); });
+    } catch (const std::invalid_argument&) {
+      rejected = true;
+    }
+    auto out = std::make_shared<std::string>("unset");
+    w.add_client("client", addr("10.0.0.2"), [out](io_context&) -> task<void> {
+      (void)co_await sleep_for(1ms);
+      auto s = co_await with_timeout(stream_socket::connect(addr("127.0.0.1", 80)), 1s);
+      *out = d(s);
+    });
+    w.run();
+    // the client's 127.0.0.1 is the client itself: refused whatever the odd host did
+    EXPECT_EQ(*out, std::make_error_code(std::errc::connection_refused).message()) << a << " rejected=" << rejected;
+    EXPECT_EQ(w.open_sockets(), 0u);
+  }
+}
+
+// Two hosts (no client) that each wait for a datagram nobody sends: a deadlock; the
+// receives fail with operation_canceled and deadlocks() counts it.
+TEST(SimUdpAttack, DatagramDeadlockIsCounted) {
+  sim::world w(65, sim::hostile());
+  auto out = std::make_shared<std::vector<std::string>>();
+  for (int h = 1; h <= 2; ++h) {
+    w.add_host("h" + std::to_string(h), addr(("10.0.0." + std::to_string(h)).c_str()), [out, h](io_context&) -> task<void> {
+      auto u = udp_socket::bind(addr("0.0.0.0", 53));
+      if (!u) co_return;
+      std::array<char, 16> buf;
+      auto r = co_await u->recv_from(mutable_buffer(buf.data(), buf.size()));
+      out->push_back("h" + std::to_string(h) + " " + d(r));
+    });
+  }
+  w.run();
+  EXPECT_GE(w.deadlocks(), 1u);
+  std::vector<std::string> sorted = *out;
+  std::sort(sorted.begin(), sorted.end());
+  std::string c = std::make_error_code(std::errc::operation_canceled).message();
+  EXPECT_EQ(sorted, (std::vector<std::string>{"h1 " + c, "h2 " + c}));
+  EXPECT_EQ(w.open_sockets(), 0u);
+}
+
+// Kernel vs world: a connected UDP socket hears ECONNREFUSED once, then sends work again
+// and a reply from a socket that binds the port later arrives.
+TEST(SimUdpAttack, RefusedThenPeerAppears) {
+  udp_prog p = []() -> task<std::string> {
+    std::ostringstream os;
+    std::uint16_t port;
+    {
+      auto t = udp_socket::bind(addr("127.0.0.1", 0));
+      port = t->local_address()->port();
+    }
+    auto a = udp_socket::bind(addr("127.0.0.1", 0));
+    (void)a->connect(addr("127.0.0.1", port));
+    (void)co_await a->send(cb("1"));
+    (void)co_await sleep_for(5ms);
+    auto p2 = udp_socket::bind(addr("127.0.0.1", port));
+    os << "peer bind " << d(p2) << "\n";
+    auto s = co_await a->send(cb("2"));
+    os << "send 2 " << d(s) << "\n";
+    auto s3 = co_await a->send(cb("3"));
+    os << "send 3 " << d(s3) << "\n";
+    if (p2) {
+      os << "peer " << co_await recv_text(*p2, 64, 100ms) << "\n";
+      os << "peer " << co_await recv_text(*p2, 64, 50ms) << "\n";
+      (void)co_await p2->send_to(cb("reply"), *a->local_address());
+    }
+    std::array<char, 16> buf;
+    auto r = co_await with_timeout(a->recv(mutable_buffer(buf.data(), buf.size())), 100ms);
+    os << "a " << (r ? std::string(buf.data(), *r) : r.error().message()) << "\n";
     co_return os.str();
   };
   EXPECT_SAME_AS_KERNEL(p);
