@@ -27,6 +27,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "ringio/ringio.hpp"
@@ -2328,6 +2329,83 @@ TEST(SimHostsAttack, DeterminismOverManySeeds) {
     ASSERT_EQ(a.log, b.log) << seed;
     EXPECT_EQ(a.open, 0u) << seed;
   }
+}
+
+// A host waits on a real descriptor (a Unix socket fed by a real thread after 100 ms)
+// while another host sleeps an hour: "while something outside the world may finish first
+// the clock runs at real speed", so the hour must not pass before the real data arrives.
+TEST(SimHostsAttack, RealDescriptorHoldsVirtualTimeAcrossHosts) {
+  std::string path = "/tmp/ringio_sim_hosts_attack_" + std::to_string(::getpid()) + ".sock";
+  ::unlink(path.c_str());
+  sim::world w(70, sim::calm());
+  auto log = std::make_shared<std::vector<std::string>>();
+  auto start = ringio::now();
+  std::thread feeder;
+  w.add_host("sleeper", addr("10.0.0.1"), [log](io_context&) -> task<void> {
+    auto r = co_await sleep_for(1h);
+    log->push_back("sleeper " + d(r));
+  });
+  w.add_client("reader", addr("10.0.0.2"), [log, path, start, &feeder](io_context&) -> task<void> {
+    auto l = stream_listener::bind(*socket_address::unix_path(path));
+    if (!l) throw std::runtime_error("unix bind " + l.error().message());
+    feeder = std::thread([path] {
+      std::this_thread::sleep_for(100ms);
+      int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+      auto a = *socket_address::unix_path(path);
+      if (::connect(fd, a.native(), a.size()) == 0) {
+        (void)!::write(fd, "hi", 2);
+      }
+      std::this_thread::sleep_for(50ms);
+      ::close(fd);
+    });
+    auto c = co_await with_timeout(l->accept(), 10s);
+    if (!c) {
+      log->push_back("accept " + c.error().message());
+      co_return;
+    }
+    char b[8];
+    auto n = co_await with_timeout(c->recv(mutable_buffer(b, sizeof b)), 10s);
+    log->push_back("reader " + (n ? std::string(b, *n) : n.error().message()) + " after " +
+                   std::to_string(std::chrono::duration_cast<std::chrono::minutes>(ringio::now() - start).count()) + " min");
+  });
+  w.run();
+  if (feeder.joinable()) feeder.join();
+  ::unlink(path.c_str());
+  std::vector<std::string> expect{"reader hi after 0 min",
+                                  "sleeper " + std::make_error_code(std::errc::operation_canceled).message()};
+  EXPECT_EQ(*log, expect);
+  EXPECT_LT(w.elapsed(), 1h);
+}
+
+// SO_RCVBUF set with a plain setsockopt bounds a UDP socket's queue on the kernel and
+// in a world alike: ten 1000-byte datagrams into a 2 KiB buffer, some dropped, the
+// ones that arrive whole.
+TEST(SimUdpAttack, SmallRcvbufDropsDatagrams) {
+  udp_prog p = []() -> task<std::string> {
+    std::ostringstream os;
+    auto a = udp_socket::bind(addr("127.0.0.1", 0));
+    auto b = udp_socket::bind(addr("127.0.0.1", 0));
+    int sz = 2048;
+    os << "setsockopt " << ::setsockopt(b->native_handle(), SOL_SOCKET, SO_RCVBUF, &sz, sizeof sz) << "\n";
+    int sent = 0;
+    for (int i = 0; i < 10; ++i) {
+      auto r = co_await a->send_to(cb(std::string(1000, char('a' + i))), *b->local_address());
+      if (r && *r == 1000) ++sent;
+    }
+    (void)co_await sleep_for(5ms);
+    int got = 0;
+    bool whole = true;
+    for (;;) {
+      std::array<char, 2000> buf;
+      auto r = co_await with_timeout(b->recv_from(mutable_buffer(buf.data(), buf.size())), 20ms);
+      if (!r) break;
+      ++got;
+      if (r->size != 1000 || r->truncated) whole = false;
+    }
+    os << "sent " << sent << " got some " << (got > 0) << " dropped some " << (got < 10) << " whole " << whole << "\n";
+    co_return os.str();
+  };
+  EXPECT_SAME_AS_KERNEL(p);
 }
 
 }  // namespace
