@@ -18,6 +18,7 @@
 #include <array>
 #include <iostream>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -2406,6 +2407,142 @@ TEST(SimUdpAttack, SmallRcvbufDropsDatagrams) {
     co_return os.str();
   };
   EXPECT_SAME_AS_KERNEL(p);
+}
+
+// when_any of two receives: the losing recv_from must not swallow a datagram (kernel
+// vs world), whether the datagrams are queued before or arrive while both wait.
+TEST(SimUdpAttack, WhenAnyLoserKeepsItsDatagram) {
+  udp_prog p = []() -> task<std::string> {
+    std::ostringstream os;
+    auto tx = udp_socket::bind(addr("127.0.0.1", 0));
+    auto sa = udp_socket::bind(addr("127.0.0.1", 0));
+    auto sb = udp_socket::bind(addr("127.0.0.1", 0));
+    auto drain = [](udp_socket& s) -> task<std::string> {
+      std::string all;
+      for (;;) {
+        std::array<char, 16> buf;
+        auto r = co_await with_timeout(s.recv_from(mutable_buffer(buf.data(), buf.size())), 20ms);
+        if (!r) break;
+        all += std::string(buf.data(), r->size);
+      }
+      co_return all;
+    };
+    for (int round = 0; round < 2; ++round) {
+      std::array<char, 16> ba, bb;
+      std::string first;
+      if (round == 0) {
+        (void)co_await tx->send_to(cb("A"), *sa->local_address());
+        (void)co_await tx->send_to(cb("B"), *sb->local_address());
+        (void)co_await sleep_for(5ms);
+        auto w = co_await when_any(sa->recv_from(mutable_buffer(ba.data(), ba.size())),
+                                   sb->recv_from(mutable_buffer(bb.data(), bb.size())));
+        first = w.index() == 0 ? std::string("A") : std::string("B");
+      } else {
+        scope sc;
+        sc.spawn([](udp_socket& tx, socket_address a, socket_address b) -> task<void> {
+          (void)co_await sleep_for(5ms);
+          (void)co_await tx.send_to(cb("A"), a);
+          (void)co_await tx.send_to(cb("B"), b);
+        }(*tx, *sa->local_address(), *sb->local_address()));
+        auto w = co_await when_any(sa->recv_from(mutable_buffer(ba.data(), ba.size())),
+                                   sb->recv_from(mutable_buffer(bb.data(), bb.size())));
+        first = w.index() == 0 ? std::string("A") : std::string("B");
+        co_await sc.join();
+      }
+      std::string rest = co_await drain(*sa) + co_await drain(*sb);
+      std::string all = first + rest;
+      std::sort(all.begin(), all.end());
+      os << "round " << round << " all " << all << "\n";
+    }
+    co_return os.str();
+  };
+  EXPECT_SAME_AS_KERNEL(p);
+}
+
+// A host program that runs a nested loop of its own (a helper that uses sync_wait on a
+// fresh io_context): it must either work or throw, not hang or crash.
+TEST(SimHostsAttack, NestedLoopInsideAHost) {
+  EXPECT_EXIT(
+      {
+        alarm(20);
+        sim::world w(71, sim::calm());
+        auto out = std::make_shared<std::string>("unset");
+        w.add_host("server", addr("10.0.0.1"), [](io_context&) { return serve_echo_on(addr("0.0.0.0", 80)); });
+        w.add_client("nested", addr("10.0.0.2"), [out](io_context&) -> task<void> {
+          (void)co_await sleep_for(1ms);
+          try {
+            io_context inner({.backend = backend_kind::sim});
+            *out = sync_wait(inner, []() -> task<std::string> {
+              (void)co_await sleep_for(5ms);
+              auto s = co_await with_timeout(stream_socket::connect(addr("10.0.0.1", 80)), 1s);
+              if (!s) co_return "connect " + s.error().message();
+              auto o = co_await with_timeout(ringio_test::echo_exchange(*s, "nested"), 1s);
+              co_return o && o->got ? *o->got : std::string("echo failed");
+            }());
+          } catch (const std::exception& e) {
+            *out = std::string("threw ") + e.what();
+          }
+        });
+        w.run();
+        std::fprintf(stderr, "nested: %s\n", out->c_str());
+        std::_Exit(w.open_sockets() == 0 ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
+// An event first waited on by a host whose program has since returned, then set from
+// another host while no task waits on it. docs/simulation.md: "A host's io_context and
+// sockets are gone when run() returns"; event.hpp: set() is safe from any loop, destroy
+// the event only while no task waits. Under ASan this is a SEGV in
+// io_context::post_remote called by event_core::set() on the finished host's context
+// (the event still points at the loop of its first wait). Run in a child process.
+TEST(SimHostsAttack, EventSetAfterItsWaitersHostFinished) {
+  EXPECT_EXIT(
+      {
+        sim::world w(72, sim::calm());
+        auto ev = std::make_shared<event>(event_mode::auto_reset);
+        auto log = std::make_shared<std::vector<std::string>>();
+        w.add_host("waiter", addr("10.0.0.1"), [ev, log](io_context&) -> task<void> {
+          auto r = co_await with_timeout(ev->wait(), 1ms);
+          log->push_back("waiter " + d(r));
+        });
+        w.add_client("setter", addr("10.0.0.2"), [ev, log](io_context&) -> task<void> {
+          (void)co_await sleep_for(10ms);
+          ev->set();
+          ev->set();
+          (void)co_await sleep_for(1ms);
+          log->push_back("setter done");
+        });
+        w.run();
+        bool good = log->size() == 2 && (*log)[0] == "waiter " + std::make_error_code(std::errc::timed_out).message() &&
+                    (*log)[1] == "setter done";
+        std::_Exit(good ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
+// The same with a channel: the receiving host returned after a timed-out receive; a
+// sender host sends later.
+TEST(SimHostsAttack, ChannelSendAfterReceiversHostFinished) {
+  sim::world w(73, sim::calm());
+  auto ch = std::make_shared<channel<int>>(2);
+  auto log = std::make_shared<std::vector<std::string>>();
+  w.add_host("receiver", addr("10.0.0.1"), [ch, log](io_context&) -> task<void> {
+    auto r = co_await with_timeout(ch->receive(), 1ms);
+    log->push_back("receiver " + (r ? std::to_string(*r) : r.error().message()));
+  });
+  w.add_client("sender", addr("10.0.0.2"), [ch, log](io_context&) -> task<void> {
+    (void)co_await sleep_for(10ms);
+    log->push_back("try_send " + std::to_string(ch->try_send(1)));
+    auto r = co_await with_timeout(ch->send(2), 1ms);
+    log->push_back("send " + d(r));
+    auto r3 = co_await with_timeout(ch->send(3), 1ms);
+    log->push_back("send full " + d(r3));
+  });
+  w.run();
+  std::vector<std::string> expect{"receiver " + std::make_error_code(std::errc::timed_out).message(), "try_send 1",
+                                  "send ok", "send full " + std::make_error_code(std::errc::timed_out).message()};
+  EXPECT_EQ(*log, expect);
 }
 
 }  // namespace
