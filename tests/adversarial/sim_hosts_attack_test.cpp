@@ -2545,4 +2545,28 @@ TEST(SimHostsAttack, ChannelSendAfterReceiversHostFinished) {
   EXPECT_EQ(*log, expect);
 }
 
+// As EventSetAfterItsWaitersHostFinished, with a plain post(): the context of a host
+// whose program returned (after having waited on a timer), posted to by another host
+// before run() returns. Run in a child process (a crash is a failure).
+TEST(SimHostsAttack, PostToAHostThatFinishedAfterWaiting) {
+  EXPECT_EXIT(
+      {
+        sim::world w(74, sim::calm());
+        io_context* early = nullptr;
+        auto ran = std::make_shared<int>(0);
+        w.add_host("early", addr("10.0.0.1"), [&early](io_context& ctx) -> task<void> {
+          early = &ctx;
+          (void)co_await sleep_for(1ms);
+        });
+        w.add_client("late", addr("10.0.0.2"), [&early, ran](io_context&) -> task<void> {
+          (void)co_await sleep_for(10ms);
+          if (early != nullptr) post(*early, [ran] { ++*ran; });
+          (void)co_await sleep_for(1ms);
+        });
+        w.run();
+        std::_Exit(*ran <= 1 ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
 }  // namespace
