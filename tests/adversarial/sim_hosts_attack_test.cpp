@@ -2569,4 +2569,51 @@ TEST(SimHostsAttack, PostToAHostThatFinishedAfterWaiting) {
       ::testing::ExitedWithCode(0), "");
 }
 
+// A socket accepted on one host and handed (over a channel) to a worker host whose task
+// serves it, while the accepting host's program has returned: the connection still works
+// (run under ASan: nothing may point into the finished host).
+TEST(SimHostsAttack, SocketHandedToAnotherHost) {
+  EXPECT_EXIT(
+      {
+        sim::world w(75, sim::calm());
+        auto ch = std::make_shared<channel<stream_socket>>(4);
+        auto out = std::make_shared<std::string>("unset");
+        w.add_host("acceptor", addr("10.0.0.1"), [ch](io_context&) -> task<void> {
+          auto l = stream_listener::bind(addr("0.0.0.0", 80));
+          if (!l) co_return;
+          auto c = co_await l->accept();
+          if (c) (void)ch->try_send(std::move(*c));
+          ch->close();
+        });
+        w.add_host("worker", addr("10.0.0.5"), [ch](io_context&) -> task<void> {
+          for (;;) {
+            auto s = co_await ch->receive();
+            if (!s) break;
+            (void)co_await sleep_for(5ms);  // the acceptor is gone by now
+            std::array<char, 64> buf;
+            for (;;) {
+              auto n = co_await s->recv(mutable_buffer(buf.data(), buf.size()));
+              if (!n || *n == 0) break;
+              (void)co_await s->send_all(const_buffer(buf.data(), *n));
+            }
+            (void)co_await s->shutdown();
+          }
+        });
+        w.add_client("client", addr("10.0.0.2"), [out](io_context&) -> task<void> {
+          (void)co_await sleep_for(1ms);
+          auto s = co_await with_timeout(stream_socket::connect(addr("10.0.0.1", 80)), 1s);
+          if (!s) {
+            *out = s.error().message();
+            co_return;
+          }
+          auto o = co_await with_timeout(ringio_test::echo_exchange(*s, "handed over"), 1s);
+          *out = o ? (o->got ? *o->got : o->got.error().message()) : o.error().message();
+        });
+        w.run();
+        std::fprintf(stderr, "out=%s open=%zu\n", out->c_str(), w.open_sockets());
+        std::_Exit(*out == "handed over" && w.open_sockets() == 0 ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
 }  // namespace
