@@ -202,6 +202,9 @@ class io_context {
   void outside_work_ended() noexcept { --outside_work_; }
   /// Whether a task waits for another thread (spawn_on, outside work).
   [[nodiscard]] bool waits_outside() const noexcept { return foreign_ != nullptr || outside_work_ != 0; }
+  /// Cancels every event operation waiting on this loop (a channel receive, an event or
+  /// mutex wait...): each completes with operation_canceled (loop thread only).
+  void cancel_waiting_events() noexcept;
   /// Whether work handed to another thread is pending (outside_work_began()).
   [[nodiscard]] bool outside_work_pending() const noexcept { return outside_work_ != 0; }
   /// Calls op.vt->complete(op) on the loop once CLOCK_MONOTONIC passes op.deadline_ns

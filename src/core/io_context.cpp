@@ -227,6 +227,10 @@ bool io_context::complete_event_later(detail::op_base& op, int res) noexcept {
   return true;
 }
 
+void io_context::cancel_waiting_events() noexcept {
+  while (events_ != nullptr) cancel(*events_);
+}
+
 void io_context::cancel(detail::op_base& op) noexcept {
   op.cancel_requested = true;
   if (op.kind == detail::op_kind::event) {

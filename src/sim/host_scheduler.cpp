@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <optional>
 #include <stdexcept>
 #include <utility>
 
@@ -58,12 +59,16 @@ sim_host& host_scheduler::add(std::string name, const socket_address& address,
   sim_host& ref = *h;
   h->fiber = std::make_unique<host_fiber>(
       [&ref] {
+        std::optional<io_context> ctx;
         try {
-          io_context ctx(io_context_options{.backend = backend_kind::sim, .quiet = true});
-          sync_wait(ctx, host_main(ref, ctx));
+          ctx.emplace(io_context_options{.backend = backend_kind::sim, .quiet = true});
+          sync_wait(*ctx, host_main(ref, *ctx));
         } catch (...) {
           ref.error = std::current_exception();
         }
+        ref.program_done = true;
+        while (!ref.released) ref.fiber->suspend();  // parked: no turns until run() ends
+        ctx.reset();  // its shutdown takes turns like any loop
       },
       host_stack_bytes);
   hosts_.push_back(std::move(h));
@@ -86,10 +91,12 @@ void host_scheduler::take_turn(sim_host& h) {
   h.resume = std::exchange(resume_loop, outer_resume);
   net_.set_current_host(0);
   running_ = nullptr;
-  if (h.fiber->finished()) {
+  if (h.program_done && !h.done_noted) {
+    h.done_noted = true;
     h.worked = true;
-    net_.note("host %u (%s) finished%s", h.id, h.name.c_str(), h.error ? " with an exception" : "");
+    net_.note("host %u (%s) returned%s", h.id, h.name.c_str(), h.error ? " with an exception" : "");
   }
+  if (h.fiber->finished()) h.worked = true;
   if (h.worked) net_.mix(h.id);  // the order of the turns that did something
 }
 
@@ -97,10 +104,15 @@ void host_scheduler::end_turn(sim_host& h) { h.fiber->suspend(); }
 
 // A round: every host that has not finished takes a turn, in the seed's order.
 // Returns whether any of them did something.
+// Whether a host takes turns: its program runs, or its context is being destroyed.
+bool host_scheduler::active(const sim_host& h) noexcept {
+  return !h.fiber->finished() && (!h.program_done || h.released);
+}
+
 bool host_scheduler::round() {
   std::vector<sim_host*> order;
   for (const auto& h : hosts_)
-    if (!h->fiber->finished()) order.push_back(h.get());
+    if (active(*h)) order.push_back(h.get());
   for (std::size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[net_.below(i)]);
   bool any = false;
   for (sim_host* h : order) {
@@ -117,7 +129,7 @@ void host_scheduler::move_time() {
   std::int64_t next = net_.next_event();
   bool real = false;
   for (const auto& h : hosts_) {
-    if (h->fiber->finished()) continue;
+    if (!active(*h)) continue;
     if (h->next_at != 0 && (next == 0 || h->next_at < next)) next = h->next_at;
     real |= h->waits_real;
   }
@@ -127,7 +139,7 @@ void host_scheduler::move_time() {
     // them) until the next virtual event is due; the clock moves by the time that passed.
     std::vector<pollfd> fds;
     for (const auto& h : hosts_)
-      if (!h->fiber->finished() && h->waits_real) fds.insert(fds.end(), h->real_fds.begin(), h->real_fds.end());
+      if (active(*h) && h->waits_real) fds.insert(fds.end(), h->real_fds.begin(), h->real_fds.end());
     const std::int64_t gap = next == 0 ? -1 : std::max<std::int64_t>(next - now, 0);
     const int timeout_ms = gap < 0 ? 100 : static_cast<int>(std::min<std::int64_t>((gap + 999'999) / 1'000'000, 100));
     const std::int64_t began = real_ns();
@@ -141,16 +153,21 @@ void host_scheduler::move_time() {
     return;
   }
   // Nothing can ever happen: the hosts' waiting operations fail (their programs
-  // unwind through their error paths); if that changes nothing, the programs are
-  // stopped; if even that changes nothing, no host can ever finish.
-  ++stuck_rounds_;
-  for (const auto& h : hosts_) {
-    if (stuck_rounds_ == 1) h->deadlock = true;
-    if (stuck_rounds_ == 2) h->stop_asked = true;
-  }
-  if (stuck_rounds_ > 2) {
-    log(log_level::error, "ringio::sim::world: the hosts wait for something that can never happen (not an "
-                          "operation of theirs); they cannot finish");
+  // unwind through their error paths). A deadlock again at the same instant with no
+  // network operation since (a program that retries what failed) stops the programs;
+  // if they still come back to it, no host can ever finish.
+  const bool again = now == last_deadlock_at_ && net_.operations() == last_deadlock_operations_;
+  deadlock_repeats_ = again ? deadlock_repeats_ + 1 : 0;
+  last_deadlock_at_ = now;
+  last_deadlock_operations_ = net_.operations();
+  if (deadlock_repeats_ == 0) {
+    net_.note_hosts_deadlock();
+    for (const auto& h : hosts_) h->deadlock = true;
+  } else if (deadlock_repeats_ <= 2) {
+    for (const auto& h : hosts_) h->stop_asked = true;
+  } else {
+    log(log_level::error, "ringio::sim::world: the hosts wait for something that can never happen, again and "
+                          "again, even once stopped; they cannot finish");
     std::terminate();
   }
 }
@@ -164,19 +181,25 @@ void host_scheduler::run() {
     bool left = false;
     bool clients_left = false;
     for (const auto& h : hosts_) {
-      left |= !h->fiber->finished();
-      clients_left |= h->client && !h->fiber->finished();
+      left |= active(*h);
+      clients_left |= h->client && !h->program_done;
     }
-    if (!left) break;
+    if (!left) {
+      // Every program has returned: the hosts' contexts go away, in turns as well.
+      bool parked = false;
+      for (const auto& h : hosts_) {
+        parked |= !h->fiber->finished() && !h->released;
+        h->released = true;
+      }
+      if (!parked) break;
+      continue;
+    }
     if (any_client && !clients_left && !stopping) {
       stopping = true;
       net_.note("every client finished: the other hosts are stopped");
       for (const auto& h : hosts_) h->stop_asked = true;
     }
-    if (round()) {
-      stuck_rounds_ = 0;
-      continue;
-    }
+    if (round()) continue;
     move_time();
   }
   for (const auto& h : hosts_)

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -37,6 +38,7 @@ class host_scheduler {
 
  private:
   void take_turn(sim_host& h);
+  static bool active(const sim_host& h) noexcept;
   bool round();
   void move_time();
 
@@ -44,7 +46,9 @@ class host_scheduler {
   std::vector<std::unique_ptr<sim_host>> hosts_;
   sim_host* running_ = nullptr;
   bool ran_ = false;
-  int stuck_rounds_ = 0;
+  std::int64_t last_deadlock_at_ = -1;  // virtual time of the last deadlock
+  std::uint64_t last_deadlock_operations_ = 0;
+  int deadlock_repeats_ = 0;  // deadlocks in a row at that instant
 };
 
 }  // namespace ringio::detail

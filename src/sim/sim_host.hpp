@@ -35,6 +35,11 @@ struct sim_host {
   std::unique_ptr<host_fiber> fiber;
   scope* tasks = nullptr;   // the program's scope while it runs
   std::exception_ptr error;  // what the program threw
+  // The program has returned; its io_context lives on (other hosts may still post to
+  // it or set an event it waited on) until every host is done and run() releases it.
+  bool program_done = false;
+  bool released = false;
+  bool done_noted = false;
 
   // Between turns (set by the host's loop when it hands the turn back).
   bool worked = false;       // it did something in its last turn

@@ -11,6 +11,8 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
+#include <stdexcept>
+#include <string>
 
 #include "ringio/detail/clock.hpp"
 
@@ -89,6 +91,11 @@ unsigned long long sim_network::sid(int fd) const noexcept {
 void sim_network::note_deadlock(std::size_t stuck) {
   ++deadlocks_;
   note("deadlock: nothing can happen; %zu operations fail with operation_canceled", stuck);
+}
+
+void sim_network::note_hosts_deadlock() {
+  ++deadlocks_;
+  note("deadlock: no host can ever do anything; what they wait for fails with operation_canceled");
 }
 
 // Placeholders still open belong to their sockets: a socket that outlives the world
@@ -362,6 +369,9 @@ int sim_network::placeholder(int family, int type) {
 }
 
 void sim_network::add_host(std::uint32_t id, const socket_address& address) {
+  if (!(address.is_ipv4() || address.is_ipv6()) || is_wildcard(address) || is_loopback(address))
+    throw std::invalid_argument("ringio::sim::world: a host's address is a unicast IP address, not " +
+                                address.to_string());
   if (host_addresses_.size() < id) host_addresses_.resize(id);
   host_addresses_[id - 1] = address.with_port(0);
   note("host %u at %s", id, address.with_port(0).to_string().c_str());
@@ -468,6 +478,9 @@ int sim_network::bind(int fd, const sockaddr* a, socklen_t len) {
   socket_address at = address_from(a, len);
   if (at.family() != s->family) return fail(EAFNOSUPPORT);
   at = on_host(at);
+  if (const socket_address* self = host_address();
+      self != nullptr && !is_wildcard(at) && !is_loopback(at) && !(at.with_port(0) == *self))
+    return fail(EADDRNOTAVAIL);  // another host's address: not an address of this machine
   if (at.port() == 0) {
     int port = ephemeral_port(at);
     if (port < 0) return fail(EADDRNOTAVAIL);

@@ -99,6 +99,8 @@ class sim_network {
   [[nodiscard]] std::uint64_t operations() const noexcept { return operations_; }
   /// The loop found nothing that could ever happen while `stuck` operations waited.
   void note_deadlock(std::size_t stuck);
+  /// No host of the world can ever do anything: their waits are failed.
+  void note_hosts_deadlock();
   [[nodiscard]] std::uint64_t deadlocks() const noexcept { return deadlocks_; }
 
  private:

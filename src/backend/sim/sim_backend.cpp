@@ -314,11 +314,11 @@ void sim_backend::poll_as_host(bool block, std::int64_t wake_at_ns) {
   // round is not idle even if this pass finds nothing.
   h.worked = true;
   for (;;) {
-    if (h.deadlock) {
+    if (h.deadlock) {  // counted by the scheduler: fail whatever this host waits for
       h.deadlock = false;
-      if (in_flight_ > 0 && !shut_down_) {
-        net_.note_deadlock(in_flight_);
+      if (!shut_down_) {
         fail_all();
+        ctx_.cancel_waiting_events();
       }
     }
     if (h.stop_asked && !h.stop_sent && h.tasks != nullptr) {
