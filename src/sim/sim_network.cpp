@@ -878,6 +878,8 @@ int sim_network::setsockopt(int fd, int level, int name, const void* v, socklen_
     s->reuse_port = value != 0;
   } else if (level == IPPROTO_IPV6 && name == IPV6_V6ONLY) {
     s->v6only = value != 0;
+  } else if (level == SOL_SOCKET && name == SO_BROADCAST) {
+    s->broadcast = value != 0;
   }
   (void)::setsockopt(fd, level, name, v, len);  // kept on the placeholder, for plain getsockopt(2)
   return 0;  // other options are accepted and have no effect in the simulation
@@ -952,6 +954,13 @@ ssize_t sim_network::datagram_send(int fd, vsock& s, const msghdr& m) {
   } else {
     return fail(EDESTADDRREQ);
   }
+  // What Linux refuses, and 0.0.0.0 meaning this machine.
+  if (to.is_ipv6() && s.family == AF_INET) return fail(EAFNOSUPPORT);
+  if (to.port() == 0) return fail(EINVAL);
+  if (to.is_ipv4() && reinterpret_cast<const sockaddr_in*>(to.native())->sin_addr.s_addr == INADDR_BROADCAST) {
+    if (!s.broadcast) return fail(EACCES);
+  }
+  if (is_wildcard(to)) to = on_host(to.is_ipv6() ? *socket_address::from_host("::1", to.port()) : socket_address::loopback(to.port()));
   std::string bytes;
   for (std::size_t i = 0; i < m.msg_iovlen; ++i)
     bytes.append(static_cast<const char*>(m.msg_iov[i].iov_base), m.msg_iov[i].iov_len);
@@ -989,8 +998,16 @@ void sim_network::datagram_arrives(socket_address to, socket_address from, std::
     note("datagram %s -> %s: nobody there", from.to_string().c_str(), to.to_string().c_str());
     return;
   }
+  if (r->local.is_ipv6() && from.is_ipv4()) from = v4_mapped(from);  // a dual-stack socket's view
   if (r->has_peer && !(r->peer == from)) return;  // a connected socket takes its peer's only
-  if (r->inbox_bytes + bytes.size() > r->rcvbuf) {
+  // The receive buffer: the world's, or a smaller SO_RCVBUF set on the descriptor itself
+  // (which the kernel reports doubled, as it accounts it).
+  std::size_t limit = r->rcvbuf;
+  int real = 0;
+  socklen_t real_len = sizeof real;
+  if (::getsockopt(rfd, SOL_SOCKET, SO_RCVBUF, &real, &real_len) == 0 && real > 0)
+    limit = std::min(limit, static_cast<std::size_t>(real));
+  if (r->inbox_bytes + bytes.size() > limit) {
     note("datagram -> s%llu dropped (receive buffer full)", sid(rfd));
     return;
   }

@@ -143,6 +143,7 @@ class sim_network {
     std::uint32_t owner = 0;  // the host whose loop serves it
     // UDP: the peer of connect(), and the datagrams received, not yet read.
     bool dgram = false;
+    bool broadcast = false;  // SO_BROADCAST
     bool has_peer = false;
     socket_address peer;
     std::deque<std::pair<socket_address, std::string>> inbox;

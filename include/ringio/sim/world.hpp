@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// ringio/sim/world.hpp — a simulated world: virtual time and an in-memory TCP network
+// ringio/sim/world.hpp — a simulated world: virtual time and an in-memory TCP/UDP network
 // whose every choice (latency, order, faults) comes from one seed.
 #pragma once
 
@@ -29,7 +29,8 @@ namespace ringio::sim {
 /// io_context created there with `backend = backend_kind::sim` runs in it, TCP sockets
 /// created there (IPv4 and IPv6 stream sockets) are simulated, and every ringio clock
 /// (timers, deadlines, timeouts) reads its virtual time, which jumps to the next event
-/// when nothing can run. Other descriptors (files, pipes, UDP, Unix sockets) stay real.
+/// when nothing can run. UDP sockets are simulated too; other descriptors (files, pipes,
+/// Unix sockets) stay real.
 /// One world per thread at a time; destroy its io_contexts and sockets first.
 ///
 /// A world may also hold several hosts (add_host(), add_client(), then run()): machines
