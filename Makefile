@@ -109,7 +109,7 @@ format-check: deps-test
 tidy: build-sanitize
 	find src -name '*.cpp' | sort | xargs clang-tidy-16 -p build/sanitize --quiet
 
-test: docs test-bench-runner test-release test-debug test-sanitize test-tsan test-fuzz
+test: format-check docs test-bench-runner test-release test-debug test-sanitize test-tsan test-fuzz
 
 build-bench: deps-bench
 	cmake -S . -B build/bench -G Ninja -DCMAKE_BUILD_TYPE=Release -DRINGIO_BUILD_TESTS=OFF -DRINGIO_BUILD_PEERS=ON

@@ -118,7 +118,7 @@ ringio::task<void> slot(const config& cfg, std::atomic<std::int64_t>& tickets, t
           }
         }
       }
-    }  // the socket closes here: the client side holds the TIME_WAIT
+    }                     // the socket closes here: the client side holds the TIME_WAIT
     if (canceled) break;  // the run's time is up: this session counts as unfinished
     if (!ok) {
       ++st.failed;

@@ -56,9 +56,10 @@ int main(int argc, char** argv) {
   const double rps = r.seconds > 0 ? static_cast<double>(r.round_trips) / r.seconds : 0;
   const double cpu_us = r.round_trips > 0 ? r.cpu_seconds * 1e6 / static_cast<double>(r.round_trips) : 0;
   const auto& h = *r.latency;
-  std::printf("echo_bench: %zu connections on %u thread%s, %zu-byte messages, %s, %.3f s measured after %.3f s warm-up\n",
-              cfg.connections, cfg.threads, cfg.threads == 1 ? "" : "s", cfg.length,
-              cfg.address.to_string().c_str(), r.seconds, cfg.warmup_s);
+  std::printf(
+      "echo_bench: %zu connections on %u thread%s, %zu-byte messages, %s, %.3f s measured after %.3f s warm-up\n",
+      cfg.connections, cfg.threads, cfg.threads == 1 ? "" : "s", cfg.length, cfg.address.to_string().c_str(), r.seconds,
+      cfg.warmup_s);
   std::printf("echo_bench: %.0f requests/s (%llu requests), %.3f CPU s, %.2f CPU us per request\n", rps,
               static_cast<unsigned long long>(r.round_trips), r.cpu_seconds, cpu_us);
   std::printf("echo_bench: latency us: p50 %.1f  p90 %.1f  p99 %.1f  p99.9 %.1f  max %.1f  (mean %.1f)\n",

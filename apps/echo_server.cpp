@@ -16,16 +16,17 @@
 namespace {
 
 const std::string usage = std::string(
-    "usage: echo_server --port P [options]\n"
-    "Echoes every byte back on every TCP connection. SIGINT/SIGTERM stop it gracefully:\n"
-    "no new connections, open ones get --drain-timeout seconds, exit 0.\n"
-    "options:\n") + apps::server_port_threads_usage + apps::server_options_usage +
-    "  --recv MODE              multishot (default: one armed recv per connection into\n"
-    "                           buffers shared by the thread) or single (a recv per message)\n" +
-    apps::pool_flags_usage +
-    "  --fibers                 one fiber per connection doing blocking-style recv/send\n"
-    "                           (a recv per message; not with --recv)\n"
-    "  --fiber-stack-kib N      stack of each fiber with --fibers (default 64)\n";
+                              "usage: echo_server --port P [options]\n"
+                              "Echoes every byte back on every TCP connection. SIGINT/SIGTERM stop it gracefully:\n"
+                              "no new connections, open ones get --drain-timeout seconds, exit 0.\n"
+                              "options:\n") +
+                          apps::server_port_threads_usage + apps::server_options_usage +
+                          "  --recv MODE              multishot (default: one armed recv per connection into\n"
+                          "                           buffers shared by the thread) or single (a recv per message)\n" +
+                          apps::pool_flags_usage +
+                          "  --fibers                 one fiber per connection doing blocking-style recv/send\n"
+                          "                           (a recv per message; not with --recv)\n"
+                          "  --fiber-stack-kib N      stack of each fiber with --fibers (default 64)\n";
 
 // --fibers: the stack size of each connection's fiber.
 std::size_t fiber_stack_bytes = 64 * 1024;

@@ -16,26 +16,28 @@
 
 #include "common/cli.hpp"
 #include "common/serve.hpp"
-#include "ringio/http/router.hpp"
 #include "ringio/http/https.hpp"
+#include "ringio/http/router.hpp"
 #include "ringio/http/server.hpp"
-#include "ringio/tls/context.hpp"
 #include "ringio/http/static_files.hpp"
+#include "ringio/tls/context.hpp"
 
 namespace {
 
-const std::string usage = std::string(
-    "usage: http_server --port P [options] [--root DIR] [--max-connections N]\n"
-    "                   [--idle-timeout SECONDS] [--no-sendfile]\n"
-    "Serves HTTP/1.1 (keep-alive, pipelining). Without --root, GET / answers \"Hello world!\"\n"
-    "(text/plain); with --root, the files under DIR (index.html for directories, ETag,\n"
-    "Last-Modified, 304, byte ranges). SIGINT/SIGTERM stop it gracefully: no new\n"
-    "connections, idle ones close, requests in progress get --drain-timeout seconds, exit 0.\n"
-    "--no-sendfile reads files over 16 KiB through the loop instead of sendfile(2).\n"
-    "--tls-cert FILE --tls-key FILE: HTTPS (TLS 1.2/1.3, ALPN http/1.1) with that PEM\n"
-    "certificate chain and key; --http-port P serves plain HTTP on port P as well (the\n"
-    "same routes, --threads more loop threads; a second start-up line names it).\n"
-    "options:\n") + apps::server_port_threads_usage + apps::server_options_usage;
+const std::string usage =
+    std::string(
+        "usage: http_server --port P [options] [--root DIR] [--max-connections N]\n"
+        "                   [--idle-timeout SECONDS] [--no-sendfile]\n"
+        "Serves HTTP/1.1 (keep-alive, pipelining). Without --root, GET / answers \"Hello world!\"\n"
+        "(text/plain); with --root, the files under DIR (index.html for directories, ETag,\n"
+        "Last-Modified, 304, byte ranges). SIGINT/SIGTERM stop it gracefully: no new\n"
+        "connections, idle ones close, requests in progress get --drain-timeout seconds, exit 0.\n"
+        "--no-sendfile reads files over 16 KiB through the loop instead of sendfile(2).\n"
+        "--tls-cert FILE --tls-key FILE: HTTPS (TLS 1.2/1.3, ALPN http/1.1) with that PEM\n"
+        "certificate chain and key; --http-port P serves plain HTTP on port P as well (the\n"
+        "same routes, --threads more loop threads; a second start-up line names it).\n"
+        "options:\n") +
+    apps::server_port_threads_usage + apps::server_options_usage;
 
 constexpr std::string_view hello = "Hello world!";
 
@@ -61,8 +63,8 @@ int serve_both(apps::server_config cfg, ringio::http::server& srv, const ringio:
     sigaddset(&stop_signals, SIGINT);
     sigaddset(&stop_signals, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-    plain_status = apps::run_server(plain, [&srv](ringio::stream_socket s) { return srv.serve_connection(std::move(s)); },
-                                    stop_plain.get_token());
+    plain_status = apps::run_server(
+        plain, [&srv](ringio::stream_socket s) { return srv.serve_connection(std::move(s)); }, stop_plain.get_token());
     stop_tls.request_stop();  // it failed (or was stopped): the HTTPS side ends too
   });
   int tls_status = apps::run_server(

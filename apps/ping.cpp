@@ -2,8 +2,8 @@
 // ping — the ping/pong throughput client: <sessions> connections spread over <threads>
 // loop threads; each sends a block, reads the whole block back, and repeats. The clock
 // starts once every session is connected and stops at the timeout.
-#include <cstdio>
 #include <chrono>
+#include <cstdio>
 #include <string>
 
 #include "common/cli.hpp"
@@ -58,8 +58,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (r.connected == 0) {
-    std::fprintf(stderr, "ping: cannot connect to %s: %s\n", cfg.address.to_string().c_str(),
-                 r.first_error.c_str());
+    std::fprintf(stderr, "ping: cannot connect to %s: %s\n", cfg.address.to_string().c_str(), r.first_error.c_str());
     return 1;
   }
   const std::uint64_t errors = r.connect_errors + r.session_errors;
@@ -88,7 +87,9 @@ int main(int argc, char** argv) {
       .add("cpu_s", r.cpu_seconds, 3)
       .add("verify", cfg.verify)
       .add("backend", r.backend)
-      .add("client", when_any ? "when_any" : senders ? "senders" : "tasks")
+      .add("client", when_any  ? "when_any"
+                     : senders ? "senders"
+                               : "tasks")
       .print();
   return 0;
 }

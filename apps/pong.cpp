@@ -2,8 +2,8 @@
 // pong — the ping/pong server: every connection loops "receive exactly <blocksize>
 // bytes, send them back" until the client closes. One run serves one ping run: once
 // <sessions> sessions have connected and all of them have closed, pong exits 0.
-#include <atomic>
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -22,24 +22,25 @@
 
 namespace {
 
-const std::string usage = std::string(
-    "usage: pong <port> <threads> <blocksize> <sessions> [--keep-running] [options]\n"
-    "Listens on --host:<port> (default 127.0.0.1) on <threads> loop threads. Every connection\n"
-    "loops \"receive exactly <blocksize> bytes, send them back\" until the client closes.\n"
-    "Exits 0 once <sessions> sessions have connected and all have closed (--keep-running:\n"
-    "serve until signalled), or on SIGINT/SIGTERM (graceful).\n"
-    "options:\n"
-    "  --recv MODE              multishot (default: one armed recv per connection into\n"
-    "                           buffers shared by the thread; a block that arrives whole\n"
-    "                           is sent from there, pieces are gathered in the session's\n"
-    "                           block) or single (recv straight into the block until full)\n"
-    "  --senders                each session is a sender loop (ringio/exec.hpp):\n"
-    "                           repeat_until(recv_exact | let_value(send_all)); implies\n"
-    "                           --recv single\n"
-    "  --reply MODE             multishot: blocks (default: a whole block goes back once\n"
-    "                           it has arrived) or arrivals (every arrival goes back at\n"
-    "                           once, from the pool buffer it came in)\n"
-    "  --pool-buffers N         multishot: receive buffers per thread (default 4096)\n") +
+const std::string usage =
+    std::string(
+        "usage: pong <port> <threads> <blocksize> <sessions> [--keep-running] [options]\n"
+        "Listens on --host:<port> (default 127.0.0.1) on <threads> loop threads. Every connection\n"
+        "loops \"receive exactly <blocksize> bytes, send them back\" until the client closes.\n"
+        "Exits 0 once <sessions> sessions have connected and all have closed (--keep-running:\n"
+        "serve until signalled), or on SIGINT/SIGTERM (graceful).\n"
+        "options:\n"
+        "  --recv MODE              multishot (default: one armed recv per connection into\n"
+        "                           buffers shared by the thread; a block that arrives whole\n"
+        "                           is sent from there, pieces are gathered in the session's\n"
+        "                           block) or single (recv straight into the block until full)\n"
+        "  --senders                each session is a sender loop (ringio/exec.hpp):\n"
+        "                           repeat_until(recv_exact | let_value(send_all)); implies\n"
+        "                           --recv single\n"
+        "  --reply MODE             multishot: blocks (default: a whole block goes back once\n"
+        "                           it has arrived) or arrivals (every arrival goes back at\n"
+        "                           once, from the pool buffer it came in)\n"
+        "  --pool-buffers N         multishot: receive buffers per thread (default 4096)\n") +
     apps::pool_flags_usage + apps::server_options_usage;
 
 struct pong_state {
@@ -174,8 +175,9 @@ int main(int argc, char** argv) {
   apps::read_server_options(args, cfg, port, threads);
   args.done(4);
 
-  cfg.banner = std::to_string(st.block) + "-byte blocks, " +
-               (st.keep_running ? std::string("until signalled") : "until " + std::to_string(st.sessions) + " sessions end");
+  cfg.banner =
+      std::to_string(st.block) + "-byte blocks, " +
+      (st.keep_running ? std::string("until signalled") : "until " + std::to_string(st.sessions) + " sessions end");
   std::string backend_name;
   std::once_flag named;
   cfg.options.loop_setup = [&](ringio::io_context& ctx, unsigned) -> std::shared_ptr<void> {
@@ -186,9 +188,10 @@ int main(int argc, char** argv) {
     return pool;
   };
   ringio::serve_summary summary;
-  int status = apps::run_server(cfg, senders                   ? ringio::connection_handler(pong_senders)
-                                     : recv_mode == "single" ? ringio::connection_handler(pong_single)
-                                                             : ringio::connection_handler(pong_multishot),
+  int status = apps::run_server(cfg,
+                                senders                 ? ringio::connection_handler(pong_senders)
+                                : recv_mode == "single" ? ringio::connection_handler(pong_single)
+                                                        : ringio::connection_handler(pong_multishot),
                                 st.finished.get_token(), &summary);
   const int signo = summary.signal_number;
 

@@ -3,6 +3,7 @@
 // other until --switches hand-overs have happened, for each way ringio (and the
 // primitives under it) can do it. Prints one `RESULT {json}` line per subject, with ns
 // per switch: the median of --repeats runs, and the min and max.
+#include <sys/mman.h>
 #include <ucontext.h>
 
 #include <algorithm>
@@ -14,7 +15,6 @@
 #include <cstdlib>
 #include <functional>
 #include <string>
-#include <sys/mman.h>
 #include <utility>
 #include <vector>
 
@@ -152,11 +152,12 @@ double run_fiber_direct(std::int64_t n) {
   ringio::io_context ctx(ringio::io_context_options{.quiet = true});
   double ns = 0;
   ringio::sync_wait(ctx, ringio::fiber([n, &ns] {
-    auto start = clock_type::now();
-    for (std::int64_t i = 0; i < n / 2; ++i) ringio::this_fiber::await(resume_at_once{});
-    auto end = clock_type::now();
-    ns = std::chrono::duration<double, std::nano>(end - start).count() / static_cast<double>(n / 2 * 2);
-  }));
+                      auto start = clock_type::now();
+                      for (std::int64_t i = 0; i < n / 2; ++i) ringio::this_fiber::await(resume_at_once{});
+                      auto end = clock_type::now();
+                      ns = std::chrono::duration<double, std::nano>(end - start).count() /
+                           static_cast<double>(n / 2 * 2);
+                    }));
   return ns;
 }
 

@@ -4,11 +4,10 @@
 // together, so a paste reaches readers in a few large writes. Nobody waits for a slow
 // reader: one with 256 lines queued loses the oldest, and is told how many it missed.
 //   chat_server [PORT]      then, in two terminals: nc localhost 7000
-#include <ringio/ringio.hpp>
-
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <ringio/ringio.hpp>
 #include <string>
 #include <vector>
 
@@ -62,9 +61,9 @@ int main(int argc, char** argv) {
   }
   auto served = serve(socket_address::loopback(static_cast<std::uint16_t>(port)), session,
                       {.on_listening = [](const socket_address& at, runtime&) {
-                         std::printf("chat_server: listening on %s\n", at.to_string().c_str());
-                         std::fflush(stdout);
-                       }});
+                        std::printf("chat_server: listening on %s\n", at.to_string().c_str());
+                        std::fflush(stdout);
+                      }});
   if (!served) std::fprintf(stderr, "chat_server: %s\n", served.error().message().c_str());
   return served ? 0 : 1;
 }

@@ -2,12 +2,11 @@
 // http_app — a small HTTP API on ringio::http: a path parameter answered in JSON, a
 // query string, a streamed body and static files. Stops gracefully on SIGINT/SIGTERM.
 //   http_app [PORT] [STATIC_DIR]      then: curl localhost:8080/items/42
-#include <ringio/http/http.hpp>
-#include <ringio/ringio.hpp>
-
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <ringio/http/http.hpp>
+#include <ringio/ringio.hpp>
 #include <string>
 
 using namespace ringio;
@@ -32,9 +31,9 @@ task<http::response> countdown(http::request&) {  // GET /countdown: one line pe
   co_return http::response::stream(200, "text/plain", [](http::body_writer& w) -> task<void> {
     for (int i = 3; i > 0; --i) {
       auto sent = co_await w.write(std::to_string(i) + "...\n");  // reaches the client now
-      if (!sent) co_return;                                          // the client went away
+      if (!sent) co_return;                                       // the client went away
       auto slept = co_await sleep_for(200ms);
-      if (!slept) co_return;                                         // the server is stopping
+      if (!slept) co_return;  // the server is stopping
     }
     (void)co_await w.write("liftoff\n");
   });
@@ -58,10 +57,11 @@ int main(int argc, char** argv) {
 
   auto served = serve(socket_address::loopback(static_cast<std::uint16_t>(port)),
                       [&server](stream_socket s) { return server.serve_connection(std::move(s)); },
-                      {.on_listening = [](const socket_address& at, runtime&) {
-                         std::printf("http_app: listening on %s\n", at.to_string().c_str());
-                         std::fflush(stdout);
-                       },
+                      {.on_listening =
+                           [](const socket_address& at, runtime&) {
+                             std::printf("http_app: listening on %s\n", at.to_string().c_str());
+                             std::fflush(stdout);
+                           },
                        .on_stop = [&server](int) { server.drain(); }});
   if (!served) {
     std::fprintf(stderr, "http_app: %s\n", served.error().message().c_str());

@@ -3,11 +3,10 @@
 // the body: `http_get http://127.0.0.1:8080/hello`. Redirects are followed; a second
 // argument "--head-only" prints only the status and the fields.
 #include <cstdio>
-#include <string_view>
-
 #include <ringio/http/client.hpp>
 #include <ringio/io_context.hpp>
 #include <ringio/sync_wait.hpp>
+#include <string_view>
 
 using namespace ringio;
 

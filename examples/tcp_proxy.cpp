@@ -2,11 +2,10 @@
 // tcp_proxy — forwards every connection on a local port to a backend address, with a
 // connect timeout and an idle timeout, and logs what each connection moved.
 //   tcp_proxy LISTEN_PORT BACKEND      e.g. tcp_proxy 9000 127.0.0.1:8080
-#include <ringio/ringio.hpp>
-
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <ringio/ringio.hpp>
 
 using namespace ringio;
 using namespace std::chrono_literals;
@@ -22,8 +21,8 @@ task<void> forward(stream_socket client, socket_address backend) {
   auto moved = co_await copy_bidirectional(client, *upstream, {.idle_timeout = 60s});
   if (moved) {
     std::printf("tcp_proxy: %llu bytes up, %llu down%s%s\n", static_cast<unsigned long long>(moved->a_to_b),
-                static_cast<unsigned long long>(moved->b_to_a), moved->ok() ? "" : ", ended by: ",
-                moved->ok() ? "" : moved->error.message().c_str());
+                static_cast<unsigned long long>(moved->b_to_a),
+                moved->ok() ? "" : ", ended by: ", moved->ok() ? "" : moved->error.message().c_str());
     std::fflush(stdout);
   }
 }
@@ -47,9 +46,9 @@ int main(int argc, char** argv) {
   auto served = serve(socket_address::loopback(static_cast<std::uint16_t>(port)),
                       [to = *backend](stream_socket s) { return forward(std::move(s), to); },
                       {.on_listening = [](const socket_address& at, runtime&) {
-                         std::printf("tcp_proxy: listening on %s\n", at.to_string().c_str());
-                         std::fflush(stdout);
-                       }});
+                        std::printf("tcp_proxy: listening on %s\n", at.to_string().c_str());
+                        std::fflush(stdout);
+                      }});
   if (!served) {
     std::fprintf(stderr, "tcp_proxy: %s\n", served.error().message().c_str());
     return 1;

@@ -125,7 +125,10 @@ plain_outcome plain_decode(std::string_view in, limits lim) {
     std::size_t digits = 0;
     for (std::size_t i = pos; i < eol; ++i, ++digits) {
       char c = in[i];
-      int h = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+      int h = c >= '0' && c <= '9'   ? c - '0'
+              : c >= 'a' && c <= 'f' ? c - 'a' + 10
+              : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                     : -1;
       if (h < 0) break;
       if (size >> 60) return r;
       size = size * 16 + static_cast<unsigned>(h);
@@ -143,7 +146,8 @@ plain_outcome plain_decode(std::string_view in, limits lim) {
     auto eol = in.find("\r\n", pos);
     const bool empty = eol == pos;
     const std::size_t counted_end = eol == std::string_view::npos ? in.size() : empty ? eol + 1 : eol + 2;
-    if (counted_end - trailer_start > lim.max_trailer) return {431, std::move(r.body), trailer_start + lim.max_trailer + 1};
+    if (counted_end - trailer_start > lim.max_trailer)
+      return {431, std::move(r.body), trailer_start + lim.max_trailer + 1};
     if (eol == std::string_view::npos) return r;
     pos = eol + 2;
     if (empty) break;

@@ -85,8 +85,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     std::size_t at = static_cast<std::size_t>(p.name.data() - lo);
     std::string_view piece = in.substr(at, in.find('&', at) - at);
     std::string_view raw_name = piece.substr(0, piece.find('='));
-    std::string_view raw_value = raw_name.size() < piece.size() ? piece.substr(raw_name.size() + 1) : std::string_view{};
-    bool strict_ok = ringio::http::percent_decode(raw_name).has_value() && ringio::http::percent_decode(raw_value).has_value();
+    std::string_view raw_value =
+        raw_name.size() < piece.size() ? piece.substr(raw_name.size() + 1) : std::string_view{};
+    bool strict_ok =
+        ringio::http::percent_decode(raw_name).has_value() && ringio::http::percent_decode(raw_value).has_value();
     require(p.malformed != strict_ok);
   }
   return 0;

@@ -63,7 +63,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (r.state == parse_state::complete) {
     require(pieces.headers().size() == whole.headers().size() && pieces.target() == whole.target());
     for (std::size_t i = 0; i < whole.headers().size(); ++i)
-      require(pieces.headers()[i].name == whole.headers()[i].name && pieces.headers()[i].value == whole.headers()[i].value);
+      require(pieces.headers()[i].name == whole.headers()[i].name &&
+              pieces.headers()[i].value == whole.headers()[i].value);
   }
 
   // The body as chunked, decoded in place, whole and byte by byte.

@@ -66,8 +66,8 @@ std::int64_t cli::integer(const std::string& name, std::int64_t fallback, std::i
   if (it == options_.end()) return fallback;
   auto v = parse_int(it->second);
   if (!v || *v < min || *v > max)
-    fail("--" + name + " must be an integer in [" + std::to_string(min) + ", " + std::to_string(max) +
-         "], got '" + it->second + "'");
+    fail("--" + name + " must be an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "], got '" +
+         it->second + "'");
   return *v;
 }
 
@@ -90,8 +90,8 @@ double cli::seconds(const std::string& name, double fallback, double min, double
   char* end = nullptr;
   double v = std::strtod(it->second.c_str(), &end);
   if (it->second.empty() || *end != '\0' || !(v >= min && v <= max))
-    fail("--" + name + " must be a number of seconds in [" + std::to_string(min) + ", " +
-         std::to_string(max) + "], got '" + it->second + "'");
+    fail("--" + name + " must be a number of seconds in [" + std::to_string(min) + ", " + std::to_string(max) +
+         "], got '" + it->second + "'");
   return v;
 }
 
@@ -104,8 +104,8 @@ std::int64_t cli::positional_integer(std::size_t i, const std::string& what, std
   if (i >= positionals_.size()) fail("missing <" + what + ">");
   auto v = parse_int(positionals_[i]);
   if (!v || *v < min || *v > max)
-    fail("<" + what + "> must be an integer in [" + std::to_string(min) + ", " + std::to_string(max) +
-         "], got '" + positionals_[i] + "'");
+    fail("<" + what + "> must be an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "], got '" +
+         positionals_[i] + "'");
   return *v;
 }
 

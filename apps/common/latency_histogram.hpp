@@ -33,8 +33,7 @@ constexpr std::size_t index(std::uint64_t ns) noexcept {
   if (ns < sub_bucket_count) return static_cast<std::size_t>(ns);
   // Keep the top sub_bucket_bits bits: ns >> shift lies in [128, 256).
   const unsigned shift = static_cast<unsigned>(63 - __builtin_clzll(ns)) - (sub_bucket_bits - 1);
-  return static_cast<std::size_t>(sub_bucket_count + (shift - 1) * sub_bucket_half +
-                                  ((ns >> shift) - sub_bucket_half));
+  return static_cast<std::size_t>(sub_bucket_count + (shift - 1) * sub_bucket_half + ((ns >> shift) - sub_bucket_half));
 }
 /// The smallest value that maps to bucket i.
 constexpr std::uint64_t lowest(std::size_t i) noexcept {

@@ -343,8 +343,10 @@ roundtrip_report run_roundtrips(const roundtrip_config& given) {
   if (cfg.sources.empty()) {
     cfg.sources = loopback_sources(cfg.address, cfg.connections);
     if (!cfg.sources.empty())
-      std::printf("%s: %zu connections exceed one source address's ephemeral ports; spreading them over "
-                  "127.0.0.1-127.0.0.%zu\n", cfg.tool.c_str(), cfg.connections, cfg.sources.size());
+      std::printf(
+          "%s: %zu connections exceed one source address's ephemeral ports; spreading them over "
+          "127.0.0.1-127.0.0.%zu\n",
+          cfg.tool.c_str(), cfg.connections, cfg.sources.size());
   }
   roundtrip_report report;
   const unsigned threads = std::max(1u, cfg.threads);
@@ -394,13 +396,13 @@ roundtrip_report run_roundtrips(const roundtrip_config& given) {
     const std::int64_t window_start = now_ns() + static_cast<std::int64_t>(cfg.warmup_s * 1e9);
     const std::int64_t window_end = window_start + static_cast<std::int64_t>(cfg.duration_s * 1e9);
     cpu_sampler cpu(window_start, window_end);
-    rt->run_on_each([&](ringio::io_context&, unsigned t) {
-      return run_sessions(cfg, *states[t], window_start, window_end);
-    });
+    rt->run_on_each(
+        [&](ringio::io_context&, unsigned t) { return run_sessions(cfg, *states[t], window_start, window_end); });
     report.cpu_seconds = cpu.finish();
     std::int64_t last_end = 0;
     for (auto& st : states) last_end = std::max(last_end, st->end_ns);
-    report.seconds = static_cast<double>(std::max<std::int64_t>(0, std::min(last_end, window_end) - window_start)) / 1e9;
+    report.seconds =
+        static_cast<double>(std::max<std::int64_t>(0, std::min(last_end, window_end) - window_start)) / 1e9;
   }
   rt->stop();
 

@@ -105,7 +105,7 @@ struct roundtrip_report {
   double seconds = 0;                // the window's measured length
   double cpu_seconds = 0;            // process CPU time during the window
   std::unique_ptr<latency_histogram> latency = std::make_unique<latency_histogram>();
-  std::string first_error;           // the first failure, for the message
+  std::string first_error;  // the first failure, for the message
 };
 
 /// Runs the load. Prints `<tool>: backend ...` once the loops are up. Never throws for

@@ -35,18 +35,14 @@ void read_server_options(cli& args, server_config& cfg, std::uint16_t port, unsi
   o.context = context_options(args.backend());
   o.context.sqpoll = args.flag("sqpoll");
   o.context.defer_taskrun = !args.flag("no-defer-taskrun");
-  o.context.zero_copy_send_threshold =
-      static_cast<std::size_t>(args.integer("send-zc", 0, 0, std::int64_t{1} << 40));
+  o.context.zero_copy_send_threshold = static_cast<std::size_t>(args.integer("send-zc", 0, 0, std::int64_t{1} << 40));
   o.context.min_wait = static_cast<unsigned>(args.integer("min-wait", 0, 0, 10'000'000));
-  o.drain_timeout =
-      std::chrono::milliseconds(static_cast<long long>(args.seconds("drain-timeout", 5, 0, 3600) * 1000));
+  o.drain_timeout = std::chrono::milliseconds(static_cast<long long>(args.seconds("drain-timeout", 5, 0, 3600) * 1000));
   o.multishot_accept = !args.flag("single-accept");
   o.direct_descriptors = args.flag("direct-fds");
   auto dispatch = args.text("dispatch", "reuseport");
-  if (dispatch == "acceptor")
-    o.dispatch = ringio::serve_dispatch::acceptor;
-  else if (dispatch != "reuseport")
-    args.fail("--dispatch must be reuseport or acceptor, got '" + dispatch + "'");
+  if (dispatch == "acceptor") o.dispatch = ringio::serve_dispatch::acceptor;
+  else if (dispatch != "reuseport") args.fail("--dispatch must be reuseport or acceptor, got '" + dispatch + "'");
 }
 
 int run_server(server_config cfg, ringio::connection_handler handler, std::stop_token done,
@@ -60,10 +56,9 @@ int run_server(server_config cfg, ringio::connection_handler handler, std::stop_
   });
   const bool acceptor_mode = cfg.options.dispatch == ringio::serve_dispatch::acceptor && cfg.options.threads > 1;
   cfg.options.on_listening = [&cfg, acceptor_mode](const ringio::socket_address& bound, ringio::runtime& loops) {
-    std::printf("%s: listening on %s, %u thread%s (%s)%s%s, backend %s\n", cfg.name.c_str(),
-                bound.to_string().c_str(), loops.size(), loops.size() == 1 ? "" : "s",
-                acceptor_mode ? "one acceptor" : "SO_REUSEPORT per thread", cfg.banner.empty() ? "" : ", ",
-                cfg.banner.c_str(), loops.context(0).describe().c_str());
+    std::printf("%s: listening on %s, %u thread%s (%s)%s%s, backend %s\n", cfg.name.c_str(), bound.to_string().c_str(),
+                loops.size(), loops.size() == 1 ? "" : "s", acceptor_mode ? "one acceptor" : "SO_REUSEPORT per thread",
+                cfg.banner.empty() ? "" : ", ", cfg.banner.c_str(), loops.context(0).describe().c_str());
     std::fflush(stdout);
   };
   ringio::result<ringio::serve_summary> r;

@@ -21,8 +21,7 @@ class mutable_buffer {
  public:
   constexpr mutable_buffer() noexcept = default;
   /// `size` bytes at `data`.
-  constexpr mutable_buffer(void* data, std::size_t size) noexcept
-      : data_(static_cast<std::byte*>(data)), size_(size) {}
+  constexpr mutable_buffer(void* data, std::size_t size) noexcept : data_(static_cast<std::byte*>(data)), size_(size) {}
   /// The bytes of a contiguous range of byte-sized elements (std::array, std::vector, std::span, ...).
   template <std::ranges::contiguous_range R>
     requires(detail::byte_like<std::ranges::range_value_t<R>> &&
@@ -35,9 +34,7 @@ class mutable_buffer {
   /// The length in bytes.
   [[nodiscard]] constexpr std::size_t size() const noexcept { return size_; }
   /// The first n bytes (n is clamped to size()).
-  [[nodiscard]] constexpr mutable_buffer first(std::size_t n) const noexcept {
-    return {data_, n < size_ ? n : size_};
-  }
+  [[nodiscard]] constexpr mutable_buffer first(std::size_t n) const noexcept { return {data_, n < size_ ? n : size_}; }
   /// Everything after the first n bytes.
   [[nodiscard]] constexpr mutable_buffer skip(std::size_t n) const noexcept {
     return n < size_ ? mutable_buffer{data_ + n, size_ - n} : mutable_buffer{data_ + size_, 0};
@@ -57,7 +54,8 @@ class const_buffer {
       : data_(static_cast<const std::byte*>(data)), size_(size) {}
   /// The same bytes, read-only.
   constexpr const_buffer(mutable_buffer b) noexcept : data_(b.data()), size_(b.size()) {}  // NOLINT
-  /// The bytes of a contiguous range of byte-sized elements (std::string_view, std::string, std::array, std::span, ...).
+  /// The bytes of a contiguous range of byte-sized elements (std::string_view, std::string, std::array, std::span,
+  /// ...).
   template <std::ranges::contiguous_range R>
     requires detail::byte_like<std::ranges::range_value_t<R>>
   constexpr const_buffer(R&& r) noexcept  // NOLINT(google-explicit-constructor)
@@ -68,9 +66,7 @@ class const_buffer {
   /// The length in bytes.
   [[nodiscard]] constexpr std::size_t size() const noexcept { return size_; }
   /// The first n bytes (n is clamped to size()).
-  [[nodiscard]] constexpr const_buffer first(std::size_t n) const noexcept {
-    return {data_, n < size_ ? n : size_};
-  }
+  [[nodiscard]] constexpr const_buffer first(std::size_t n) const noexcept { return {data_, n < size_ ? n : size_}; }
   /// Everything after the first n bytes.
   [[nodiscard]] constexpr const_buffer skip(std::size_t n) const noexcept {
     return n < size_ ? const_buffer{data_ + n, size_ - n} : const_buffer{data_ + size_, 0};

@@ -48,10 +48,10 @@ class channel_wait_op : public io_operation<channel_wait_op> {
 /// between the channel and a wake-up queued on the receiver's loop, so a channel may
 /// be destroyed while its wake-up is still in the loop's inbox.
 struct channel_waker {
-  std::atomic<bool> waiting{false};   // the receiver is (about to be) suspended
+  std::atomic<bool> waiting{false};  // the receiver is (about to be) suspended
   std::atomic<bool> wake_queued{false};
-  std::atomic<unsigned> refs{1};      // the channel, plus one while the item is queued
-  channel_wait_op* op = nullptr;       // loop thread only
+  std::atomic<unsigned> refs{1};          // the channel, plus one while the item is queued
+  channel_wait_op* op = nullptr;          // loop thread only
   std::atomic<io_context*> ctx{nullptr};  // the receiver's loop (set before waiting)
   remote_item item;
 
@@ -331,8 +331,7 @@ class channel {
   }
 
   bool drained() const noexcept {
-    return closed_.load(std::memory_order_seq_cst) && active_.load(std::memory_order_seq_cst) == 0 &&
-           ring_.size() == 0;
+    return closed_.load(std::memory_order_seq_cst) && active_.load(std::memory_order_seq_cst) == 0 && ring_.size() == 0;
   }
 
   detail::mpsc_ring<T> ring_;

@@ -24,15 +24,11 @@ enum class errc {
 /// The category of ringio::errc values ("ringio").
 const std::error_category& ringio_category() noexcept;
 
-inline std::error_code make_error_code(errc e) noexcept {
-  return {static_cast<int>(e), ringio_category()};
-}
+inline std::error_code make_error_code(errc e) noexcept { return {static_cast<int>(e), ringio_category()}; }
 
 /// Converts a negative errno (as io_uring and raw syscalls report it) to an error_code.
 /// Comparisons against std::errc work: `ec == std::errc::connection_refused`.
-inline std::error_code errno_code(int negative_errno) noexcept {
-  return {-negative_errno, std::system_category()};
-}
+inline std::error_code errno_code(int negative_errno) noexcept { return {-negative_errno, std::system_category()}; }
 
 }  // namespace ringio
 

@@ -96,11 +96,11 @@ struct io_context_options {
 /// Counters of one loop (updated by its thread; read them on that thread or after it
 /// stopped).
 struct loop_statistics {
-  std::uint64_t iterations = 0;     ///< loop iterations (run what is ready, poll once)
-  std::uint64_t kernel_waits = 0;   ///< io_uring_enter / epoll_wait calls by the loop
-  std::uint64_t completions = 0;    ///< CQEs reaped, or readiness events handled
-  std::uint64_t message_wakes = 0;  ///< wake-ups received as ring-to-ring messages
-  std::uint64_t eventfd_wakes = 0;  ///< wake-ups received through the eventfd
+  std::uint64_t iterations = 0;        ///< loop iterations (run what is ready, poll once)
+  std::uint64_t kernel_waits = 0;      ///< io_uring_enter / epoll_wait calls by the loop
+  std::uint64_t completions = 0;       ///< CQEs reaped, or readiness events handled
+  std::uint64_t message_wakes = 0;     ///< wake-ups received as ring-to-ring messages
+  std::uint64_t eventfd_wakes = 0;     ///< wake-ups received through the eventfd
   std::uint64_t zero_copy_sends = 0;   ///< sends submitted as `IORING_OP_SEND_ZC`
   std::uint64_t zero_copy_copied = 0;  ///< of those, sends the kernel copied anyway
 };
@@ -251,8 +251,8 @@ class io_context {
   std::unique_ptr<detail::loop_state> state_;
   std::unique_ptr<detail::backend> backend_;
   std::atomic<bool> stop_requested_{false};
-  std::thread::id owner_;  // the thread that first ran the loop
-  detail::op_base* events_ = nullptr;  // waiting event operations (intrusive list)
+  std::thread::id owner_;                    // the thread that first ran the loop
+  detail::op_base* events_ = nullptr;        // waiting event operations (intrusive list)
   detail::foreign_wait* foreign_ = nullptr;  // tasks parked in spawn_on (intrusive list)
   std::size_t events_waiting_ = 0;
   std::size_t outside_work_ = 0;

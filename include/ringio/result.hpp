@@ -39,22 +39,23 @@ class bad_result_access : public std::system_error {
 template <class T>
 class [[nodiscard]] result {
  public:
-  using value_type = T;               ///< The value's type.
+  using value_type = T;                ///< The value's type.
   using error_type = std::error_code;  ///< The error's type.
 
   /// A default-constructed value.
-  result() requires std::is_default_constructible_v<T> : v_(std::in_place_index<0>) {}
+  result()
+    requires std::is_default_constructible_v<T>
+      : v_(std::in_place_index<0>) {}
   /// A value (implicit, so `co_return value;` works).
   ///@{
-  result(const T& v) : v_(std::in_place_index<0>, v) {}                 // NOLINT
-  result(T&& v) : v_(std::in_place_index<0>, std::move(v)) {}           // NOLINT
+  result(const T& v) : v_(std::in_place_index<0>, v) {}        // NOLINT
+  result(T&& v) : v_(std::in_place_index<0>, std::move(v)) {}  // NOLINT
   ///@}
   /// A value constructed from `v`.
   template <class U>
     requires(std::is_constructible_v<T, U &&> && !std::is_same_v<std::remove_cvref_t<U>, T> &&
-             !std::is_same_v<std::remove_cvref_t<U>, result> &&
-             !std::is_same_v<std::remove_cvref_t<U>, unexpected>)
-  result(U&& v) : v_(std::in_place_index<0>, std::forward<U>(v)) {}     // NOLINT
+             !std::is_same_v<std::remove_cvref_t<U>, result> && !std::is_same_v<std::remove_cvref_t<U>, unexpected>)
+  result(U&& v) : v_(std::in_place_index<0>, std::forward<U>(v)) {}  // NOLINT
   /// An error: `co_return unexpected(std::errc::timed_out);`.
   result(const unexpected& u) : v_(std::in_place_index<1>, u.error()) {}  // NOLINT
 
@@ -66,18 +67,42 @@ class [[nodiscard]] result {
 
   /// The value, unchecked (asserted in debug builds): test the result first.
   ///@{
-  T& operator*() & noexcept { assert(has_value()); return *std::get_if<0>(&v_); }
-  const T& operator*() const& noexcept { assert(has_value()); return *std::get_if<0>(&v_); }
-  T&& operator*() && noexcept { assert(has_value()); return std::move(*std::get_if<0>(&v_)); }
-  T* operator->() noexcept { assert(has_value()); return std::get_if<0>(&v_); }
-  const T* operator->() const noexcept { assert(has_value()); return std::get_if<0>(&v_); }
+  T& operator*() & noexcept {
+    assert(has_value());
+    return *std::get_if<0>(&v_);
+  }
+  const T& operator*() const& noexcept {
+    assert(has_value());
+    return *std::get_if<0>(&v_);
+  }
+  T&& operator*() && noexcept {
+    assert(has_value());
+    return std::move(*std::get_if<0>(&v_));
+  }
+  T* operator->() noexcept {
+    assert(has_value());
+    return std::get_if<0>(&v_);
+  }
+  const T* operator->() const noexcept {
+    assert(has_value());
+    return std::get_if<0>(&v_);
+  }
   ///@}
 
   /// The value; throws bad_result_access carrying the error when there is none.
   ///@{
-  T& value() & { check(); return *std::get_if<0>(&v_); }
-  const T& value() const& { check(); return *std::get_if<0>(&v_); }
-  T&& value() && { check(); return std::move(*std::get_if<0>(&v_)); }
+  T& value() & {
+    check();
+    return *std::get_if<0>(&v_);
+  }
+  const T& value() const& {
+    check();
+    return *std::get_if<0>(&v_);
+  }
+  T&& value() && {
+    check();
+    return std::move(*std::get_if<0>(&v_));
+  }
   ///@}
 
   /// The error; an empty error_code when the result holds a value.

@@ -3,8 +3,8 @@
 #pragma once
 
 #include "ringio/backend_kind.hpp"
-#include "ringio/buffer.hpp"
 #include "ringio/broadcast.hpp"
+#include "ringio/buffer.hpp"
 #include "ringio/channel.hpp"
 #include "ringio/error.hpp"
 #include "ringio/fs/file.hpp"

@@ -74,8 +74,7 @@ struct serve_summary {
 /// The runtime's threads must block SIGINT/SIGTERM when options.handle_signals is set:
 /// create it after a signal_set, or from a thread that blocks them. The runtime keeps
 /// running afterwards.
-[[nodiscard]] result<serve_summary> serve(runtime& loops, const socket_address& address,
-                                          connection_handler handler, serve_options options = {},
-                                          std::stop_token stop = {});
+[[nodiscard]] result<serve_summary> serve(runtime& loops, const socket_address& address, connection_handler handler,
+                                          serve_options options = {}, std::stop_token stop = {});
 
 }  // namespace ringio

@@ -62,7 +62,7 @@ class task_promise<void> : public promise_base {
 template <class T>
 class [[nodiscard]] task {
  public:
-  using promise_type = detail::task_promise<T>;              ///< The coroutine's promise.
+  using promise_type = detail::task_promise<T>;             ///< The coroutine's promise.
   using handle_type = std::coroutine_handle<promise_type>;  ///< The coroutine's handle.
   using value_type = T;                                     ///< What co_await gives.
 
@@ -95,8 +95,7 @@ class [[nodiscard]] task {
     template <class P>
     std::coroutine_handle<> await_suspend(std::coroutine_handle<P> parent) noexcept {
       h.promise().set_continuation(parent);
-      if constexpr (std::is_base_of_v<detail::promise_base, P>)
-        h.promise().inherit_from(parent.promise());
+      if constexpr (std::is_base_of_v<detail::promise_base, P>) h.promise().inherit_from(parent.promise());
       return detail::hand_over(parent.address(), h);
     }
     T await_resume() { return h.promise().take(); }

@@ -75,7 +75,7 @@ class try_when_all_base : public countdown_sink {
   /// Detaches from the parent's token (before the awaiter goes away).
   void unlink() noexcept { link_.reset(); }
 
-  bool failed_ = false;   ///< a child failed (error or exception)
+  bool failed_ = false;    ///< a child failed (error or exception)
   std::error_code error_;  ///< the first failure's error (empty for an exception)
 
  private:

@@ -33,8 +33,8 @@ struct version_info {
 };
 
 /// The version of the headers a file was compiled with (the RINGIO_VERSION_* macros).
-inline constexpr version_info header_version{RINGIO_VERSION_MAJOR, RINGIO_VERSION_MINOR,
-                                             RINGIO_VERSION_PATCH, RINGIO_VERSION_STRING};
+inline constexpr version_info header_version{RINGIO_VERSION_MAJOR, RINGIO_VERSION_MINOR, RINGIO_VERSION_PATCH,
+                                             RINGIO_VERSION_STRING};
 
 /// The version of the ringio library the program linked. It differs from
 /// header_version only when a program's headers and library come from different

@@ -48,7 +48,10 @@ class backend {
   /// Wakes the loop that owns the io_uring `ring_fd` by a message from this loop's ring
   /// (IORING_OP_MSG_RING: no syscall of its own, sent with this loop's next submit).
   /// False when this backend cannot (then the target's wake() is used).
-  virtual bool send_wake(int ring_fd) noexcept { (void)ring_fd; return false; }
+  virtual bool send_wake(int ring_fd) noexcept {
+    (void)ring_fd;
+    return false;
+  }
   /// Registers a provided-buffer ring of `entries` at `ring_addr` (page aligned), with
   /// IOU_PBUF_RING_INC when `incremental`; returns its buffer group id, or -errno
   /// (-EOPNOTSUPP without io_uring).

@@ -18,18 +18,16 @@ class loop_state;
 /// the code's text, which the reason already contains where it helps).
 class backend_setup_error : public std::system_error {
  public:
-  backend_setup_error(std::error_code ec, std::string reason)
-      : std::system_error(ec), reason_(std::move(reason)) {}
+  backend_setup_error(std::error_code ec, std::string reason) : std::system_error(ec), reason_(std::move(reason)) {}
   const char* what() const noexcept override { return reason_.c_str(); }
 
  private:
   std::string reason_;
 };
 
-std::unique_ptr<backend> make_uring_backend(io_context& ctx, loop_state& st,
-                                            const io_context_options& opts, bool poll_mode);
-std::unique_ptr<backend> make_epoll_backend(io_context& ctx, loop_state& st,
-                                            const io_context_options& opts);
+std::unique_ptr<backend> make_uring_backend(io_context& ctx, loop_state& st, const io_context_options& opts,
+                                            bool poll_mode);
+std::unique_ptr<backend> make_epoll_backend(io_context& ctx, loop_state& st, const io_context_options& opts);
 std::unique_ptr<backend> make_sim_backend(io_context& ctx, loop_state& st, const io_context_options& opts);
 
 }  // namespace ringio::detail

@@ -3,8 +3,8 @@
 
 namespace ringio::detail {
 
-const op_vtable channel_wait_vtable = {.prepare = nullptr, .attempt = nullptr, .on_cqe = nullptr,
-                                       .step = nullptr, .complete = resume_waiter};
+const op_vtable channel_wait_vtable = {
+    .prepare = nullptr, .attempt = nullptr, .on_cqe = nullptr, .step = nullptr, .complete = resume_waiter};
 
 namespace {
 

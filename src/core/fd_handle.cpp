@@ -8,9 +8,9 @@
 #include <cerrno>
 #include <cstdint>
 
+#include "core/sys.hpp"
 #include "ringio/detail/fd_generation.hpp"
 #include "ringio/io_context.hpp"
-#include "core/sys.hpp"
 
 namespace ringio::detail {
 namespace {

@@ -15,9 +15,9 @@ constexpr std::size_t small_limit = 1024;
 constexpr std::size_t medium_step = 256;
 constexpr std::size_t medium_limit = 4096;
 constexpr std::size_t large_limit = 64 * 1024;
-constexpr unsigned small_classes = small_limit / small_step;                       // 16
-constexpr unsigned medium_classes = (medium_limit - small_limit) / medium_step;    // 12
-constexpr unsigned large_classes = 4;                                              // 8K .. 64K
+constexpr unsigned small_classes = small_limit / small_step;                     // 16
+constexpr unsigned medium_classes = (medium_limit - small_limit) / medium_step;  // 12
+constexpr unsigned large_classes = 4;                                            // 8K .. 64K
 constexpr unsigned class_count = small_classes + medium_classes + large_classes;
 constexpr unsigned max_cached_per_class = 1024;
 // And at most this many bytes per class, so that large frames are not kept by the

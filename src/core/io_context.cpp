@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // io_context: picks a backend, runs the loop, shuts down cleanly.
 #include "ringio/io_context.hpp"
-#include "ringio/sim/world.hpp"
 
 #include <atomic>
 #include <cerrno>
@@ -19,6 +18,7 @@
 #include "ringio/detail/clock.hpp"
 #include "ringio/detail/foreign_wait.hpp"
 #include "ringio/log.hpp"
+#include "ringio/sim/world.hpp"
 
 namespace ringio {
 namespace {
@@ -77,10 +77,14 @@ io_context* exchange_current_context(io_context* ctx) noexcept { return std::exc
 
 std::string_view to_string(backend_kind k) noexcept {
   switch (k) {
-    case backend_kind::uring: return "uring";
-    case backend_kind::epoll: return "epoll";
-    case backend_kind::uring_poll: return "uring-poll";
-    case backend_kind::sim: return "sim";
+    case backend_kind::uring:
+      return "uring";
+    case backend_kind::epoll:
+      return "epoll";
+    case backend_kind::uring_poll:
+      return "uring-poll";
+    case backend_kind::sim:
+      return "sim";
   }
   return "unknown";
 }
@@ -116,9 +120,8 @@ io_context::io_context(io_context_options opts)
     backend_ = detail::make_uring_backend(*this, *state_, opts, kind_ == backend_kind::uring_poll);
   } catch (const detail::backend_setup_error& e) {
     if (choice.forced) {
-      throw detail::backend_setup_error(e.code(), std::string("ringio: backend ") +
-                                                      std::string(to_string(kind_)) + " (forced by " +
-                                                      choice.origin + ") cannot start: " + e.what());
+      throw detail::backend_setup_error(e.code(), std::string("ringio: backend ") + std::string(to_string(kind_)) +
+                                                      " (forced by " + choice.origin + ") cannot start: " + e.what());
     }
     if (!opts.quiet && !fallback_reported.exchange(true))
       log(log_level::warning, "io_uring unavailable (%s); falling back to epoll", e.what());
@@ -304,8 +307,7 @@ void io_context::post_remote(detail::remote_item& item) noexcept {
   detail::remote_item* head = state_->inbox.load(std::memory_order_relaxed);
   do {
     item.next = head;
-  } while (!state_->inbox.compare_exchange_weak(head, &item, std::memory_order_release,
-                                                std::memory_order_relaxed));
+  } while (!state_->inbox.compare_exchange_weak(head, &item, std::memory_order_release, std::memory_order_relaxed));
   if (state_->sleeping.exchange(false)) wake_from(current());
 }
 
@@ -336,10 +338,8 @@ void io_context::run_ready() {
   st.sync_budget = detail::loop_state::sync_budget_per_iteration;
   for (std::size_t n = st.ready.size(); n > 0 && !st.ready.empty(); --n) {
     detail::ready_queue::entry e = st.ready.pop();
-    if (e.is_op)
-      detail::finish_operation(*static_cast<detail::op_base*>(e.ptr));
-    else
-      detail::resume_flat(std::coroutine_handle<>::from_address(e.ptr));
+    if (e.is_op) detail::finish_operation(*static_cast<detail::op_base*>(e.ptr));
+    else detail::resume_flat(std::coroutine_handle<>::from_address(e.ptr));
   }
 }
 
@@ -354,7 +354,8 @@ void io_context::poll_backend(bool stoppable) {
     if (st.inbox.load() != nullptr || (stoppable && stop_requested_.load())) block = false;
   }
   std::int64_t wake_at = event_deadlines_->empty() ? 0 : event_deadlines_->top()->deadline_ns;
-  if (!checks_->empty() && (wake_at == 0 || checks_->top()->deadline_ns < wake_at)) wake_at = checks_->top()->deadline_ns;
+  if (!checks_->empty() && (wake_at == 0 || checks_->top()->deadline_ns < wake_at))
+    wake_at = checks_->top()->deadline_ns;
   backend_->poll(block, wake_at);
   st.sleeping.store(false, std::memory_order_relaxed);
   if (!event_deadlines_->empty()) expire_events();
@@ -426,9 +427,11 @@ void io_context::shutdown() noexcept {
     // complete: a task would never resume, a sender's receiver never hear back (a
     // sync_wait elsewhere would wait forever). Refuse loudly rather than hang them.
     if (!idle()) {
-      log(log_level::error, "io_context destroyed on a thread other than the one that ran it, with "
-                            "%zu operation(s) in flight or work queued that could never complete; "
-                            "terminating (destroy it on the thread that ran it)", backend_->in_flight());
+      log(log_level::error,
+          "io_context destroyed on a thread other than the one that ran it, with "
+          "%zu operation(s) in flight or work queued that could never complete; "
+          "terminating (destroy it on the thread that ran it)",
+          backend_->in_flight());
       std::terminate();
     }
     return;
@@ -450,8 +453,7 @@ void io_context::shutdown() noexcept {
     log(log_level::error, "exception while shutting down an io_context");
     std::terminate();
   }
-  if (!idle())
-    log(log_level::error, "io_context shut down with tasks that never stopped yielding; abandoned");
+  if (!idle()) log(log_level::error, "io_context shut down with tasks that never stopped yielding; abandoned");
 }
 
 }  // namespace ringio

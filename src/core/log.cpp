@@ -68,10 +68,14 @@ void emit_log(log_level level, std::string_view text) noexcept {
 
 std::string_view to_string(log_level level) noexcept {
   switch (level) {
-    case log_level::debug: return "debug";
-    case log_level::info: return "info";
-    case log_level::warning: return "warning";
-    case log_level::error: return "error";
+    case log_level::debug:
+      return "debug";
+    case log_level::info:
+      return "info";
+    case log_level::warning:
+      return "warning";
+    case log_level::error:
+      return "error";
   }
   return "unknown";
 }

@@ -50,8 +50,7 @@ void stop_canceller::operator()() const noexcept {
 bool start_operation(op_base& op, std::coroutine_handle<> h, const std::stop_token* token,
                      const std::stop_token* also) {
   io_context* ctx = io_context::current();
-  if (ctx == nullptr)
-    throw std::logic_error("ringio: an operation was awaited outside a running io_context");
+  if (ctx == nullptr) throw std::logic_error("ringio: an operation was awaited outside a running io_context");
   op.waiter = h;
   op.ctx = ctx;
   if (op.direct_owner != nullptr && op.direct_owner != ctx) {

@@ -27,8 +27,11 @@ int signal_attempt(op_base& b) noexcept {
 
 }  // namespace
 
-const op_vtable signal_wait_vtable = {.prepare = signal_prepare, .attempt = signal_attempt,
-                                      .on_cqe = nullptr, .step = nullptr, .complete = resume_waiter};
+const op_vtable signal_wait_vtable = {.prepare = signal_prepare,
+                                      .attempt = signal_attempt,
+                                      .on_cqe = nullptr,
+                                      .step = nullptr,
+                                      .complete = resume_waiter};
 
 }  // namespace detail
 

@@ -18,7 +18,8 @@ namespace sys {
 
 inline sim_network* sim_for(int fd) noexcept {
   sim_network* s = current_sim_network;
-  if (s == nullptr) [[likely]] return nullptr;
+  if (s == nullptr) [[likely]]
+    return nullptr;
   return s->is_virtual(fd) ? s : nullptr;
 }
 

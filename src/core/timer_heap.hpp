@@ -36,9 +36,7 @@ class timer_heap {
   }
 
  private:
-  bool less(std::size_t a, std::size_t b) const noexcept {
-    return heap_[a]->deadline_ns < heap_[b]->deadline_ns;
-  }
+  bool less(std::size_t a, std::size_t b) const noexcept { return heap_[a]->deadline_ns < heap_[b]->deadline_ns; }
   void swap_at(std::size_t a, std::size_t b) noexcept {
     std::swap(heap_[a], heap_[b]);
     heap_[a]->heap_index = static_cast<std::uint32_t>(a + 1);

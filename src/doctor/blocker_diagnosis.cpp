@@ -35,10 +35,12 @@ bool in_group(long gid) {
 bool seccomp_filtered() { return read_keyed_number("/proc/self/status", "Seccomp").value_or(0) == 2; }
 
 std::string seccomp_cause(int err) {
-  return std::string("a seccomp filter is installed on this process (/proc/self/status: Seccomp: 2) and the "
-                     "io_uring syscall returned ") +
-         (err == ENOSYS ? "ENOSYS: the filter treats it as unknown, as container runtimes do"
-                        : "EPERM: the filter denies it, as container runtimes' default profiles do (Docker 25.0 and later)");
+  return std::string(
+             "a seccomp filter is installed on this process (/proc/self/status: Seccomp: 2) and the "
+             "io_uring syscall returned ") +
+         (err == ENOSYS
+              ? "ENOSYS: the filter treats it as unknown, as container runtimes do"
+              : "EPERM: the filter denies it, as container runtimes' default profiles do (Docker 25.0 and later)");
 }
 
 // io_uring_setup failed with EPERM or EACCES.
@@ -49,8 +51,9 @@ blocker permission(blocker b) {
   if (disabled.value_or(0) == 2) {
     b.kind = "io_uring_disabled";
     b.cause = "kernel.io_uring_disabled = 2: io_uring is disabled for every process" + also;
-    b.fix = "sysctl -w kernel.io_uring_disabled=0 (or 1, with kernel.io_uring_group set to a group the "
-            "server runs in), or run with the epoll backend (RINGIO_BACKEND=epoll)";
+    b.fix =
+        "sysctl -w kernel.io_uring_disabled=0 (or 1, with kernel.io_uring_group set to a group the "
+        "server runs in), or run with the epoll backend (RINGIO_BACKEND=epoll)";
     return b;
   }
   if (disabled.value_or(0) == 1 && !in_group(group)) {
@@ -105,8 +108,9 @@ blocker explain(std::error_code code, const std::string& error) {
     b.kind = "memlock";
     b.cause = "io_uring_setup ran out of locked memory: kernels before 5.12 charge rings to RLIMIT_MEMLOCK (soft " +
               (lim.rlim_cur == RLIM_INFINITY ? std::string("unlimited") : std::to_string(lim.rlim_cur)) + " bytes)";
-    b.fix = "raise RLIMIT_MEMLOCK (ulimit -l, systemd LimitMEMLOCK=, docker --ulimit memlock=-1), or pass "
-            "smaller sq_entries/cq_entries in io_context_options";
+    b.fix =
+        "raise RLIMIT_MEMLOCK (ulimit -l, systemd LimitMEMLOCK=, docker --ulimit memlock=-1), or pass "
+        "smaller sq_entries/cq_entries in io_context_options";
   } else {
     b.kind = "other";
     b.cause = "io_uring failed to start for a reason the doctor does not recognise";

@@ -12,10 +12,18 @@ std::string quoted(std::string_view s) {
   std::string out = "\"";
   for (char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           char esc[8];
@@ -49,8 +57,8 @@ std::string to_json(const report& r) {
   for (std::size_t i = 0; i < r.features.size(); ++i) {
     const feature& f = r.features[i];
     out += std::string(i == 0 ? "\n" : ",\n") + "    {" + field("name", quoted(f.name)) + ", " +
-           field("available", boolean(f.available)) + ", " + field("used_by_ringio", boolean(f.used_by_ringio)) +
-           ", " + field("reason", quoted(f.reason)) + "}";
+           field("available", boolean(f.available)) + ", " + field("used_by_ringio", boolean(f.used_by_ringio)) + ", " +
+           field("reason", quoted(f.reason)) + "}";
   }
   out += r.features.empty() ? "],\n  \"limits\": [" : "\n  ],\n  \"limits\": [";
   for (std::size_t i = 0; i < r.limits.size(); ++i) {

@@ -28,7 +28,8 @@ limit open_files() {
   if (r.rlim_cur < nofile_wanted)
     l.warning = "at most " + rlim_text(r.rlim_cur) +
                 " descriptors: connections beyond that fail with EMFILE; raise the soft limit (ulimit -n, "
-                "systemd LimitNOFILE=, docker --ulimit nofile=) to " + std::to_string(nofile_wanted) + " or more" +
+                "systemd LimitNOFILE=, docker --ulimit nofile=) to " +
+                std::to_string(nofile_wanted) + " or more" +
                 (r.rlim_max < nofile_wanted ? " (the hard limit must be raised too)" : "");
   return l;
 }
@@ -49,8 +50,9 @@ limit locked_memory() {
   limit l{"RLIMIT_MEMLOCK", "soft " + rlim_text(r.rlim_cur) + ", hard " + rlim_text(r.rlim_max) + " bytes", ""};
   constexpr rlim_t default_ring_bytes = 1536 * 1024;
   if (kernel_before(5, 12) && r.rlim_cur < default_ring_bytes * 4)
-    l.warning = "this kernel (before 5.12) charges io_uring rings to RLIMIT_MEMLOCK and ringio's default ring "
-                "takes about 1.3 MiB per loop: raise it (ulimit -l, LimitMEMLOCK=, docker --ulimit memlock=-1)";
+    l.warning =
+        "this kernel (before 5.12) charges io_uring rings to RLIMIT_MEMLOCK and ringio's default ring "
+        "takes about 1.3 MiB per loop: raise it (ulimit -l, LimitMEMLOCK=, docker --ulimit memlock=-1)";
   return l;
 }
 
@@ -80,13 +82,13 @@ limit tcp_memory() {
     for (std::string w; words >> w;)
       if (w == "mem") words >> used;
   }
-  l.value = "min " + std::to_string(low) + ", pressure " + std::to_string(pressure) + ", max " +
-            std::to_string(high) + " pages; in use " + (used < 0 ? std::string("unknown") : std::to_string(used));
+  l.value = "min " + std::to_string(low) + ", pressure " + std::to_string(pressure) + ", max " + std::to_string(high) +
+            " pages; in use " + (used < 0 ? std::string("unknown") : std::to_string(used));
   if (used >= pressure)
-    l.warning = "TCP is under memory pressure: socket buffers shrink and sends stall; raise tcp_mem or "
-                "find what holds the memory";
-  else if (used >= 0 && used * 4 >= pressure * 3)
-    l.warning = "TCP memory use is near the pressure threshold";
+    l.warning =
+        "TCP is under memory pressure: socket buffers shrink and sends stall; raise tcp_mem or "
+        "find what holds the memory";
+  else if (used >= 0 && used * 4 >= pressure * 3) l.warning = "TCP memory use is near the pressure threshold";
   return l;
 }
 
@@ -107,8 +109,9 @@ limit huge_pages() {
   auto v = read_text("/sys/kernel/mm/transparent_hugepage/enabled");
   limit l{"transparent_hugepage", v ? *v : "unavailable", ""};
   if (v && v->find("[always]") != std::string::npos)
-    l.warning = "'always' may add latency spikes (khugepaged compaction) and memory bloat; 'madvise' is "
-                "the usual choice for servers";
+    l.warning =
+        "'always' may add latency spikes (khugepaged compaction) and memory bloat; 'madvise' is "
+        "the usual choice for servers";
   return l;
 }
 
@@ -118,8 +121,9 @@ limit cpus() {
   CPU_ZERO(&set);
   const int usable = ::sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : -1;
   std::string isolated = read_text("/sys/devices/system/cpu/isolated").value_or("");
-  limit l{"CPUs", std::to_string(online) + " online, " + std::to_string(usable) + " usable by this process, isolated: " +
-                      (isolated.empty() ? "none" : isolated),
+  limit l{"CPUs",
+          std::to_string(online) + " online, " + std::to_string(usable) +
+              " usable by this process, isolated: " + (isolated.empty() ? "none" : isolated),
           ""};
   if (usable > 0 && usable < online)
     l.warning = "this process may run on " + std::to_string(usable) + " of " + std::to_string(online) +

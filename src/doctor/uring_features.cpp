@@ -81,7 +81,8 @@ int first_result(io_uring& ring, Prep prep) {
 feature multishot(io_uring* ring, const char* name, const char* flag, const char* since, int res) {
   if (ring == nullptr) return make(name, false, true, "", "no io_uring ring of the doctor's own could be created");
   std::string tail = std::string(" (Linux ") + since + ")";
-  if (res == -EINVAL) return make(name, false, true, "", std::string("the kernel refused ") + flag + " with EINVAL" + tail);
+  if (res == -EINVAL)
+    return make(name, false, true, "", std::string("the kernel refused ") + flag + " with EINVAL" + tail);
   if (res < 0 && res != -ENOBUFS && res != -EAGAIN)
     return make(name, false, true, "", std::string("the request failed: ") + std::strerror(-res));
   return make(name, true, true, std::string("the kernel accepted a request with ") + flag, "");
@@ -94,7 +95,8 @@ int multishot_accept_result(io_uring& ring, int& listener) {
   at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   if (listener < 0 || ::bind(listener, reinterpret_cast<sockaddr*>(&at), sizeof at) != 0 || ::listen(listener, 1) != 0)
     return -errno;
-  return first_result(ring, [&](io_uring_sqe* sqe) { io_uring_prep_multishot_accept(sqe, listener, nullptr, nullptr, 0); });
+  return first_result(ring,
+                      [&](io_uring_sqe* sqe) { io_uring_prep_multishot_accept(sqe, listener, nullptr, nullptr, 0); });
 }
 
 int multishot_recv_result(io_uring& ring, int (&pair)[2]) {
@@ -176,14 +178,18 @@ std::vector<feature> probe_features(const ring_setup& s) {
   probe_fds fds;
   probe_ring pr;
   io_uring* ring = pr.ok() ? &pr.get() : nullptr;
-  out.push_back(multishot(ring, "multishot accept", "IORING_ACCEPT_MULTISHOT", "5.19", ring ? multishot_accept_result(*ring, fds.listener) : 0));
-  out.push_back(multishot(ring, "multishot recv", "IORING_RECV_MULTISHOT", "6.0", ring ? multishot_recv_result(*ring, fds.pair) : 0));
+  out.push_back(multishot(ring, "multishot accept", "IORING_ACCEPT_MULTISHOT", "5.19",
+                          ring ? multishot_accept_result(*ring, fds.listener) : 0));
+  out.push_back(multishot(ring, "multishot recv", "IORING_RECV_MULTISHOT", "6.0",
+                          ring ? multishot_recv_result(*ring, fds.pair) : 0));
   const bool pbuf = ring != nullptr && registers_buffer_ring(*ring);
-  out.push_back(make("provided buffer rings", pbuf, true, "the kernel registered a buffer ring (IORING_REGISTER_PBUF_RING)",
+  out.push_back(make("provided buffer rings", pbuf, true,
+                     "the kernel registered a buffer ring (IORING_REGISTER_PBUF_RING)",
                      "the kernel refused IORING_REGISTER_PBUF_RING (Linux 5.19)"));
   out.push_back(make("recv bundles", s.recv_bundle, true, "the ring reports IORING_FEAT_RECVSEND_BUNDLE",
                      "the ring lacks IORING_FEAT_RECVSEND_BUNDLE (Linux 6.10)"));
-  out.push_back(make("incremental buffers", s.pbuf_inc, true, "the kernel registered a buffer ring with IOU_PBUF_RING_INC",
+  out.push_back(make("incremental buffers", s.pbuf_inc, true,
+                     "the kernel registered a buffer ring with IOU_PBUF_RING_INC",
                      "the kernel refused IOU_PBUF_RING_INC (Linux 6.12)"));
   out.push_back(make("zero-copy send", s.send_zc, true, "IORING_OP_SEND_ZC is in the kernel's opcode probe",
                      "IORING_OP_SEND_ZC is not in the kernel's opcode probe (Linux 6.0)"));
@@ -197,12 +203,15 @@ std::vector<feature> probe_features(const ring_setup& s) {
   out.push_back(make("min-wait", s.min_wait, true, "the ring reports IORING_FEAT_MIN_TIMEOUT",
                      "the ring lacks IORING_FEAT_MIN_TIMEOUT (Linux 6.12)"));
   const bool ring_fd = ring != nullptr && io_uring_register_ring_fd(ring) == 1;
-  out.push_back(make("registered ring fd", ring_fd, true, "the kernel registered the ring's fd (IORING_REGISTER_RING_FDS)",
+  out.push_back(make("registered ring fd", ring_fd, true,
+                     "the kernel registered the ring's fd (IORING_REGISTER_RING_FDS)",
                      "the kernel refused IORING_REGISTER_RING_FDS (Linux 5.18)"));
-  out.push_back(make("MSG_RING", s.msg_ring, true, "IORING_OP_MSG_RING is in the kernel's opcode probe (cross-loop wake-ups)",
+  out.push_back(make("MSG_RING", s.msg_ring, true,
+                     "IORING_OP_MSG_RING is in the kernel's opcode probe (cross-loop wake-ups)",
                      "IORING_OP_MSG_RING is not in the kernel's opcode probe (Linux 5.18); wake-ups use an eventfd"));
   const bool no_sqarray = accepts_no_sqarray();
-  out.push_back(make("NO_SQARRAY", no_sqarray, false, "the kernel accepted IORING_SETUP_NO_SQARRAY; ringio does not use it",
+  out.push_back(make("NO_SQARRAY", no_sqarray, false,
+                     "the kernel accepted IORING_SETUP_NO_SQARRAY; ringio does not use it",
                      "the kernel refused IORING_SETUP_NO_SQARRAY (Linux 6.6); ringio does not use it"));
   std::unique_ptr<io_uring_probe, void (*)(io_uring_probe*)> probe(ring ? io_uring_get_probe_ring(ring) : nullptr,
                                                                    io_uring_free_probe);

@@ -91,7 +91,8 @@ fiber_stack fiber_stack::acquire(std::size_t usable) {
 #endif
     return fiber_stack(bottom, size);
   }
-  void* base = ::mmap(nullptr, size + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE, -1, 0);
+  void* base = ::mmap(nullptr, size + page, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE, -1, 0);
   if (base == MAP_FAILED) throw std::system_error(errno, std::generic_category(), "ringio: mmap of a fiber stack");
   if (::mprotect(base, page, PROT_NONE) != 0) {
     int e = errno;
@@ -116,7 +117,8 @@ fiber_stack& fiber_stack::operator=(fiber_stack&& o) noexcept {
 
 fiber_stack::~fiber_stack() {
   if (bottom_ == nullptr) return;
-  if (pool.stats.pooled >= fiber_stack_pool_max_stacks || pool.stats.pooled_bytes + size_ > fiber_stack_pool_max_bytes) {
+  if (pool.stats.pooled >= fiber_stack_pool_max_stacks ||
+      pool.stats.pooled_bytes + size_ > fiber_stack_pool_max_bytes) {
     pool.unmap(bottom_, size_);
     return;
   }

@@ -34,10 +34,16 @@ int write_at_attempt(op_base& b) noexcept {
 
 }  // namespace
 
-const op_vtable read_at_vtable = {.prepare = read_at_prepare, .attempt = read_at_attempt,
-                                  .on_cqe = nullptr, .step = nullptr, .complete = resume_waiter};
-const op_vtable write_at_vtable = {.prepare = write_at_prepare, .attempt = write_at_attempt,
-                                   .on_cqe = nullptr, .step = nullptr, .complete = resume_waiter};
+const op_vtable read_at_vtable = {.prepare = read_at_prepare,
+                                  .attempt = read_at_attempt,
+                                  .on_cqe = nullptr,
+                                  .step = nullptr,
+                                  .complete = resume_waiter};
+const op_vtable write_at_vtable = {.prepare = write_at_prepare,
+                                   .attempt = write_at_attempt,
+                                   .on_cqe = nullptr,
+                                   .step = nullptr,
+                                   .complete = resume_waiter};
 
 }  // namespace detail
 

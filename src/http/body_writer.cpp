@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "ringio/http/body_writer.hpp"
 
-#include "ringio/detail/clock.hpp"
-
 #include "output_buffer.hpp"
+#include "ringio/detail/clock.hpp"
 #include "ringio/time/timeout.hpp"
 #include "ringio/tls/stream.hpp"
 

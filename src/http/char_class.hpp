@@ -37,9 +37,7 @@ constexpr std::array<std::uint8_t, 256> make_char_table() {
 
 inline constexpr std::array<std::uint8_t, 256> char_table = make_char_table();
 
-constexpr bool is(char c, std::uint8_t cls) noexcept {
-  return (char_table[static_cast<unsigned char>(c)] & cls) != 0;
-}
+constexpr bool is(char c, std::uint8_t cls) noexcept { return (char_table[static_cast<unsigned char>(c)] & cls) != 0; }
 constexpr bool is_ws(char c) noexcept { return c == ' ' || c == '\t'; }
 constexpr int hex_value(char c) noexcept {
   if (c >= '0' && c <= '9') return c - '0';
@@ -60,7 +58,7 @@ inline const char* find_below(const char* p, const char* end) noexcept {
     std::memcpy(&w, p, 8);
     std::uint64_t below = (w - ones * limit) & ~w & high;  // some byte < limit (exact as a whole)
     std::uint64_t del = w ^ (ones * 0x7f);
-    del = (del - ones) & ~del & high;                       // some byte == 0x7f
+    del = (del - ones) & ~del & high;  // some byte == 0x7f
     if ((below | del) != 0) break;
     p += 8;
   }

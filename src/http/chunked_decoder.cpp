@@ -35,7 +35,8 @@ chunked_decoder::status chunked_decoder::decode(char* raw, std::size_t size) noe
     if (state_ == st::size && digits_ == 0) {
       std::size_t i = in_;
       std::uint64_t v = 0;
-      for (int h; i < size && i - in_ < 16 && (h = detail::hex_value(raw[i])) >= 0; ++i) v = v * 16 + static_cast<unsigned>(h);
+      for (int h; i < size && i - in_ < 16 && (h = detail::hex_value(raw[i])) >= 0; ++i)
+        v = v * 16 + static_cast<unsigned>(h);
       if (i > in_ && i + 1 < size && raw[i] == '\r' && raw[i + 1] == '\n') {
         chunk_ = v;
         in_ = i + 2;

@@ -31,9 +31,7 @@ connection::connection(server_core& core, stream_socket s)
   loop_.watch(*this, tick.count());
 }
 
-connection::connection(server_core& core, tls::stream& secure) : connection(core, stream_socket{}) {
-  tls_ = &secure;
-}
+connection::connection(server_core& core, tls::stream& secure) : connection(core, stream_socket{}) { tls_ = &secure; }
 
 connection::~connection() {
   loop_.unwatch(*this);
@@ -262,7 +260,7 @@ task<bool> connection::serve_requests(bool receive_first) {
     if (resp.is_upgrade()) resp = response::borrowed(400, reason_phrase(400));  // no 101 to HTTP/1.0
     bool written = write_fixed(resp, keep);
     if (!written) written = co_await write_special(resp, keep);
-    work();  // borrowed again if send_file lent them back
+    work();                         // borrowed again if send_file lent them back
     if (!written) co_return false;  // the client is gone, or a streamed body failed half way
     if (!keep) {
       // Linger only if the client sent more than we read (a refused body, pipelined

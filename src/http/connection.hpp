@@ -139,8 +139,8 @@ class connection : public sweep_hook {
   tls::stream* tls_ = nullptr;  // HTTPS (sock_ is then empty)
   request_state* w_ = nullptr;  // while a request is in progress
   std::size_t limit_;           // the receive buffer never grows beyond this
-  std::stop_source idle_;  // stops waits for a next request: drain, idle timeout, our own stop
-  std::stop_source kill_;  // stops sends: send timeout, our own stop
+  std::stop_source idle_;       // stops waits for a next request: drain, idle timeout, our own stop
+  std::stop_source kill_;       // stops sends: send timeout, our own stop
   std::uint32_t progress_ = 0;
   std::uint32_t seen_progress_ = 0;  // as of the last tick
   std::chrono::milliseconds stalled_{0};

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "connection.hpp"
+#include "core/sys.hpp"
 #include "http_date.hpp"
 #include "ringio/fs/file.hpp"
 #include "ringio/http/body_writer.hpp"
@@ -18,7 +19,6 @@
 #include "ringio/net/send_file.hpp"
 #include "ringio/stop.hpp"
 #include "ringio/time/timeout.hpp"
-#include "core/sys.hpp"
 
 namespace ringio::http::detail {
 
@@ -103,7 +103,7 @@ task<bool> connection::write_special(response& r, bool& keep) {
     w = co_await sock_.send_all(body).with_stop(kill_token);
   }
   enter(phase::busy);
-  co_return w && *w == body.size();
+  co_return w&&* w == body.size();
 }
 
 task<void> connection::run_upgrade(response& r) {
@@ -115,10 +115,8 @@ task<void> connection::run_upgrade(response& r) {
   std::string early(pending());
   consume(w_->end - w_->start);
   put_work_back();
-  upgraded_connection conn{.socket = tls_ != nullptr ? nullptr : &sock_,
-                           .secure = tls_,
-                           .received = early,
-                           .drain = core_.drain_token()};
+  upgraded_connection conn{
+      .socket = tls_ != nullptr ? nullptr : &sock_, .secure = tls_, .received = early, .drain = core_.drain_token()};
   auto& fn = std::get<upgrade_handler>(r.body_);
   try {
     co_await fn(conn);
@@ -143,7 +141,7 @@ task<bool> connection::send_file(file_body& f) {
     op.set_stop_token(kill_.get_token());
     auto sent = co_await op;
     enter(phase::busy);
-    co_return sent && *sent == f.length;  // a short count: the file shrank or the client left
+    co_return sent&&* sent == f.length;  // a short count: the file shrank or the client left
   }
   std::uint64_t offset = f.offset, left = f.length;
   while (left > 0) {
@@ -175,7 +173,7 @@ task<bool> connection::send_out() {
   }
   enter(phase::busy);
   w_->out.clear();
-  co_return sent && *sent == size;
+  co_return sent&&* sent == size;
 }
 
 task<void> connection::fail(int status) {
@@ -188,9 +186,9 @@ task<void> connection::fail(int status) {
 task<void> connection::refuse() {
   std::stop_token outer = co_await current_stop_token();
   std::stop_callback<forward_stop> kill_on_outer(outer, forward_stop{&kill_});
-  core_.log_limited(core_.last_limit_log,
-                    "http: connection limit reached (" + std::to_string(core_.opts.max_connections) +
-                        " open); refusing new connections with 503");
+  core_.log_limited(core_.last_limit_log, "http: connection limit reached (" +
+                                              std::to_string(core_.opts.max_connections) +
+                                              " open); refusing new connections with 503");
   co_await fail(503);
 }
 

@@ -10,8 +10,7 @@ namespace {
 
 constexpr const char* days[] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
 constexpr const char* long_days[] = {"Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"};
-constexpr const char* months[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
-                                  "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+constexpr const char* months[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
 
 void two(char* p, int v) noexcept {
   p[0] = static_cast<char>('0' + v / 10);
@@ -58,9 +57,9 @@ std::optional<std::time_t> at(std::tm tm, int mday, int mon, int year) noexcept 
 std::optional<std::time_t> parse_imf_fixdate(std::string_view s) noexcept {
   std::tm tm{};
   int mday = 0, year = 0;
-  if (day_of_week(s.substr(0, 3), days) < 0 || s.substr(3, 2) != ", " || !number(s.substr(5, 2), mday) ||
-      s[7] != ' ' || s[11] != ' ' || !number(s.substr(12, 4), year) || s[16] != ' ' ||
-      !time_of_day(s.substr(17, 8), tm) || s.substr(25) != " GMT")
+  if (day_of_week(s.substr(0, 3), days) < 0 || s.substr(3, 2) != ", " || !number(s.substr(5, 2), mday) || s[7] != ' ' ||
+      s[11] != ' ' || !number(s.substr(12, 4), year) || s[16] != ' ' || !time_of_day(s.substr(17, 8), tm) ||
+      s.substr(25) != " GMT")
     return std::nullopt;
   return at(tm, mday, month_of(s.substr(8, 3)), year);
 }
@@ -133,7 +132,9 @@ std::optional<std::time_t> parse_http_date(std::string_view s, std::time_t now) 
   return parse_rfc850(s, now);
 }
 
-std::optional<std::time_t> parse_http_date(std::string_view s) noexcept { return parse_http_date(s, std::time(nullptr)); }
+std::optional<std::time_t> parse_http_date(std::string_view s) noexcept {
+  return parse_http_date(s, std::time(nullptr));
+}
 
 std::string_view current_http_date() noexcept {
   timespec now{};

@@ -13,12 +13,15 @@
 namespace ringio::http::detail {
 
 loop_resources::loop_resources(io_context& ctx) : ctx_(ctx), pool_(ctx, pool_buffers, pool_buffer_size) {
-  static const ringio::detail::op_vtable vt = {.prepare = nullptr, .attempt = nullptr, .on_cqe = nullptr,
-                                               .step = nullptr, .complete = &loop_resources::on_trim};
+  static const ringio::detail::op_vtable vt = {
+      .prepare = nullptr, .attempt = nullptr, .on_cqe = nullptr, .step = nullptr, .complete = &loop_resources::on_trim};
   check_.vt = &vt;
   check_.self = this;
-  static const ringio::detail::op_vtable sweep_vt = {.prepare = nullptr, .attempt = nullptr, .on_cqe = nullptr,
-                                                     .step = nullptr, .complete = &loop_resources::on_sweep};
+  static const ringio::detail::op_vtable sweep_vt = {.prepare = nullptr,
+                                                     .attempt = nullptr,
+                                                     .on_cqe = nullptr,
+                                                     .step = nullptr,
+                                                     .complete = &loop_resources::on_sweep};
   sweep_.vt = &sweep_vt;
   sweep_.self = this;
   watched_.prev = watched_.next = &watched_;

@@ -86,7 +86,7 @@ class loop_resources : public ringio::detail::context_service {
   bool storm_ended_ = false;
   trim_check check_;
   bool scheduled_ = false;
-  sweep_hook watched_;  // list head
+  sweep_hook watched_;            // list head
   sweep_hook* cursor_ = nullptr;  // the next to visit during a sweep
   sweep_check sweep_;
   std::int64_t tick_ms_ = 1000;

@@ -198,8 +198,8 @@ int request_parser::finish(request& req) noexcept {
     if (req.other_coding_) return 501;
   }
   if (req.expect_unknown_) return 417;
-  req.keep_alive_ = req.version_minor_ == 1 ? !req.connection_close_
-                                            : req.connection_keep_alive_ && !req.connection_close_;
+  req.keep_alive_ =
+      req.version_minor_ == 1 ? !req.connection_close_ : req.connection_keep_alive_ && !req.connection_close_;
   return 0;
 }
 

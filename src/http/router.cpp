@@ -47,7 +47,8 @@ router& router::route(method m, std::string path, handler h) {
     std::string_view seg = p.substr(at, end - at);
     segment s{static_cast<std::uint32_t>(at), static_cast<std::uint32_t>(seg.size()), segment_kind::literal};
     if (seg.find_first_of("{}") != std::string_view::npos) {
-      if (seg.size() < 3 || seg.front() != '{' || seg.back() != '}') reject_pattern(p, "a '{name}' must be a whole segment");
+      if (seg.size() < 3 || seg.front() != '{' || seg.back() != '}')
+        reject_pattern(p, "a '{name}' must be a whole segment");
       seg = seg.substr(1, seg.size() - 2);
       s.kind = segment_kind::param;
       if (seg.ends_with("...")) {
@@ -142,8 +143,9 @@ const router::entry* router::match(const request& r) const noexcept {
     if (!path_matches(e, path, nullptr)) continue;
     if (best != nullptr) {
       int order = tier(e) - tier(*best);
-      if (order == 0 && e.is_prefix) order = static_cast<int>(e.path.size() > best->path.size()) -
-                                             static_cast<int>(e.path.size() < best->path.size());
+      if (order == 0 && e.is_prefix)
+        order =
+            static_cast<int>(e.path.size() > best->path.size()) - static_cast<int>(e.path.size() < best->path.size());
       if (order == 0 && !e.segments.empty()) order = compare_patterns(e, *best);
       if (order == 0) order = static_cast<int>(direct) - static_cast<int>(best_direct);
       if (order <= 0) continue;

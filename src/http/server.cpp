@@ -62,7 +62,8 @@ task<void> server::serve(stream_listener& listener, std::stop_token stop) {
   // No drain deadline: requests in progress finish (idle connections close at once).
   serve_options options{.drain_timeout = std::chrono::milliseconds::max(), .on_drain = [this] { drain(); }};
   auto served = co_await ringio::serve(
-      listener, [this](stream_socket s) { return serve_connection(std::move(s)); }, std::move(options), std::move(stop));
+      listener, [this](stream_socket s) { return serve_connection(std::move(s)); }, std::move(options),
+      std::move(stop));
   (void)served;  // an accept error that ended accepting has been logged by ringio::serve
 }
 

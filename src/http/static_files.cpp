@@ -38,22 +38,27 @@ response page(int status) { return response::borrowed(status, reason_phrase(stat
 int status_for_open_error(int err) noexcept {
   switch (err) {
     case -ENOENT:
-    case -ENOTDIR: return 404;
-    case -EXDEV:    // the path leads out of the root (symlink or absolute link)
+    case -ENOTDIR:
+      return 404;
+    case -EXDEV:  // the path leads out of the root (symlink or absolute link)
     case -ELOOP:
     case -EACCES:
-    case -EPERM: return 403;
-    case -ENAMETOOLONG: return 414;
+    case -EPERM:
+      return 403;
+    case -ENAMETOOLONG:
+      return 414;
     case -EMFILE:
-    case -ENFILE: return 503;
-    default: return 500;
+    case -ENFILE:
+      return 503;
+    default:
+      return 500;
   }
 }
 
 std::string etag_of(const struct stat& st) {
   char buf[48];
-  std::uint64_t ns = static_cast<std::uint64_t>(st.st_mtim.tv_sec) * 1'000'000'000u +
-                     static_cast<std::uint64_t>(st.st_mtim.tv_nsec);
+  std::uint64_t ns =
+      static_cast<std::uint64_t>(st.st_mtim.tv_sec) * 1'000'000'000u + static_cast<std::uint64_t>(st.st_mtim.tv_nsec);
   int n = std::snprintf(buf, sizeof buf, "\"%llx-%llx\"", static_cast<unsigned long long>(st.st_size),
                         static_cast<unsigned long long>(ns));
   return std::string(buf, static_cast<std::size_t>(n));
@@ -122,13 +127,15 @@ response serve(const static_root& root, request& r) {
   };
 
   switch (check_preconditions(r, etag, st.st_mtim.tv_sec)) {
-    case 412: return page(412);
+    case 412:
+      return page(412);
     case 304: {
       response res(304);
       validators(res);
       return res;
     }
-    default: break;
+    default:
+      break;
   }
 
   auto size = static_cast<std::uint64_t>(st.st_size);
@@ -148,7 +155,8 @@ response serve(const static_root& root, request& r) {
         res.set_header("Content-Range", "bytes */" + std::to_string(size));
         return res;
       }
-      case range_kind::ignore: break;
+      case range_kind::ignore:
+        break;
     }
   }
   if (count > 1) {  // a single range is never sent as multipart (RFC 9110 14.6)
@@ -175,11 +183,10 @@ static_files::static_files(const std::string& root, static_files_options opts) {
     throw std::invalid_argument("http: static files index must be a file name");
   int fd = ::open(root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) throw std::system_error(errno, std::system_category(), "http: static files root '" + root + "'");
-  root_ = std::make_shared<const detail::static_root>(detail::static_root{ringio::detail::fd_handle(fd), std::move(opts)});
+  root_ =
+      std::make_shared<const detail::static_root>(detail::static_root{ringio::detail::fd_handle(fd), std::move(opts)});
 }
 
-task<response> static_files::operator()(request& r) const {
-  co_return detail::serve(*root_, r);
-}
+task<response> static_files::operator()(request& r) const { co_return detail::serve(*root_, r); }
 
 }  // namespace ringio::http

@@ -8,9 +8,9 @@
 #include <stdexcept>
 #include <system_error>
 
+#include "core/backend.hpp"
 #include "net/buffer_pool_core.hpp"
 #include "net/multishot_recv_state.hpp"
-#include "core/backend.hpp"
 
 namespace ringio {
 namespace detail {
@@ -155,8 +155,7 @@ void buffer_pool_core::forget(multishot_recv_state& r) noexcept {
 
 }  // namespace detail
 
-pooled_buffer::pooled_buffer(detail::buffer_pool_core* core, unsigned id, std::size_t offset,
-                             std::size_t size) noexcept
+pooled_buffer::pooled_buffer(detail::buffer_pool_core* core, unsigned id, std::size_t offset, std::size_t size) noexcept
     : core_(core), data_(core->address(id) + offset), id_(id), size_(size) {
   core_->acquire();
 }

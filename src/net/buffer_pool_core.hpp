@@ -91,10 +91,10 @@ class buffer_pool_core {
  private:
   // Kernel mode: what the kernel and the pieces handed out do with each buffer.
   struct slot {
-    std::uint32_t offset = 0;  // bytes the kernel has filled (incremental)
-    std::uint32_t refs = 0;    // pieces not yet given back
-    bool busy = false;         // counted out of available_
-    bool kernel_keeps = false; // incremental: the kernel fills the rest later
+    std::uint32_t offset = 0;   // bytes the kernel has filled (incremental)
+    std::uint32_t refs = 0;     // pieces not yet given back
+    bool busy = false;          // counted out of available_
+    bool kernel_keeps = false;  // incremental: the kernel fills the rest later
   };
   /// The buffer id the ring holds at position `pos`.
   [[nodiscard]] unsigned next_in_ring(std::uint16_t pos) const noexcept;
@@ -115,8 +115,8 @@ class buffer_pool_core {
   unsigned available_;
   unsigned users_ = 1;  // the pool itself
   std::vector<unsigned> free_;
-  std::vector<slot> slots_;              // kernel mode, per buffer id
-  std::vector<std::uint16_t> pos_of_;    // kernel mode: ring position of each id's last refill
+  std::vector<slot> slots_;            // kernel mode, per buffer id
+  std::vector<std::uint16_t> pos_of_;  // kernel mode: ring position of each id's last refill
   std::vector<multishot_recv_state*> starved_;
   missed_wakeup_sweep sweep_;
 };

@@ -8,9 +8,9 @@
 #include <cassert>
 #include <cerrno>
 
+#include "core/sys.hpp"
 #include "ringio/detail/stream_ops.hpp"
 #include "ringio/io_context.hpp"
-#include "core/sys.hpp"
 
 namespace ringio {
 
@@ -74,11 +74,16 @@ bool read_message_op::need_more() noexcept {
 
 result<std::string_view> read_message_op::get_result() const noexcept {
   switch (out) {
-    case outcome::found: return message;
-    case outcome::too_long: return unexpected(errc::message_too_long);
-    case outcome::ended: return unexpected(errc::end_of_stream);
-    case outcome::invalid: return unexpected(std::errc::invalid_argument);
-    case outcome::pending: break;
+    case outcome::found:
+      return message;
+    case outcome::too_long:
+      return unexpected(errc::message_too_long);
+    case outcome::ended:
+      return unexpected(errc::end_of_stream);
+    case outcome::invalid:
+      return unexpected(std::errc::invalid_argument);
+    case outcome::pending:
+      break;
   }
   assert(res < 0);
   return unexpected(op_error(*this));
@@ -123,9 +128,7 @@ bool read_message_step(op_base& b) noexcept {
 }
 
 // ---- read_into: receive straight into the caller's buffer ----
-mutable_buffer read_into_rest(const read_into_op& op) noexcept {
-  return op.dst.skip(op.done).first(max_io_size);
-}
+mutable_buffer read_into_rest(const read_into_op& op) noexcept { return op.dst.skip(op.done).first(max_io_size); }
 void read_into_prepare(op_base& b, io_uring_sqe& sqe) noexcept {
   auto& op = static_cast<read_into_op&>(b);
   mutable_buffer rest = read_into_rest(op);
@@ -158,11 +161,16 @@ bool read_into_step(op_base& b) noexcept {
 
 }  // namespace
 
-const op_vtable read_message_vtable = {.prepare = read_message_prepare, .attempt = read_message_attempt,
-                                       .on_cqe = nullptr, .step = read_message_step,
+const op_vtable read_message_vtable = {.prepare = read_message_prepare,
+                                       .attempt = read_message_attempt,
+                                       .on_cqe = nullptr,
+                                       .step = read_message_step,
                                        .complete = resume_waiter};
-const op_vtable read_into_vtable = {.prepare = read_into_prepare, .attempt = read_into_attempt,
-                                    .on_cqe = nullptr, .step = read_into_step, .complete = resume_waiter};
+const op_vtable read_into_vtable = {.prepare = read_into_prepare,
+                                    .attempt = read_into_attempt,
+                                    .on_cqe = nullptr,
+                                    .step = read_into_step,
+                                    .complete = resume_waiter};
 
 }  // namespace detail
 }  // namespace ringio

@@ -9,10 +9,10 @@
 #include <memory>
 #include <span>
 
+#include "core/sys.hpp"
 #include "ringio/error.hpp"
 #include "ringio/scope.hpp"
 #include "ringio/time/deadline.hpp"
-#include "core/sys.hpp"
 
 namespace ringio {
 namespace {
@@ -110,7 +110,8 @@ task<void> watch_idle(copy_state& st) {
 
 task<result<copy_result>> copy_bidirectional(stream_socket& a, stream_socket& b, copy_options opts) {
   if (!a.is_open() || !b.is_open()) co_return unexpected(std::errc::bad_file_descriptor);
-  if (opts.buffer_size == 0 || a.native_handle() == b.native_handle()) co_return unexpected(std::errc::invalid_argument);
+  if (opts.buffer_size == 0 || a.native_handle() == b.native_handle())
+    co_return unexpected(std::errc::invalid_argument);
   const std::size_t size = opts.buffer_size;
   auto buffers = std::make_unique_for_overwrite<std::byte[]>(2 * size);
   scope children;  // obeys this task's stop token

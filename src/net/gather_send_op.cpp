@@ -7,9 +7,9 @@
 
 #include <cerrno>
 
+#include "core/sys.hpp"
 #include "ringio/detail/stream_ops.hpp"
 #include "ringio/io_context.hpp"
-#include "core/sys.hpp"
 
 namespace ringio::detail {
 
@@ -68,8 +68,10 @@ bool gather_send_step(op_base& b) noexcept {
 
 }  // namespace
 
-const op_vtable gather_send_vtable = {.prepare = gather_send_prepare, .attempt = gather_send_attempt,
-                                      .on_cqe = nullptr, .step = gather_send_step,
+const op_vtable gather_send_vtable = {.prepare = gather_send_prepare,
+                                      .attempt = gather_send_attempt,
+                                      .on_cqe = nullptr,
+                                      .step = gather_send_step,
                                       .complete = resume_waiter};
 
 }  // namespace ringio::detail

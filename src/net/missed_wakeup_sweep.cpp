@@ -8,7 +8,10 @@
 namespace ringio::detail {
 
 missed_wakeup_sweep::missed_wakeup_sweep() noexcept {
-  static const op_vtable vt = {.prepare = nullptr, .attempt = nullptr, .on_cqe = nullptr, .step = nullptr,
+  static const op_vtable vt = {.prepare = nullptr,
+                               .attempt = nullptr,
+                               .on_cqe = nullptr,
+                               .step = nullptr,
                                .complete = &missed_wakeup_sweep::on_check};
   check_.vt = &vt;
   check_.self = this;

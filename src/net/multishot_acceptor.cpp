@@ -9,9 +9,9 @@
 #include <deque>
 #include <utility>
 
+#include "core/sys.hpp"
 #include "ringio/detail/fd_generation.hpp"
 #include "ringio/io_context.hpp"
-#include "core/sys.hpp"
 
 namespace ringio::detail {
 
@@ -21,7 +21,7 @@ namespace ringio::detail {
 class multishot_accept_state : public op_base {
  public:
   struct accepted {
-    int fd;       // a descriptor, or a slot of the file table
+    int fd;  // a descriptor, or a slot of the file table
     bool direct;
   };
 
@@ -52,9 +52,9 @@ class multishot_accept_state : public op_base {
   int error = 0;               // the error that ended the last multishot request
   bool armed = false;
   bool orphaned = false;
-  bool want_direct;            // accept into the loop's file table when it has room
-  bool direct_armed = false;   // the request in flight accepts into the table
-  bool table_was_full = false; // the last direct request ended on a full table
+  bool want_direct;             // accept into the loop's file table when it has room
+  bool direct_armed = false;    // the request in flight accepts into the table
+  bool table_was_full = false;  // the last direct request ended on a full table
   accept_next_op* consumer = nullptr;
 };
 
@@ -143,14 +143,16 @@ void next_complete(op_base& b) noexcept {
   resume_waiter(op);
 }
 
-const op_vtable multishot_vtable = {.prepare = multishot_prepare, .attempt = nullptr,
-                                    .on_cqe = multishot_on_cqe, .step = nullptr,
+const op_vtable multishot_vtable = {.prepare = multishot_prepare,
+                                    .attempt = nullptr,
+                                    .on_cqe = multishot_on_cqe,
+                                    .step = nullptr,
                                     .complete = multishot_complete};
 
 }  // namespace
 
-const op_vtable accept_next_vtable = {.prepare = nullptr, .attempt = nullptr, .on_cqe = nullptr,
-                                      .step = nullptr, .complete = next_complete};
+const op_vtable accept_next_vtable = {
+    .prepare = nullptr, .attempt = nullptr, .on_cqe = nullptr, .step = nullptr, .complete = next_complete};
 
 multishot_accept_state::multishot_accept_state(int listener_fd, bool direct) noexcept
     : op_base(&multishot_vtable), want_direct(direct) {

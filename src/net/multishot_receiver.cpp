@@ -3,7 +3,6 @@
 #include "ringio/net/multishot_receiver.hpp"
 
 #include <liburing.h>
-
 #include <sys/socket.h>
 
 #include <cerrno>
@@ -23,11 +22,13 @@ void ms_prepare(op_base& b, io_uring_sqe& sqe) noexcept {
   sqe.buf_group = static_cast<__u16>(s.pool.group());
   if (s.pool.bundles()) sqe.ioprio |= IORING_RECVSEND_BUNDLE;
 }
-void ms_on_cqe(op_base& b, int res, unsigned flags) noexcept { static_cast<multishot_recv_state&>(b).on_cqe(res, flags); }
+void ms_on_cqe(op_base& b, int res, unsigned flags) noexcept {
+  static_cast<multishot_recv_state&>(b).on_cqe(res, flags);
+}
 void ms_complete(op_base& b) noexcept { static_cast<multishot_recv_state&>(b).on_final(); }
 
-const op_vtable multishot_recv_vtable = {.prepare = ms_prepare, .attempt = nullptr, .on_cqe = ms_on_cqe,
-                                         .step = nullptr, .complete = ms_complete};
+const op_vtable multishot_recv_vtable = {
+    .prepare = ms_prepare, .attempt = nullptr, .on_cqe = ms_on_cqe, .step = nullptr, .complete = ms_complete};
 
 void next_complete(op_base& b) noexcept {
   auto& op = static_cast<recv_next_op&>(b);
@@ -37,8 +38,8 @@ void next_complete(op_base& b) noexcept {
 
 }  // namespace
 
-const op_vtable recv_next_vtable = {.prepare = nullptr, .attempt = nullptr, .on_cqe = nullptr, .step = nullptr,
-                                    .complete = next_complete};
+const op_vtable recv_next_vtable = {
+    .prepare = nullptr, .attempt = nullptr, .on_cqe = nullptr, .step = nullptr, .complete = next_complete};
 
 multishot_recv_state::multishot_recv_state(buffer_pool_core& p, int socket_fd) noexcept
     : op_base(&multishot_recv_vtable), pool(p) {
@@ -135,10 +136,8 @@ void multishot_recv_state::on_cqe(int r, unsigned flags) noexcept {
     // buffers, which refills the ring this loop reads a bundle's buffer ids from.
     const bool was_empty = head_ == queue_.size();
     pool.received(id, static_cast<std::size_t>(r), [this](unsigned bid, std::size_t offset, std::size_t n) {
-      if (orphaned_)
-        pool.give_back(bid);
-      else
-        queue_.push_back({bid, static_cast<unsigned>(offset), static_cast<int>(n)});
+      if (orphaned_) pool.give_back(bid);
+      else queue_.push_back({bid, static_cast<unsigned>(offset), static_cast<int>(n)});
     });
     if (orphaned_ || consumer_ == nullptr || !was_empty) return;
     // Hand the first piece to the waiting consumer; taken off the queue first, so that
@@ -179,7 +178,7 @@ void multishot_recv_state::on_final() noexcept {
     pool.wait_for_buffer(*this);
   } else {
     starved_ = false;  // buffers came back while the last CQEs were in flight
-    arm(*loop_);  // ended without a reason (e.g. a cancel racing the consumer): re-arm
+    arm(*loop_);       // ended without a reason (e.g. a cancel racing the consumer): re-arm
     if (ended_) finish_consumer(end_res_, 0, 0);
   }
 }

@@ -3,14 +3,13 @@
 #include "ringio/net/pooled_receive.hpp"
 
 #include <liburing.h>
-
 #include <sys/socket.h>
 
 #include <cerrno>
 
+#include "core/sys.hpp"
 #include "net/buffer_pool_core.hpp"
 #include "ringio/io_context.hpp"
-#include "core/sys.hpp"
 
 namespace ringio::detail {
 namespace {
@@ -53,8 +52,11 @@ int pooled_attempt(op_base& b) noexcept {
 
 }  // namespace
 
-const op_vtable pooled_recv_vtable = {.prepare = pooled_prepare, .attempt = pooled_attempt, .on_cqe = nullptr,
-                                      .step = nullptr, .complete = resume_waiter};
+const op_vtable pooled_recv_vtable = {.prepare = pooled_prepare,
+                                      .attempt = pooled_attempt,
+                                      .on_cqe = nullptr,
+                                      .step = nullptr,
+                                      .complete = resume_waiter};
 
 bool pooled_recv_op::take_buffer_for_submission() noexcept {
   if (id >= 0) return true;
@@ -76,7 +78,8 @@ result<pooled_buffer> pooled_recv_op::get_result() noexcept {
       return pooled_buffer{};
     }
     std::size_t offset = 0;
-    core->received(picked, static_cast<std::size_t>(res), [&](unsigned, std::size_t off, std::size_t) { offset = off; });
+    core->received(picked, static_cast<std::size_t>(res),
+                   [&](unsigned, std::size_t off, std::size_t) { offset = off; });
     return pooled_buffer(core, picked, offset, static_cast<std::size_t>(res));
   }
   const int taken = id;

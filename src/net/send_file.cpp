@@ -92,7 +92,10 @@ bool send_file_step(op_base& b) noexcept {
 
 }  // namespace
 
-const op_vtable send_file_vtable = {.prepare = send_file_prepare, .attempt = send_file_attempt, .on_cqe = nullptr,
-                                    .step = send_file_step, .complete = resume_waiter};
+const op_vtable send_file_vtable = {.prepare = send_file_prepare,
+                                    .attempt = send_file_attempt,
+                                    .on_cqe = nullptr,
+                                    .step = send_file_step,
+                                    .complete = resume_waiter};
 
 }  // namespace ringio::detail

@@ -13,8 +13,7 @@ namespace {
 result<std::uint16_t> parse_port(std::string_view s) {
   unsigned v = 0;
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (s.empty() || ec != std::errc{} || end != s.data() + s.size() || v > 65535)
-    return unexpected(errc::invalid_port);
+  if (s.empty() || ec != std::errc{} || end != s.data() + s.size() || v > 65535) return unexpected(errc::invalid_port);
   return static_cast<std::uint16_t>(v);
 }
 
@@ -145,12 +144,9 @@ std::string socket_address::to_string() const {
     const auto* un = reinterpret_cast<const sockaddr_un*>(&storage_);
     std::size_t n = size_ > offsetof(sockaddr_un, sun_path) ? size_ - offsetof(sockaddr_un, sun_path) : 0;
     out.append("unix:");
-    if (n == 0)
-      out.append("<unnamed>");
-    else if (un->sun_path[0] == '\0')
-      out.append("@").append(un->sun_path + 1, n - 1);
-    else
-      out.append(un->sun_path, strnlen(un->sun_path, n));
+    if (n == 0) out.append("<unnamed>");
+    else if (un->sun_path[0] == '\0') out.append("@").append(un->sun_path + 1, n - 1);
+    else out.append(un->sun_path, strnlen(un->sun_path, n));
   } else {
     out.append("<unspecified>");
   }

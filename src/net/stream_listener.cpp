@@ -8,9 +8,9 @@
 
 #include <cerrno>
 
+#include "core/sys.hpp"
 #include "net/socket_util.hpp"
 #include "ringio/io_context.hpp"
-#include "core/sys.hpp"
 
 namespace ringio {
 namespace detail {
@@ -53,8 +53,11 @@ int accept_attempt(op_base& b) noexcept {
 
 }  // namespace
 
-const op_vtable accept_vtable = {.prepare = accept_prepare, .attempt = accept_attempt,
-                                 .on_cqe = nullptr, .step = nullptr, .complete = accept_complete};
+const op_vtable accept_vtable = {.prepare = accept_prepare,
+                                 .attempt = accept_attempt,
+                                 .on_cqe = nullptr,
+                                 .step = nullptr,
+                                 .complete = accept_complete};
 
 }  // namespace detail
 
@@ -66,9 +69,12 @@ result<stream_listener> stream_listener::bind(const socket_address& at, listen_o
   auto fail = [] { return unexpected(errno_code(-errno)); };
   int one = 1;
   const bool ip = at.is_ipv4() || at.is_ipv6();
-  if (ip && opts.reuse_address && ::ringio::detail::sys::setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0) return fail();
-  if (opts.reuse_port && ::ringio::detail::sys::setsockopt(s, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) < 0) return fail();
-  if (ip && opts.nodelay && ::ringio::detail::sys::setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) < 0) return fail();
+  if (ip && opts.reuse_address && ::ringio::detail::sys::setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0)
+    return fail();
+  if (opts.reuse_port && ::ringio::detail::sys::setsockopt(s, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) < 0)
+    return fail();
+  if (ip && opts.nodelay && ::ringio::detail::sys::setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) < 0)
+    return fail();
   if (at.is_ipv6()) {
     int v6only = opts.ipv6_only ? 1 : 0;
     if (::ringio::detail::sys::setsockopt(s, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof v6only) < 0) return fail();

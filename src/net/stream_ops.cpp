@@ -8,10 +8,10 @@
 
 #include <cerrno>
 
+#include "core/sys.hpp"
 #include "ringio/detail/clock.hpp"
 #include "ringio/detail/fd_generation.hpp"
 #include "ringio/io_context.hpp"
-#include "core/sys.hpp"
 
 namespace ringio::detail {
 namespace {
@@ -99,10 +99,8 @@ int shutdown_attempt(op_base& b) noexcept {
   return syscall_result(::ringio::detail::sys::shutdown(b.fd, static_cast<shutdown_op&>(b).how));
 }
 void close_prepare(op_base& b, io_uring_sqe& sqe) noexcept {
-  if (static_cast<close_op&>(b).direct)
-    io_uring_prep_close_direct(&sqe, static_cast<unsigned>(b.fd));
-  else
-    io_uring_prep_close(&sqe, b.fd);
+  if (static_cast<close_op&>(b).direct) io_uring_prep_close_direct(&sqe, static_cast<unsigned>(b.fd));
+  else io_uring_prep_close(&sqe, b.fd);
 }
 int close_attempt(op_base& b) noexcept {
   note_fd_closed(b.fd);
@@ -113,19 +111,26 @@ int close_attempt(op_base& b) noexcept {
 
 int close_op::close_now() noexcept { return syscall_result(::ringio::detail::sys::close(fd)); }
 
-const op_vtable recv_vtable = {.prepare = recv_prepare, .attempt = recv_attempt, .on_cqe = nullptr,
-                               .step = nullptr, .complete = resume_waiter};
-const op_vtable recv_exact_vtable = {.prepare = recv_exact_prepare, .attempt = recv_exact_attempt,
-                                     .on_cqe = nullptr, .step = recv_exact_step,
+const op_vtable recv_vtable = {
+    .prepare = recv_prepare, .attempt = recv_attempt, .on_cqe = nullptr, .step = nullptr, .complete = resume_waiter};
+const op_vtable recv_exact_vtable = {.prepare = recv_exact_prepare,
+                                     .attempt = recv_exact_attempt,
+                                     .on_cqe = nullptr,
+                                     .step = recv_exact_step,
                                      .complete = resume_waiter};
-const op_vtable send_vtable = {.prepare = send_prepare, .attempt = send_attempt, .on_cqe = nullptr,
-                               .step = nullptr, .complete = resume_waiter};
-const op_vtable send_all_vtable = {.prepare = send_all_prepare, .attempt = send_all_attempt,
-                                   .on_cqe = nullptr, .step = send_all_step,
+const op_vtable send_vtable = {
+    .prepare = send_prepare, .attempt = send_attempt, .on_cqe = nullptr, .step = nullptr, .complete = resume_waiter};
+const op_vtable send_all_vtable = {.prepare = send_all_prepare,
+                                   .attempt = send_all_attempt,
+                                   .on_cqe = nullptr,
+                                   .step = send_all_step,
                                    .complete = resume_waiter};
-const op_vtable shutdown_vtable = {.prepare = shutdown_prepare, .attempt = shutdown_attempt,
-                                   .on_cqe = nullptr, .step = nullptr, .complete = resume_waiter};
-const op_vtable close_vtable = {.prepare = close_prepare, .attempt = close_attempt, .on_cqe = nullptr,
-                                .step = nullptr, .complete = resume_waiter};
+const op_vtable shutdown_vtable = {.prepare = shutdown_prepare,
+                                   .attempt = shutdown_attempt,
+                                   .on_cqe = nullptr,
+                                   .step = nullptr,
+                                   .complete = resume_waiter};
+const op_vtable close_vtable = {
+    .prepare = close_prepare, .attempt = close_attempt, .on_cqe = nullptr, .step = nullptr, .complete = resume_waiter};
 
 }  // namespace ringio::detail

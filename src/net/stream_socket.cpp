@@ -9,10 +9,10 @@
 
 #include <cerrno>
 
+#include "core/sys.hpp"
 #include "net/socket_util.hpp"
 #include "ringio/detail/fd_generation.hpp"
 #include "ringio/io_context.hpp"
-#include "core/sys.hpp"
 
 namespace ringio {
 namespace detail {
@@ -20,7 +20,8 @@ namespace detail {
 result<socket_address> address_of(int fd, bool peer) {
   socket_address a;
   *a.size_ptr() = socket_address::capacity;
-  int r = peer ? ::ringio::detail::sys::getpeername(fd, a.native(), a.size_ptr()) : ::ringio::detail::sys::getsockname(fd, a.native(), a.size_ptr());
+  int r = peer ? ::ringio::detail::sys::getpeername(fd, a.native(), a.size_ptr())
+               : ::ringio::detail::sys::getsockname(fd, a.native(), a.size_ptr());
   if (r < 0) return unexpected(errno_code(-errno));
   return a;
 }
@@ -55,14 +56,18 @@ int connect_attempt(op_base& b) noexcept {
 
 }  // namespace
 
-const op_vtable connect_vtable = {.prepare = connect_prepare, .attempt = connect_attempt,
-                                  .on_cqe = nullptr, .step = nullptr, .complete = resume_waiter};
+const op_vtable connect_vtable = {.prepare = connect_prepare,
+                                  .attempt = connect_attempt,
+                                  .on_cqe = nullptr,
+                                  .step = nullptr,
+                                  .complete = resume_waiter};
 
 int connect_op::open_socket() noexcept {
   if (sock.valid()) return 0;
   io_context* ctx = io_context::current();
   bool nonblocking = ctx != nullptr && ctx->backend() != backend_kind::uring;
-  int s = ::ringio::detail::sys::socket(addr.family(), SOCK_STREAM | SOCK_CLOEXEC | (nonblocking ? SOCK_NONBLOCK : 0), 0);
+  int s =
+      ::ringio::detail::sys::socket(addr.family(), SOCK_STREAM | SOCK_CLOEXEC | (nonblocking ? SOCK_NONBLOCK : 0), 0);
   if (s < 0) return -errno;
   sock = fd_handle(s, nonblocking);
   fd = s;

@@ -56,10 +56,16 @@ int recv_from_attempt(op_base& b) noexcept {
 
 }  // namespace
 
-const op_vtable send_to_vtable = {.prepare = send_to_prepare, .attempt = send_to_attempt,
-                                  .on_cqe = nullptr, .step = nullptr, .complete = resume_waiter};
-const op_vtable recv_from_vtable = {.prepare = recv_from_prepare, .attempt = recv_from_attempt,
-                                    .on_cqe = nullptr, .step = nullptr, .complete = resume_waiter};
+const op_vtable send_to_vtable = {.prepare = send_to_prepare,
+                                  .attempt = send_to_attempt,
+                                  .on_cqe = nullptr,
+                                  .step = nullptr,
+                                  .complete = resume_waiter};
+const op_vtable recv_from_vtable = {.prepare = recv_from_prepare,
+                                    .attempt = recv_from_attempt,
+                                    .on_cqe = nullptr,
+                                    .step = nullptr,
+                                    .complete = resume_waiter};
 
 result<datagram> recv_from_op::get_result() noexcept {
   if (res < 0) return unexpected(op_error(*this));

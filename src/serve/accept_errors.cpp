@@ -9,8 +9,7 @@
 namespace ringio::detail {
 
 accept_failure classify_accept_error(std::error_code ec) noexcept {
-  if (ec.category() != std::system_category() && ec.category() != std::generic_category())
-    return accept_failure::fatal;
+  if (ec.category() != std::system_category() && ec.category() != std::generic_category()) return accept_failure::fatal;
   switch (ec.value()) {
     case EMFILE:
     case ENFILE:

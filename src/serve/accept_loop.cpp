@@ -82,10 +82,8 @@ task<result<void>> accept_loop(stream_listener& listener, const connection_handl
     }
     // (Two statements: GCC 12 mis-destroys temporaries of co_await inside ?:.)
     result<stream_socket> s;
-    if (acceptor)
-      s = co_await acceptor->next().with_stop(token);
-    else
-      s = co_await listener.accept().with_stop(token);
+    if (acceptor) s = co_await acceptor->next().with_stop(token);
+    else s = co_await listener.accept().with_stop(token);
     if (s) {
       backoff.succeeded();
       if (dispatch != nullptr && dispatch->hand_off(*s)) continue;

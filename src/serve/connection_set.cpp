@@ -66,8 +66,8 @@ void connection_set::report(const std::exception_ptr& error) noexcept {
   } catch (const std::exception& e) {
     log(log_level::error, "serve: a connection handler threw: %s (%llu more since the last report)", e.what(), more);
   } catch (...) {
-    log(log_level::error, "serve: a connection handler threw a non-standard exception (%llu more since the last report)",
-        more);
+    log(log_level::error,
+        "serve: a connection handler threw a non-standard exception (%llu more since the last report)", more);
   }
 }
 

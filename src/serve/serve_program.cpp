@@ -79,8 +79,7 @@ task<void> serve_loop(io_context& ctx, unsigned index, const serve_options& opti
     r = co_await detail::accept_loop(listeners[index], handler, options, graceful, &slots[index]->counters, nullptr);
   else if (index == 0)
     r = co_await detail::accept_loop(listeners[0], handler, options, graceful, &slots[0]->counters, dispatch);
-  else
-    r = co_await detail::receive_loop(*slots[index], handler, options, graceful);
+  else r = co_await detail::receive_loop(*slots[index], handler, options, graceful);
   if (!r) loop_error = r.error();
   resources.reset();  // on the loop's thread, after its connections are gone
 }
@@ -105,8 +104,8 @@ result<serve_summary> serve_on(runtime& loops, const socket_address& address, co
   // The calling thread waits on a small ring of its own: a signal, or `wake`.
   std::optional<io_context> waiter;
   try {
-    waiter.emplace(io_context_options{
-        .backend = loops.context(0).backend(), .sq_entries = 8, .cq_entries = 16, .quiet = true});
+    waiter.emplace(
+        io_context_options{.backend = loops.context(0).backend(), .sq_entries = 8, .cq_entries = 16, .quiet = true});
   } catch (const std::system_error& e) {
     log(log_level::error, "%s", e.what());
     return unexpected(e.code());

@@ -115,15 +115,11 @@ void host_fiber::switch_stacks(direction d) {
 #endif
 #ifdef RINGIO_HOST_ASAN
   void* fake_stack = nullptr;
-  if (d == direction::in)
-    __sanitizer_start_switch_fiber(&fake_stack, stack_, stack_bytes_);
-  else
-    __sanitizer_start_switch_fiber(d == direction::last_out ? nullptr : &fake_stack, caller_bottom_, caller_size_);
+  if (d == direction::in) __sanitizer_start_switch_fiber(&fake_stack, stack_, stack_bytes_);
+  else __sanitizer_start_switch_fiber(d == direction::last_out ? nullptr : &fake_stack, caller_bottom_, caller_size_);
   ::swapcontext(&from, &to);
-  if (d == direction::in)
-    __sanitizer_finish_switch_fiber(fake_stack, nullptr, nullptr);
-  else
-    __sanitizer_finish_switch_fiber(fake_stack, &caller_bottom_, &caller_size_);
+  if (d == direction::in) __sanitizer_finish_switch_fiber(fake_stack, nullptr, nullptr);
+  else __sanitizer_finish_switch_fiber(fake_stack, &caller_bottom_, &caller_size_);
 #else
   ::swapcontext(&from, &to);
 #endif

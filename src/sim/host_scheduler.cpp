@@ -68,7 +68,7 @@ sim_host& host_scheduler::add(std::string name, const socket_address& address,
         }
         ref.program_done = true;
         while (!ref.released) ref.fiber->suspend();  // parked: no turns until run() ends
-        ctx.reset();  // its shutdown takes turns like any loop
+        ctx.reset();                                 // its shutdown takes turns like any loop
       },
       host_stack_bytes);
   hosts_.push_back(std::move(h));
@@ -166,8 +166,9 @@ void host_scheduler::move_time() {
   } else if (deadlock_repeats_ <= 2) {
     for (const auto& h : hosts_) h->stop_asked = true;
   } else {
-    log(log_level::error, "ringio::sim::world: the hosts wait for something that can never happen, again and "
-                          "again, even once stopped; they cannot finish");
+    log(log_level::error,
+        "ringio::sim::world: the hosts wait for something that can never happen, again and "
+        "again, even once stopped; they cannot finish");
     std::terminate();
   }
 }

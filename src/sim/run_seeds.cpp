@@ -30,8 +30,9 @@ one_run run_one(std::uint64_t seed, const seeds_options& opts, const std::functi
     r.failure = seed_failure{seed, "an exception of unknown type", w.trace(opts.trace_lines)};
   }
   if (!r.failure && w.deadlocks() != 0)
-    r.failure = seed_failure{seed, "a deadlock: nothing could ever happen while operations waited (they were cancelled)",
-                             w.trace(opts.trace_lines)};
+    r.failure =
+        seed_failure{seed, "a deadlock: nothing could ever happen while operations waited (they were cancelled)",
+                     w.trace(opts.trace_lines)};
   r.hash = w.trace_hash();
   r.operations = w.operations();
   r.elapsed = w.elapsed();
@@ -82,8 +83,7 @@ seeds_summary run_seeds(const seeds_options& opts, const std::function<void(worl
 }
 
 std::ostream& operator<<(std::ostream& os, const seed_failure& f) {
-  return os << "seed " << f.seed << ": " << f.what << "\n(replay: RINGIO_SIM_SEED=" << f.seed
-            << ")\nlast events:\n"
+  return os << "seed " << f.seed << ": " << f.what << "\n(replay: RINGIO_SIM_SEED=" << f.seed << ")\nlast events:\n"
             << f.trace;
 }
 

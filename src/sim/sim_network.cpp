@@ -23,9 +23,7 @@ namespace {
 constexpr std::size_t trace_keep = 2000;
 constexpr std::int64_t syn_retry_ns = 1'000'000'000;  // a dropped SYN is sent again after 1 s
 
-socket_address address_from(const sockaddr* a, socklen_t len) {
-  return socket_address::from_native(a, len);
-}
+socket_address address_from(const sockaddr* a, socklen_t len) { return socket_address::from_native(a, len); }
 
 int copy_address(const socket_address& from, sockaddr* a, socklen_t* len) {
   if (a == nullptr || len == nullptr) return 0;
@@ -60,7 +58,8 @@ socket_address v4_mapped(const socket_address& a) {
 
 // The host part of an address (its IP bytes), with IPv4-mapped IPv6 as IPv4.
 std::string host_of(const socket_address& a) {
-  if (a.is_ipv4()) return std::string(reinterpret_cast<const char*>(&reinterpret_cast<const sockaddr_in*>(a.native())->sin_addr), 4);
+  if (a.is_ipv4())
+    return std::string(reinterpret_cast<const char*>(&reinterpret_cast<const sockaddr_in*>(a.native())->sin_addr), 4);
   if (a.is_ipv6()) {
     const auto* six = &reinterpret_cast<const sockaddr_in6*>(a.native())->sin6_addr;
     if (IN6_IS_ADDR_V4MAPPED(six)) return std::string(reinterpret_cast<const char*>(six) + 12, 4);
@@ -71,8 +70,7 @@ std::string host_of(const socket_address& a) {
 
 }  // namespace
 
-sim_network::sim_network(std::uint64_t seed, const sim::fault_model& model)
-    : seed_(seed), model_(model), rng_(seed) {
+sim_network::sim_network(std::uint64_t seed, const sim::fault_model& model) : seed_(seed), model_(model), rng_(seed) {
   // Virtual time begins at the real time of creation, so deadlines a program computes
   // from std::chrono::steady_clock before anything jumps stay meaningful.
   timespec ts;
@@ -420,7 +418,8 @@ int sim_network::listener_for(const socket_address& a) const {
     return it->second[const_cast<sim_network*>(this)->below(it->second.size())];
   };
   if (int fd = pick(a); fd >= 0) return fd;
-  if (int fd = pick(a.is_ipv6() ? socket_address::any_ipv6(a.port()) : socket_address::any(a.port())); fd >= 0) return fd;
+  if (int fd = pick(a.is_ipv6() ? socket_address::any_ipv6(a.port()) : socket_address::any(a.port())); fd >= 0)
+    return fd;
   if (a.is_ipv4()) {
     auto it = listeners_.find(key_of(socket_address::any_ipv6(a.port())));
     if (it != listeners_.end())
@@ -460,7 +459,8 @@ int sim_network::ephemeral_port(const socket_address& near) {
 
 bool sim_network::ensure_bound(vsock& s, int fd) {
   if (s.bound) return true;
-  socket_address a = on_host(s.family == AF_INET6 ? socket_address::from_host("::1", 0).value() : socket_address::loopback(0));
+  socket_address a =
+      on_host(s.family == AF_INET6 ? socket_address::from_host("::1", 0).value() : socket_address::loopback(0));
   int port = ephemeral_port(a);
   if (port < 0) return false;
   s.local = a.with_port(static_cast<std::uint16_t>(port));
@@ -557,7 +557,8 @@ int sim_network::connect(int fd, const sockaddr* a, socklen_t len) {
   vsock* s = sock(fd);
   if (s->dgram) {  // UDP: only fixes the peer
     socket_address to = address_from(a, len);
-    if (const socket_address* self = host_address(); self != nullptr && is_loopback(to) && to.family() == self->family())
+    if (const socket_address* self = host_address();
+        self != nullptr && is_loopback(to) && to.family() == self->family())
       to = self->with_port(to.port());
     if (!ensure_bound(*s, fd)) return fail(EADDRNOTAVAIL);
     s->peer = to;
@@ -566,11 +567,15 @@ int sim_network::connect(int fd, const sockaddr* a, socklen_t len) {
     return 0;
   }
   switch (s->st) {
-    case vsock::state::connecting: return fail(EALREADY);
-    case vsock::state::connected: return fail(EISCONN);
+    case vsock::state::connecting:
+      return fail(EALREADY);
+    case vsock::state::connected:
+      return fail(EISCONN);
     case vsock::state::listening:
-    case vsock::state::failed: return fail(EINVAL);
-    case vsock::state::fresh: break;
+    case vsock::state::failed:
+      return fail(EINVAL);
+    case vsock::state::fresh:
+      break;
   }
   socket_address to = address_from(a, len);
   if (const socket_address* self = host_address(); self != nullptr && is_loopback(to) && to.family() == self->family())
@@ -801,10 +806,8 @@ int sim_network::close(int fd) {
     linger l{};
     socklen_t len = sizeof l;
     if (::getsockopt(fd, SOL_SOCKET, SO_LINGER, &l, &len) == 0 && l.l_onoff != 0 && l.l_linger == 0) s->linger0 = true;
-    if (!e->rst_in && (e->unread() > 0 || s->linger0))
-      transmit(*e, segment::rst, {});
-    else if (!e->fin_out && !e->rst_in && e->established)
-      transmit(*e, segment::fin, {});
+    if (!e->rst_in && (e->unread() > 0 || s->linger0)) transmit(*e, segment::rst, {});
+    else if (!e->fin_out && !e->rst_in && e->established) transmit(*e, segment::fin, {});
     e->closed = true;
     e->fd = -1;
     e->rx.clear();
@@ -882,7 +885,7 @@ int sim_network::setsockopt(int fd, int level, int name, const void* v, socklen_
     s->broadcast = value != 0;
   }
   (void)::setsockopt(fd, level, name, v, len);  // kept on the placeholder, for plain getsockopt(2)
-  return 0;  // other options are accepted and have no effect in the simulation
+  return 0;                                     // other options are accepted and have no effect in the simulation
 }
 
 // ---- readiness ----
@@ -892,13 +895,16 @@ bool sim_network::readable(int fd) const noexcept {
   if (s == nullptr) return false;
   if (s->dgram) return !s->inbox.empty() || s->so_error != 0;
   switch (s->st) {
-    case vsock::state::listening: return !s->pending.empty();
-    case vsock::state::failed: return true;
+    case vsock::state::listening:
+      return !s->pending.empty();
+    case vsock::state::failed:
+      return true;
     case vsock::state::connected: {
       const endpoint* e = ep(s->ep);
       return e == nullptr || e->unread() > 0 || e->fin_in || e->rst_in || e->rd_shut;
     }
-    default: return false;
+    default:
+      return false;
   }
 }
 
@@ -907,14 +913,16 @@ bool sim_network::writable(int fd) const noexcept {
   if (s == nullptr) return false;
   if (s->dgram) return true;
   switch (s->st) {
-    case vsock::state::failed: return true;
+    case vsock::state::failed:
+      return true;
     case vsock::state::connected: {
       const endpoint* e = ep(s->ep);
       if (e == nullptr || e->rst_in || e->fin_out) return true;
       const endpoint* to = ep(e->peer);
       return to == nullptr || to->closed || room_towards(*to) > 0;
     }
-    default: return false;
+    default:
+      return false;
   }
 }
 
@@ -947,7 +955,8 @@ ssize_t sim_network::datagram_send(int fd, vsock& s, const msghdr& m) {
   socket_address to;
   if (m.msg_name != nullptr && m.msg_namelen > 0) {
     to = address_from(static_cast<const sockaddr*>(m.msg_name), m.msg_namelen);
-    if (const socket_address* self = host_address(); self != nullptr && is_loopback(to) && to.family() == self->family())
+    if (const socket_address* self = host_address();
+        self != nullptr && is_loopback(to) && to.family() == self->family())
       to = self->with_port(to.port());
   } else if (s.has_peer) {
     to = s.peer;
@@ -960,7 +969,8 @@ ssize_t sim_network::datagram_send(int fd, vsock& s, const msghdr& m) {
   if (to.is_ipv4() && reinterpret_cast<const sockaddr_in*>(to.native())->sin_addr.s_addr == INADDR_BROADCAST) {
     if (!s.broadcast) return fail(EACCES);
   }
-  if (is_wildcard(to)) to = on_host(to.is_ipv6() ? *socket_address::from_host("::1", to.port()) : socket_address::loopback(to.port()));
+  if (is_wildcard(to))
+    to = on_host(to.is_ipv6() ? *socket_address::from_host("::1", to.port()) : socket_address::loopback(to.port()));
   std::string bytes;
   for (std::size_t i = 0; i < m.msg_iovlen; ++i)
     bytes.append(static_cast<const char*>(m.msg_iov[i].iov_base), m.msg_iov[i].iov_len);
@@ -999,7 +1009,7 @@ void sim_network::datagram_arrives(socket_address to, socket_address from, std::
     return;
   }
   if (r->local.is_ipv6() && from.is_ipv4()) from = v4_mapped(from);  // a dual-stack socket's view
-  if (r->has_peer && !(r->peer == from)) return;  // a connected socket takes its peer's only
+  if (r->has_peer && !(r->peer == from)) return;                     // a connected socket takes its peer's only
   // The receive buffer: the world's, or a smaller SO_RCVBUF set on the descriptor itself
   // (which the kernel reports doubled, as it accounts it).
   std::size_t limit = r->rcvbuf;

@@ -119,7 +119,7 @@ class sim_network {
     std::deque<segment> transit;  // towards this end, in arrival order
     std::size_t transit_bytes = 0;
     std::size_t rcvbuf = 0;
-    std::int64_t out_last = 0;  // arrival time of the last segment this end sent
+    std::int64_t out_last = 0;   // arrival time of the last segment this end sent
     std::int64_t link_free = 0;  // when this end's link can send the next byte (bandwidth)
     bool established = false;
     bool fin_in = false, rst_in = false, rst_reported = false;
@@ -203,7 +203,7 @@ class sim_network {
   std::uint64_t next_ep_ = 1;
   std::map<std::string, std::vector<int>> listeners_;
   std::set<std::pair<std::string, std::string>> cut_;  // partitioned host pairs (IP bytes, ordered)
-  std::vector<std::uint64_t> parked_;                  // deliveries waiting for a heal, in order  // several with SO_REUSEPORT
+  std::vector<std::uint64_t> parked_;  // deliveries waiting for a heal, in order  // several with SO_REUSEPORT
   std::uint16_t next_port_ = 32768;
   std::uint64_t next_sock_ = 1;
   std::uint64_t deadlocks_ = 0;

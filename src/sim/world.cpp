@@ -4,10 +4,9 @@
 #include <exception>
 #include <stdexcept>
 
-#include "ringio/log.hpp"
-
 #include "core/sys.hpp"
 #include "ringio/detail/clock.hpp"
+#include "ringio/log.hpp"
 #include "sim/host_scheduler.hpp"
 #include "sim/sim_network.hpp"
 
@@ -50,7 +49,9 @@ world::~world() {
 
 std::uint64_t world::seed() const noexcept { return net_->seed(); }
 const fault_model& world::faults() const noexcept { return net_->model(); }
-std::chrono::nanoseconds world::elapsed() const noexcept { return std::chrono::nanoseconds(net_->now() - net_->start()); }
+std::chrono::nanoseconds world::elapsed() const noexcept {
+  return std::chrono::nanoseconds(net_->now() - net_->start());
+}
 std::uint64_t world::trace_hash() const noexcept { return net_->trace_hash(); }
 std::string world::trace(std::size_t lines) const { return net_->trace(lines); }
 std::size_t world::open_sockets() const noexcept { return net_->open_sockets(); }

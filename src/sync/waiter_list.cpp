@@ -4,8 +4,8 @@
 
 namespace ringio::detail {
 
-const op_vtable queued_wait_vtable = {.prepare = nullptr, .attempt = nullptr, .on_cqe = nullptr,
-                                      .step = nullptr, .complete = resume_waiter};
+const op_vtable queued_wait_vtable = {
+    .prepare = nullptr, .attempt = nullptr, .on_cqe = nullptr, .step = nullptr, .complete = resume_waiter};
 
 bool waiter_list::grant_front() noexcept {
   waiter_node* n = pop_front();

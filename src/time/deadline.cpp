@@ -12,8 +12,8 @@
 namespace ringio {
 namespace detail {
 
-const op_vtable deadline_wait_vtable = {.prepare = nullptr, .attempt = nullptr, .on_cqe = nullptr,
-                                        .step = nullptr, .complete = resume_waiter};
+const op_vtable deadline_wait_vtable = {
+    .prepare = nullptr, .attempt = nullptr, .on_cqe = nullptr, .step = nullptr, .complete = resume_waiter};
 
 /// One armed wait: an event operation whose deadline_ns is the time it was armed for
 /// (0: none). It ends by the loop's deadline heap (timed_out), by a stop, or by
@@ -83,7 +83,8 @@ task<result<void>> deadline::wait() {
     }
     const bool look_again = res == detail::deadline_wait_op::rearm || (res == -ECANCELED && op.timed_out);
     // Anything else is a stop or the loop's shutdown.
-    if (!look_again) co_return unexpected(res < 0 ? errno_code(res) : std::make_error_code(std::errc::operation_canceled));
+    if (!look_again)
+      co_return unexpected(res < 0 ? errno_code(res) : std::make_error_code(std::errc::operation_canceled));
   }
 }
 

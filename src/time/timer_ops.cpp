@@ -7,10 +7,10 @@
 
 namespace ringio::detail {
 
-const op_vtable timer_vtable = {.prepare = nullptr, .attempt = nullptr, .on_cqe = nullptr,
-                                .step = nullptr, .complete = resume_waiter};
-const op_vtable nop_vtable = {.prepare = nullptr, .attempt = nullptr, .on_cqe = nullptr,
-                              .step = nullptr, .complete = resume_waiter};
+const op_vtable timer_vtable = {
+    .prepare = nullptr, .attempt = nullptr, .on_cqe = nullptr, .step = nullptr, .complete = resume_waiter};
+const op_vtable nop_vtable = {
+    .prepare = nullptr, .attempt = nullptr, .on_cqe = nullptr, .step = nullptr, .complete = resume_waiter};
 
 void yield_awaiter::await_suspend(std::coroutine_handle<> h) const {
   io_context* ctx = io_context::current();

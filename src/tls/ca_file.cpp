@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "ca_file.hpp"
 
-#include <openssl/err.h>
-
 #include <fcntl.h>
+#include <openssl/err.h>
 #include <unistd.h>
 
 #include <cerrno>

@@ -76,8 +76,8 @@ std::string alpn_wire(const std::vector<std::string>& protocols) {
   return wire;
 }
 
-int select_alpn(SSL*, const unsigned char** out, unsigned char* outlen, const unsigned char* in,
-                unsigned inlen, void* arg) {
+int select_alpn(SSL*, const unsigned char** out, unsigned char* outlen, const unsigned char* in, unsigned inlen,
+                void* arg) {
   auto* st = static_cast<detail::context_state*>(arg);
   unsigned char* chosen = nullptr;
   int r = SSL_select_next_proto(&chosen, outlen, reinterpret_cast<const unsigned char*>(st->alpn_wire.data()),
@@ -142,8 +142,7 @@ std::error_code configure_common(detail::context_state& st, protocol_version min
   SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
   // Record buffers are freed between records; writes may be partial (one record per
   // call) and retried from a moved buffer.
-  SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS | SSL_MODE_ENABLE_PARTIAL_WRITE |
-                            SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+  SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS | SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
   st.alpn_wire = alpn_wire(alpn);
   return {};
 }

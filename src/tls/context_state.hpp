@@ -22,7 +22,7 @@ struct context_state {
   bool kernel_tls = true;
   bool resumption = true;
   std::chrono::nanoseconds handshake_timeout{};
-  std::string alpn_wire;  // ALPN protocols, each prefixed by its length
+  std::string alpn_wire;                                      // ALPN protocols, each prefixed by its length
   std::vector<std::pair<std::string, context>> server_names;  // SNI: name -> context
 
   // Client session cache: the last session per server name.

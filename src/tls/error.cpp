@@ -27,15 +27,24 @@ class category final : public std::error_category {
     if (v >= verify_base)
       return std::string("certificate verify failed: ") + X509_verify_cert_error_string(v - verify_base);
     switch (static_cast<tls_errc>(v)) {
-      case tls_errc::truncated: return "TLS: the peer closed the connection without close_notify (truncated)";
-      case tls_errc::not_established: return "TLS: no session established (handshake not done or failed)";
-      case tls_errc::busy: return "TLS: another operation of the same direction is in flight";
-      case tls_errc::protocol_error: return "TLS: protocol error";
-      case tls_errc::configuration: return "TLS: invalid configuration";
-      case tls_errc::ca_file_missing: return "TLS: the CA file does not exist";
-      case tls_errc::ca_file_unreadable: return "TLS: the CA file cannot be read";
-      case tls_errc::ca_file_not_pem: return "TLS: the CA file is not PEM (no -----BEGIN line)";
-      case tls_errc::ca_file_without_certificate: return "TLS: the CA file holds no certificate";
+      case tls_errc::truncated:
+        return "TLS: the peer closed the connection without close_notify (truncated)";
+      case tls_errc::not_established:
+        return "TLS: no session established (handshake not done or failed)";
+      case tls_errc::busy:
+        return "TLS: another operation of the same direction is in flight";
+      case tls_errc::protocol_error:
+        return "TLS: protocol error";
+      case tls_errc::configuration:
+        return "TLS: invalid configuration";
+      case tls_errc::ca_file_missing:
+        return "TLS: the CA file does not exist";
+      case tls_errc::ca_file_unreadable:
+        return "TLS: the CA file cannot be read";
+      case tls_errc::ca_file_not_pem:
+        return "TLS: the CA file is not PEM (no -----BEGIN line)";
+      case tls_errc::ca_file_without_certificate:
+        return "TLS: the CA file holds no certificate";
     }
     return "TLS: unknown error";
   }
@@ -58,9 +67,7 @@ int verification_result(const std::error_code& ec) noexcept {
 
 namespace detail {
 
-std::error_code verify_error(long v) noexcept {
-  return {verify_base + static_cast<int>(v), tls_category()};
-}
+std::error_code verify_error(long v) noexcept { return {verify_base + static_cast<int>(v), tls_category()}; }
 
 std::error_code openssl_error(unsigned long e) noexcept {
   // System errors (ERR_SYSTEM_FLAG) carry an errno; other codes fit an int.

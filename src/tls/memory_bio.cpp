@@ -56,11 +56,16 @@ int bio_write(BIO* b, const char* src, int len) {
 long bio_ctrl(BIO* b, int cmd, long, void*) {
   stream_state& s = state_of(b);
   switch (cmd) {
-    case BIO_CTRL_FLUSH: return 1;
-    case BIO_CTRL_EOF: return s.peer_eof && !s.has_input() ? 1 : 0;
-    case BIO_CTRL_PENDING: return static_cast<long>(s.in_end - s.in_begin);
-    case BIO_CTRL_WPENDING: return static_cast<long>(s.out_end - s.out_begin);
-    default: return 0;
+    case BIO_CTRL_FLUSH:
+      return 1;
+    case BIO_CTRL_EOF:
+      return s.peer_eof && !s.has_input() ? 1 : 0;
+    case BIO_CTRL_PENDING:
+      return static_cast<long>(s.in_end - s.in_begin);
+    case BIO_CTRL_WPENDING:
+      return static_cast<long>(s.out_end - s.out_begin);
+    default:
+      return 0;
   }
 }
 

@@ -1,16 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "ringio/tls/stream.hpp"
 
+#include <arpa/inet.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
-#include <arpa/inet.h>
 #include <sys/socket.h>
 
 #include <algorithm>
 #include <array>
 #include <cstring>
 
+#include "core/sys.hpp"
 #include "record_buffer_cache.hpp"
 #include "ringio/detail/clock.hpp"
 #include "ringio/io_context.hpp"
@@ -18,7 +19,6 @@
 #include "ringio/stop.hpp"
 #include "ringio/sync/event.hpp"
 #include "stream_state.hpp"
-#include "core/sys.hpp"
 
 namespace ringio::tls {
 namespace detail {
@@ -301,8 +301,7 @@ task<result<std::size_t>> run_recv(stream_state& s, mutable_buffer buf, std::int
   // into a borrowed record buffer.
   if (wait == recv_wait::with_buffer) {
     s.eager_fill = true;
-  } else if (!s.has_input() && SSL_has_pending(s.ssl) == 0 &&
-             (SSL_get_shutdown(s.ssl) & SSL_RECEIVED_SHUTDOWN) == 0) {
+  } else if (!s.has_input() && SSL_has_pending(s.ssl) == 0 && (SSL_get_shutdown(s.ssl) & SSL_RECEIVED_SHUTDOWN) == 0) {
     auto ready = co_await wait_readable(s, deadline);
     if (!ready) got = unexpected(ready.error());
   }
@@ -430,7 +429,8 @@ task<result<void>> run_shutdown(stream_state& s, std::chrono::nanoseconds timeou
 void end_push(stream_state& s) noexcept {
   if (!s.pushing) return;
   s.push_stop.request_stop();
-  if (!s.socket.is_direct() && s.socket.native_handle() >= 0) ::ringio::detail::sys::shutdown(s.socket.native_handle(), SHUT_RDWR);
+  if (!s.socket.is_direct() && s.socket.native_handle() >= 0)
+    ::ringio::detail::sys::shutdown(s.socket.native_handle(), SHUT_RDWR);
 }
 
 // Frees the state of a stream, or, while its push runs, leaves it to the push.
@@ -445,8 +445,7 @@ void release(std::unique_ptr<stream_state>& s) noexcept {
 }
 
 result<std::unique_ptr<stream_state>> make_state(const context& ctx, stream_socket socket, bool server) {
-  if (!ctx.valid() || ctx.is_server() != server || !socket.is_open())
-    return unexpected(std::errc::invalid_argument);
+  if (!ctx.valid() || ctx.is_server() != server || !socket.is_open()) return unexpected(std::errc::invalid_argument);
   auto s = std::make_unique<stream_state>();
   s->socket = std::move(socket);
   s->ctx = ctx.state();
@@ -490,8 +489,8 @@ result<stream> stream::client(const context& ctx, stream_socket socket, std::str
   SSL_set_connect_state(s.ssl);
   if (!server_name.empty()) {
     unsigned char ip[16];
-    bool is_ip = ::inet_pton(AF_INET, s.server_name.c_str(), ip) == 1 ||
-                 ::inet_pton(AF_INET6, s.server_name.c_str(), ip) == 1;
+    bool is_ip =
+        ::inet_pton(AF_INET, s.server_name.c_str(), ip) == 1 || ::inet_pton(AF_INET6, s.server_name.c_str(), ip) == 1;
     if (!is_ip) SSL_set_tlsext_host_name(s.ssl, s.server_name.c_str());  // SNI carries no addresses
     if (s.ctx->verify_peer) {
       int ok = is_ip ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(s.ssl), s.server_name.c_str())
@@ -515,9 +514,7 @@ result<stream> stream::server(const context& ctx, stream_socket socket) {
   return stream(std::move(*made));
 }
 
-task<result<void>> stream::handshake() {
-  return detail::run_handshake(*state_, state_->ctx->handshake_timeout);
-}
+task<result<void>> stream::handshake() { return detail::run_handshake(*state_, state_->ctx->handshake_timeout); }
 task<result<void>> stream::handshake(std::chrono::nanoseconds timeout) {
   return detail::run_handshake(*state_, timeout);
 }
@@ -563,9 +560,7 @@ bool stream::has_buffered_input() const noexcept {
   return s.has_input() || s.readable || s.peer_eof || SSL_has_pending(s.ssl) != 0 ||
          (SSL_get_shutdown(s.ssl) & SSL_RECEIVED_SHUTDOWN) != 0;
 }
-task<result<void>> stream::shutdown(std::chrono::nanoseconds timeout) {
-  return detail::run_shutdown(*state_, timeout);
-}
+task<result<void>> stream::shutdown(std::chrono::nanoseconds timeout) { return detail::run_shutdown(*state_, timeout); }
 ringio::detail::close_op stream::close() noexcept {
   state_->established = false;
   detail::end_push(*state_);

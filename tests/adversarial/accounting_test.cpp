@@ -72,39 +72,40 @@ void send_accounting(io_context& ctx, int kind) {
     std::error_code err;
     std::vector<std::byte> got;
     const auto cancel_after = std::chrono::microseconds(rng() % 4000);
-    sync_wait(ctx, [](int kind, stream_socket& a, stream_socket& b, const std::vector<std::byte>& data, std::FILE* f,
-                      std::chrono::microseconds cancel_after, std::mt19937& rng, std::size_t& reported,
-                      std::error_code& err, std::vector<std::byte>& got) -> task<void> {
-      auto sender = [&]() -> task<void> {
-        if (kind == 0) {
-          auto r = co_await a.send_all(data);
-          if (r) reported = *r;
-          else err = r.error();
-        } else if (kind == 1) {
-          std::vector<const_buffer> bufs;
-          for (std::size_t off = 0; off < data.size(); off += 1000)
-            bufs.push_back(const_buffer(data.data() + off, std::min<std::size_t>(1000, data.size() - off)));
-          auto r = co_await a.send_all(std::span<const const_buffer>(bufs));
-          if (r) reported = *r;
-          else err = r.error();
-        } else {
-          auto r = co_await send_file(a, ::fileno(f), 0, data.size());
-          if (r) reported = *r;
-          else err = r.error();
-        }
-        (void)co_await a.shutdown(SHUT_WR);
-      };
-      auto canceller = [&]() -> task<void> {
-        (void)(void)co_await sleep_for(cancel_after);
-        a.cancel();
-      };
-      auto reader = [&]() -> task<void> { got = co_await drain(b, rng); };
-      scope s;
-      s.spawn(sender());
-      s.spawn(canceller());
-      s.spawn(reader());
-      co_await s.join();
-    }(kind, pair.first, pair.second, data, f, cancel_after, rng, reported, err, got));
+    sync_wait(ctx,
+              [](int kind, stream_socket& a, stream_socket& b, const std::vector<std::byte>& data, std::FILE* f,
+                 std::chrono::microseconds cancel_after, std::mt19937& rng, std::size_t& reported, std::error_code& err,
+                 std::vector<std::byte>& got) -> task<void> {
+                auto sender = [&]() -> task<void> {
+                  if (kind == 0) {
+                    auto r = co_await a.send_all(data);
+                    if (r) reported = *r;
+                    else err = r.error();
+                  } else if (kind == 1) {
+                    std::vector<const_buffer> bufs;
+                    for (std::size_t off = 0; off < data.size(); off += 1000)
+                      bufs.push_back(const_buffer(data.data() + off, std::min<std::size_t>(1000, data.size() - off)));
+                    auto r = co_await a.send_all(std::span<const const_buffer>(bufs));
+                    if (r) reported = *r;
+                    else err = r.error();
+                  } else {
+                    auto r = co_await send_file(a, ::fileno(f), 0, data.size());
+                    if (r) reported = *r;
+                    else err = r.error();
+                  }
+                  (void)co_await a.shutdown(SHUT_WR);
+                };
+                auto canceller = [&]() -> task<void> {
+                  (void)(void)co_await sleep_for(cancel_after);
+                  a.cancel();
+                };
+                auto reader = [&]() -> task<void> { got = co_await drain(b, rng); };
+                scope s;
+                s.spawn(sender());
+                s.spawn(canceller());
+                s.spawn(reader());
+                co_await s.join();
+              }(kind, pair.first, pair.second, data, f, cancel_after, rng, reported, err, got));
     ASSERT_EQ(got.size(), reported) << "kind " << kind << " round " << round << " (cancel after "
                                     << cancel_after.count() << " us, error " << err.message() << ")";
     ASSERT_TRUE(std::equal(got.begin(), got.end(), data.begin())) << "kind " << kind << " round " << round;
@@ -130,53 +131,55 @@ void recv_accounting(io_context& ctx, bool buffered) {
   for (int round = 0; round < 10; ++round) {
     socket_pair p;
     std::vector<std::byte> got;
-    bool ok = sync_wait(ctx, [](socket_pair& p, const std::vector<std::byte>& data, std::vector<std::byte>& got,
-                                std::mt19937& rng, bool buffered) -> task<bool> {
-      bool writer_done = false;
-      bool reader_done = false;
-      int short_reads = 0, cancels = 0;
-      auto writer = [&]() -> task<void> {
-        std::size_t off = 0;
-        while (off < data.size()) {
-          std::size_t n = std::min<std::size_t>(1 + rng() % 3000, data.size() - off);
-          auto r = co_await p.b.send_all(std::span(data).subspan(off, n));
-          if (!r) break;
-          off += *r;
-          if (rng() % 3 == 0) (void)co_await sleep_for(std::chrono::microseconds(rng() % 200));
-        }
-        writer_done = true;
-      };
-      auto canceller = [&]() -> task<void> {
-        while (!reader_done) {
-          (void)(void)co_await sleep_for(std::chrono::microseconds(50 + rng() % 400));
-          p.a.cancel();
-        }
-      };
-      auto reader = [&]() -> task<void> {
-        buffered_stream bs(p.a, 4096);
-        std::vector<std::byte> buf(7000);
-        while (got.size() < data.size()) {
-          std::size_t want = std::min(buf.size(), data.size() - got.size());
-          result<std::size_t> r = buffered ? co_await bs.read_exact(std::span(buf).first(want))
-                                           : co_await p.a.recv_exact(std::span(buf).first(want));
-          if (r && *r < want) ++short_reads;
-          if (r) got.insert(got.end(), buf.begin(), buf.begin() + *r);
-          else if (r.error() == std::errc::operation_canceled) ++cancels;
-          else if (r.error() != std::errc::operation_canceled) break;
-        }
-        reader_done = true;
-      };
-      scope s;
-      s.spawn(writer());
-      s.spawn(canceller());
-      s.spawn(reader());
-      for (int i = 0; i < 500 && s.size() > 0; ++i) (void)co_await sleep_for(10ms);
-      const bool in_time = s.size() == 0;
-      s.request_stop();
-      co_await s.join();
-      if (rng() % 5 == 0) std::printf("round: %d short reads, %d cancelled reads\n", short_reads, cancels);
-      co_return in_time && writer_done;
-    }(p, data, got, rng, buffered));
+    bool ok = sync_wait(ctx,
+                        [](socket_pair& p, const std::vector<std::byte>& data, std::vector<std::byte>& got,
+                           std::mt19937& rng, bool buffered) -> task<bool> {
+                          bool writer_done = false;
+                          bool reader_done = false;
+                          int short_reads = 0, cancels = 0;
+                          auto writer = [&]() -> task<void> {
+                            std::size_t off = 0;
+                            while (off < data.size()) {
+                              std::size_t n = std::min<std::size_t>(1 + rng() % 3000, data.size() - off);
+                              auto r = co_await p.b.send_all(std::span(data).subspan(off, n));
+                              if (!r) break;
+                              off += *r;
+                              if (rng() % 3 == 0) (void)co_await sleep_for(std::chrono::microseconds(rng() % 200));
+                            }
+                            writer_done = true;
+                          };
+                          auto canceller = [&]() -> task<void> {
+                            while (!reader_done) {
+                              (void)(void)co_await sleep_for(std::chrono::microseconds(50 + rng() % 400));
+                              p.a.cancel();
+                            }
+                          };
+                          auto reader = [&]() -> task<void> {
+                            buffered_stream bs(p.a, 4096);
+                            std::vector<std::byte> buf(7000);
+                            while (got.size() < data.size()) {
+                              std::size_t want = std::min(buf.size(), data.size() - got.size());
+                              result<std::size_t> r = buffered ? co_await bs.read_exact(std::span(buf).first(want))
+                                                               : co_await p.a.recv_exact(std::span(buf).first(want));
+                              if (r && *r < want) ++short_reads;
+                              if (r) got.insert(got.end(), buf.begin(), buf.begin() + *r);
+                              else if (r.error() == std::errc::operation_canceled) ++cancels;
+                              else if (r.error() != std::errc::operation_canceled) break;
+                            }
+                            reader_done = true;
+                          };
+                          scope s;
+                          s.spawn(writer());
+                          s.spawn(canceller());
+                          s.spawn(reader());
+                          for (int i = 0; i < 500 && s.size() > 0; ++i) (void)co_await sleep_for(10ms);
+                          const bool in_time = s.size() == 0;
+                          s.request_stop();
+                          co_await s.join();
+                          if (rng() % 5 == 0)
+                            std::printf("round: %d short reads, %d cancelled reads\n", short_reads, cancels);
+                          co_return in_time&& writer_done;
+                        }(p, data, got, rng, buffered));
     ASSERT_TRUE(ok) << "round " << round << ": stalled";
     ASSERT_EQ(got.size(), data.size()) << "round " << round;
     ASSERT_TRUE(got == data) << "round " << round << ": stream corrupted";

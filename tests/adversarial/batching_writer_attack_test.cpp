@@ -17,17 +17,17 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <array>
 #include <map>
-#include <type_traits>
 #include <memory>
 #include <optional>
 #include <string>
 #include <system_error>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "ringio/net/batching_writer.hpp"
@@ -265,11 +265,10 @@ TEST_P(BatchingWriterPromises, DropOldestGapNoticesExactAndCounted) {
   auto p = make_pair(ctx());
   peer_reader rd(p->peer);
   std::uint64_t notices = 0;
-  writer w(p->w, {.max_messages = 16, .when_full = overflow_policy::drop_oldest},
-           [&notices](std::uint64_t n) {
-             ++notices;
-             return "*gap " + std::to_string(n) + "\n";
-           });
+  writer w(p->w, {.max_messages = 16, .when_full = overflow_policy::drop_oldest}, [&notices](std::uint64_t n) {
+    ++notices;
+    return "*gap " + std::to_string(n) + "\n";
+  });
   std::optional<result<void>> ran;
   std::size_t total = 0;
   sync_wait(ctx(), [](writer& w, std::optional<result<void>>& ran, peer_reader& rd, std::size_t& total) -> task<void> {
@@ -325,29 +324,31 @@ TEST_P(BatchingWriterPromises, DropOldestGapNoticesExactWithSharedPtrTinyMessage
   using line = std::shared_ptr<const std::string>;
   auto p = make_pair(ctx());
   peer_reader rd(p->peer);
-  batching_writer<line> w(p->w, {.max_messages = 100, .when_full = overflow_policy::drop_oldest},
-                          [](std::uint64_t n) { return std::make_shared<const std::string>("*gap " + std::to_string(n) + "\n"); });
+  batching_writer<line> w(p->w, {.max_messages = 100, .when_full = overflow_policy::drop_oldest}, [](std::uint64_t n) {
+    return std::make_shared<const std::string>("*gap " + std::to_string(n) + "\n");
+  });
   std::optional<result<void>> ran;
   std::size_t total = 0;
-  sync_wait(ctx(), [](batching_writer<line>& w, std::optional<result<void>>& ran, peer_reader& rd,
-                      std::size_t& total) -> task<void> {
-    scope s;
-    s.spawn([](batching_writer<line>& w, std::optional<result<void>>& ran) -> task<void> {
-      ran = co_await w.run();
-    }(w, ran));
-    std::size_t i = 0;
-    for (int phase = 0; phase < 8; ++phase) {
-      if (phase == 1) rd.go = true;
-      for (int k = 0; k < 20000; ++k) {
-        EXPECT_TRUE(w.try_write(std::make_shared<const std::string>(msg(i++, 20))));
-        if (k % 150 == 149) (void)co_await yield();
-      }
-      (void)co_await sleep_for(5ms);
-    }
-    total = i;
-    w.close();
-    co_await s.join();
-  }(w, ran, rd, total));
+  sync_wait(ctx(),
+            [](batching_writer<line>& w, std::optional<result<void>>& ran, peer_reader& rd,
+               std::size_t& total) -> task<void> {
+              scope s;
+              s.spawn([](batching_writer<line>& w, std::optional<result<void>>& ran) -> task<void> {
+                ran = co_await w.run();
+              }(w, ran));
+              std::size_t i = 0;
+              for (int phase = 0; phase < 8; ++phase) {
+                if (phase == 1) rd.go = true;
+                for (int k = 0; k < 20000; ++k) {
+                  EXPECT_TRUE(w.try_write(std::make_shared<const std::string>(msg(i++, 20))));
+                  if (k % 150 == 149) (void)co_await yield();
+                }
+                (void)co_await sleep_for(5ms);
+              }
+              total = i;
+              w.close();
+              co_await s.join();
+            }(w, ran, rd, total));
   ASSERT_TRUE(ran.has_value());
   EXPECT_TRUE(*ran) << ran->error().message();
   ::shutdown(p->w.native_handle(), SHUT_WR);
@@ -437,54 +438,55 @@ TEST_P(BatchingWriterPromises, StopWriteWhileWaitingForRoomQueuesNothing) {
   writer w(p->w, {.max_messages = 4, .when_full = overflow_policy::wait});
   std::optional<result<void>> ran;
   std::size_t accepted = 0;
-  sync_wait(ctx(), [](writer& w, std::optional<result<void>>& ran, peer_reader& rd, std::size_t& accepted) -> task<void> {
-    scope s;
-    s.spawn(run_into(w, ran));
-    // Fill to the bound with a stalled peer (write() would wait from now on).
-    std::size_t i = 0;
-    for (int guard = 0; guard < 200000; ++guard) {
-      auto r = w.try_write(msg(i, 512));
-      if (!r) {
-        EXPECT_EQ(r.error(), std::errc::resource_unavailable_try_again);
-        if (w.queued() == 4) {
-          const auto sends = w.sends();
-          (void)co_await sleep_for(200ms);
-          if (w.queued() == 4 && w.sends() == sends) break;
-        }
-        (void)co_await sleep_for(1ms);
-        continue;
-      }
-      ++i;
-      (void)co_await yield();
-    }
-    const std::size_t before = w.queued();
-    std::optional<result<void>> wr;
-    scope ws;
-    ws.spawn([](writer& w, std::optional<result<void>>& wr) -> task<void> {
-      wr = co_await w.write("CANCELLED-MESSAGE\n");
-    }(w, wr));
-    (void)co_await sleep_for(20ms);
-    EXPECT_FALSE(wr.has_value()) << "write() did not wait";
-    ws.request_stop();
-    co_await ws.join();
-    EXPECT_TRUE(wr.has_value());
-    if (wr) {
-      EXPECT_FALSE(*wr);
-      if (!*wr) {
-        EXPECT_EQ(wr->error(), std::errc::operation_canceled);
-      }
-    }
-    EXPECT_EQ(w.queued(), before) << "a stopped write() queued something";
-    rd.go = true;
-    for (int k = 0; k < 50; ++k) {
-      auto r = co_await w.write(msg(i, 512));
-      EXPECT_TRUE(r);
-      ++i;
-    }
-    accepted = i;
-    w.close();
-    co_await s.join();
-  }(w, ran, rd, accepted));
+  sync_wait(ctx(),
+            [](writer& w, std::optional<result<void>>& ran, peer_reader& rd, std::size_t& accepted) -> task<void> {
+              scope s;
+              s.spawn(run_into(w, ran));
+              // Fill to the bound with a stalled peer (write() would wait from now on).
+              std::size_t i = 0;
+              for (int guard = 0; guard < 200000; ++guard) {
+                auto r = w.try_write(msg(i, 512));
+                if (!r) {
+                  EXPECT_EQ(r.error(), std::errc::resource_unavailable_try_again);
+                  if (w.queued() == 4) {
+                    const auto sends = w.sends();
+                    (void)co_await sleep_for(200ms);
+                    if (w.queued() == 4 && w.sends() == sends) break;
+                  }
+                  (void)co_await sleep_for(1ms);
+                  continue;
+                }
+                ++i;
+                (void)co_await yield();
+              }
+              const std::size_t before = w.queued();
+              std::optional<result<void>> wr;
+              scope ws;
+              ws.spawn([](writer& w, std::optional<result<void>>& wr) -> task<void> {
+                wr = co_await w.write("CANCELLED-MESSAGE\n");
+              }(w, wr));
+              (void)co_await sleep_for(20ms);
+              EXPECT_FALSE(wr.has_value()) << "write() did not wait";
+              ws.request_stop();
+              co_await ws.join();
+              EXPECT_TRUE(wr.has_value());
+              if (wr) {
+                EXPECT_FALSE(*wr);
+                if (!*wr) {
+                  EXPECT_EQ(wr->error(), std::errc::operation_canceled);
+                }
+              }
+              EXPECT_EQ(w.queued(), before) << "a stopped write() queued something";
+              rd.go = true;
+              for (int k = 0; k < 50; ++k) {
+                auto r = co_await w.write(msg(i, 512));
+                EXPECT_TRUE(r);
+                ++i;
+              }
+              accepted = i;
+              w.close();
+              co_await s.join();
+            }(w, ran, rd, accepted));
   ASSERT_TRUE(ran.has_value());
   EXPECT_TRUE(*ran);
   ::shutdown(p->w.native_handle(), SHUT_WR);
@@ -610,10 +612,8 @@ TEST_P(BatchingWriterPromises, DestroyWhileSendInFlight) {
   auto ls = lines_of(rd.data);
   for (std::size_t i = 0; i < ls.size(); ++i) {
     const auto m = msg(i, 4096);
-    if (i + 1 == ls.size())
-      EXPECT_EQ(ls[i], m.substr(0, ls[i].size()));
-    else
-      ASSERT_EQ(ls[i], m);
+    if (i + 1 == ls.size()) EXPECT_EQ(ls[i], m.substr(0, ls[i].size()));
+    else ASSERT_EQ(ls[i], m);
   }
 }
 
@@ -694,7 +694,8 @@ void destroy_from_notice(backend_kind kind) {
   auto p = make_pair(ctx);
   std::optional<result<void>> ran;
   std::unique_ptr<writer> w;
-  w = std::make_unique<writer>(p->w, batching_writer_options{.max_messages = 4, .when_full = overflow_policy::drop_oldest},
+  w = std::make_unique<writer>(p->w,
+                               batching_writer_options{.max_messages = 4, .when_full = overflow_policy::drop_oldest},
                                [&w](std::uint64_t n) {
                                  w.reset();  // the owner tears the connection down here
                                  return "*gap " + std::to_string(n) + "\n";
@@ -822,19 +823,20 @@ TEST_P(BatchingWriterPromises, BigMessageUnderDropOldestFlushesQueueNoticesAndAr
   std::optional<result<void>> ran;
   std::size_t first_big = 0;
   std::size_t queued_before = 0;
-  sync_wait(ctx(), [](writer& w, std::optional<result<void>>& ran, peer_reader& rd, std::size_t& first_big,
-                      std::size_t& queued_before) -> task<void> {
-    scope s;
-    s.spawn(run_into(w, ran));
-    first_big = co_await stall(w, 0, 256);
-    queued_before = w.queued();
-    EXPECT_GT(queued_before, 0u);
-    EXPECT_TRUE(w.try_write(msg(first_big, 50000)));
-    EXPECT_EQ(w.queued(), 1u);
-    rd.go = true;
-    w.close();
-    co_await s.join();
-  }(w, ran, rd, first_big, queued_before));
+  sync_wait(ctx(),
+            [](writer& w, std::optional<result<void>>& ran, peer_reader& rd, std::size_t& first_big,
+               std::size_t& queued_before) -> task<void> {
+              scope s;
+              s.spawn(run_into(w, ran));
+              first_big = co_await stall(w, 0, 256);
+              queued_before = w.queued();
+              EXPECT_GT(queued_before, 0u);
+              EXPECT_TRUE(w.try_write(msg(first_big, 50000)));
+              EXPECT_EQ(w.queued(), 1u);
+              rd.go = true;
+              w.close();
+              co_await s.join();
+            }(w, ran, rd, first_big, queued_before));
   ASSERT_TRUE(ran.has_value());
   EXPECT_TRUE(*ran);
   ::shutdown(p->w.native_handle(), SHUT_WR);
@@ -858,35 +860,37 @@ TEST_P(BatchingWriterPromises, CloseFailsWaitingWriteAndDeliversQueuedMessagesWh
   writer w(p->w, {.max_messages = 2, .when_full = overflow_policy::wait});
   std::optional<result<void>> ran, wr;
   std::size_t accepted = 0;
-  sync_wait(ctx(), [](writer& w, std::optional<result<void>>& ran, std::optional<result<void>>& wr, peer_reader& rd,
-                      std::size_t& accepted) -> task<void> {
-    scope s;
-    s.spawn(run_into(w, ran));
-    std::size_t i = 0;
-    for (int guard = 0; guard < 200000; ++guard) {
-      auto r = w.try_write(msg(i, 1024));
-      if (r) {
-        ++i;
-        (void)co_await yield();
-        continue;
-      }
-      const auto sends = w.sends();
-      (void)co_await sleep_for(200ms);
-      if (w.sends() != sends) continue;
-      if (!w.try_write(msg(i, 1024))) break;  // still full after 200 ms: stalled
-      ++i;
-    }
-    accepted = i;
-    s.spawn([](writer& w, std::optional<result<void>>& wr) -> task<void> {
-      wr = co_await w.write("AFTER-CLOSE\n");
-    }(w, wr));
-    (void)co_await yield();
-    EXPECT_FALSE(wr.has_value());
-    w.close();
-    EXPECT_TRUE(co_await wait_until([&] { return wr.has_value(); }, 2s)) << "write() still waits after close()";
-    rd.go = true;
-    co_await s.join();
-  }(w, ran, wr, rd, accepted));
+  sync_wait(ctx(),
+            [](writer& w, std::optional<result<void>>& ran, std::optional<result<void>>& wr, peer_reader& rd,
+               std::size_t& accepted) -> task<void> {
+              scope s;
+              s.spawn(run_into(w, ran));
+              std::size_t i = 0;
+              for (int guard = 0; guard < 200000; ++guard) {
+                auto r = w.try_write(msg(i, 1024));
+                if (r) {
+                  ++i;
+                  (void)co_await yield();
+                  continue;
+                }
+                const auto sends = w.sends();
+                (void)co_await sleep_for(200ms);
+                if (w.sends() != sends) continue;
+                if (!w.try_write(msg(i, 1024))) break;  // still full after 200 ms: stalled
+                ++i;
+              }
+              accepted = i;
+              s.spawn([](writer& w, std::optional<result<void>>& wr) -> task<void> {
+                wr = co_await w.write("AFTER-CLOSE\n");
+              }(w, wr));
+              (void)co_await yield();
+              EXPECT_FALSE(wr.has_value());
+              w.close();
+              EXPECT_TRUE(co_await wait_until([&] { return wr.has_value(); }, 2s))
+                  << "write() still waits after close()";
+              rd.go = true;
+              co_await s.join();
+            }(w, ran, wr, rd, accepted));
   ASSERT_TRUE(wr.has_value());
   ASSERT_FALSE(*wr);
   EXPECT_EQ(wr->error(), make_error_code(errc::closed)) << wr->error().message();
@@ -951,7 +955,7 @@ TEST_P(BatchingWriterPromises, SecondRunIsBusyAndRunAfterCloseSucceeds) {
 INSTANTIATE_TEST_SUITE_P(Backends, BatchingWriterPromises,
                          ::testing::Values(backend_kind::uring, backend_kind::epoll, backend_kind::uring_poll),
                          [](const auto& info) {
-                           return info.param == backend_kind::uring  ? std::string("uring")
+                           return info.param == backend_kind::uring   ? std::string("uring")
                                   : info.param == backend_kind::epoll ? std::string("epoll")
                                                                       : std::string("uring_poll");
                          });
@@ -977,18 +981,15 @@ TEST(BatchingWriterPromisesHarness, PlainSendAllThroughSmallBuffersArrivesWhole)
 }
 }  // namespace
 
-
 namespace {
 // Minimal: messages queued before run(), one of them needs several sendmsg calls
 // (small send buffer). Every byte must reach the peer, once, in order.
 template <class M>
 M as_message(const std::string& s) {
-  if constexpr (std::is_same_v<M, std::string>)
-    return s;
+  if constexpr (std::is_same_v<M, std::string>) return s;
   else if constexpr (std::is_same_v<M, std::vector<std::byte>>)
     return M(reinterpret_cast<const std::byte*>(s.data()), reinterpret_cast<const std::byte*>(s.data()) + s.size());
-  else
-    return std::make_shared<const std::string>(s);
+  else return std::make_shared<const std::string>(s);
 }
 
 template <class M = std::string>
@@ -1008,13 +1009,14 @@ void partial_sends_case(backend_kind kind, std::vector<std::size_t> sizes, batch
   EXPECT_TRUE(ran);
   ::shutdown(p->w.native_handle(), SHUT_WR);
   rd.join();
-  EXPECT_EQ(mismatch(rd.data, want), "") << "sends() "
-                               << w.sends();
+  EXPECT_EQ(mismatch(rd.data, want), "") << "sends() " << w.sends();
 }
 
 class BatchingWriterPartialSend : public ::testing::TestWithParam<backend_kind> {};
 
-TEST_P(BatchingWriterPartialSend, StringNeedingSeveralSendmsgArrivesWhole) { partial_sends_case(GetParam(), {300000}, {}); }
+TEST_P(BatchingWriterPartialSend, StringNeedingSeveralSendmsgArrivesWhole) {
+  partial_sends_case(GetParam(), {300000}, {});
+}
 TEST_P(BatchingWriterPartialSend, SmallThenBigStringArriveWhole) { partial_sends_case(GetParam(), {100, 300000}, {}); }
 TEST_P(BatchingWriterPartialSend, BigThenSmallStringArriveWhole) { partial_sends_case(GetParam(), {300000, 100}, {}); }
 // The same with the other owning message type the header names, and with the shared
@@ -1033,7 +1035,7 @@ TEST_P(BatchingWriterPartialSend, ManySmallStringsCutBetweenMessagesArriveWhole)
 INSTANTIATE_TEST_SUITE_P(Backends, BatchingWriterPartialSend,
                          ::testing::Values(backend_kind::uring, backend_kind::epoll, backend_kind::uring_poll),
                          [](const auto& info) {
-                           return info.param == backend_kind::uring  ? std::string("uring")
+                           return info.param == backend_kind::uring   ? std::string("uring")
                                   : info.param == backend_kind::epoll ? std::string("epoll")
                                                                       : std::string("uring_poll");
                          });

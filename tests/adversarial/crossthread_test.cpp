@@ -251,12 +251,14 @@ TEST(AdversarialCrossThread, SenderHopsAcrossLoopsEndAtOnce) {
   });
   long sum = 0;
   for (int i = 0; i < 2000; ++i) {
-    auto r = ex::sync_wait(home, ex::starts_on(ex::scheduler(other), ex::just(i) | ex::then([](int v) { return v + 1; })));
+    auto r =
+        ex::sync_wait(home, ex::starts_on(ex::scheduler(other), ex::just(i) | ex::then([](int v) { return v + 1; })));
     ASSERT_TRUE(r);
     sum += std::get<0>(*r);
   }
   for (int i = 0; i < 2000; ++i) {
-    auto r = ex::sync_wait(home, ex::starts_on(ex::scheduler(other), ex::just(i)) | ex::continues_on(ex::scheduler(home)));
+    auto r =
+        ex::sync_wait(home, ex::starts_on(ex::scheduler(other), ex::just(i)) | ex::continues_on(ex::scheduler(home)));
     ASSERT_TRUE(r);
     sum += std::get<0>(*r);
   }

@@ -8,6 +8,7 @@
 
 #include <array>
 #include <chrono>
+#include <cstdio>
 #include <functional>
 #include <optional>
 #include <span>
@@ -18,7 +19,6 @@
 #include "ringio/net/buffered_stream.hpp"
 #include "ringio/net/pooled_receive.hpp"
 #include "ringio/net/send_file.hpp"
-#include <cstdio>
 #include "ringio/ringio.hpp"
 #include "support/loopback.hpp"
 
@@ -60,39 +60,41 @@ TEST_P(AdversarialDirect, ForeignLoopOperationFailsAndTouchesNothing) {
   io_context other(io_context_options{.backend = backend_kind::uring, .quiet = true, .direct_descriptors = 64});
   auto l2 = listen_loopback({.direct_descriptors = true});
   auto at2 = address_of(l2);
-  sync_wait(other, [](stream_listener& l2, socket_address at2, stream_socket& foreign, const check& ck,
-                      io_context& other) -> task<void> {
-    auto [c2, s2] = co_await connect_pair(l2, at2);
-    EXPECT_TRUE(s2.is_direct());
-    buffer_pool pool(other, 8, 4096);
-    EXPECT_TRUE(co_await c2.send_all(std::string_view("other loop's secret")));
-    (void)(void)co_await sleep_for(10ms);
-    auto e = co_await with_timeout(ck.run(foreign, pool), 2s);
-    if (!e) {
-      ADD_FAILURE() << ck.name << ": did not complete: " << e.error().message();
-    } else {
-      EXPECT_EQ(*e, std::errc::cross_device_link) << ck.name << ": " << e->message();
-    }
-    // The other loop's connection is intact: its bytes, its open state, both directions.
-    std::array<char, 64> buf{};
-    auto mine = co_await with_timeout(s2.recv_exact(std::as_writable_bytes(std::span(buf).first(19))), 1s);
-    EXPECT_TRUE(mine && *mine == 19u) << ck.name << ": " << (mine ? std::to_string(*mine) : mine.error().message());
-    EXPECT_EQ(std::string_view(buf.data(), 19), "other loop's secret") << ck.name;
-    char probe;
-    errno = 0;
-    EXPECT_EQ(::recv(c2.native_handle(), &probe, 1, MSG_DONTWAIT), -1)
-        << ck.name << ": the other connection received bytes or an EOF";
-    EXPECT_TRUE(co_await s2.send_all(std::string_view("pong"))) << ck.name;
-    auto back = co_await with_timeout(c2.recv_exact(std::as_writable_bytes(std::span(buf).first(4))), 1s);
-    EXPECT_TRUE(back && *back == 4u) << ck.name << ": the other connection cannot send any more";
-    EXPECT_TRUE(s2.is_open()) << ck.name;
-  }(l2, at2, first.second, ck, other));
+  sync_wait(other,
+            [](stream_listener& l2, socket_address at2, stream_socket& foreign, const check& ck,
+               io_context& other) -> task<void> {
+              auto [c2, s2] = co_await connect_pair(l2, at2);
+              EXPECT_TRUE(s2.is_direct());
+              buffer_pool pool(other, 8, 4096);
+              EXPECT_TRUE(co_await c2.send_all(std::string_view("other loop's secret")));
+              (void)(void)co_await sleep_for(10ms);
+              auto e = co_await with_timeout(ck.run(foreign, pool), 2s);
+              if (!e) {
+                ADD_FAILURE() << ck.name << ": did not complete: " << e.error().message();
+              } else {
+                EXPECT_EQ(*e, std::errc::cross_device_link) << ck.name << ": " << e->message();
+              }
+              // The other loop's connection is intact: its bytes, its open state, both directions.
+              std::array<char, 64> buf{};
+              auto mine = co_await with_timeout(s2.recv_exact(std::as_writable_bytes(std::span(buf).first(19))), 1s);
+              EXPECT_TRUE(mine && *mine == 19u)
+                  << ck.name << ": " << (mine ? std::to_string(*mine) : mine.error().message());
+              EXPECT_EQ(std::string_view(buf.data(), 19), "other loop's secret") << ck.name;
+              char probe;
+              errno = 0;
+              EXPECT_EQ(::recv(c2.native_handle(), &probe, 1, MSG_DONTWAIT), -1)
+                  << ck.name << ": the other connection received bytes or an EOF";
+              EXPECT_TRUE(co_await s2.send_all(std::string_view("pong"))) << ck.name;
+              auto back = co_await with_timeout(c2.recv_exact(std::as_writable_bytes(std::span(buf).first(4))), 1s);
+              EXPECT_TRUE(back && *back == 4u) << ck.name << ": the other connection cannot send any more";
+              EXPECT_TRUE(s2.is_open()) << ck.name;
+            }(l2, at2, first.second, ck, other));
   // Still works at home.
   bool ok = sync_wait(*home, [](stream_socket& a, stream_socket& b) -> task<bool> {
     auto s = co_await a.send_all(std::string_view("home"));
     std::array<char, 4> buf{};
     auto r = co_await with_timeout(b.recv_exact(std::as_writable_bytes(std::span(buf))), 1s);
-    co_return s && r && *r == 4u;
+    co_return s&& r&&* r == 4u;
   }(first.first, first.second));
   EXPECT_TRUE(ok) << ck.name << ": the socket no longer works on its own loop";
 }
@@ -102,7 +104,8 @@ mutable_buffer sbuf() { return std::as_writable_bytes(std::span(scratch)); }
 const_buffer cbuf() { return std::as_bytes(std::span(scratch).first(8)); }
 
 const check checks[] = {
-    {"send", [](stream_socket& f, buffer_pool&) -> task<std::error_code> { co_return err_of(co_await f.send(cbuf())); }},
+    {"send",
+     [](stream_socket& f, buffer_pool&) -> task<std::error_code> { co_return err_of(co_await f.send(cbuf())); }},
     {"gather_send",
      [](stream_socket& f, buffer_pool&) -> task<std::error_code> {
        std::array<const_buffer, 2> b{cbuf(), cbuf()};
@@ -190,16 +193,17 @@ TEST(AdversarialDirectFocused, ForeignMultishotReceiverReadsTheOtherLoopsConnect
   auto l2 = listen_loopback({.direct_descriptors = true});
   std::string leaked;
   std::error_code err;
-  sync_wait(other, [](stream_listener& l2, stream_socket& foreign, io_context& other, std::string& leaked,
-                      std::error_code& err) -> task<void> {
-    auto [c2, s2] = co_await connect_pair(l2, address_of(l2));
-    buffer_pool pool(other, 8, 4096);
-    EXPECT_TRUE(co_await c2.send_all(std::string_view("other loop's secret")));
-    multishot_receiver rx(foreign, pool);
-    auto r = co_await with_timeout(rx.next(), 1s);
-    if (r) leaked.assign(reinterpret_cast<const char*>(r->data()), r->size());
-    else err = r.error();
-  }(l2, first.second, other, leaked, err));
+  sync_wait(other,
+            [](stream_listener& l2, stream_socket& foreign, io_context& other, std::string& leaked,
+               std::error_code& err) -> task<void> {
+              auto [c2, s2] = co_await connect_pair(l2, address_of(l2));
+              buffer_pool pool(other, 8, 4096);
+              EXPECT_TRUE(co_await c2.send_all(std::string_view("other loop's secret")));
+              multishot_receiver rx(foreign, pool);
+              auto r = co_await with_timeout(rx.next(), 1s);
+              if (r) leaked.assign(reinterpret_cast<const char*>(r->data()), r->size());
+              else err = r.error();
+            }(l2, first.second, other, leaked, err));
   EXPECT_EQ(leaked, "") << "a multishot_receiver on a socket of another loop received that loop's connection's bytes";
   EXPECT_EQ(err, std::errc::cross_device_link) << err.message();
 }
@@ -264,26 +268,27 @@ TEST(AdversarialDirectFocused, ForeignCancelLeavesTheOtherLoopsOperations) {
   auto l2 = listen_loopback({.direct_descriptors = true});
   std::error_code err;
   std::size_t got = 0;
-  sync_wait(*t.other, [](stream_listener& l2, stream_socket& foreign, std::error_code& err, std::size_t& got) -> task<void> {
-    auto [c2, s2] = co_await connect_pair(l2, address_of(l2));
-    EXPECT_TRUE(s2.is_direct());
-    auto reader = [&]() -> task<void> {
-      std::array<std::byte, 8> b{};
-      auto r = co_await with_timeout(s2.recv(b), 2s);
-      if (r) got = *r;
-      else err = r.error();
-    };
-    auto canceller = [&]() -> task<void> {
-      (void)(void)co_await sleep_for(20ms);
-      foreign.cancel();  // not this loop's socket
-      (void)(void)co_await sleep_for(20ms);
-      (void)co_await c2.send_all(std::string_view("hi"));
-    };
-    scope s;
-    s.spawn(reader());
-    s.spawn(canceller());
-    co_await s.join();
-  }(l2, first.second, err, got));
+  sync_wait(*t.other,
+            [](stream_listener& l2, stream_socket& foreign, std::error_code& err, std::size_t& got) -> task<void> {
+              auto [c2, s2] = co_await connect_pair(l2, address_of(l2));
+              EXPECT_TRUE(s2.is_direct());
+              auto reader = [&]() -> task<void> {
+                std::array<std::byte, 8> b{};
+                auto r = co_await with_timeout(s2.recv(b), 2s);
+                if (r) got = *r;
+                else err = r.error();
+              };
+              auto canceller = [&]() -> task<void> {
+                (void)(void)co_await sleep_for(20ms);
+                foreign.cancel();  // not this loop's socket
+                (void)(void)co_await sleep_for(20ms);
+                (void)co_await c2.send_all(std::string_view("hi"));
+              };
+              scope s;
+              s.spawn(reader());
+              s.spawn(canceller());
+              co_await s.join();
+            }(l2, first.second, err, got));
   EXPECT_EQ(got, 2u) << "the other loop's recv on the same slot: " << err.message();
 }
 
@@ -315,7 +320,6 @@ TEST(AdversarialDirectFocused, ForeignNativeHandleIsNeverTheOtherLoopsConnection
   }
 }
 
-
 // buffered_stream and send_file on another loop (they install the descriptor first).
 TEST(AdversarialDirectFocused, ForeignBufferedReadAndSendFile) {
   two_loops t;
@@ -327,25 +331,27 @@ TEST(AdversarialDirectFocused, ForeignBufferedReadAndSendFile) {
   std::FILE* f = std::tmpfile();
   std::fputs("file data", f);
   std::fflush(f);
-  sync_wait(*t.other, [](stream_listener& l2, stream_socket& foreign, std::string& read_result, std::string& file_result,
-                         std::FILE* f) -> task<void> {
-    auto [c2, s2] = co_await connect_pair(l2, address_of(l2));
-    EXPECT_TRUE(co_await c2.send_all(std::string_view("other loop's secret\n")));
-    (void)(void)co_await sleep_for(10ms);
-    {
-      buffered_stream bs(foreign, 4096);
-      auto r = co_await with_timeout(bs.read_line(), 300ms);
-      read_result = r ? "read: " + std::string(*r) : r.error().message();
-    }
-    auto sf = co_await with_timeout(send_file(foreign, ::fileno(f), 0, 9), 300ms);
-    file_result = sf ? "sent " + std::to_string(*sf) : sf.error().message();
-    // the other loop's connection: intact
-    std::array<char, 20> buf{};
-    auto mine = co_await with_timeout(s2.recv_exact(std::as_writable_bytes(std::span(buf))), 500ms);
-    EXPECT_TRUE(mine && *mine == 20u) << "the other loop's connection lost its bytes";
-    char probe;
-    EXPECT_EQ(::recv(c2.native_handle(), &probe, 1, MSG_DONTWAIT), -1) << "the other loop's peer received file data";
-  }(l2, first.second, read_result, file_result, f));
+  sync_wait(*t.other,
+            [](stream_listener& l2, stream_socket& foreign, std::string& read_result, std::string& file_result,
+               std::FILE* f) -> task<void> {
+              auto [c2, s2] = co_await connect_pair(l2, address_of(l2));
+              EXPECT_TRUE(co_await c2.send_all(std::string_view("other loop's secret\n")));
+              (void)(void)co_await sleep_for(10ms);
+              {
+                buffered_stream bs(foreign, 4096);
+                auto r = co_await with_timeout(bs.read_line(), 300ms);
+                read_result = r ? "read: " + std::string(*r) : r.error().message();
+              }
+              auto sf = co_await with_timeout(send_file(foreign, ::fileno(f), 0, 9), 300ms);
+              file_result = sf ? "sent " + std::to_string(*sf) : sf.error().message();
+              // the other loop's connection: intact
+              std::array<char, 20> buf{};
+              auto mine = co_await with_timeout(s2.recv_exact(std::as_writable_bytes(std::span(buf))), 500ms);
+              EXPECT_TRUE(mine && *mine == 20u) << "the other loop's connection lost its bytes";
+              char probe;
+              EXPECT_EQ(::recv(c2.native_handle(), &probe, 1, MSG_DONTWAIT), -1)
+                  << "the other loop's peer received file data";
+            }(l2, first.second, read_result, file_result, f));
   std::fclose(f);
   std::printf("foreign buffered read: %s; foreign send_file: %s\n", read_result.c_str(), file_result.c_str());
   EXPECT_EQ(read_result.find("secret"), std::string::npos) << read_result;

@@ -101,8 +101,9 @@ TEST_P(AdversarialHttpTls, CompleteBodyThenCloseWithoutCloseNotifyIsFine) {
   auto l = listen_loopback();
   http::client c(trusting_test_ca());
   server_log log;
-  auto r = run(against(l, {{read_request(), send("HTTP/1.1 200 OK\r\nContent-Length: 3\r\nConnection: close\r\n\r\none")}},
-                       log, &*server_tls_, fetch(c, url_of(l, true))));
+  auto r =
+      run(against(l, {{read_request(), send("HTTP/1.1 200 OK\r\nContent-Length: 3\r\nConnection: close\r\n\r\none")}},
+                  log, &*server_tls_, fetch(c, url_of(l, true))));
   EXPECT_EQ(outcome(r), "200 one");
 }
 
@@ -165,8 +166,8 @@ void expect_no_credentials(const std::string& head) {
   EXPECT_EQ(head.find("Cookie"), std::string::npos) << head;
 }
 
-task<std::string> two_servers(ringio::stream_listener& l, ringio::stream_listener& l2, server_log& log, server_log& log2,
-                              std::string loc, task<result<http::client_response>> client_side) {
+task<std::string> two_servers(ringio::stream_listener& l, ringio::stream_listener& l2, server_log& log,
+                              server_log& log2, std::string loc, task<result<http::client_response>> client_side) {
   ringio::scope other;
   std::vector<std::vector<step>> s2(1), s1(1);
   s2[0].push_back(read_request());
@@ -188,7 +189,8 @@ TEST_P(AdversarialHttp, RedirectToAnotherPortDropsCredentials) {
   server_log log, log2;
   const std::string loc = "HTTP/1.1 302 Found\r\nLocation: http://127.0.0.1:" + std::to_string(address_of(l2).port()) +
                           "/p\r\nContent-Length: 0\r\n\r\n";
-  std::string r = run(two_servers(l, l2, log, log2, loc, fetch(c, url_of(l, false), http::method::get, {}, credentials)));
+  std::string r =
+      run(two_servers(l, l2, log, log2, loc, fetch(c, url_of(l, false), http::method::get, {}, credentials)));
   EXPECT_EQ(r, "200 two");
   ASSERT_EQ(log2.heads.size(), 1u);
   expect_no_credentials(log2.heads[0]);
@@ -218,12 +220,13 @@ TEST_P(AdversarialHttp, CredentialsStayDroppedAfterCrossOriginHop) {
   const std::string port = std::to_string(address_of(l).port());
   http::client c({.follow_redirects = true});
   server_log log;
-  auto out = run(against(
-      l,
-      {{read_request(), send("HTTP/1.1 302 Found\r\nLocation: http://localhost:" + port + "/b\r\nContent-Length: 0\r\n\r\n")},
-       {read_request(), send("HTTP/1.1 302 Found\r\nLocation: http://127.0.0.1:" + port + "/c\r\nContent-Length: 0\r\n\r\n")},
-       {read_request(), send(ok_two)}},
-      log, nullptr, fetch(c, url_of(l, false, "/a"), http::method::get, {}, credentials)));
+  auto out = run(against(l,
+                         {{read_request(), send("HTTP/1.1 302 Found\r\nLocation: http://localhost:" + port +
+                                                "/b\r\nContent-Length: 0\r\n\r\n")},
+                          {read_request(), send("HTTP/1.1 302 Found\r\nLocation: http://127.0.0.1:" + port +
+                                                "/c\r\nContent-Length: 0\r\n\r\n")},
+                          {read_request(), send(ok_two)}},
+                         log, nullptr, fetch(c, url_of(l, false, "/a"), http::method::get, {}, credentials)));
   EXPECT_EQ(outcome(out), "200 two");
   ASSERT_EQ(log.heads.size(), 3u);
   expect_no_credentials(log.heads[1]);
@@ -270,11 +273,12 @@ TEST_P(AdversarialHttp, RelativeLocationDotSegments) {
     auto l = listen_loopback();
     http::client c({.follow_redirects = true});
     server_log log;
-    auto out = run(against(
-        l,
-        {{read_request(), send(std::string("HTTP/1.1 302 Found\r\nLocation: ") + w.location + "\r\nContent-Length: 0\r\n\r\n"),
-          read_request(), send(ok_two)}},
-        log, nullptr, fetch(c, url_of(l, false, w.base))));
+    auto out = run(
+        against(l,
+                {{read_request(),
+                  send(std::string("HTTP/1.1 302 Found\r\nLocation: ") + w.location + "\r\nContent-Length: 0\r\n\r\n"),
+                  read_request(), send(ok_two)}},
+                log, nullptr, fetch(c, url_of(l, false, w.base))));
     EXPECT_EQ(outcome(out), "200 two") << w.location;
     if (log.heads.size() < 2) {
       ADD_FAILURE() << w.location << ": no second request";
@@ -287,17 +291,18 @@ TEST_P(AdversarialHttp, RelativeLocationDotSegments) {
 
 // Transfer-Encoding given over several header fields is one list.
 TEST_P(AdversarialHttp, TransferEncodingSplitOverFieldsIsOneList) {
-  for (const char* fields : {"Transfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n",
-                             "Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n",
-                             "Transfer-Encoding: chunked\r\nTransfer-Encoding: gzip\r\n",
-                             "Transfer-Encoding: chunked;ext=1\r\n", "Transfer-Encoding: \r\n",
-                             "Transfer-Encoding: identity\r\nTransfer-Encoding: chunked\r\n",
-                             "Transfer-Encoding: chunked\r\nContent-Length: 9\r\n"}) {
+  for (const char* fields :
+       {"Transfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n",
+        "Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n",
+        "Transfer-Encoding: chunked\r\nTransfer-Encoding: gzip\r\n", "Transfer-Encoding: chunked;ext=1\r\n",
+        "Transfer-Encoding: \r\n", "Transfer-Encoding: identity\r\nTransfer-Encoding: chunked\r\n",
+        "Transfer-Encoding: chunked\r\nContent-Length: 9\r\n"}) {
     auto l = listen_loopback();
     http::client c;
     server_log log;
-    auto r = run(against(l, {{read_request(), send(std::string("HTTP/1.1 200 OK\r\n") + fields + "\r\n3\r\nabc\r\n0\r\n\r\n")}},
-                         log, nullptr, fetch(c, url_of(l, false))));
+    auto r = run(
+        against(l, {{read_request(), send(std::string("HTTP/1.1 200 OK\r\n") + fields + "\r\n3\r\nabc\r\n0\r\n\r\n")}},
+                log, nullptr, fetch(c, url_of(l, false))));
     if (std::string(fields).find("Content-Length") != std::string::npos) {
       // RFC 9112 6.3: chunked wins (or an error); never the Content-Length framing.
       if (r) {
@@ -326,7 +331,8 @@ TEST_P(AdversarialHttp, ChunkedInAnyCaseIsAccepted) {
 // Interim responses trickling in one by one still count towards the head limit.
 TEST_P(AdversarialHttp, SlowInterimFloodIsCapped) {
   std::vector<step> script{read_request()};
-  for (int i = 0; i < 400; ++i) script.push_back(send("HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n"));
+  for (int i = 0; i < 400; ++i)
+    script.push_back(send("HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n"));
   script.push_back(send("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"));
   auto l = listen_loopback();
   http::client c({.max_head_bytes = 4 * 1024});
@@ -336,7 +342,6 @@ TEST_P(AdversarialHttp, SlowInterimFloodIsCapped) {
   EXPECT_EQ(r.error(), http::client_errc::head_too_large) << r.error().message();
 }
 
-
 // A pooled connection with extra bytes after the body (the server sent more than its
 // Content-Length): "has anything to read" so it is dropped, and the next answer is
 // the new connection's, never the leftover bytes parsed as a response.
@@ -344,18 +349,17 @@ TEST_P(AdversarialHttp, PooledConnectionWithLeftoverBytesIsNotReused) {
   auto l = listen_loopback();
   http::client c;
   server_log log;
-  auto out = run(against(
-      l,
-      {{read_request(), send(ok_one + "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nevil"), read_request(),
-        send(ok_two)},
-       {read_request(), send(ok_two)}},
-      log, nullptr, [](http::client& c, std::string u) -> task<std::vector<std::string>> {
-        std::vector<std::string> out;
-        out.push_back(outcome(co_await c.get(u)));
-        (void)co_await ringio::sleep_for(20ms);
-        out.push_back(outcome(co_await c.get(u)));
-        co_return out;
-      }(c, url_of(l, false))));
+  auto out = run(against(l,
+                         {{read_request(), send(ok_one + "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nevil"),
+                           read_request(), send(ok_two)},
+                          {read_request(), send(ok_two)}},
+                         log, nullptr, [](http::client& c, std::string u) -> task<std::vector<std::string>> {
+                           std::vector<std::string> out;
+                           out.push_back(outcome(co_await c.get(u)));
+                           (void)co_await ringio::sleep_for(20ms);
+                           out.push_back(outcome(co_await c.get(u)));
+                           co_return out;
+                         }(c, url_of(l, false))));
   EXPECT_EQ(out, (std::vector<std::string>{"200 one", "200 two"}));
 }
 
@@ -365,13 +369,14 @@ TEST_P(AdversarialHttp, HeadWithContentLengthThenGetOnTheSameConnection) {
   auto l = listen_loopback();
   http::client c;
   server_log log;
-  auto out = run(against(l, {{read_request(), send("HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\n"), read_request(), send(ok_two)}},
-                         log, nullptr, [](http::client& c, std::string u) -> task<std::vector<std::string>> {
-                           std::vector<std::string> out;
-                           out.push_back(outcome(co_await fetch(c, u, http::method::head)));
-                           out.push_back(outcome(co_await c.get(u)));
-                           co_return out;
-                         }(c, url_of(l, false))));
+  auto out = run(
+      against(l, {{read_request(), send("HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\n"), read_request(), send(ok_two)}},
+              log, nullptr, [](http::client& c, std::string u) -> task<std::vector<std::string>> {
+                std::vector<std::string> out;
+                out.push_back(outcome(co_await fetch(c, u, http::method::head)));
+                out.push_back(outcome(co_await c.get(u)));
+                co_return out;
+              }(c, url_of(l, false))));
   EXPECT_EQ(out, (std::vector<std::string>{"200 ", "200 two"}));
   EXPECT_EQ(c.stats().connections_opened, 1u);
 }
@@ -381,21 +386,20 @@ TEST_P(AdversarialHttp, StreamDroppedBeforeItsBodyEndsIsNotPooled) {
   auto l = listen_loopback();
   http::client c;
   server_log log;
-  auto out = run(against(
-      l,
-      {{read_request(), send("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n"), stall(200),
-        send("3\r\ndef\r\n0\r\n\r\n"), read_request(), send(ok_one)},
-       {read_request(), send(ok_two)}},
-      log, nullptr, [](http::client& c, std::string u) -> task<std::vector<std::string>> {
-        std::vector<std::string> out;
-        {
-          auto s = co_await c.stream_request({.url = u});
-          out.push_back(s ? std::to_string(s->status()) : s.error().message());
-        }
-        out.push_back(std::to_string(c.idle_connections()) + " idle");
-        out.push_back(outcome(co_await c.get(u)));
-        co_return out;
-      }(c, url_of(l, false))));
+  auto out = run(against(l,
+                         {{read_request(), send("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n"),
+                           stall(200), send("3\r\ndef\r\n0\r\n\r\n"), read_request(), send(ok_one)},
+                          {read_request(), send(ok_two)}},
+                         log, nullptr, [](http::client& c, std::string u) -> task<std::vector<std::string>> {
+                           std::vector<std::string> out;
+                           {
+                             auto s = co_await c.stream_request({.url = u});
+                             out.push_back(s ? std::to_string(s->status()) : s.error().message());
+                           }
+                           out.push_back(std::to_string(c.idle_connections()) + " idle");
+                           out.push_back(outcome(co_await c.get(u)));
+                           co_return out;
+                         }(c, url_of(l, false))));
   EXPECT_EQ(out, (std::vector<std::string>{"200", "0 idle", "200 two"}));
 }
 
@@ -405,11 +409,12 @@ TEST_P(AdversarialHttp, CrossOrigin307DropsCredentials) {
   const std::string port = std::to_string(address_of(l).port());
   http::client c({.follow_redirects = true});
   server_log log;
-  auto out = run(against(l,
-                         {{read_request(), send("HTTP/1.1 307 Temporary Redirect\r\nLocation: http://localhost:" + port +
-                                                "/b\r\nContent-Length: 0\r\n\r\n")},
-                          {read_request(), send(ok_two)}},
-                         log, nullptr, fetch(c, url_of(l, false, "/a"), http::method::post, "payload", credentials)));
+  auto out =
+      run(against(l,
+                  {{read_request(), send("HTTP/1.1 307 Temporary Redirect\r\nLocation: http://localhost:" + port +
+                                         "/b\r\nContent-Length: 0\r\n\r\n")},
+                   {read_request(), send(ok_two)}},
+                  log, nullptr, fetch(c, url_of(l, false, "/a"), http::method::post, "payload", credentials)));
   EXPECT_EQ(outcome(out), "200 two");
   ASSERT_EQ(log.heads.size(), 2u);
   expect_no_credentials(log.heads[1]);
@@ -434,20 +439,19 @@ TEST_P(AdversarialHttp, RequestStoppedMidBodyIsNotPooled) {
   auto l = listen_loopback();
   http::client c;
   server_log log;
-  auto out = run(against(
-      l,
-      {{read_request(), send("HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nabc"), stall(300), send("def"), read_request(),
-        send(ok_one)},
-       {read_request(), send(ok_two)}},
-      log, nullptr, [](http::client& c, std::string u) -> task<std::vector<std::string>> {
-        std::vector<std::string> out;
-        auto r = co_await ringio::with_timeout(c.get(u), 100ms);
-        out.push_back(r ? "no timeout" : r.error().message());
-        out.push_back(std::to_string(c.idle_connections()) + " idle");
-        (void)co_await ringio::sleep_for(300ms);
-        out.push_back(outcome(co_await c.get(u)));
-        co_return out;
-      }(c, url_of(l, false))));
+  auto out = run(against(l,
+                         {{read_request(), send("HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nabc"), stall(300),
+                           send("def"), read_request(), send(ok_one)},
+                          {read_request(), send(ok_two)}},
+                         log, nullptr, [](http::client& c, std::string u) -> task<std::vector<std::string>> {
+                           std::vector<std::string> out;
+                           auto r = co_await ringio::with_timeout(c.get(u), 100ms);
+                           out.push_back(r ? "no timeout" : r.error().message());
+                           out.push_back(std::to_string(c.idle_connections()) + " idle");
+                           (void)co_await ringio::sleep_for(300ms);
+                           out.push_back(outcome(co_await c.get(u)));
+                           co_return out;
+                         }(c, url_of(l, false))));
   ASSERT_EQ(out.size(), 3u);
   EXPECT_EQ(out[1], "0 idle");
   EXPECT_EQ(out[2], "200 two");
@@ -461,16 +465,16 @@ TEST_P(AdversarialHttp, RequestStoppedMidUploadIsNotPooled) {
   ::setsockopt(l.native_handle(), SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
   http::client c;
   server_log log;
-  auto out = run(against(
-      l, {{read_head(), stall(400), send(ok_one)}, {read_request(), send(ok_two)}}, log, nullptr,
-      [](http::client& c, std::string u) -> task<std::vector<std::string>> {
-        std::vector<std::string> out;
-        auto r = co_await ringio::with_timeout(fetch(c, u, http::method::put, std::string(8 << 20, 'u')), 100ms);
-        out.push_back(r ? outcome(*r) : r.error().message());
-        out.push_back(std::to_string(c.idle_connections()) + " idle");
-        out.push_back(outcome(co_await c.get(u)));
-        co_return out;
-      }(c, url_of(l, false))));
+  auto out = run(against(l, {{read_head(), stall(400), send(ok_one)}, {read_request(), send(ok_two)}}, log, nullptr,
+                         [](http::client& c, std::string u) -> task<std::vector<std::string>> {
+                           std::vector<std::string> out;
+                           auto r = co_await ringio::with_timeout(
+                               fetch(c, u, http::method::put, std::string(8 << 20, 'u')), 100ms);
+                           out.push_back(r ? outcome(*r) : r.error().message());
+                           out.push_back(std::to_string(c.idle_connections()) + " idle");
+                           out.push_back(outcome(co_await c.get(u)));
+                           co_return out;
+                         }(c, url_of(l, false))));
   ASSERT_EQ(out.size(), 3u);
   EXPECT_EQ(out[1], "0 idle");
   EXPECT_EQ(out[2], "200 two");
@@ -496,18 +500,18 @@ TEST_P(AdversarialHttpTls, TruncationWithoutCloseNotifyOnOtherPaths) {
     http::client c(trusting_test_ca());
     server_log log;
     std::vector<step> script{read_request(), send(w.head + w.body)};
-    auto out = run(against(l, {script}, log, &*server_tls_,
-                           [](http::client& c, std::string u, bool stream) -> task<std::string> {
-                             if (!stream) {
-                               auto r = co_await c.get(u);
-                               co_return r ? "ok " + r->body : r.error().message();
-                             }
-                             auto s = co_await c.stream_request({.url = u});
-                             if (!s) co_return s.error().message();
-                             std::string body;
-                             auto done = co_await s->read_all(body);
-                             co_return done ? "ok " + body : done.error().message();
-                           }(c, url_of(l, true), w.stream)));
+    auto out = run(
+        against(l, {script}, log, &*server_tls_, [](http::client& c, std::string u, bool stream) -> task<std::string> {
+          if (!stream) {
+            auto r = co_await c.get(u);
+            co_return r ? "ok " + r->body : r.error().message();
+          }
+          auto s = co_await c.stream_request({.url = u});
+          if (!s) co_return s.error().message();
+          std::string body;
+          auto done = co_await s->read_all(body);
+          co_return done ? "ok " + body : done.error().message();
+        }(c, url_of(l, true), w.stream)));
     EXPECT_EQ(out, http::make_error_code(http::client_errc::truncated_body).message())
         << w.head << (w.stream ? " (stream)" : " (request)") << " body [" << w.body << "]";
   }

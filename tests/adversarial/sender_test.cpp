@@ -75,10 +75,14 @@ class AdversarialSenders : public backend_test {};
 
 TEST_P(AdversarialSenders, LetValueWhoseNextConnectThrowsIsAnError) {
   int live = 0;
-  EXPECT_THROW(ex::sync_wait(ctx(), ex::just(1) | ex::let_value([&](int) { return counted_sender{&live, true}; })),
+  EXPECT_THROW(ex::sync_wait(ctx(), ex::just(1) | ex::let_value([&](int) {
+                                      return counted_sender{&live, true};
+                                    })),
                std::runtime_error);
   EXPECT_EQ(live, 0);
-  EXPECT_THROW(ex::sync_wait(ctx(), counted_sender{&live} | ex::let_value([&] { return counted_sender{&live, true}; })),
+  EXPECT_THROW(ex::sync_wait(ctx(), counted_sender{&live} | ex::let_value([&] {
+                                      return counted_sender{&live, true};
+                                    })),
                std::runtime_error);
   EXPECT_EQ(live, 0);
 }
@@ -148,14 +152,16 @@ TEST_P(AdversarialSenders, EnvironmentDependentSendersInsideAwaitedAlgorithms) {
 
 TEST_P(AdversarialSenders, YieldInLongLoopsAndInsideAlgorithms) {
   int n = 0;
-  auto r = ex::sync_wait(ctx(), ex::repeat_until([&] { return ex::yield() | ex::then([&] { return ++n == 100000; }); }));
+  auto r =
+      ex::sync_wait(ctx(), ex::repeat_until([&] { return ex::yield() | ex::then([&] { return ++n == 100000; }); }));
   ASSERT_TRUE(r);
   EXPECT_EQ(n, 100000);
   // yield racing a stop: when_any of yield and a never-ending recv.
   socket_pair p;
   std::array<std::byte, 4> buf{};
   for (int i = 0; i < 100; ++i) {
-    auto w = ex::sync_wait(ctx(), ex::when_any(ex::yield() | ex::then([] { return std::size_t{0}; }), ex::recv(p.a, buf)));
+    auto w =
+        ex::sync_wait(ctx(), ex::when_any(ex::yield() | ex::then([] { return std::size_t{0}; }), ex::recv(p.a, buf)));
     ASSERT_TRUE(w);
   }
   int k = run([]() -> task<int> {

@@ -62,9 +62,8 @@ std::pair<std::uint64_t, std::string> http_world(std::uint64_t seed) {
   std::string log;
   {
     io_context ctx(io_context_options{.backend = backend_kind::sim});
-    http::server srv([](http::request&) -> task<http::response> {
-      co_return http::response::text(200, std::string(3000, 'h'));
-    });
+    http::server srv(
+        [](http::request&) -> task<http::response> { co_return http::response::text(200, std::string(3000, 'h')); });
     sync_wait(ctx, [](http::server& srv, std::string& log) -> task<void> {
       auto l = stream_listener::bind(socket_address::loopback(0));
       std::stop_source stop;
@@ -122,8 +121,7 @@ TEST(SimHttp, ClientResolvesHostNameInWorld) {
       co_return o;
     }(srv));
   }
-  EXPECT_EQ(out, "200 hi") << "virtual time elapsed: "
-                           << std::chrono::duration<double>(w.elapsed()).count() << " s";
+  EXPECT_EQ(out, "200 hi") << "virtual time elapsed: " << std::chrono::duration<double>(w.elapsed()).count() << " s";
 }
 
 }  // namespace

@@ -6,8 +6,6 @@
 //    TCP").
 //  - Sim*: determinism, virtual time, lifetimes and extreme fault models.
 #include <gtest/gtest.h>
-
-#include <csignal>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
@@ -16,12 +14,13 @@
 
 #include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <functional>
 #include <iostream>
 #include <map>
-#include <cstring>
 #include <memory>
 #include <set>
 #include <sstream>
@@ -122,10 +121,10 @@ both run_both(const std::function<task<std::string>()>& program, sim::fault_mode
   return b;
 }
 
-#define EXPECT_SAME_AS_LINUX(b)                                               \
-  do {                                                                        \
+#define EXPECT_SAME_AS_LINUX(b)                                                            \
+  do {                                                                                     \
     EXPECT_EQ((b).sim, (b).real) << "real kernel:\n" << (b).real << "\nsim:\n" << (b).sim; \
-    EXPECT_EQ((b).sim_open_sockets, 0u) << "sim leaked sockets";              \
+    EXPECT_EQ((b).sim_open_sockets, 0u) << "sim leaked sockets";                           \
   } while (0)
 
 // ---------------------------------------------------------------------------------
@@ -573,7 +572,8 @@ TEST(SimLinux, CancelPendingRecvThenReadLaterData) {
     auto c = co_await make_conn();
     std::string first;
     scope sc;
-    sc.spawn([](stream_socket& s, std::string& out) -> task<void> { out = co_await recv_text(s, 2s); }(c.server, first));
+    sc.spawn(
+        [](stream_socket& s, std::string& out) -> task<void> { out = co_await recv_text(s, 2s); }(c.server, first));
     (void)co_await sleep_for(20ms);
     c.server.cancel();
     co_await sc.join();
@@ -581,12 +581,12 @@ TEST(SimLinux, CancelPendingRecvThenReadLaterData) {
     (void)co_await c.client.send(cb("after"));
     o << "next recv: " << co_await recv_text(c.server) << "\n";
     // a stop through when_any
-    auto r = co_await when_any(
-        [](stream_socket& s) -> task<std::string> { co_return co_await recv_text(s, 2s); }(c.server),
-        []() -> task<int> {
-          (void)co_await sleep_for(20ms);
-          co_return 1;
-        }());
+    auto r =
+        co_await when_any([](stream_socket& s) -> task<std::string> { co_return co_await recv_text(s, 2s); }(c.server),
+                          []() -> task<int> {
+                            (void)co_await sleep_for(20ms);
+                            co_return 1;
+                          }());
     o << "when_any winner: " << r.index() << "\n";
     (void)co_await c.client.send(cb("again"));
     o << "recv after stop: " << co_await recv_text(c.server) << "\n";
@@ -752,9 +752,8 @@ TEST(SimLinux, CancelConnectAndAccept) {
     // an accept with nothing queued, cancelled
     std::string acc;
     scope sc;
-    sc.spawn([](stream_listener& l, std::string& acc) -> task<void> {
-      acc = d(co_await with_timeout(l.accept(), 2s));
-    }(*l, acc));
+    sc.spawn([](stream_listener& l, std::string& acc) -> task<void> { acc = d(co_await with_timeout(l.accept(), 2s)); }(
+                                                          *l, acc));
     (void)co_await sleep_for(20ms);
     l->cancel();
     co_await sc.join();

@@ -5,22 +5,20 @@
 //  - Udp*: datagrams in a world; where it makes sense the same program runs on the
 //    kernel (epoll, 127.0.0.1) and in a calm world and the two observations must match.
 #include <gtest/gtest.h>
-
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <csignal>
-#include <cstdlib>
-
 #include <algorithm>
 #include <array>
-#include <iostream>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <iostream>
 #include <map>
 #include <memory>
 #include <optional>
@@ -31,12 +29,11 @@
 #include <thread>
 #include <vector>
 
+#include "ringio/fiber.hpp"
+#include "ringio/http/http.hpp"
 #include "ringio/ringio.hpp"
 #include "ringio/sim.hpp"
 #include "ringio/time/now.hpp"
-#include "ringio/http/http.hpp"
-#include "ringio/fiber.hpp"
-
 #include "sim/echo_exchange.hpp"
 
 using namespace ringio;
@@ -422,9 +419,7 @@ TEST(SimHostsAttack, HostThrowsAtOnce) {
 TEST(SimHostsAttack, HostProgramFunctionThrows) {
   sim::world w(11, sim::calm());
   w.add_host("server", addr("10.0.0.1"), [](io_context&) { return serve_echo_on(addr("0.0.0.0", 80)); });
-  w.add_client("bad", addr("10.0.0.2"), [](io_context&) -> task<void> {
-    throw std::logic_error("no task for you");
-  });
+  w.add_client("bad", addr("10.0.0.2"), [](io_context&) -> task<void> { throw std::logic_error("no task for you"); });
   EXPECT_THROW(w.run(), std::logic_error);
   EXPECT_EQ(w.open_sockets(), 0u);
 }
@@ -498,9 +493,7 @@ TEST(SimHostsAttack, WorldDestroyedWithoutRun) {
   for (int i = 0; i < 3; ++i) {
     sim::world w(15 + i, sim::hostile());
     auto ch = std::make_shared<channel<int>>(1);
-    w.add_host("a", addr("10.0.0.1"), [ch](io_context&) -> task<void> {
-      (void)co_await ch->receive();
-    });
+    w.add_host("a", addr("10.0.0.1"), [ch](io_context&) -> task<void> { (void)co_await ch->receive(); });
     w.add_client("b", addr("10.0.0.2"), [](io_context&) { return serve_echo_on(addr("0.0.0.0", 80)); });
   }
   sim::world again(99, sim::calm());  // the thread has no world any more
@@ -572,12 +565,14 @@ TEST(SimHostsAttack, SpawnOnAnotherHost) {
     }(target));
     log->push_back("value " + std::to_string(v));
     if (io_context::current() != &me) log->push_back("resumed on the wrong context");
-    auto t = co_await with_timeout([](io_context* target) -> task<int> {
-      co_return co_await spawn_on(*target, []() -> task<int> {
-        auto r = co_await sleep_for(10s);
-        co_return r ? 1 : 2;
-      }());
-    }(target), 5ms);
+    auto t = co_await with_timeout(
+        [](io_context* target) -> task<int> {
+          co_return co_await spawn_on(*target, []() -> task<int> {
+            auto r = co_await sleep_for(10s);
+            co_return r ? 1 : 2;
+          }());
+        }(target),
+        5ms);
     log->push_back("timeout " + (t ? std::to_string(*t) : t.error().message()));
     if (io_context::current() != &me) log->push_back("resumed on the wrong context 2");
   });
@@ -644,8 +639,10 @@ TEST(SimHostsAttack, EventSetFromAnotherHost) {
     auto out = std::make_shared<std::string>();
     w.add_client("waiter", addr("10.0.0.1"), [ev, out](io_context&) -> task<void> {
       auto r = co_await with_timeout(ev->wait(), 10s);
-      *out = d(r) + " at " + std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                                ringio::now().time_since_epoch()).count() % 1000000);
+      *out = d(r) + " at " +
+             std::to_string(
+                 std::chrono::duration_cast<std::chrono::milliseconds>(ringio::now().time_since_epoch()).count() %
+                 1000000);
     });
     w.add_host("setter", addr("10.0.0.2"), [ev](io_context&) -> task<void> {
       (void)co_await sleep_for(3ms);
@@ -704,7 +701,8 @@ std::pair<std::uint64_t, std::string> many_hosts(std::uint64_t seed, int clients
             (*results)[key] = "timeout";
           } else if (o->got) {
             if (*o->got == data) (*results)[key] = "exact";
-            else if (data.compare(0, o->got->size(), *o->got) == 0 && !o->sent) (*results)[key] = "prefix-after-send-fail";
+            else if (data.compare(0, o->got->size(), *o->got) == 0 && !o->sent)
+              (*results)[key] = "prefix-after-send-fail";
             else (*results)[key] = "WRONG " + std::to_string(o->got->size()) + "/" + std::to_string(data.size());
           } else {
             (*results)[key] = "error " + o->got.error().message();
@@ -778,28 +776,29 @@ TEST(SimHostsAttack, FibersInsideHosts) {
     w.add_host("server", addr("10.0.0.1"), [](io_context&) { return serve_echo_on(addr("0.0.0.0", 80)); });
     for (int c = 0; c < 3; ++c) {
       std::string name = "f" + std::to_string(c);
-      w.add_client(name, addr(("10.0.0." + std::to_string(10 + c)).c_str()), [out, name](io_context& ctx) -> task<void> {
-        auto t = fiber([out, name, &ctx] {
-          std::string all;
-          for (int i = 0; i < 3; ++i) {
-            auto r = this_fiber::await(sleep_for(std::chrono::microseconds(300 * (i + 1))));
-            (void)r;
-            if (io_context::current() != &ctx) all += "[WRONG CONTEXT]";
-            auto s = this_fiber::await(with_timeout(stream_socket::connect(addr("10.0.0.1", 80)), 2s));
-            if (!s) {
-              all += "[connect " + s.error().message() + "]";
-              continue;
-            }
-            std::string msg(200 + i, 'q');
-            auto o = this_fiber::await(ringio_test::echo_exchange(*s, msg));
-            // a send that failed (reset) may leave the reader a clean EOF, as on Linux
-            if (o.got) all += *o.got == msg ? "[ok]" : (o.sent ? "[WRONG]" : "[prefix]");
-            else all += "[err]";
-          }
-          (*out)[name] = all;
-        });
-        co_await std::move(t);
-      });
+      w.add_client(name, addr(("10.0.0." + std::to_string(10 + c)).c_str()),
+                   [out, name](io_context& ctx) -> task<void> {
+                     auto t = fiber([out, name, &ctx] {
+                       std::string all;
+                       for (int i = 0; i < 3; ++i) {
+                         auto r = this_fiber::await(sleep_for(std::chrono::microseconds(300 * (i + 1))));
+                         (void)r;
+                         if (io_context::current() != &ctx) all += "[WRONG CONTEXT]";
+                         auto s = this_fiber::await(with_timeout(stream_socket::connect(addr("10.0.0.1", 80)), 2s));
+                         if (!s) {
+                           all += "[connect " + s.error().message() + "]";
+                           continue;
+                         }
+                         std::string msg(200 + i, 'q');
+                         auto o = this_fiber::await(ringio_test::echo_exchange(*s, msg));
+                         // a send that failed (reset) may leave the reader a clean EOF, as on Linux
+                         if (o.got) all += *o.got == msg ? "[ok]" : (o.sent ? "[WRONG]" : "[prefix]");
+                         else all += "[err]";
+                       }
+                       (*out)[name] = all;
+                     });
+                     co_await std::move(t);
+                   });
     }
     w.run();
     EXPECT_EQ(out->size(), 3u) << seed;
@@ -855,9 +854,7 @@ TEST(SimHostsAttack, FiberOnAServerHostIsStopped) {
       *out = d(r);
     });
   });
-  w.add_client("client", addr("10.0.0.2"), [](io_context&) -> task<void> {
-    (void)co_await sleep_for(1ms);
-  });
+  w.add_client("client", addr("10.0.0.2"), [](io_context&) -> task<void> { (void)co_await sleep_for(1ms); });
   w.run();
   EXPECT_EQ(*out, std::make_error_code(std::errc::operation_canceled).message());
   EXPECT_LT(w.elapsed(), 1h);
@@ -886,11 +883,11 @@ std::string in_world(const udp_prog& p, std::uint64_t seed = 1) {
   return s;
 }
 
-#define EXPECT_SAME_AS_KERNEL(prog)           \
-  do {                                        \
-    auto k_ = on_kernel(prog);                \
-    auto s_ = in_world(prog);                 \
-    EXPECT_EQ(k_, s_) << "kernel vs sim";     \
+#define EXPECT_SAME_AS_KERNEL(prog)       \
+  do {                                    \
+    auto k_ = on_kernel(prog);            \
+    auto s_ = in_world(prog);             \
+    EXPECT_EQ(k_, s_) << "kernel vs sim"; \
   } while (0)
 
 task<std::string> recv_text(udp_socket& u, std::size_t cap = 2048, std::chrono::milliseconds t = 200ms) {
@@ -899,7 +896,8 @@ task<std::string> recv_text(udp_socket& u, std::size_t cap = 2048, std::chrono::
   if (!r) co_return r.error().message();
   std::ostringstream os;
   os << "'" << std::string(buf.data(), std::min(r->size, cap)).substr(0, 40) << "' size=" << r->size
-     << " trunc=" << r->truncated << " fromport=" << (r->from.port() != 0) << " fromip=" << r->from.with_port(0).to_string();
+     << " trunc=" << r->truncated << " fromport=" << (r->from.port() != 0)
+     << " fromip=" << r->from.with_port(0).to_string();
   co_return os.str();
 }
 
@@ -910,7 +908,8 @@ TEST(SimUdpAttack, WholeDatagramsTruncationAndSender) {
     auto b = udp_socket::bind(addr("127.0.0.1", 0));
     if (!a || !b) co_return "bind failed";
     auto bto = *b->local_address();
-    for (std::string m : std::vector<std::string>{"one", std::string(1000, 'x'), std::string(), "four", std::string(100, 'y')}) {
+    for (std::string m :
+         std::vector<std::string>{"one", std::string(1000, 'x'), std::string(), "four", std::string(100, 'y')}) {
       auto r = co_await a->send_to(cb(m), bto);
       os << "send " << (r ? std::to_string(*r) : r.error().message()) << "\n";
     }
@@ -918,7 +917,7 @@ TEST(SimUdpAttack, WholeDatagramsTruncationAndSender) {
     os << co_await recv_text(*b) << "\n";
     os << co_await recv_text(*b) << "\n";  // empty datagram
     os << co_await recv_text(*b) << "\n";
-    os << co_await recv_text(*b, 10) << "\n";  // truncated
+    os << co_await recv_text(*b, 10) << "\n";        // truncated
     os << co_await recv_text(*b, 10, 50ms) << "\n";  // nothing left
     // the sender's port is a's
     (void)co_await a->send_to(cb("ping"), bto);
@@ -1361,7 +1360,8 @@ void shared_primitive_case(const char* what, Acquire acquire, Release release) {
     co_await acquire();
     log->push_back(std::string(what) + " waiter on own context " + std::to_string(io_context::current() == &ctx));
     auto l = stream_listener::bind(addr("0.0.0.0", 0));
-    log->push_back(std::string(what) + " waiter bound " + (l ? l->local_address()->with_port(0).to_string() : l.error().message()));
+    log->push_back(std::string(what) + " waiter bound " +
+                   (l ? l->local_address()->with_port(0).to_string() : l.error().message()));
     auto r = co_await sleep_for(1ms);
     log->push_back(std::string(what) + " waiter after sleep " + d(r) + " on own context " +
                    std::to_string(io_context::current() == &ctx));
@@ -1372,7 +1372,8 @@ void shared_primitive_case(const char* what, Acquire acquire, Release release) {
     (void)co_await sleep_for(1h);
   });
   w.run();
-  std::vector<std::string> expect{std::string(what) + " waiter on own context 1", std::string(what) + " waiter bound 10.0.0.2:0",
+  std::vector<std::string> expect{std::string(what) + " waiter on own context 1",
+                                  std::string(what) + " waiter bound 10.0.0.2:0",
                                   std::string(what) + " waiter after sleep ok on own context 1"};
   EXPECT_EQ(*log, expect);
   EXPECT_LT(w.elapsed(), 1h);
@@ -1385,7 +1386,11 @@ TEST(SimHostsAttack, MutexSharedBetweenHosts) {
   // taken before run: the waiter queues; the releaser host unlocks
   ASSERT_TRUE(m->try_lock());
   shared_primitive_case(
-      "mutex", [m]() -> task<void> { auto g = co_await m->lock(); if (g) g->unlock(); },
+      "mutex",
+      [m]() -> task<void> {
+        auto g = co_await m->lock();
+        if (g) g->unlock();
+      },
       [m] { m->unlock(); });
 }
 
@@ -1611,12 +1616,14 @@ TEST(SimUdpAttack, LimitsAndOddCalls) {
     os << "65508 " << (r2 ? std::to_string(*r2) : r2.error().message()) << "\n";
     std::vector<char> buf(70000);
     auto g = co_await with_timeout(b->recv_from(mutable_buffer(buf.data(), buf.size())), 200ms);
-    os << "got " << (g ? std::to_string(g->size) + " trunc " + std::to_string(g->truncated) : g.error().message()) << "\n";
+    os << "got " << (g ? std::to_string(g->size) + " trunc " + std::to_string(g->truncated) : g.error().message())
+       << "\n";
     // zero-length buffer
     (void)co_await a->send_to(cb("abc"), bto);
     char none[1];
     auto z = co_await with_timeout(b->recv_from(mutable_buffer(none, 0)), 200ms);
-    os << "zero buf " << (z ? std::to_string(z->size) + " trunc " + std::to_string(z->truncated) : z.error().message()) << "\n";
+    os << "zero buf " << (z ? std::to_string(z->size) + " trunc " + std::to_string(z->truncated) : z.error().message())
+       << "\n";
     os << "after zero buf " << co_await recv_text(*b, 64, 50ms) << "\n";
     // a connected socket may still send_to another address
     auto c = udp_socket::bind(addr("127.0.0.1", 0));
@@ -1780,7 +1787,8 @@ TEST(SimUdpAttack, SwarmOfHostsDeterministic) {
   volatile char buf[512 * 1024];
   for (std::size_t i = 0; i < std::min<std::size_t>(kib * 1024, sizeof buf); i += 512) buf[i] = char(i);
   std::size_t sum = 0;
-  for (std::size_t i = 0; i < std::min<std::size_t>(kib * 1024, sizeof buf); i += 4096) sum += static_cast<unsigned char>(buf[i]);
+  for (std::size_t i = 0; i < std::min<std::size_t>(kib * 1024, sizeof buf); i += 4096)
+    sum += static_cast<unsigned char>(buf[i]);
   return sum + kib;
 }
 
@@ -1963,9 +1971,7 @@ TEST(SimHostsAttack, NowMatchesElapsedOnHosts) {
 TEST(SimUdpAttack, NoRefusedOverACutLink) {
   sim::world w(53, sim::calm());
   auto out = std::make_shared<std::string>();
-  w.add_host("far", addr("10.0.0.1"), [](io_context&) -> task<void> {
-    (void)co_await sleep_for(1h);
-  });
+  w.add_host("far", addr("10.0.0.1"), [](io_context&) -> task<void> { (void)co_await sleep_for(1h); });
   w.add_client("me", addr("10.0.0.2"), [out, &w](io_context&) -> task<void> {
     w.partition(addr("10.0.0.1"), addr("10.0.0.2"));
     auto u = udp_socket::bind(addr("0.0.0.0", 0));
@@ -2161,13 +2167,14 @@ TEST(SimUdpAttack, DatagramDeadlockIsCounted) {
   sim::world w(65, sim::hostile());
   auto out = std::make_shared<std::vector<std::string>>();
   for (int h = 1; h <= 2; ++h) {
-    w.add_host("h" + std::to_string(h), addr(("10.0.0." + std::to_string(h)).c_str()), [out, h](io_context&) -> task<void> {
-      auto u = udp_socket::bind(addr("0.0.0.0", 53));
-      if (!u) co_return;
-      std::array<char, 16> buf;
-      auto r = co_await u->recv_from(mutable_buffer(buf.data(), buf.size()));
-      out->push_back("h" + std::to_string(h) + " " + d(r));
-    });
+    w.add_host("h" + std::to_string(h), addr(("10.0.0." + std::to_string(h)).c_str()),
+               [out, h](io_context&) -> task<void> {
+                 auto u = udp_socket::bind(addr("0.0.0.0", 53));
+                 if (!u) co_return;
+                 std::array<char, 16> buf;
+                 auto r = co_await u->recv_from(mutable_buffer(buf.data(), buf.size()));
+                 out->push_back("h" + std::to_string(h) + " " + d(r));
+               });
   }
   w.run();
   EXPECT_GE(w.deadlocks(), 1u);
@@ -2262,7 +2269,8 @@ TEST(SimUdpAttack, DualStackClashAndConnectedTruncation) {
     (void)co_await a->send_to(cb("0123456789"), *c->local_address());
     std::array<char, 4> small;
     auto t = co_await with_timeout(c->recv(mutable_buffer(small.data(), small.size())), 100ms);
-    os << "connected small recv " << (t ? std::to_string(*t) + " '" + std::string(small.data(), *t) + "'" : t.error().message()) << "\n";
+    os << "connected small recv "
+       << (t ? std::to_string(*t) + " '" + std::string(small.data(), *t) + "'" : t.error().message()) << "\n";
     os << "then " << co_await recv_text(*c, 64, 50ms) << "\n";
     co_return os.str();
   };
@@ -2283,13 +2291,19 @@ TEST(SimHostsAttack, PendingCrossHostWakesAreNotDeadlocks) {
       w.add_host("server", addr("10.0.0.1"), [](io_context&) { return serve_echo_on(addr("0.0.0.0", 80)); });
       w.add_client("a", addr("10.0.0.2"), [variant, ch, ev, &other, res](io_context&) -> task<void> {
         for (int i = 0; i < 10; ++i) {
-          if (variant == 0) (void)co_await ch->send(i);                        // wakes b's receive
-          if (variant == 1) { ev->set(); (void)co_await ch->receive(); }        // event to b, b answers
+          if (variant == 0) (void)co_await ch->send(i);  // wakes b's receive
+          if (variant == 1) {
+            ev->set();
+            (void)co_await ch->receive();
+          }  // event to b, b answers
           if (variant == 3 && other) {
             auto v = co_await spawn_on(*other, []() -> task<int> { co_return 1; }());
             (void)v;
           }
-          if (variant == 4) { (void)co_await ch->send(i); (void)co_await yield(); }
+          if (variant == 4) {
+            (void)co_await ch->send(i);
+            (void)co_await yield();
+          }
         }
         auto s = co_await with_timeout(stream_socket::connect(addr("10.0.0.1", 80)), 1s);
         *res = d(s);
@@ -2371,7 +2385,8 @@ TEST(SimHostsAttack, RealDescriptorHoldsVirtualTimeAcrossHosts) {
     char b[8];
     auto n = co_await with_timeout(c->recv(mutable_buffer(b, sizeof b)), 10s);
     log->push_back("reader " + (n ? std::string(b, *n) : n.error().message()) + " after " +
-                   std::to_string(std::chrono::duration_cast<std::chrono::minutes>(ringio::now() - start).count()) + " min");
+                   std::to_string(std::chrono::duration_cast<std::chrono::minutes>(ringio::now() - start).count()) +
+                   " min");
   });
   w.run();
   if (feeder.joinable()) feeder.join();

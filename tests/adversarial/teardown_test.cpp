@@ -95,7 +95,8 @@ TEST_P(AdversarialTeardown, DestroyWithEverythingPending) {
         if (!r || r->size() == 0) co_return;
       }
     }(P[5]->a, *pool));
-    ctx->spawn([](stream_socket& s, buffer_pool& p) -> task<void> { (void)co_await receive_pooled(s, p); }(P[6]->a, *pool));
+    ctx->spawn(
+        [](stream_socket& s, buffer_pool& p) -> task<void> { (void)co_await receive_pooled(s, p); }(P[6]->a, *pool));
     ctx->spawn([]() -> task<void> { (void)(void)co_await sleep_for(1h); }());
     ctx->spawn([](channel<int>& ch) -> task<void> { (void)co_await ch.receive(); }(*w.ch));
     ctx->spawn([](event& ev) -> task<void> { (void)co_await ev.wait(); }(*w.ev));

@@ -2,6 +2,8 @@
 // Adversarial: TLS over a loop with zero-copy sends: the stream's record buffers are reused
 // right after each send completes; the peer must read exactly what was written, with
 // stops cutting writes at random moments.
+#include "ringio/tls.hpp"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -9,7 +11,6 @@
 #include <vector>
 
 #include "ringio/ringio.hpp"
-#include "ringio/tls.hpp"
 #include "support/loopback.hpp"
 #include "tls/test_certs.hpp"
 #include "tls/tls_support.hpp"

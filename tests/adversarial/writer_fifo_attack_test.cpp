@@ -19,7 +19,6 @@
 
 #include <algorithm>
 #include <array>
-#include <stdexcept>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -28,6 +27,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -89,7 +89,9 @@ struct pending_write {
 
 std::string msg(char c, std::size_t n) { return std::string(n, c); }
 
-bool same(std::error_code a, std::error_code b) { return a == b || a.default_error_condition() == b.default_error_condition(); }
+bool same(std::error_code a, std::error_code b) {
+  return a == b || a.default_error_condition() == b.default_error_condition();
+}
 bool is_err(const opt_res& r, std::error_code ec) { return r.has_value() && !r->has_value() && same(r->error(), ec); }
 bool is_ok(const opt_res& r) { return r.has_value() && r->has_value(); }
 std::string show(const opt_res& r) {
@@ -123,11 +125,12 @@ TEST_P(WriterFifo, SmallWriteNeverPassesLargeWaitingOne) {
     EXPECT_EQ(w.queued(), 1u);
     opt_res ran;
     std::string got;
-    co_await when_all(run_then_shutdown(w, c.a, ran), read_all(c.b, got), [](writer& w, pending_write& b, pending_write& cc) -> task<void> {
-      co_await b.sc->join();
-      co_await cc.sc->join();
-      w.close();
-    }(w, b, cc));
+    co_await when_all(run_then_shutdown(w, c.a, ran), read_all(c.b, got),
+                      [](writer& w, pending_write& b, pending_write& cc) -> task<void> {
+                        co_await b.sc->join();
+                        co_await cc.sc->join();
+                        w.close();
+                      }(w, b, cc));
     EXPECT_TRUE(is_ok(ran)) << show(ran);
     EXPECT_TRUE(is_ok(b.res)) << show(b.res);
     EXPECT_TRUE(is_ok(cc.res)) << show(cc.res);
@@ -202,11 +205,12 @@ TEST_P(WriterFifo, StopInTheMiddleOfTheLine) {
     EXPECT_FALSE(d.res.has_value()) << show(d.res);
     opt_res ran;
     std::string got;
-    co_await when_all(run_then_shutdown(w, c.a, ran), read_all(c.b, got), [](writer& w, pending_write& b, pending_write& d) -> task<void> {
-      co_await b.sc->join();
-      co_await d.sc->join();
-      w.close();
-    }(w, b, d));
+    co_await when_all(run_then_shutdown(w, c.a, ran), read_all(c.b, got),
+                      [](writer& w, pending_write& b, pending_write& d) -> task<void> {
+                        co_await b.sc->join();
+                        co_await d.sc->join();
+                        w.close();
+                      }(w, b, d));
     EXPECT_TRUE(is_ok(b.res)) << show(b.res);
     EXPECT_TRUE(is_ok(d.res)) << show(d.res);
     EXPECT_EQ(got, msg('a', 60) + msg('b', 50) + msg('d', 10));
@@ -255,7 +259,8 @@ TEST_P(WriterFifo, DestroyWhileWritesWait) {
 TEST_P(WriterFifo, DestroyFromStoppedWritesContinuation) {
   run([]() -> task<void> {
     auto c = co_await connect_pair();
-    std::unique_ptr<writer> w = std::make_unique<writer>(c.a, batching_writer_options{.max_messages = 100, .max_bytes = 100});
+    std::unique_ptr<writer> w =
+        std::make_unique<writer>(c.a, batching_writer_options{.max_messages = 100, .max_bytes = 100});
     EXPECT_TRUE(w->try_write(msg('a', 60)));
     auto killer = [](std::unique_ptr<writer>& w, std::string m, opt_res& out) -> task<void> {
       out = co_await w->write(std::move(m));
@@ -263,7 +268,7 @@ TEST_P(WriterFifo, DestroyFromStoppedWritesContinuation) {
     };
     scope ks{std::stop_token{}};
     opt_res kres;
-    ks.spawn(killer(w, msg('k', 80), kres));  // the head: does not fit
+    ks.spawn(killer(w, msg('k', 80), kres));   // the head: does not fit
     pending_write small{.msg = msg('s', 10)};  // fits once the head leaves
     pending_write big{.msg = msg('z', 90)};    // never fits while a/s are queued
     small.start(*w);
@@ -285,7 +290,8 @@ TEST_P(WriterFifo, DestroyFromStoppedWritesContinuation) {
 TEST_P(WriterFifo, DestroyFromAdmittedWritesContinuationWhileRunInFlight) {
   run([]() -> task<void> {
     auto c = co_await connect_pair();
-    std::unique_ptr<writer> w = std::make_unique<writer>(c.a, batching_writer_options{.max_messages = 1, .max_bytes = 100});
+    std::unique_ptr<writer> w =
+        std::make_unique<writer>(c.a, batching_writer_options{.max_messages = 1, .max_bytes = 100});
     EXPECT_TRUE(w->try_write(msg('a', 60)));
     auto killer = [](std::unique_ptr<writer>& w, std::string m, opt_res& out) -> task<void> {
       out = co_await w->write(std::move(m));
@@ -426,10 +432,11 @@ TEST_P(WriterFifo, TryWriteNeverBargesPastWaitingWrites) {
     }
     opt_res ran;
     std::string got;
-    co_await when_all(run_then_shutdown(w, c.a, ran), read_all(c.b, got), [](writer& w, std::deque<pending_write>& ws) -> task<void> {
-      for (auto& p : ws) co_await p.sc->join();
-      w.close();
-    }(w, ws));
+    co_await when_all(run_then_shutdown(w, c.a, ran), read_all(c.b, got),
+                      [](writer& w, std::deque<pending_write>& ws) -> task<void> {
+                        for (auto& p : ws) co_await p.sc->join();
+                        w.close();
+                      }(w, ws));
     EXPECT_EQ(got, expect);
   }());
 }
@@ -441,8 +448,8 @@ TEST_P(WriterFifo, TryWriteNeverBargesPastWaitingWrites) {
 struct producer_run {
   std::deque<pending_write> writes;
   std::vector<std::pair<std::size_t, bool>> order;  // (index into writes, is a write) per attempt
-  std::vector<std::string> tries;                    // successful try_writes
-  std::vector<std::size_t> try_at;                   // attempt index of each successful try
+  std::vector<std::string> tries;                   // successful try_writes
+  std::vector<std::size_t> try_at;                  // attempt index of each successful try
   std::size_t stopped_waiting = 0;
 };
 
@@ -592,7 +599,8 @@ TEST(WriterFifoSimFaults, SeededProducersWithResets) {
         auto c = co_await connect_pair();
         writer w(c.a, {.max_messages = 1 + seed % 7, .max_bytes = 40 + seed * 53 % 600});
         producer_run pr;
-        co_await when_all(run_then_shutdown(w, c.a, ran), slow_read(c.b, got, seed), drive(w, pr, seed, expected, true));
+        co_await when_all(run_then_shutdown(w, c.a, ran), slow_read(c.b, got, seed),
+                          drive(w, pr, seed, expected, true));
         if (ran && !*ran) {
           for (auto& p : pr.writes) {
             EXPECT_TRUE(is_ok(p.res) || is_err(p.res, canceled) || is_err(p.res, ran->error()))
@@ -619,7 +627,9 @@ TEST_P(WriterFifo, WaitingWriteTimesOut) {
     auto c = co_await connect_pair();
     writer w(c.a, {.max_messages = 100, .max_bytes = 100});
     EXPECT_TRUE(w.try_write(msg('a', 60)));
-    auto timed = [](writer& w, opt_res& out) -> task<void> { out = co_await with_timeout(w.write(msg('b', 80)), 20ms); };
+    auto timed = [](writer& w, opt_res& out) -> task<void> {
+      out = co_await with_timeout(w.write(msg('b', 80)), 20ms);
+    };
     scope ts{std::stop_token{}};
     opt_res bres;
     ts.spawn(timed(w, bres));
@@ -677,7 +687,8 @@ TEST_P(WriterFifo, SeededDestroyWhileWritesWait) {
     opt_res ran;
     run([](std::uint64_t seed, std::string& expected, std::string& got, opt_res& ran) -> task<void> {
       auto c = co_await connect_pair();
-      auto w = std::make_unique<writer>(c.a, batching_writer_options{.max_messages = 1 + seed % 4, .max_bytes = 30 + seed % 200});
+      auto w = std::make_unique<writer>(
+          c.a, batching_writer_options{.max_messages = 1 + seed % 4, .max_bytes = 30 + seed % 200});
       producer_run pr;
       auto runner = [](writer& w, opt_res& out) -> task<void> { out = co_await w.run(); };
       co_await when_all(runner(*w, ran), slow_read(c.b, got, seed), drive_then_destroy(w, pr, seed, expected, c.a));
@@ -754,11 +765,12 @@ TEST(WriterFifoSimFaults, GapNoticeDestroysWriterMidSend) {
     sync_wait(ctx, [](std::uint64_t seed) -> task<void> {
       auto c = co_await connect_pair();
       std::unique_ptr<writer> w;
-      w = std::make_unique<writer>(c.a, batching_writer_options{.max_messages = 2, .max_bytes = 3000, .when_full = overflow_policy::drop_oldest},
-                                   [&w](std::uint64_t) -> std::string {
-                                     w.reset();
-                                     return "[gap]";
-                                   });
+      w = std::make_unique<writer>(
+          c.a, batching_writer_options{.max_messages = 2, .max_bytes = 3000, .when_full = overflow_policy::drop_oldest},
+          [&w](std::uint64_t) -> std::string {
+            w.reset();
+            return "[gap]";
+          });
       opt_res ran;
       std::string got;
       auto runner = [](writer& w, opt_res& out) -> task<void> { out = co_await w.run(); };
@@ -787,7 +799,8 @@ TEST_P(WriterFifo, EmptyMessagesAndZeroMaxMessages) {
     std::deque<pending_write> ws;
     std::string expect;
     for (int i = 0; i < 30; ++i) {
-      std::string m = i % 3 == 0 ? std::string{} : msg(static_cast<char>('a' + i % 26), static_cast<std::size_t>(1 + i % 15));
+      std::string m =
+          i % 3 == 0 ? std::string{} : msg(static_cast<char>('a' + i % 26), static_cast<std::size_t>(1 + i % 15));
       ws.push_back(pending_write{.msg = m});
       ws.back().start(w);
       expect += m;
@@ -825,12 +838,13 @@ TEST_P(WriterFifo, HeadStoppedInSameTurnAsRoomAppears) {
     scope rs{std::stop_token{}};
     rs.spawn(run_then_shutdown(w, c.a, ran));  // runs inline: takes 'a', room for one more
     std::string got;
-    co_await when_all(read_all(c.b, got), [](writer& w, pending_write& b, pending_write& cc, pending_write& d) -> task<void> {
-      co_await b.sc->join();
-      co_await cc.sc->join();
-      co_await d.sc->join();
-      w.close();
-    }(w, b, cc, d));
+    co_await when_all(read_all(c.b, got),
+                      [](writer& w, pending_write& b, pending_write& cc, pending_write& d) -> task<void> {
+                        co_await b.sc->join();
+                        co_await cc.sc->join();
+                        co_await d.sc->join();
+                        w.close();
+                      }(w, b, cc, d));
     co_await rs.join();
     EXPECT_TRUE(is_err(b.res, canceled)) << show(b.res);
     EXPECT_TRUE(is_ok(cc.res)) << show(cc.res);
@@ -931,8 +945,8 @@ TEST(WriterFifoSimFaults, GapNoticeThrowsAfterPartialSendNeverSplits) {
     const auto xs = std::count(got.begin(), got.end(), 'x');
     if (xs != 20000 && got.size() != static_cast<std::size_t>(xs)) {
       ++split;
-      ADD_FAILURE() << "seed " << seed << ": the peer got " << xs << " of the 20000-byte message, then: "
-                    << got.substr(static_cast<std::size_t>(xs), 40);
+      ADD_FAILURE() << "seed " << seed << ": the peer got " << xs
+                    << " of the 20000-byte message, then: " << got.substr(static_cast<std::size_t>(xs), 40);
     }
   }
   std::printf("notice threw in %d seeds, split in %d\n", tried, split);
@@ -945,7 +959,9 @@ RINGIO_ALL_BACKENDS_AND_SIM(WriterFifo);
 // Debug builds (built also at GCC -O0): long runs of awaits that complete at once.
 
 task<int> ready(int v) { co_return v; }
-task<int> nested3(int v) { co_return co_await [](int v) -> task<int> { co_return co_await ready(v); }(v); }
+task<int> nested3(int v) {
+  co_return co_await [](int v) -> task<int> { co_return co_await ready(v); }(v);
+}
 task<int> chain(int depth) {
   if (depth == 0) co_return 0;
   co_return 1 + co_await chain(depth - 1);
@@ -973,9 +989,7 @@ TEST_P(ReadyAwaits, LoopOfNestedReadyAwaits) {
   EXPECT_EQ(sum, 300'000);
 }
 
-TEST_P(ReadyAwaits, ChainOfHundredThousandTasks) {
-  EXPECT_EQ(run(chain(100'000)), 100'000);
-}
+TEST_P(ReadyAwaits, ChainOfHundredThousandTasks) { EXPECT_EQ(run(chain(100'000)), 100'000); }
 
 TEST_P(ReadyAwaits, WhenAllAndWhenAnyOfReadyTasksInALoop) {
   const long sum = run([]() -> task<long> {
@@ -1141,9 +1155,7 @@ TEST_P(ReadyAwaits, HundredThousandReadyTasksSpawnedIntoAScope) {
   const long sum = run([]() -> task<long> {
     scope sc;
     long spawned = 0;
-    for (int i = 0; i < 100'000; ++i) sc.spawn([](long& n) -> task<void> {
-        n += co_await ready(1);
-      }(spawned));
+    for (int i = 0; i < 100'000; ++i) sc.spawn([](long& n) -> task<void> { n += co_await ready(1); }(spawned));
     co_await sc.join();
     co_return spawned;
   }());

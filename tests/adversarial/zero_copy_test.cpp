@@ -109,37 +109,39 @@ TEST(AdversarialZeroCopy, StoppedSendsReportedBytesIntact) {
   auto pair = sync_wait(*own, connect_pair(l));
   std::vector<std::byte> expected;
   std::vector<std::byte> got;
-  sync_wait(*own, [](stream_socket& a, stream_socket& b, std::vector<std::byte>& expected,
-                     std::vector<std::byte>& got) -> task<void> {
-    bool done = false;
-    auto reader = [&]() -> task<void> {
-      std::vector<std::byte> buf(1 << 16);
-      for (;;) {
-        (void)(void)co_await sleep_for(1ms);  // a slow reader
-        auto r = co_await with_timeout(b.recv(buf), 500ms);
-        if (!r || *r == 0) {
-          if (done) co_return;
-          continue;
-        }
-        got.insert(got.end(), buf.begin(), buf.begin() + *r);
-      }
-    };
-    auto writer = [&]() -> task<void> {
-      std::vector<std::byte> buf(256 * 1024);
-      for (int round = 0; round < 40; ++round) {
-        for (std::size_t i = 0; i < buf.size(); ++i) buf[i] = std::byte(static_cast<unsigned char>(round * 7 + i / 4096));
-        auto r = co_await with_timeout(a.send_all(buf), std::chrono::milliseconds(1 + round % 5));
-        std::size_t n = r ? *r : 0;
-        expected.insert(expected.end(), buf.begin(), buf.begin() + n);
-        for (auto& x : buf) x = std::byte{0xEE};  // reused at once
-      }
-      done = true;
-    };
-    scope s;
-    s.spawn(reader());
-    s.spawn(writer());
-    co_await s.join();
-  }(pair.first, pair.second, expected, got));
+  sync_wait(*own,
+            [](stream_socket& a, stream_socket& b, std::vector<std::byte>& expected,
+               std::vector<std::byte>& got) -> task<void> {
+              bool done = false;
+              auto reader = [&]() -> task<void> {
+                std::vector<std::byte> buf(1 << 16);
+                for (;;) {
+                  (void)(void)co_await sleep_for(1ms);  // a slow reader
+                  auto r = co_await with_timeout(b.recv(buf), 500ms);
+                  if (!r || *r == 0) {
+                    if (done) co_return;
+                    continue;
+                  }
+                  got.insert(got.end(), buf.begin(), buf.begin() + *r);
+                }
+              };
+              auto writer = [&]() -> task<void> {
+                std::vector<std::byte> buf(256 * 1024);
+                for (int round = 0; round < 40; ++round) {
+                  for (std::size_t i = 0; i < buf.size(); ++i)
+                    buf[i] = std::byte(static_cast<unsigned char>(round * 7 + i / 4096));
+                  auto r = co_await with_timeout(a.send_all(buf), std::chrono::milliseconds(1 + round % 5));
+                  std::size_t n = r ? *r : 0;
+                  expected.insert(expected.end(), buf.begin(), buf.begin() + n);
+                  for (auto& x : buf) x = std::byte{0xEE};  // reused at once
+                }
+                done = true;
+              };
+              scope s;
+              s.spawn(reader());
+              s.spawn(writer());
+              co_await s.join();
+            }(pair.first, pair.second, expected, got));
   ASSERT_EQ(got.size(), expected.size());
   EXPECT_TRUE(got == expected) << "bytes reported sent differ from what arrived";
 }
@@ -149,8 +151,10 @@ TEST(AdversarialZeroCopy, StoppedSendsReportedBytesIntact) {
 TEST(AdversarialZeroCopy, DestroyWithDirectDescriptorSend) {
   std::unique_ptr<io_context> own;
   try {
-    own = std::make_unique<io_context>(io_context_options{
-        .backend = backend_kind::uring, .quiet = true, .direct_descriptors = 16, .zero_copy_send_threshold = threshold});
+    own = std::make_unique<io_context>(io_context_options{.backend = backend_kind::uring,
+                                                          .quiet = true,
+                                                          .direct_descriptors = 16,
+                                                          .zero_copy_send_threshold = threshold});
   } catch (const std::system_error&) {
     GTEST_SKIP();
   }

@@ -2,8 +2,8 @@
 // ringio-doctor with kernel.io_uring_disabled set (2: nobody; 1: only privileged users
 // and kernel.io_uring_group). Host-wide, so these run as root only, alone (ctest
 // RUN_SERIAL), and restore the old value.
-#include <gtest/gtest.h>
 #include <grp.h>
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <string>

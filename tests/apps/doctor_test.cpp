@@ -39,10 +39,10 @@ TEST(DoctorCli, HumanOutputNamesKernelBackendFeaturesAndLimits) {
   EXPECT_NE(r.out.find("CPUs"), std::string::npos) << r.out;
   if (r.status == 0) {
     EXPECT_NE(r.out.find("io_uring (preferred backend): usable"), std::string::npos) << r.out;
-    for (const char* f : {"DEFER_TASKRUN", "SINGLE_ISSUER", "multishot accept", "multishot recv",
-                          "provided buffer rings", "recv bundles", "incremental buffers", "zero-copy send",
-                          "direct descriptors", "FIXED_FD_INSTALL", "min-wait", "registered ring fd", "NO_SQARRAY",
-                          "IORING_OP_OPENAT", "IORING_OP_WAITID"}) {
+    for (const char* f :
+         {"DEFER_TASKRUN", "SINGLE_ISSUER", "multishot accept", "multishot recv", "provided buffer rings",
+          "recv bundles", "incremental buffers", "zero-copy send", "direct descriptors", "FIXED_FD_INSTALL", "min-wait",
+          "registered ring fd", "NO_SQARRAY", "IORING_OP_OPENAT", "IORING_OP_WAITID"}) {
       EXPECT_NE(r.out.find(f), std::string::npos) << f << " missing:\n" << r.out;
     }
   } else {
@@ -87,7 +87,8 @@ TEST(DoctorCli, BadArgumentPrintsUsageAndExitsTwo) {
 }
 
 TEST(DoctorLibrary, AgreesWithTheBackendAnIoContextPicks) {
-  if (std::getenv("RINGIO_BACKEND") != nullptr) GTEST_SKIP() << "RINGIO_BACKEND is set: the default choice is overridden";
+  if (std::getenv("RINGIO_BACKEND") != nullptr)
+    GTEST_SKIP() << "RINGIO_BACKEND is set: the default choice is overridden";
   ringio::doctor::report r = ringio::doctor::diagnose();
   ringio::io_context ctx(ringio::io_context_options{.quiet = true});
   ASSERT_TRUE(r.backend.has_value()) << r.backend_reason;

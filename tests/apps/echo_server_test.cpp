@@ -5,9 +5,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
-#include <cerrno>
 #include <string>
 #include <thread>
 #include <utility>
@@ -113,8 +113,8 @@ class EchoServerStop : public ::testing::TestWithParam<const char*> {};
 
 // Small and large messages come back exactly with every receive-buffer option.
 TEST_P(EchoServerStop, EchoesExactlyWithEveryReceiveBufferOption) {
-  for (auto [bundle, inc] : {std::pair{"off", "off"}, std::pair{"on", "off"}, std::pair{"off", "on"},
-                             std::pair{"on", "on"}}) {
+  for (auto [bundle, inc] :
+       {std::pair{"off", "off"}, std::pair{"on", "off"}, std::pair{"off", "on"}, std::pair{"on", "on"}}) {
     SCOPED_TRACE(std::string("bundle ") + bundle + " inc " + inc);
     child_process p({server, "--port", "0", "--backend", GetParam(), "--recv-bundle", bundle, "--pbuf-inc", inc});
     auto port = start(p);
@@ -172,8 +172,8 @@ TEST_P(EchoServerStop, DrainDeadlineCutsIdleConnections) {
 
 // --fibers: one fiber per connection; the same graceful stop.
 TEST_P(EchoServerStop, FibersEchoAndDrainOnSigterm) {
-  child_process p({server, "--port", "0", "--backend", GetParam(), "--fibers", "--fiber-stack-kib", "32",
-                   "--drain-timeout", "10"});
+  child_process p(
+      {server, "--port", "0", "--backend", GetParam(), "--fibers", "--fiber-stack-kib", "32", "--drain-timeout", "10"});
   auto port = start(p);
   ASSERT_NE(port, 0) << p.stderr_text();
   int c = connect_to(port);
@@ -187,13 +187,12 @@ TEST_P(EchoServerStop, FibersEchoAndDrainOnSigterm) {
   EXPECT_EQ(p.wait(10s), std::optional<int>(0)) << p.stderr_text();
 }
 
-INSTANTIATE_TEST_SUITE_P(, EchoServerStop, ::testing::Values("uring", "epoll", "uring-poll"),
-                         [](const auto& info) {
-                           std::string s = info.param;
-                           for (char& ch : s)
-                             if (ch == '-') ch = '_';
-                           return s;
-                         });
+INSTANTIATE_TEST_SUITE_P(, EchoServerStop, ::testing::Values("uring", "epoll", "uring-poll"), [](const auto& info) {
+  std::string s = info.param;
+  for (char& ch : s)
+    if (ch == '-') ch = '_';
+  return s;
+});
 
 class EchoServerDispatch : public ::testing::TestWithParam<const char*> {};
 
@@ -264,7 +263,7 @@ task<bool> pump(socket_address at, std::uint64_t seed, std::size_t bytes) {
     co_return true;
   };
   auto [sent, checked] = co_await when_all(sender(*s, seed, bytes), checker(*s, seed, bytes));
-  co_return sent && checked;
+  co_return sent&& checked;
 }
 
 void echo_exactly(std::vector<std::string> argv, std::size_t total) {

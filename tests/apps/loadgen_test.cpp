@@ -71,8 +71,8 @@ TEST_P(Loadgen, PongEchoesBlocksExactlyWithEveryReceiveBufferOption) {
   for (auto [bundle, inc] : {std::pair{"off", "off"}, std::pair{"off", "on"}, std::pair{"on", "on"}}) {
     for (const char* block : {"16384", "100000", "7"}) {
       SCOPED_TRACE(std::string("bundle ") + bundle + " inc " + inc + " " + block);
-      child_process pong({PONG_PATH, "0", "2", block, "6", "--backend", GetParam(), "--recv-bundle", bundle,
-                          "--pbuf-inc", inc});
+      child_process pong(
+          {PONG_PATH, "0", "2", block, "6", "--backend", GetParam(), "--recv-bundle", bundle, "--pbuf-inc", inc});
       auto port = port_of(pong);
       ASSERT_FALSE(port.empty()) << pong.stderr_text();
       int st = -1;
@@ -141,8 +141,8 @@ TEST_P(Loadgen, ChurnBenchCompletesEverySession) {
   child_process server({ECHO_SERVER_PATH, "--port", "0", "--backend", GetParam()});
   auto port = port_of(server);
   ASSERT_FALSE(port.empty());
-  auto r = run_client({CHURN_BENCH_PATH, "--port", port, "--concurrency", "50", "--sessions", "2000", "--messages",
-                       "3", "--backend", GetParam(), "--verify"});
+  auto r = run_client({CHURN_BENCH_PATH, "--port", port, "--concurrency", "50", "--sessions", "2000", "--messages", "3",
+                       "--backend", GetParam(), "--verify"});
   EXPECT_EQ(r["sessions"], 2000.0);
   EXPECT_EQ(r["failed"], 0.0);
   EXPECT_GT(r["sessions_per_s"], 0.0);

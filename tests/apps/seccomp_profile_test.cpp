@@ -3,6 +3,8 @@
 // it allows exactly the io_uring syscalls, and echo_server runs on the uring backend
 // under a filter built from it (the io_uring syscalls it does not name denied with EPERM,
 // as a runtime's default profile denies them), and falls back to epoll without it.
+#include "support/seccomp_profile.hpp"
+
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -16,7 +18,6 @@
 
 #include "ringio/ringio.hpp"
 #include "support/confined_process.hpp"
-#include "support/seccomp_profile.hpp"
 
 using namespace ringio_test;
 using namespace std::chrono_literals;

@@ -1,11 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // Echoes one message through a real socket pair with ringio: proves the headers,
 // the library and its dependencies are all found by a consuming project.
-#include <ringio/fiber.hpp>
-#include <ringio/ringio.hpp>
-
 #include <array>
 #include <cstdio>
+#include <ringio/fiber.hpp>
+#include <ringio/ringio.hpp>
 #include <string_view>
 
 using namespace ringio;
@@ -23,7 +22,7 @@ int main() {
     auto sent = co_await client->send_all(std::string_view("consumer"));
     std::array<char, 8> buf;
     auto got = co_await server->recv_exact(buf);
-    co_return sent && got && std::string_view(buf.data(), 8) == "consumer";
+    co_return sent&& got&& std::string_view(buf.data(), 8) == "consumer";
   }(*listener, *at));
   // ringio::fiber: a fiber waits for a task (Boost.Context is found and linked).
   int from_fiber = sync_wait(ctx, fiber([] { return this_fiber::await([]() -> task<int> { co_return 42; }()); }));

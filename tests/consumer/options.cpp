@@ -2,12 +2,11 @@
 // The option structs as the docs write them: designated initializers naming only the
 // fields that change. Built with -Wall -Wextra -Werror, so a field without a default
 // member initializer (-Wmissing-field-initializers) fails the consumer build.
+#include <chrono>
 #include <ringio/http/server.hpp>
 #include <ringio/http/static_files.hpp>
 #include <ringio/ringio.hpp>
 #include <ringio/tls.hpp>
-
-#include <chrono>
 
 using namespace std::chrono_literals;
 
@@ -24,7 +23,7 @@ bool options_compile() {
   ringio::tls::client_options tls_client{.alpn = {"http/1.1"}};
   // ringio::tls links (OpenSSL is found): a context whose files are missing fails.
   auto missing = ringio::tls::context::server(tls_server);
-  return ctx.sq_entries == 256 && rt.threads == 2 && listen.backlog == 128 &&
-         http.idle_timeout == 5s && files.index == "index.html" && serve.threads == 4 &&
-         drain.max_connections == 100 && summary.signal_number == 0 && tls_client.verify_peer && !missing;
+  return ctx.sq_entries == 256 && rt.threads == 2 && listen.backlog == 128 && http.idle_timeout == 5s &&
+         files.index == "index.html" && serve.threads == 4 && drain.max_connections == 100 &&
+         summary.signal_number == 0 && tls_client.verify_peer && !missing;
 }

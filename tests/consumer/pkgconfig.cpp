@@ -1,14 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // Built with nothing but pkg-config's flags (check.sh): the core, fiber, tls and http
 // libraries and what they need (liburing, Boost.Context, OpenSSL) link in its order.
+#include <cstdio>
 #include <ringio/fiber.hpp>
 #include <ringio/http/status.hpp>
 #include <ringio/io_context.hpp>
 #include <ringio/sync_wait.hpp>
 #include <ringio/tls/error.hpp>
 #include <ringio/version.hpp>
-
-#include <cstdio>
 
 int main() {
   ringio::io_context ctx;

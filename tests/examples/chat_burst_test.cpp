@@ -34,9 +34,9 @@ constexpr int fast_readers = 100, slow_readers = 4, lines = 2000;
 // One client of the room: its socket and what it has read so far, cut into lines.
 struct member {
   int fd = -1;
-  std::string pending;  // bytes after the last complete line
-  int received = 0;     // burst lines
-  int last = -1;        // the last burst line's number
+  std::string pending;      // bytes after the last complete line
+  int received = 0;         // burst lines
+  int last = -1;            // the last burst line's number
   bool consecutive = true;  // no line missing, none out of order
   bool increasing = true;   // out of order never
   bool told_missed = false;
@@ -146,7 +146,8 @@ TEST_P(ChatBurst, EveryFastReaderGetsEveryLineAndSlowReadersAreToldWhatTheyMisse
   const int talker = connect_to(port, 65536);
   ASSERT_GE(talker, 0);
   const std::string talker_name = "guest" + std::to_string(fast_readers + slow_readers + 1);
-  read_until(fast, talker_name, [](const member& m) { return m.saw_talker_join || m.failed; }, 5s);
+  read_until(
+      fast, talker_name, [](const member& m) { return m.saw_talker_join || m.failed; }, 5s);
   for (const auto& m : fast) ASSERT_TRUE(m.saw_talker_join) << "a reader never saw the talker join";
 
   std::string paste;
@@ -157,7 +158,8 @@ TEST_P(ChatBurst, EveryFastReaderGetsEveryLineAndSlowReadersAreToldWhatTheyMisse
     at += static_cast<std::size_t>(n);
   }
   const auto start = std::chrono::steady_clock::now();
-  read_until(fast, talker_name, [](const member& m) { return m.last == lines - 1 || m.failed; }, 3s);
+  read_until(
+      fast, talker_name, [](const member& m) { return m.last == lines - 1 || m.failed; }, 3s);
   const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
 
   int lowest = lines, highest = 0, complete = 0;
@@ -175,7 +177,8 @@ TEST_P(ChatBurst, EveryFastReaderGetsEveryLineAndSlowReadersAreToldWhatTheyMisse
 
   // The slow readers held their sockets full the whole time; now they read, are told
   // what they missed, and end with the newest line.
-  read_until(slow, talker_name, [](const member& m) { return m.last == lines - 1 || m.failed; }, 5s);
+  read_until(
+      slow, talker_name, [](const member& m) { return m.last == lines - 1 || m.failed; }, 5s);
   for (const auto& m : slow) {
     EXPECT_TRUE(m.told_missed) << "a slow reader was not told what it missed";
     EXPECT_TRUE(m.increasing) << "a slow reader got lines out of order";

@@ -2,9 +2,6 @@
 // The example programs, run as their users would run them: real clients (plain
 // sockets, curl) against the built binaries, then SIGTERM for a graceful exit.
 #include <gtest/gtest.h>
-
-#include <cerrno>
-#include <cstring>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/resource.h>
@@ -12,15 +9,17 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
-#include <vector>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "support/child_process.hpp"
 
@@ -221,8 +220,8 @@ TEST(ExampleChatServer, AThousandClientsWithSlowOnes) {
     bool ordered = true;
     while (seen < expected && ordered) {
       std::string l = all[i]->line();
-      if (l.empty()) break;  // timeout or EOF
-      if (l.starts_with("* ")) continue;  // joins (and lag notices while everybody joined)
+      if (l.empty()) break;                      // timeout or EOF
+      if (l.starts_with("* ")) continue;         // joins (and lag notices while everybody joined)
       const int t = std::stoi(l.substr(5)) - 1;  // "guestN: msg M"
       const int m = std::stoi(l.substr(l.find("msg ") + 4));
       ordered = t >= 0 && t < talkers && t != i && m == next[t];
@@ -376,7 +375,8 @@ TEST(ExampleHttpGet, FetchesFromALocalServer) {
   EXPECT_EQ(run(get + "/static/missing 2>&1").substr(0, 4), "404 ");
   const std::string head = run(get + "/static/hello.txt --head-only");
   EXPECT_NE(head.find("Content-Length: 13"), std::string::npos) << head;
-  EXPECT_EQ(run(std::string(HTTP_GET_PATH) + " http://127.0.0.1:1/ 2>&1"), "http_get: could not connect to any address of the host\n");
+  EXPECT_EQ(run(std::string(HTTP_GET_PATH) + " http://127.0.0.1:1/ 2>&1"),
+            "http_get: could not connect to any address of the host\n");
   EXPECT_EQ(stop(app), 0) << app.stderr_text();
   std::filesystem::remove_all(dir);
 }

@@ -25,7 +25,8 @@ class recorder final : public bhttp::basic_parser<true> {
   void on_response_impl(int, beast::string_view, int, beast::error_code&) override {}
   void on_field_impl(bhttp::field, beast::string_view name, beast::string_view value, beast::error_code&) override {
     // Trailer fields come through here too; only the head's are compared.
-    if (!head_done_) out_.fields.emplace_back(std::string(name.data(), name.size()), std::string(value.data(), value.size()));
+    if (!head_done_)
+      out_.fields.emplace_back(std::string(name.data(), name.size()), std::string(value.data(), value.size()));
   }
   void on_header_impl(beast::error_code&) override { head_done_ = out_.head_complete = true; }
   void on_body_init_impl(const boost::optional<std::uint64_t>&, beast::error_code&) override {}

@@ -48,8 +48,9 @@ void render_site(const std::vector<std::string>& server_args, const std::string&
   // Through sh so that Chromium's chatty stderr goes nowhere (a full pipe would stall it).
   std::string cmd = "exec '" + chromium +
                     "' --headless --no-sandbox --disable-gpu --no-first-run --disable-background-networking"
-                    " --disable-component-update --disable-sync --disable-quic " + browser_args + " --user-data-dir='" +
-                    profile + "' --virtual-time-budget=10000 --dump-dom '" + url + "' 2>/dev/null";
+                    " --disable-component-update --disable-sync --disable-quic " +
+                    browser_args + " --user-data-dir='" + profile + "' --virtual-time-budget=10000 --dump-dom '" + url +
+                    "' 2>/dev/null";
   child_process browser({"/bin/sh", "-c", cmd});
   std::string dom;
   auto deadline = std::chrono::steady_clock::now() + 90s;
@@ -63,7 +64,8 @@ void render_site(const std::vector<std::string>& server_args, const std::string&
   EXPECT_EQ(status, std::optional<int>(0));
   EXPECT_NE(dom.find("<title>ringio http_server test site</title>"), std::string::npos) << dom;
   EXPECT_NE(dom.find("<p id=\"result\">css:ok js:ok img:4x3</p>"), std::string::npos)
-      << "the stylesheet, the script or the image did not load:\n" << dom;
+      << "the stylesheet, the script or the image did not load:\n"
+      << dom;
 
   srv.signal(SIGTERM);
   EXPECT_EQ(srv.wait(10s), std::optional<int>(0)) << srv.stderr_text();

@@ -64,151 +64,361 @@ std::vector<hostile_case> corpus() {
   using http::client_errc;
   std::vector<hostile_case> c;
   // Malformed heads.
-  c.push_back({"not HTTP", {{read_request(), send("SSH-2.0-OpenSSH\r\n\r\n")}}, "", {ec(client_errc::bad_status_line)}});
-  c.push_back({"four-digit status", {{read_request(), send("HTTP/1.1 2000 OK\r\n\r\n")}}, "", {ec(client_errc::bad_status_line)}});
-  c.push_back({"HTTP/2 status line", {{read_request(), send("HTTP/2 200 OK\r\n\r\n")}}, "", {ec(client_errc::bad_status_line)}});
-  c.push_back({"space before colon", {{read_request(), send("HTTP/1.1 200 OK\r\nContent-Length : 2\r\n\r\nok")}}, "",
+  c.push_back(
+      {"not HTTP", {{read_request(), send("SSH-2.0-OpenSSH\r\n\r\n")}}, "", {ec(client_errc::bad_status_line)}});
+  c.push_back({"four-digit status",
+               {{read_request(), send("HTTP/1.1 2000 OK\r\n\r\n")}},
+               "",
+               {ec(client_errc::bad_status_line)}});
+  c.push_back({"HTTP/2 status line",
+               {{read_request(), send("HTTP/2 200 OK\r\n\r\n")}},
+               "",
+               {ec(client_errc::bad_status_line)}});
+  c.push_back({"space before colon",
+               {{read_request(), send("HTTP/1.1 200 OK\r\nContent-Length : 2\r\n\r\nok")}},
+               "",
                {ec(client_errc::bad_header)}});
-  c.push_back({"obs-fold", {{read_request(), send("HTTP/1.1 200 OK\r\nX: a\r\n b\r\nContent-Length: 2\r\n\r\nok")}}, "",
+  c.push_back({"obs-fold",
+               {{read_request(), send("HTTP/1.1 200 OK\r\nX: a\r\n b\r\nContent-Length: 2\r\n\r\nok")}},
+               "",
                {ec(client_errc::bad_header)}});
-  c.push_back({"NUL in a value", {{read_request(), send(std::string("HTTP/1.1 200 OK\r\nX: a\0b\r\n\r\n", 27))}}, "",
+  c.push_back({"NUL in a value",
+               {{read_request(), send(std::string("HTTP/1.1 200 OK\r\nX: a\0b\r\n\r\n", 27))}},
+               "",
                {ec(client_errc::bad_header)}});
-  c.push_back({"bare LF", {{read_request(), send("HTTP/1.1 200 OK\nContent-Length: 2\n\nok")}}, "", {ec(client_errc::bad_header)}});
+  c.push_back({"bare LF",
+               {{read_request(), send("HTTP/1.1 200 OK\nContent-Length: 2\n\nok")}},
+               "",
+               {ec(client_errc::bad_header)}});
   c.push_back({"conflicting Content-Length",
-               {{read_request(), send("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\nokk")}}, "",
+               {{read_request(), send("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\nokk")}},
+               "",
                {ec(client_errc::bad_content_length)}});
-  c.push_back({"signed Content-Length", {{read_request(), send("HTTP/1.1 200 OK\r\nContent-Length: +2\r\n\r\nok")}}, "",
+  c.push_back({"signed Content-Length",
+               {{read_request(), send("HTTP/1.1 200 OK\r\nContent-Length: +2\r\n\r\nok")}},
+               "",
                {ec(client_errc::bad_content_length)}});
   c.push_back({"chunked wins over Content-Length",
                {{read_request(), send("HTTP/1.1 200 OK\r\nContent-Length: 99\r\nTransfer-Encoding: chunked\r\n\r\n"
                                       "3\r\nabc\r\n0\r\n\r\n")}},
-               "200 abc", {}, false, 0, 0, http::method::get, {}, {}, any, any, 0});
-  c.push_back({"gzip transfer coding",
-               {{read_request(), send("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n")}},
-               "", {ec(client_errc::bad_transfer_encoding)}});
+               "200 abc",
+               {},
+               false,
+               0,
+               0,
+               http::method::get,
+               {},
+               {},
+               any,
+               any,
+               0});
+  c.push_back(
+      {"gzip transfer coding",
+       {{read_request(), send("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n")}},
+       "",
+       {ec(client_errc::bad_transfer_encoding)}});
   c.push_back({"chunked on HTTP/1.0",
-               {{read_request(), send("HTTP/1.0 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n")}}, "",
+               {{read_request(), send("HTTP/1.0 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n")}},
+               "",
                {ec(client_errc::bad_transfer_encoding)}});
-  c.push_back({"endless field", {{read_request(), send("HTTP/1.1 200 OK\r\nX-Fill: "), flood(std::string(1000, 'a'))}}, "",
+  c.push_back({"endless field",
+               {{read_request(), send("HTTP/1.1 200 OK\r\nX-Fill: "), flood(std::string(1000, 'a'))}},
+               "",
                {ec(client_errc::head_too_large)}});
-  c.push_back({"endless fields", {{read_request(), send("HTTP/1.1 200 OK\r\n"), flood(repeat("X-Fill: a\r\n", 100))}}, "",
+  c.push_back({"endless fields",
+               {{read_request(), send("HTTP/1.1 200 OK\r\n"), flood(repeat("X-Fill: a\r\n", 100))}},
+               "",
                {ec(client_errc::head_too_large)}});
-  c.push_back({"too many fields", {{read_request(), send("HTTP/1.1 200 OK\r\n" + repeat("X: y\r\n", 150) + "\r\n")}}, "",
+  c.push_back({"too many fields",
+               {{read_request(), send("HTTP/1.1 200 OK\r\n" + repeat("X: y\r\n", 150) + "\r\n")}},
+               "",
                {ec(client_errc::head_too_large)}});
-  c.push_back({"bad chunk size", {{read_request(), send("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n")}}, "",
+  c.push_back({"bad chunk size",
+               {{read_request(), send("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n")}},
+               "",
                {ec(client_errc::bad_chunk)}});
   c.push_back({"chunk size overflow",
-               {{read_request(), send("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n10000000000000000\r\n")}}, "",
+               {{read_request(), send("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n10000000000000000\r\n")}},
+               "",
                {ec(client_errc::bad_chunk)}});
   c.push_back({"chunk without its CRLF",
-               {{read_request(), send("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabcX\r\n0\r\n\r\n")}}, "",
+               {{read_request(), send("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabcX\r\n0\r\n\r\n")}},
+               "",
                {ec(client_errc::bad_chunk)}});
-  c.push_back({"body over max_body", {{read_request(), send("HTTP/1.1 200 OK\r\nContent-Length: 100000000000\r\n\r\nok")}},
-               "", {ec(client_errc::body_too_large)}});
-  c.push_back({"excess bytes after the body", {{read_request(), send(ok("abc") + "EXTRA"), stall(5000)}}, "200 abc", {},
-               false, 0, 0, http::method::get, {}, {}, any, any, 0});
-  c.push_back({"body on a 204", {{read_request(), send("HTTP/1.1 204 No Content\r\nContent-Length: 5\r\n\r\nhello")}},
-               "204 ", {}, false, 0, 0, http::method::get, {}, {}, any, any, 0});
+  c.push_back({"body over max_body",
+               {{read_request(), send("HTTP/1.1 200 OK\r\nContent-Length: 100000000000\r\n\r\nok")}},
+               "",
+               {ec(client_errc::body_too_large)}});
+  c.push_back({"excess bytes after the body",
+               {{read_request(), send(ok("abc") + "EXTRA"), stall(5000)}},
+               "200 abc",
+               {},
+               false,
+               0,
+               0,
+               http::method::get,
+               {},
+               {},
+               any,
+               any,
+               0});
+  c.push_back({"body on a 204",
+               {{read_request(), send("HTTP/1.1 204 No Content\r\nContent-Length: 5\r\n\r\nhello")}},
+               "204 ",
+               {},
+               false,
+               0,
+               0,
+               http::method::get,
+               {},
+               {},
+               any,
+               any,
+               0});
   // Stalls.
   c.push_back({"no answer", {{read_request(), stall(5000)}}, "", {ec(client_errc::head_timeout)}});
-  c.push_back({"half a head", {{read_request(), send("HTTP/1.1 200 OK\r\nContent-"), stall(5000)}}, "",
+  c.push_back({"half a head",
+               {{read_request(), send("HTTP/1.1 200 OK\r\nContent-"), stall(5000)}},
+               "",
                {ec(client_errc::head_timeout)}});
-  c.push_back({"slow head drip", {{read_request(), send("HTTP/1.1 200 OK\r\n"), stall(300), send("X: 1\r\n"), stall(300),
-                                   send("X: 2\r\n"), stall(5000)}},
-               "", {ec(client_errc::head_timeout)}});
-  c.push_back({"body stalls", {{read_request(), send("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc"), stall(5000)}}, "",
+  c.push_back({"slow head drip",
+               {{read_request(), send("HTTP/1.1 200 OK\r\n"), stall(300), send("X: 1\r\n"), stall(300),
+                 send("X: 2\r\n"), stall(5000)}},
+               "",
+               {ec(client_errc::head_timeout)}});
+  c.push_back({"body stalls",
+               {{read_request(), send("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc"), stall(5000)}},
+               "",
                {ec(client_errc::body_timeout)}});
-  c.push_back({"chunked body stalls",
-               {{read_request(), send("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n"), stall(5000)}}, "",
-               {ec(client_errc::body_timeout)}});
+  c.push_back(
+      {"chunked body stalls",
+       {{read_request(), send("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n"), stall(5000)}},
+       "",
+       {ec(client_errc::body_timeout)}});
   // Truncations.
   c.push_back({"closed before answering", {{read_request()}}, "", {ec(client_errc::connection_closed)}});
-  c.push_back({"closed mid-head", {{read_request(), send("HTTP/1.1 200 OK\r\nContent-Le")}}, "",
+  c.push_back({"closed mid-head",
+               {{read_request(), send("HTTP/1.1 200 OK\r\nContent-Le")}},
+               "",
                {ec(client_errc::connection_closed)}});
   c.push_back({"reset before answering", {{read_request(), reset()}}, "", {ec(std::errc::connection_reset)}});
-  c.push_back({"Content-Length body cut", {{read_request(), send("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc")}}, "",
+  c.push_back({"Content-Length body cut",
+               {{read_request(), send("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc")}},
+               "",
                {ec(client_errc::truncated_body)}});
-  c.push_back({"chunked body cut", {{read_request(), send("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab")}},
-               "", {ec(client_errc::truncated_body)}});
+  c.push_back({"chunked body cut",
+               {{read_request(), send("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab")}},
+               "",
+               {ec(client_errc::truncated_body)}});
   c.push_back({"chunked body without its last chunk",
-               {{read_request(), send("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n")}}, "",
+               {{read_request(), send("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n")}},
+               "",
                {ec(client_errc::truncated_body)}});
-  c.push_back({"reset mid-body", {{read_request(), send("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc"), stall(50), reset()}},
-               "", {ec(std::errc::connection_reset)}});
+  c.push_back({"reset mid-body",
+               {{read_request(), send("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc"), stall(50), reset()}},
+               "",
+               {ec(std::errc::connection_reset)}});
   c.push_back({"body until close", {{read_request(), send("HTTP/1.1 200 OK\r\n\r\nall of it")}}, "200 all of it"});
   c.push_back({"TLS: body until close cut without close_notify",
-               {{read_request(), send("HTTP/1.1 200 OK\r\n\r\nall of")}}, "", {ec(client_errc::truncated_body)}, true});
+               {{read_request(), send("HTTP/1.1 200 OK\r\n\r\nall of")}},
+               "",
+               {ec(client_errc::truncated_body)},
+               true});
   c.push_back({"TLS: Content-Length body cut without close_notify",
-               {{read_request(), send("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc")}}, "",
-               {ec(client_errc::truncated_body)}, true});
+               {{read_request(), send("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc")}},
+               "",
+               {ec(client_errc::truncated_body)},
+               true});
   c.push_back({"TLS: chunked body cut without close_notify",
-               {{read_request(), send("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n")}}, "",
-               {ec(client_errc::truncated_body)}, true});
-  c.push_back({"TLS: body until close_notify", {{read_request(), send("HTTP/1.1 200 OK\r\n\r\nall of it"), close_notify()}},
-               "200 all of it", {}, true});
+               {{read_request(), send("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n")}},
+               "",
+               {ec(client_errc::truncated_body)},
+               true});
+  c.push_back({"TLS: body until close_notify",
+               {{read_request(), send("HTTP/1.1 200 OK\r\n\r\nall of it"), close_notify()}},
+               "200 all of it",
+               {},
+               true});
   c.push_back({"TLS: not TLS at all", {{send(ok("plain")), stall(5000)}}, "", {}, true});
   c.back().plain_server = true;
   // Redirects.
-  c.push_back({"redirect loop", {{read_request(), send(redirect("/")), read_request(), send(redirect("/")), read_request(),
-                                  send(redirect("/")), read_request(), send(redirect("/"))}},
-               "", {ec(client_errc::too_many_redirects)}});
+  c.push_back({"redirect loop",
+               {{read_request(), send(redirect("/")), read_request(), send(redirect("/")), read_request(),
+                 send(redirect("/")), read_request(), send(redirect("/"))}},
+               "",
+               {ec(client_errc::too_many_redirects)}});
   c.back().follow_redirects = true;
-  c.push_back({"redirect to ftp", {{read_request(), send(redirect("ftp://127.0.0.1/x"))}}, "", {ec(client_errc::bad_redirect)}});
+  c.push_back({"redirect to ftp",
+               {{read_request(), send(redirect("ftp://127.0.0.1/x"))}},
+               "",
+               {ec(client_errc::bad_redirect)}});
   c.back().follow_redirects = true;
-  c.push_back({"redirect to http: without //", {{read_request(), send(redirect("http:x"))}}, "", {ec(client_errc::bad_redirect)}});
+  c.push_back({"redirect to http: without //",
+               {{read_request(), send(redirect("http:x"))}},
+               "",
+               {ec(client_errc::bad_redirect)}});
   c.back().follow_redirects = true;
-  c.push_back({"redirect to a bad URL", {{read_request(), send(redirect("http://[::1/x"))}}, "", {ec(client_errc::bad_url)}});
+  c.push_back(
+      {"redirect to a bad URL", {{read_request(), send(redirect("http://[::1/x"))}}, "", {ec(client_errc::bad_url)}});
   c.back().follow_redirects = true;
   c.push_back({"redirect climbing above the root",
-               {{read_request(), send(redirect("../../../x/./y/../z?q")), read_request(), send(ok("there"))}}, "200 there", {},
-               false, 0, 0, http::method::get, {}, "GET /x/z?q HTTP/1.1\r\n"});
+               {{read_request(), send(redirect("../../../x/./y/../z?q")), read_request(), send(ok("there"))}},
+               "200 there",
+               {},
+               false,
+               0,
+               0,
+               http::method::get,
+               {},
+               "GET /x/z?q HTTP/1.1\r\n"});
   c.back().follow_redirects = true;
   // Interim responses.
   c.push_back({"a few interim responses",
-               {{read_request(), send(repeat("HTTP/1.1 100 Continue\r\n\r\n", 10) + "HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n" +
-                                      ok("fine"))}},
+               {{read_request(), send(repeat("HTTP/1.1 100 Continue\r\n\r\n", 10) +
+                                      "HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n" + ok("fine"))}},
                "200 fine"});
-  c.push_back({"endless interim responses", {{read_request(), flood(repeat("HTTP/1.1 100 Continue\r\n\r\n", 40))}}, "",
+  c.push_back({"endless interim responses",
+               {{read_request(), flood(repeat("HTTP/1.1 100 Continue\r\n\r\n", 40))}},
+               "",
                {ec(client_errc::head_too_large)}});
-  c.push_back({"TLS: endless interim responses", {{read_request(), flood(repeat("HTTP/1.1 100 Continue\r\n\r\n", 40))}}, "",
-               {ec(client_errc::head_too_large)}, true});
+  c.push_back({"TLS: endless interim responses",
+               {{read_request(), flood(repeat("HTTP/1.1 100 Continue\r\n\r\n", 40))}},
+               "",
+               {ec(client_errc::head_too_large)},
+               true});
   // Pooled connections the server closed or spoke on.
-  c.push_back({"pooled: closed while idle", {{read_request(), send(ok("one"))}, {read_request(), send(ok("two"))}},
-               "200 two", {}, false, 1, 1, http::method::get, {}, {}, 2, 0});
+  c.push_back({"pooled: closed while idle",
+               {{read_request(), send(ok("one"))}, {read_request(), send(ok("two"))}},
+               "200 two",
+               {},
+               false,
+               1,
+               1,
+               http::method::get,
+               {},
+               {},
+               2,
+               0});
   c.push_back({"pooled: unsolicited answer while idle",
-               {{read_request(), send(ok("one")), stall(50), send("HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\n\r\n"),
-                 mark(), stall(5000)},
+               {{read_request(), send(ok("one")), stall(50),
+                 send("HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\n\r\n"), mark(), stall(5000)},
                 {read_request(), send(ok("two"))}},
-               "200 two", {}, false, 1, 0, http::method::get, {}, {}, 2, 0});
+               "200 two",
+               {},
+               false,
+               1,
+               0,
+               http::method::get,
+               {},
+               {},
+               2,
+               0});
   c.back().wait_marks = 1;
-  c.push_back({"pooled: closed as the request arrives", {{read_request(), send(ok("one")), read_request()},
-                                                          {read_request(), send(ok("two"))}},
-               "200 two", {}, false, 1, 0, http::method::get, {}, {}, 2, 1});
-  c.push_back({"pooled: reset as the request arrives", {{read_request(), send(ok("one")), read_request(), reset()},
-                                                         {read_request(), send(ok("two"))}},
-               "200 two", {}, false, 1, 0, http::method::get, {}, {}, 2, 1});
-  c.push_back({"pooled: POST is not retried", {{read_request(), send(ok("one")), read_request()}}, "",
-               {ec(client_errc::connection_closed)}, false, 1, 0, http::method::post, "x", {}, 1, 0});
+  c.push_back({"pooled: closed as the request arrives",
+               {{read_request(), send(ok("one")), read_request()}, {read_request(), send(ok("two"))}},
+               "200 two",
+               {},
+               false,
+               1,
+               0,
+               http::method::get,
+               {},
+               {},
+               2,
+               1});
+  c.push_back({"pooled: reset as the request arrives",
+               {{read_request(), send(ok("one")), read_request(), reset()}, {read_request(), send(ok("two"))}},
+               "200 two",
+               {},
+               false,
+               1,
+               0,
+               http::method::get,
+               {},
+               {},
+               2,
+               1});
+  c.push_back({"pooled: POST is not retried",
+               {{read_request(), send(ok("one")), read_request()}},
+               "",
+               {ec(client_errc::connection_closed)},
+               false,
+               1,
+               0,
+               http::method::post,
+               "x",
+               {},
+               1,
+               0});
   c.push_back({"TLS pooled: close_notify while idle",
-               {{read_request(), send(ok("one")), stall(50), close_notify()}, {read_request(), send(ok("two"))}}, "200 two", {},
-               true, 1, 1, http::method::put, "data", {}, 2, 0});
+               {{read_request(), send(ok("one")), stall(50), close_notify()}, {read_request(), send(ok("two"))}},
+               "200 two",
+               {},
+               true,
+               1,
+               1,
+               http::method::put,
+               "data",
+               {},
+               2,
+               0});
   c.push_back({"TLS pooled: closed without close_notify while idle",
-               {{read_request(), send(ok("one")), stall(50)}, {read_request(), send(ok("two"))}}, "200 two", {}, true, 1, 1,
-               http::method::put, "data", {}, 2, 0});
-  c.push_back({"TLS pooled: closed as the request arrives", {{read_request(), send(ok("one")), read_request()},
-                                                              {read_request(), send(ok("two"))}},
-               "200 two", {}, true, 1, 0, http::method::get, {}, {}, 2, 1});
-  c.push_back({"TLS pooled: reset as the request arrives", {{read_request(), send(ok("one")), read_request(), reset()},
-                                                             {read_request(), send(ok("two"))}},
-               "200 two", {}, true, 1, 0, http::method::get, {}, {}, 2, 1});
+               {{read_request(), send(ok("one")), stall(50)}, {read_request(), send(ok("two"))}},
+               "200 two",
+               {},
+               true,
+               1,
+               1,
+               http::method::put,
+               "data",
+               {},
+               2,
+               0});
+  c.push_back({"TLS pooled: closed as the request arrives",
+               {{read_request(), send(ok("one")), read_request()}, {read_request(), send(ok("two"))}},
+               "200 two",
+               {},
+               true,
+               1,
+               0,
+               http::method::get,
+               {},
+               {},
+               2,
+               1});
+  c.push_back({"TLS pooled: reset as the request arrives",
+               {{read_request(), send(ok("one")), read_request(), reset()}, {read_request(), send(ok("two"))}},
+               "200 two",
+               {},
+               true,
+               1,
+               0,
+               http::method::get,
+               {},
+               {},
+               2,
+               1});
   // An upload the server refuses before reading it.
   const std::string refused = "HTTP/1.1 413 Content Too Large\r\nContent-Length: 7\r\nConnection: close\r\n\r\ntoo big";
-  c.push_back({"upload refused early", {{read_head(), send(refused)}}, "413 too big", {}, false, 0, 0, http::method::post,
+  c.push_back({"upload refused early",
+               {{read_head(), send(refused)}},
+               "413 too big",
+               {},
+               false,
+               0,
+               0,
+               http::method::post,
                std::string(16 << 20, 'u')});
   // Over TLS the stream reports the failed send before the answer can be read: the
   // send's error, never a timeout.
-  c.push_back({"TLS: upload refused early", {{read_head(), send(refused)}}, "413 too big",
-               {ec(std::errc::connection_reset), ec(std::errc::broken_pipe)}, true, 0, 0, http::method::post,
+  c.push_back({"TLS: upload refused early",
+               {{read_head(), send(refused)}},
+               "413 too big",
+               {ec(std::errc::connection_reset), ec(std::errc::broken_pipe)},
+               true,
+               0,
+               0,
+               http::method::post,
                std::string(16 << 20, 'u')});
   return c;
 }

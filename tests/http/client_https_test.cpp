@@ -159,9 +159,8 @@ TEST_P(ClientHttps, BadCaFileFailsBeforeAnyConnectionWithItsReason) {
   http::client_options o = trusting_test_ca();
   o.tls.ca_file = ringio_test::test_certs::get().dir + "/no_such_ca.pem";
   http::client c(o);
-  auto r = run([](http::client& c, std::string u) -> task<result<http::client_response>> {
-    co_return co_await c.get(u);
-  }(c, u));
+  auto r = run(
+      [](http::client& c, std::string u) -> task<result<http::client_response>> { co_return co_await c.get(u); }(c, u));
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error(), tls::tls_errc::ca_file_missing) << r.error().message();
   EXPECT_EQ(r.error().message(), "TLS: the CA file does not exist");

@@ -66,20 +66,34 @@ class ClientNginx : public ringio_test::backend_test {
     std::filesystem::permissions(dir_, std::filesystem::perms(0755));
     port_ = free_port();
     std::ofstream(dir_ + "/nginx.conf") << "worker_processes 1;\n"
-        "daemon off;\nmaster_process on;\npid " << dir_ << "/nginx.pid;\n"
-        "error_log " << dir_ << "/error.log warn;\n"
-        "events { worker_connections 256; }\n"
-        "http {\n  access_log off;\n  keepalive_timeout 1s;\n"
-        "  client_body_temp_path " << dir_ << "/body;\n  proxy_temp_path " << dir_ << "/proxy;\n"
-        "  fastcgi_temp_path " << dir_ << "/fastcgi;\n  uwsgi_temp_path " << dir_ << "/uwsgi;\n"
-        "  scgi_temp_path " << dir_ << "/scgi;\n"
-        "  gzip on; gzip_min_length 1; gzip_types text/plain;\n"
-        "  server {\n    listen 127.0.0.1:" << port_ << ";\n"
-        "    root " << dir_ << "/www;\n    default_type text/plain;\n"
-        "    location = /post { return 200 \"posted\"; }\n"
-        "    location = /moved { return 302 /hello.txt; }\n"
-        "    location = /loop { return 307 /loop; }\n"
-        "  }\n}\n";
+                                           "daemon off;\nmaster_process on;\npid "
+                                        << dir_
+                                        << "/nginx.pid;\n"
+                                           "error_log "
+                                        << dir_
+                                        << "/error.log warn;\n"
+                                           "events { worker_connections 256; }\n"
+                                           "http {\n  access_log off;\n  keepalive_timeout 1s;\n"
+                                           "  client_body_temp_path "
+                                        << dir_ << "/body;\n  proxy_temp_path " << dir_
+                                        << "/proxy;\n"
+                                           "  fastcgi_temp_path "
+                                        << dir_ << "/fastcgi;\n  uwsgi_temp_path " << dir_
+                                        << "/uwsgi;\n"
+                                           "  scgi_temp_path "
+                                        << dir_
+                                        << "/scgi;\n"
+                                           "  gzip on; gzip_min_length 1; gzip_types text/plain;\n"
+                                           "  server {\n    listen 127.0.0.1:"
+                                        << port_
+                                        << ";\n"
+                                           "    root "
+                                        << dir_
+                                        << "/www;\n    default_type text/plain;\n"
+                                           "    location = /post { return 200 \"posted\"; }\n"
+                                           "    location = /moved { return 302 /hello.txt; }\n"
+                                           "    location = /loop { return 307 /loop; }\n"
+                                           "  }\n}\n";
     nginx_ = std::make_unique<ringio_test::child_process>(
         std::vector<std::string>{nginx_path, "-p", dir_, "-c", dir_ + "/nginx.conf", "-e", dir_ + "/error.log"});
     for (int i = 0; i < 200 && !accepts_connections(port_); ++i) std::this_thread::sleep_for(25ms);
@@ -149,7 +163,9 @@ TEST_P(ClientNginx, ChunkedResponse) {
 
 TEST_P(ClientNginx, PostWithBothBodyKinds) {
   http::client c;
-  auto sized = run(fetch(c, {.method = http::method::post, .url = url("/post"), .body = "a=1&b=2",
+  auto sized = run(fetch(c, {.method = http::method::post,
+                             .url = url("/post"),
+                             .body = "a=1&b=2",
                              .content_type = "application/x-www-form-urlencoded"}));
   ASSERT_TRUE(sized) << sized.error().message();
   EXPECT_EQ(sized->body, "posted");

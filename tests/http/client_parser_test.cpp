@@ -34,9 +34,9 @@ TEST(ClientUrl, ParsesTheUsualForms) {
   EXPECT_EQ(v6->port, 8080);
   EXPECT_EQ(v6->target, "?q");
   EXPECT_TRUE(http::parse_url("http://h/%41%2f"));
-  for (const char* bad : {"", "http:/x", "mailto:x", "http://", "http://a@b/", "http://h:0/", "http://h:65536/",
-                          "http://h:/", "http://[::1", "http://[::1]x/", "http://h_/\x01", "http://h/\xc3\xa9",
-                          "http://h/%4"}) {
+  for (const char* bad :
+       {"", "http:/x", "mailto:x", "http://", "http://a@b/", "http://h:0/", "http://h:65536/", "http://h:/",
+        "http://[::1", "http://[::1]x/", "http://h_/\x01", "http://h/\xc3\xa9", "http://h/%4"}) {
     auto r = http::parse_url(bad);
     EXPECT_FALSE(r) << bad;
     if (!r) {
@@ -63,21 +63,49 @@ TEST(ClientUrl, ResolvesTheExamplesOfRfc3986) {
   ASSERT_TRUE(base);
   const std::pair<const char*, const char*> rows[] = {
       // 5.4.1 normal examples ("g:h" names another scheme: refused below)
-      {"g", "http://a/b/c/g"}, {"./g", "http://a/b/c/g"}, {"g/", "http://a/b/c/g/"}, {"/g", "http://a/g"},
-      {"//g", "http://g"}, {"?y", "http://a/b/c/d;p?y"}, {"g?y", "http://a/b/c/g?y"}, {"#s", "http://a/b/c/d;p?q#s"},
-      {"g#s", "http://a/b/c/g#s"}, {"g?y#s", "http://a/b/c/g?y#s"}, {";x", "http://a/b/c/;x"},
-      {"g;x", "http://a/b/c/g;x"}, {"g;x?y#s", "http://a/b/c/g;x?y#s"}, {".", "http://a/b/c/"},
-      {"./", "http://a/b/c/"}, {"..", "http://a/b/"}, {"../", "http://a/b/"}, {"../g", "http://a/b/g"},
-      {"../..", "http://a/"}, {"../../", "http://a/"}, {"../../g", "http://a/g"},
+      {"g", "http://a/b/c/g"},
+      {"./g", "http://a/b/c/g"},
+      {"g/", "http://a/b/c/g/"},
+      {"/g", "http://a/g"},
+      {"//g", "http://g"},
+      {"?y", "http://a/b/c/d;p?y"},
+      {"g?y", "http://a/b/c/g?y"},
+      {"#s", "http://a/b/c/d;p?q#s"},
+      {"g#s", "http://a/b/c/g#s"},
+      {"g?y#s", "http://a/b/c/g?y#s"},
+      {";x", "http://a/b/c/;x"},
+      {"g;x", "http://a/b/c/g;x"},
+      {"g;x?y#s", "http://a/b/c/g;x?y#s"},
+      {".", "http://a/b/c/"},
+      {"./", "http://a/b/c/"},
+      {"..", "http://a/b/"},
+      {"../", "http://a/b/"},
+      {"../g", "http://a/b/g"},
+      {"../..", "http://a/"},
+      {"../../", "http://a/"},
+      {"../../g", "http://a/g"},
       // 5.4.2 abnormal examples
-      {"../../../g", "http://a/g"}, {"../../../../g", "http://a/g"}, {"/./g", "http://a/g"}, {"/../g", "http://a/g"},
-      {"g.", "http://a/b/c/g."}, {".g", "http://a/b/c/.g"}, {"g..", "http://a/b/c/g.."}, {"..g", "http://a/b/c/..g"},
-      {"./../g", "http://a/b/g"}, {"./g/.", "http://a/b/c/g/"}, {"g/./h", "http://a/b/c/g/h"},
-      {"g/../h", "http://a/b/c/h"}, {"g;x=1/./y", "http://a/b/c/g;x=1/y"}, {"g;x=1/../y", "http://a/b/c/y"},
-      {"g?y/./x", "http://a/b/c/g?y/./x"}, {"g?y/../x", "http://a/b/c/g?y/../x"}, {"g#s/./x", "http://a/b/c/g#s/./x"},
+      {"../../../g", "http://a/g"},
+      {"../../../../g", "http://a/g"},
+      {"/./g", "http://a/g"},
+      {"/../g", "http://a/g"},
+      {"g.", "http://a/b/c/g."},
+      {".g", "http://a/b/c/.g"},
+      {"g..", "http://a/b/c/g.."},
+      {"..g", "http://a/b/c/..g"},
+      {"./../g", "http://a/b/g"},
+      {"./g/.", "http://a/b/c/g/"},
+      {"g/./h", "http://a/b/c/g/h"},
+      {"g/../h", "http://a/b/c/h"},
+      {"g;x=1/./y", "http://a/b/c/g;x=1/y"},
+      {"g;x=1/../y", "http://a/b/c/y"},
+      {"g?y/./x", "http://a/b/c/g?y/./x"},
+      {"g?y/../x", "http://a/b/c/g?y/../x"},
+      {"g#s/./x", "http://a/b/c/g#s/./x"},
       {"g#s/../x", "http://a/b/c/g#s/../x"},
       // absolute references lose their dot segments too
-      {"http://x/a/./b/../c", "http://x/a/c"}, {"HTTPS://x:8/../p?q", "HTTPS://x:8/p?q"},
+      {"http://x/a/./b/../c", "http://x/a/c"},
+      {"HTTPS://x:8/../p?q", "HTTPS://x:8/p?q"},
   };
   for (const auto& [reference, expected] : rows) {
     auto r = http::resolve_location(*base, reference);
@@ -108,11 +136,13 @@ TEST(ClientResponseHead, FramingRules) {
       {"HTTP/1.1 304 Not Modified\r\nContent-Length: 9\r\n\r\n", false, http::body_framing::none, true},
       {"HTTP/1.1 200 OK\r\nTransfer-Encoding: Chunked\r\n\r\n", false, http::body_framing::chunked, true},
       {"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", true, http::body_framing::none, true},
-      {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n", false, http::body_framing::chunked, false},
+      {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n", false, http::body_framing::chunked,
+       false},
       {"HTTP/1.1 200 OK\r\n\r\n", false, http::body_framing::until_close, false},
       {"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n", false, http::body_framing::none, false},
       {"HTTP/1.0 200 OK\r\nContent-Length: 1\r\n\r\n", false, http::body_framing::content_length, false},
-      {"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 1\r\n\r\n", false, http::body_framing::content_length, true},
+      {"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 1\r\n\r\n", false,
+       http::body_framing::content_length, true},
       {"HTTP/1.1 200 \r\nContent-Length: 1\r\n\r\n", false, http::body_framing::content_length, true},
   };
   for (const row& r : rows) {
@@ -204,8 +234,8 @@ TEST(ClientChunkedReader, DecodesAtEverySplitAndBufferSize) {
 }
 
 TEST(ClientChunkedReader, RejectsBadFraming) {
-  for (const char* raw : {"x\r\n", "5\r\nhelloX\r\n", "5\nhello\r\n", "\r\n", "0\r\n folded: x\r\n\r\n", "0\r\nNoColon\r\n\r\n",
-                          "1234567890abcdef0\r\n", "5\r\nhello\r\n0\r\n\n"}) {
+  for (const char* raw : {"x\r\n", "5\r\nhelloX\r\n", "5\nhello\r\n", "\r\n", "0\r\n folded: x\r\n\r\n",
+                          "0\r\nNoColon\r\n\r\n", "1234567890abcdef0\r\n", "5\r\nhello\r\n0\r\n\n"}) {
     auto body = decode_split(raw, 0, 64);
     ASSERT_FALSE(body) << raw;
     EXPECT_EQ(body.error(), http::client_errc::bad_chunk) << raw;

@@ -146,16 +146,17 @@ TEST_P(ClientPoolTls, PooledConnectionClosedWithCloseNotifyIsNotReused) {
   auto l = listen_loopback();
   http::client c(trusting_test_ca());
   server_log log;
-  auto out = run(against(l, {{read_request(), send(ok_one), stall(50), close_notify()}, {read_request(), send(ok_two)}}, log,
-                         &*server_tls_, [](http::client& c, std::string u, server_log& log) -> task<std::vector<std::string>> {
-                           std::vector<std::string> out;
-                           auto first = co_await c.get(u);
-                           out.push_back(outcome(first));
-                           if (!co_await closed_at_least(log, 1)) out.push_back("the server did not close");
-                           auto put = co_await fetch(c, u, http::method::put, "data");
-                           out.push_back(outcome(put));
-                           co_return out;
-                         }(c, url_of(l, true), log)));
+  auto out =
+      run(against(l, {{read_request(), send(ok_one), stall(50), close_notify()}, {read_request(), send(ok_two)}}, log,
+                  &*server_tls_, [](http::client& c, std::string u, server_log& log) -> task<std::vector<std::string>> {
+                    std::vector<std::string> out;
+                    auto first = co_await c.get(u);
+                    out.push_back(outcome(first));
+                    if (!co_await closed_at_least(log, 1)) out.push_back("the server did not close");
+                    auto put = co_await fetch(c, u, http::method::put, "data");
+                    out.push_back(outcome(put));
+                    co_return out;
+                  }(c, url_of(l, true), log)));
   EXPECT_EQ(out, (std::vector<std::string>{"200 one", "200 two"}));
   EXPECT_EQ(c.stats().connections_opened, 2u);
   EXPECT_EQ(c.stats().stale_retries, 0u);  // noticed before use

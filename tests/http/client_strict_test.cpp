@@ -32,13 +32,12 @@ TEST_P(ClientStrict, CrossOriginRedirectDropsCredentials) {
   server_log log;
   const std::vector<std::pair<std::string, std::string>> credentials = {
       {"Authorization", "Bearer a"}, {"Proxy-Authorization", "Basic b"}, {"Cookie", "c=1"}, {"X-Other", "kept"}};
-  auto out = run(against(l,
-                         {{read_request(), send("HTTP/1.1 302 Found\r\nLocation: /same\r\nContent-Length: 0\r\n\r\n"),
-                           read_request(),
-                           send("HTTP/1.1 302 Found\r\nLocation: http://localhost:" + port +
-                                "/other\r\nContent-Length: 0\r\n\r\n")},
-                          {read_request(), send("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")}},
-                         log, nullptr, fetch(c, url_of(l, false, "/start"), http::method::get, {}, credentials)));
+  auto out = run(against(
+      l,
+      {{read_request(), send("HTTP/1.1 302 Found\r\nLocation: /same\r\nContent-Length: 0\r\n\r\n"), read_request(),
+        send("HTTP/1.1 302 Found\r\nLocation: http://localhost:" + port + "/other\r\nContent-Length: 0\r\n\r\n")},
+       {read_request(), send("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")}},
+      log, nullptr, fetch(c, url_of(l, false, "/start"), http::method::get, {}, credentials)));
   EXPECT_EQ(outcome(out), "200 ok");
   ASSERT_EQ(log.heads.size(), 3u);
   for (int i = 0; i < 2; ++i) {  // the same origin: everything sent
@@ -99,7 +98,8 @@ TEST_P(ClientStrictTls, CloseDelimitedBodyWithoutCloseNotifyIsTruncated) {
     bool accept;
     std::string expected;
   };
-  for (const row& w : {row{false, false, "truncated"}, row{false, true, "200 partial"}, row{true, false, "200 partial"}}) {
+  for (const row& w :
+       {row{false, false, "truncated"}, row{false, true, "200 partial"}, row{true, false, "200 partial"}}) {
     auto l = listen_loopback();
     http::client_options o = trusting_test_ca();
     o.accept_tls_truncation = w.accept;

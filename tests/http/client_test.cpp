@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // http::client against ringio's http::server (in process, on its own thread) and
 // against scripted raw servers on the client's loop, on every backend.
+#include "ringio/http/client.hpp"
+
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -15,7 +17,6 @@
 #include <vector>
 
 #include "ringio/http/body_writer.hpp"
-#include "ringio/http/client.hpp"
 #include "ringio/http/resolver.hpp"
 #include "ringio/scope.hpp"
 #include "ringio/time/sleep.hpp"
@@ -69,30 +70,18 @@ const http::router& test_routes() {
     r.get("/auth", [](http::request& q) -> task<http::response> {
       co_return http::response::text(200, "auth=" + std::string(q.header("authorization")));
     });
-    r.get("/r1", [](http::request&) -> task<http::response> {
-      co_return redirect(302, "r2");
-    });
-    r.get("/r2", [](http::request&) -> task<http::response> {
-      co_return redirect(301, "/hello");
-    });
-    r.get("/loop", [](http::request&) -> task<http::response> {
-      co_return redirect(302, "/loop");
-    });
-    r.post("/see-other", [](http::request&) -> task<http::response> {
-      co_return redirect(303, "/method");
-    });
-    r.post("/temporary", [](http::request&) -> task<http::response> {
-      co_return redirect(307, "/echo");
-    });
+    r.get("/r1", [](http::request&) -> task<http::response> { co_return redirect(302, "r2"); });
+    r.get("/r2", [](http::request&) -> task<http::response> { co_return redirect(301, "/hello"); });
+    r.get("/loop", [](http::request&) -> task<http::response> { co_return redirect(302, "/loop"); });
+    r.post("/see-other", [](http::request&) -> task<http::response> { co_return redirect(303, "/method"); });
+    r.post("/temporary", [](http::request&) -> task<http::response> { co_return redirect(307, "/echo"); });
     r.get("/to-localhost", [](http::request& q) -> task<http::response> {
       // The same server under another origin (a host name instead of the address).
       std::string host(q.header("host"));
       const std::string port = host.substr(host.rfind(':'));
       co_return redirect(302, "http://localhost" + port + "/auth");
     });
-    r.get("/to-self", [](http::request&) -> task<http::response> {
-      co_return redirect(302, "/auth");
-    });
+    r.get("/to-self", [](http::request&) -> task<http::response> { co_return redirect(302, "/auth"); });
     r.get("/slow", [](http::request&) -> task<http::response> {
       (void)co_await ringio::sleep_for(1500ms);
       co_return http::response::text(200, "late");
@@ -290,7 +279,8 @@ TEST_P(Client, RedirectLoopIsTooManyRedirects) {
 TEST_P(Client, SeeOtherTurnsPostIntoGetAndTemporaryKeepsIt) {
   start();
   http::client c({.follow_redirects = true});
-  auto r = run([](http::client& c, std::string a, std::string b) -> task<std::pair<result<http::client_response>, result<http::client_response>>> {
+  auto r = run([](http::client& c, std::string a,
+                  std::string b) -> task<std::pair<result<http::client_response>, result<http::client_response>>> {
     auto first = co_await c.post(a, "data", "text/plain");
     auto second = co_await c.post(b, "kept", "text/plain");
     co_return std::pair{std::move(first), std::move(second)};
@@ -395,7 +385,8 @@ TEST_P(Client, StopBeforeStartSendsNothing) {
   auto l = ringio_test::listen_loopback();
   const std::string u = "http://127.0.0.1:" + std::to_string(ringio_test::address_of(l).port()) + "/";
   http::client c;
-  auto r = run([](ringio::stream_listener& l, http::client& c, std::string u) -> task<std::pair<std::error_code, std::error_code>> {
+  auto r = run([](ringio::stream_listener& l, http::client& c,
+                  std::string u) -> task<std::pair<std::error_code, std::error_code>> {
     std::error_code request_error;
     ringio::scope s;
     s.request_stop();
@@ -443,9 +434,9 @@ TEST_P(Client, BodyOverTheLimit) {
 TEST_P(Client, BadUrlsAndHeaders) {
   start();
   http::client c;
-  for (const char* bad : {"", "ftp://x/", "http://", "http:///path", "http://user@host/", "http://host:99999/",
-                          "http://host:x/", "http://ho st/", "http://[::1/", "http://host/a b", "http://host/%zz",
-                          "http://[zz::1]/", "//host/"}) {
+  for (const char* bad :
+       {"", "ftp://x/", "http://", "http:///path", "http://user@host/", "http://host:99999/", "http://host:x/",
+        "http://ho st/", "http://[::1/", "http://host/a b", "http://host/%zz", "http://[zz::1]/", "//host/"}) {
     auto r = run(get(c, bad));
     ASSERT_FALSE(r) << bad;
     EXPECT_EQ(r.error(), http::client_errc::bad_url) << bad;
@@ -587,7 +578,8 @@ TEST_P(Client, GarbageFromTheServer) {
     auto l = ringio_test::listen_loopback();
     const std::string u = "http://127.0.0.1:" + std::to_string(ringio_test::address_of(l).port()) + "/";
     http::client c;
-    auto r = run([](ringio::stream_listener& l, http::client& c, std::string u, std::string reply) -> task<result<http::client_response>> {
+    auto r = run([](ringio::stream_listener& l, http::client& c, std::string u,
+                    std::string reply) -> task<result<http::client_response>> {
       ringio::scope server;
       server.spawn(raw_serve(l, {script{{reply}}}));
       auto out = co_await c.get(u);
@@ -618,13 +610,14 @@ TEST_P(Client, InterimResponsesAndBodiesUntilClose) {
 
   auto l2 = ringio_test::listen_loopback();
   const std::string u2 = "http://127.0.0.1:" + std::to_string(ringio_test::address_of(l2).port()) + "/";
-  auto until_close = run([](ringio::stream_listener& l, http::client& c, std::string u) -> task<result<http::client_response>> {
-    ringio::scope server;
-    server.spawn(raw_serve(l, {script{{"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nall of it"}}}));
-    auto out = co_await c.get(u);
-    co_await server.join();
-    co_return out;
-  }(l2, c, u2));
+  auto until_close =
+      run([](ringio::stream_listener& l, http::client& c, std::string u) -> task<result<http::client_response>> {
+        ringio::scope server;
+        server.spawn(raw_serve(l, {script{{"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nall of it"}}}));
+        auto out = co_await c.get(u);
+        co_await server.join();
+        co_return out;
+      }(l2, c, u2));
   ASSERT_TRUE(until_close) << until_close.error().message();
   EXPECT_EQ(until_close->body, "all of it");
   EXPECT_EQ(c.idle_connections(), 1u);  // the first server's connection; not this one
@@ -665,7 +658,8 @@ TEST_P(Client, RandomStopsKeepEveryResponseWholeOrCancelled) {
     const bool with_stop = rng() % 2 == 0;
     const auto delay = std::chrono::microseconds(rng() % 3000);
     if (rng() % 8 == 0) c.close_idle();
-    auto r = run([](http::client& c, std::string u, bool with_stop, std::chrono::microseconds d) -> task<result<http::client_response>> {
+    auto r = run([](http::client& c, std::string u, bool with_stop,
+                    std::chrono::microseconds d) -> task<result<http::client_response>> {
       if (!with_stop) {
         auto r = co_await c.get(u);
         co_return r;
@@ -717,16 +711,22 @@ task<> chaos_connection(ringio::stream_socket s, std::mt19937_64& rng, chaos_log
     const unsigned action = static_cast<unsigned>(rng() % 7);
     std::string reply;
     switch (action) {
-      case 0: case 2:
+      case 0:
+      case 2:
         reply = "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
         break;
       case 1:
         reply = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\n" + body.substr(0, 3) + "\r\n" +
                 std::to_string(body.size() - 3) + "\r\n" + body.substr(3) + "\r\n0\r\n\r\n";
         break;
-      case 3: reply = "HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\n" + body; break;
-      case 4: reply = "XYZ\r\n\r\n"; break;
-      default: break;  // 5: close, 6: reset
+      case 3:
+        reply = "HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\n" + body;
+        break;
+      case 4:
+        reply = "XYZ\r\n\r\n";
+        break;
+      default:
+        break;  // 5: close, 6: reset
     }
     if (action == 6) {
       linger l{1, 0};

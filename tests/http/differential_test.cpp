@@ -109,7 +109,8 @@ bool bad_authority(std::string_view a, bool host_required) {
     host = a.substr(0, colon);
     port = colon == std::string_view::npos ? std::string_view{} : a.substr(colon + 1);
     for (char c : host)
-      if (!std::isalnum(static_cast<unsigned char>(c)) && std::string_view("-._~!$&'()*+,;=%").find(c) == std::string_view::npos)
+      if (!std::isalnum(static_cast<unsigned char>(c)) &&
+          std::string_view("-._~!$&'()*+,;=%").find(c) == std::string_view::npos)
         return true;
   }
   if (port.size() > 5 || port.find_first_not_of("0123456789") != std::string_view::npos) return true;
@@ -158,7 +159,8 @@ const char* explain(const std::string& in, const parse_outcome& beast, const par
         (beast.version == 10 || !ringio::http::iequals(te, "chunked")))
       return "transfer coding other than a single chunked, or from HTTP/1.0";
     for (const auto& f : beast.fields)
-      if (ours.status == 400 && ringio::http::iequals(f.first, "content-length") && f.second.find(',') != std::string::npos)
+      if (ours.status == 400 && ringio::http::iequals(f.first, "content-length") &&
+          f.second.find(',') != std::string::npos)
         return "Content-Length as a list: 400";
     if (ours.status == 417 && beast.has_field("expect")) return "expectation other than 100-continue: 417";
     // Beast accepts such an extension, or waits for the quote to close.
@@ -197,7 +199,8 @@ const char* explain(const std::string& in, const parse_outcome& beast, const par
 }
 
 std::vector<std::string> mutants(std::size_t count) {
-  static const char alphabet[] = {' ', '\r', '\n', ':', '\t', '\0', 'a', '0', '-', ';', '"', '\x80', '\x7f', ',', 'Z', '9'};
+  static const char alphabet[] = {' ', '\r', '\n', ':',    '\t',   '\0', 'a', '0',
+                                  '-', ';',  '"',  '\x80', '\x7f', ',',  'Z', '9'};
   std::mt19937_64 rng(20240917);
   std::vector<std::string> all = valid_seeds, out;
   all.insert(all.end(), invalid_seeds.begin(), invalid_seeds.end());
@@ -207,10 +210,18 @@ std::vector<std::string> mutants(std::size_t count) {
     for (int e = 0; e < edits && !s.empty(); ++e) {
       std::size_t at = rng() % s.size();
       switch (rng() % 4) {
-        case 0: s[at] = alphabet[rng() % sizeof alphabet]; break;
-        case 1: s.erase(at, 1 + rng() % 3); break;
-        case 2: s.insert(at, 1, alphabet[rng() % sizeof alphabet]); break;
-        case 3: s.insert(at, s.substr(at, 1 + rng() % 8)); break;
+        case 0:
+          s[at] = alphabet[rng() % sizeof alphabet];
+          break;
+        case 1:
+          s.erase(at, 1 + rng() % 3);
+          break;
+        case 2:
+          s.insert(at, 1, alphabet[rng() % sizeof alphabet]);
+          break;
+        case 3:
+          s.insert(at, s.substr(at, 1 + rng() % 8));
+          break;
       }
     }
     out.push_back(std::move(s));

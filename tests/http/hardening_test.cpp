@@ -7,8 +7,8 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -64,8 +64,8 @@ std::vector<bad_case> bad_requests() {
       {"HTTP/1.1 without Host", "GET / HTTP/1.1\r\n\r\n", 400},
       {"Content-Length with Transfer-Encoding",
        "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n", 400},
-      {"conflicting Content-Lengths", "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
-       400},
+      {"conflicting Content-Lengths",
+       "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", 400},
       {"obs-fold", "GET / HTTP/1.1\r\nHost: t\r\nX: a\r\n b\r\n\r\n", 400},
       {"control character in a value", "GET / HTTP/1.1\r\nHost: t\r\nX: a\x01z\r\n\r\n", 400},
       {"bad chunk size", "POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 400},
@@ -88,7 +88,8 @@ std::vector<bad_case> bad_requests() {
       {"HTTP/0.9", "GET / HTTP/0.9\r\n\r\n", 505},
       {"unknown method", "BREW /pot HTTP/1.1\r\nHost: t\r\n\r\n", 501},
       {"lower-case method", "get / HTTP/1.1\r\nHost: t\r\n\r\n", 501},
-      {"unsupported transfer coding", "POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", 501},
+      {"unsupported transfer coding", "POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
+       501},
       {"unknown expectation", "GET / HTTP/1.1\r\nHost: t\r\nExpect: tea\r\n\r\n", 417},
   };
 }
@@ -287,8 +288,7 @@ ringio::http::server_options long_linger() {
 TEST_P(HttpHardening, TheAnswerToALargeRefusedBodySurvivesTheClose) {
   start(long_linger());
   http_client c(port());
-  ASSERT_TRUE(c.send("POST /nowhere HTTP/1.1\r\nHost: t\r\nContent-Length: 600000\r\n\r\n" +
-                     std::string(600000, 'x')));
+  ASSERT_TRUE(c.send("POST /nowhere HTTP/1.1\r\nHost: t\r\nContent-Length: 600000\r\n\r\n" + std::string(600000, 'x')));
   auto r = c.read_reply();
   ASSERT_TRUE(r) << "the answer was lost";
   EXPECT_EQ(r->status, 404);
@@ -508,11 +508,21 @@ TEST_P(HttpHardening, NoDescriptorLeaksAfterGoodBadAndTimedOutConnections) {
       clients.push_back(std::make_unique<http_client>(port()));
       auto& c = *clients.back();
       switch (i % 5) {
-        case 0: ASSERT_TRUE(c.exchange(get_request("/"))); break;
-        case 1: ASSERT_TRUE(c.exchange("GARBAGE\r\n\r\n")); break;
-        case 2: ASSERT_TRUE(c.send("GET / HTTP/1.1\r\n")); break;  // left to time out
-        case 3: ASSERT_TRUE(c.exchange(get_request("/throw"))); break;
-        case 4: ASSERT_TRUE(c.exchange(get_request("/stream"))); break;
+        case 0:
+          ASSERT_TRUE(c.exchange(get_request("/")));
+          break;
+        case 1:
+          ASSERT_TRUE(c.exchange("GARBAGE\r\n\r\n"));
+          break;
+        case 2:
+          ASSERT_TRUE(c.send("GET / HTTP/1.1\r\n"));
+          break;  // left to time out
+        case 3:
+          ASSERT_TRUE(c.exchange(get_request("/throw")));
+          break;
+        case 4:
+          ASSERT_TRUE(c.exchange(get_request("/stream")));
+          break;
       }
     }
   }

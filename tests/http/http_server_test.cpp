@@ -3,7 +3,6 @@
 // static files on every backend, the connection limit's log line, and its graceful
 // stop on SIGTERM.
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <chrono>
@@ -173,8 +172,8 @@ TEST(HttpServerTls, ServesHttpsAndPlainHttpOnTwoPorts) {
   auto probe = listen_loopback({.reuse_port = false});
   const std::uint16_t http_port = address_of(probe).port();
   probe = {};  // free again for the server
-  child_process p({server, "--port", "0", "--http-port", std::to_string(http_port), "--tls-cert", cert, "--tls-key",
-                   key});
+  child_process p(
+      {server, "--port", "0", "--http-port", std::to_string(http_port), "--tls-cert", cert, "--tls-key", key});
   std::uint16_t https_port = 0;
   bool plain_up = false;
   for (int i = 0; i < 2; ++i) {

@@ -2,8 +2,9 @@
 // json_writer: structure, commas, escaping, UTF-8 checking, number forms, misuse; and
 // its output read back by Python's json module (strict), fixed cases and seeded
 // random strings and numbers.
-#include <gtest/gtest.h>
+#include "ringio/http/json_writer.hpp"
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cinttypes>
@@ -18,7 +19,6 @@
 #include <string>
 #include <vector>
 
-#include "ringio/http/json_writer.hpp"
 #include "ringio/http/response.hpp"
 
 using namespace ringio::http;
@@ -34,10 +34,22 @@ std::string string_json(std::string_view s) {
 TEST(JsonWriter, ObjectsArraysAndCommas) {
   json_writer j;
   j.begin_object()
-      .key("id").value(42)
-      .key("name").value("ringio")
-      .key("tags").begin_array().value("a").value(true).null().begin_object().end_object().begin_array().end_array().end_array()
-      .key("ok").value(false)
+      .key("id")
+      .value(42)
+      .key("name")
+      .value("ringio")
+      .key("tags")
+      .begin_array()
+      .value("a")
+      .value(true)
+      .null()
+      .begin_object()
+      .end_object()
+      .begin_array()
+      .end_array()
+      .end_array()
+      .key("ok")
+      .value(false)
       .end_object();
   EXPECT_TRUE(j.complete());
   EXPECT_EQ(j.take(), R"({"id":42,"name":"ringio","tags":["a",true,null,{},[]],"ok":false})");
@@ -50,7 +62,8 @@ TEST(JsonWriter, ObjectsArraysAndCommas) {
 
 TEST(JsonWriter, EscapesQuotesBackslashesAndControlCharacters) {
   EXPECT_EQ(string_json("say \"hi\" \\ bye"), R"("say \"hi\" \\ bye")");
-  EXPECT_EQ(string_json(std::string_view("\0\x01\n\r\t\x1f\x7f", 7)), R"("\u0000\u0001\u000a\u000d\u0009\u001f)" "\x7f\"");
+  EXPECT_EQ(string_json(std::string_view("\0\x01\n\r\t\x1f\x7f", 7)), R"("\u0000\u0001\u000a\u000d\u0009\u001f)"
+                                                                      "\x7f\"");
   EXPECT_EQ(string_json("/</script>"), "\"/</script>\"") << "'/' needs no escape";
   json_writer j;
   j.begin_object().key("a\"b\n").value("").end_object();
@@ -58,7 +71,8 @@ TEST(JsonWriter, EscapesQuotesBackslashesAndControlCharacters) {
 }
 
 TEST(JsonWriter, ValidUtf8PassesThroughAndInvalidBecomesReplacementCharacters) {
-  EXPECT_EQ(string_json("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 \xe2\x80\xa8"), "\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 \xe2\x80\xa8\"");
+  EXPECT_EQ(string_json("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 \xe2\x80\xa8"),
+            "\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 \xe2\x80\xa8\"");
   const std::string fffd = "\xef\xbf\xbd";
   EXPECT_EQ(string_json("\x80"), "\"" + fffd + "\"") << "a stray continuation byte";
   EXPECT_EQ(string_json("\xc0\xaf"), "\"" + fffd + fffd + "\"") << "an overlong '/'";
@@ -192,14 +206,23 @@ TEST(JsonWriter, PythonReadsBackRandomStringsAndNumbers) {
   std::ofstream(dir + "/check.py") << checker;
   // Strings: fixed hard cases, then random bytes biased towards UTF-8 lead and
   // continuation bytes, controls, quotes and backslashes.
-  std::vector<std::string> strings = {"", "\"", "\\", std::string(1, '\0'), "\x7f", "\xe2\x80\xa8\xe2\x80\xa9",
-                                      "\xf0\x9f\x98\x80", "\xed\xa0\x80", "\xc0\x80", "\xf8\x88\x80\x80\x80"};
-  const std::string bias = "\"\\\x01\x1f\x7f\x80\xbf\xc2\xdf\xe0\xed\xef\xf0\xf4\xf5\xff" "aZ ";
+  std::vector<std::string> strings = {"",
+                                      "\"",
+                                      "\\",
+                                      std::string(1, '\0'),
+                                      "\x7f",
+                                      "\xe2\x80\xa8\xe2\x80\xa9",
+                                      "\xf0\x9f\x98\x80",
+                                      "\xed\xa0\x80",
+                                      "\xc0\x80",
+                                      "\xf8\x88\x80\x80\x80"};
+  const std::string bias =
+      "\"\\\x01\x1f\x7f\x80\xbf\xc2\xdf\xe0\xed\xef\xf0\xf4\xf5\xff"
+      "aZ ";
   for (int i = 0; i < 3000; ++i) {
     std::string s;
     int len = static_cast<int>(rng() % 20);
-    for (int k = 0; k < len; ++k)
-      s += rng() % 2 ? bias[rng() % bias.size()] : static_cast<char>(rng() % 256);
+    for (int k = 0; k < len; ++k) s += rng() % 2 ? bias[rng() % bias.size()] : static_cast<char>(rng() % 256);
     strings.push_back(s);
   }
   for (const auto& s : strings) {
@@ -221,7 +244,8 @@ TEST(JsonWriter, PythonReadsBackRandomStringsAndNumbers) {
     std::snprintf(h, sizeof h, "%a", d);
     lines << "d\t" << h << "\t" << j.take() << "\n";
   }
-  std::vector<std::int64_t> ints = {0, -1, std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max()};
+  std::vector<std::int64_t> ints = {0, -1, std::numeric_limits<std::int64_t>::min(),
+                                    std::numeric_limits<std::int64_t>::max()};
   for (int i = 0; i < 1000; ++i) ints.push_back(static_cast<std::int64_t>(rng()));
   for (std::int64_t v : ints) {
     json_writer j;

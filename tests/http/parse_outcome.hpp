@@ -15,13 +15,13 @@ namespace ringio_test {
 
 struct parse_outcome {
   enum kind_t { accepted, rejected, incomplete } kind = incomplete;
-  int status = 0;           // ringio's status for rejections
-  std::string error;        // Beast's message for rejections
+  int status = 0;     // ringio's status for rejections
+  std::string error;  // Beast's message for rejections
   std::string method, target;
-  int version = 0;          // 10 or 11
+  int version = 0;  // 10 or 11
   std::vector<std::pair<std::string, std::string>> fields;
   std::string body;
-  std::size_t consumed = 0;  // bytes of the message, body included
+  std::size_t consumed = 0;    // bytes of the message, body included
   bool head_complete = false;  // the head was parsed (even if the body is incomplete)
 
   [[nodiscard]] bool has_field(std::string_view name) const {
@@ -36,7 +36,8 @@ struct parse_outcome {
   }
 };
 
-/// ringio's parser and body framing, as the server runs them (1 MiB body limit), on `in` given whole, or `step` bytes at a time (0: whole).
+/// ringio's parser and body framing, as the server runs them (1 MiB body limit), on `in` given whole, or `step` bytes
+/// at a time (0: whole).
 inline parse_outcome ringio_parse(std::string in, std::size_t step = 0) {
   using namespace ringio::http;
   parse_outcome out;

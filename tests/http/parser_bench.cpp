@@ -3,7 +3,6 @@
 // basic_parser on three typical requests (the numbers behind docs/http.md). Not a
 // test: run build/<dir>/tests/http_parser_bench [iterations].
 #include <boost/beast/http/basic_parser.hpp>
-
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -47,7 +46,8 @@ const struct {
     {"wrk hello world (1 field)", "GET / HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n"},
     {"Chromium page load (11 fields)",
      "GET /style.css HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nConnection: keep-alive\r\nsec-ch-ua: \"Chromium\";v=\"156\", "
-     "\"Not-A.Brand\";v=\"24\"\r\nsec-ch-ua-mobile: ?0\r\nUser-Agent: Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 "
+     "\"Not-A.Brand\";v=\"24\"\r\nsec-ch-ua-mobile: ?0\r\nUser-Agent: Mozilla/5.0 (X11; Linux x86_64) "
+     "AppleWebKit/537.36 "
      "(KHTML, like Gecko) HeadlessChrome/156.0.0.0 Safari/537.36\r\nsec-ch-ua-platform: \"Linux\"\r\nAccept: "
      "text/css,*/*;q=0.1\r\nSec-Fetch-Site: same-origin\r\nSec-Fetch-Mode: no-cors\r\nReferer: "
      "http://127.0.0.1:8080/\r\nAccept-Encoding: gzip, deflate, br, zstd\r\n\r\n"},
@@ -78,24 +78,24 @@ int main(int argc, char** argv) {
     double ours = 1e30, theirs = 1e30;
     for (int round = 0; round < 5; ++round) {  // best of five, interleaved
       ours = std::min(ours, ns_per_call(iterations, [&] {
-        req.clear();
-        parser.reset();
-        auto h = parser.parse(buf, req);
-        sink += h.size + req.headers().size();
-        if (req.chunked()) {
-          buf = r.text;  // decoding is in place: restore (the copy is timed; it is small)
-          chunks.reset();
-          chunks.decode(buf.data() + h.size, buf.size() - h.size);
-          sink += chunks.body_size();
-        }
-      }));
+                        req.clear();
+                        parser.reset();
+                        auto h = parser.parse(buf, req);
+                        sink += h.size + req.headers().size();
+                        if (req.chunked()) {
+                          buf = r.text;  // decoding is in place: restore (the copy is timed; it is small)
+                          chunks.reset();
+                          chunks.decode(buf.data() + h.size, buf.size() - h.size);
+                          sink += chunks.body_size();
+                        }
+                      }));
       theirs = std::min(theirs, ns_per_call(iterations, [&] {
-        if (req.chunked()) buf = r.text;  // the same copy as above, for a fair comparison
-        beast_request p;
-        p.eager(true);
-        beast::error_code ec;
-        sink += p.put(boost::asio::buffer(buf), ec) + p.seen;
-      }));
+                          if (req.chunked()) buf = r.text;  // the same copy as above, for a fair comparison
+                          beast_request p;
+                          p.eager(true);
+                          beast::error_code ec;
+                          sink += p.put(boost::asio::buffer(buf), ec) + p.seen;
+                        }));
     }
     std::printf("%-32s %12.1f %12.1f %7.2fx\n", r.name, ours, theirs, theirs / ours);
   }

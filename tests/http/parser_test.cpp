@@ -131,14 +131,15 @@ TEST(RequestParser, StatusForEachKindOfError) {
 
 TEST(RequestParser, HostMustBeAnAuthority) {
   request req;
-  for (const char* good : {"h", "example.com", "example.com:8080", "127.0.0.1:80", "[::1]", "[::1]:8080",
-                           "[2001:db8::7]:65535", "[::ffff:192.0.2.1]", "[v1.fe:x]", "a.b-c_d~e!$&'()*+,;=",
-                           "%41bc", "h:", ""}) {
+  for (const char* good :
+       {"h", "example.com", "example.com:8080", "127.0.0.1:80", "[::1]", "[::1]:8080", "[2001:db8::7]:65535",
+        "[::ffff:192.0.2.1]", "[v1.fe:x]", "a.b-c_d~e!$&'()*+,;=", "%41bc", "h:", ""}) {
     EXPECT_EQ(parse_all(std::string("GET / HTTP/1.1\r\nHost: ") + good + "\r\n\r\n", req).state, parse_state::complete)
         << good;
   }
-  for (const char* bad : {"a b", "x/y", "x:abc", "x:99999", "x:65536", "x:-1", "x:1:2", "a@b", "x?y", "x#y", "%zz",
-                          "::1", "[::1", "[::1]x", "[::g]", "[]", "[v1]", "[::1%25eth0]", "a\"b", "<x>"}) {
+  for (const char* bad :
+       {"a b", "x/y", "x:abc", "x:99999", "x:65536", "x:-1", "x:1:2", "a@b",          "x?y",  "x#y",
+        "%zz", "::1", "[::1",  "[::1]x",  "[::g]",   "[]",   "[v1]",  "[::1%25eth0]", "a\"b", "<x>"}) {
     EXPECT_EQ(parse_all(std::string("GET / HTTP/1.1\r\nHost: ") + bad + "\r\n\r\n", req).status, 400) << bad;
   }
   EXPECT_EQ(parse_all("GET / HTTP/1.0\r\nHost: x:abc\r\n\r\n", req).status, 400) << "HTTP/1.0 too";
@@ -146,9 +147,9 @@ TEST(RequestParser, HostMustBeAnAuthority) {
 
 TEST(RequestParser, TargetMustBeInOriginOrAbsoluteForm) {
   request req;
-  for (const char* bad : {"GET hello", "GET *", "HEAD *", "GET x:80", "CONNECT x:80", "CONNECT example.com:443", "CONNECT /",
-                          "GET http://", "GET http:///p", "GET http://u@h/p", "GET http://h:99999/p", "GET http://h:x/",
-                          "GET 1http://h/", "GET ://h/", "GET http:/h/p", "GET ?q"}) {
+  for (const char* bad : {"GET hello", "GET *", "HEAD *", "GET x:80", "CONNECT x:80", "CONNECT example.com:443",
+                          "CONNECT /", "GET http://", "GET http:///p", "GET http://u@h/p", "GET http://h:99999/p",
+                          "GET http://h:x/", "GET 1http://h/", "GET ://h/", "GET http:/h/p", "GET ?q"}) {
     EXPECT_EQ(parse_all(std::string(bad) + " HTTP/1.1\r\nHost: h\r\n\r\n", req).status, 400) << bad;
   }
   ASSERT_EQ(parse_all("OPTIONS * HTTP/1.1\r\nHost: h\r\n\r\n", req).state, parse_state::complete);
@@ -188,9 +189,9 @@ TEST(RequestParser, RequestLineOverTheLimitGives414) {
   std::string target = "/" + std::string(200, 'a');
   EXPECT_EQ(parse_all("GET " + target + " HTTP/1.1\r\nHost: h\r\n\r\n", req, 100).status, 414);
   EXPECT_EQ(parse_all("GET " + target, req, 100).status, 414) << "still arriving";
-  EXPECT_EQ(parse_all("GET /" + std::string(80, 'a') + " HTTP/1.1\r\nHost: h\r\nX: " + std::string(50, 'b'), req, 100)
-                .status,
-            431)
+  EXPECT_EQ(
+      parse_all("GET /" + std::string(80, 'a') + " HTTP/1.1\r\nHost: h\r\nX: " + std::string(50, 'b'), req, 100).status,
+      431)
       << "the request line fits; the fields do not";
 }
 
@@ -225,8 +226,8 @@ TEST(ChunkedDecoder, ByteByByte) {
 }
 
 TEST(ChunkedDecoder, RejectsBadFramingAndLimits) {
-  for (std::string bad : {"x\r\n", "3 \r\nabc\r\n", "3;\r\nabc\r\n", "3\nabc", "3\r\nabcd\r\n", "3\r\nabc\r\n0\r\nbad\r\n",
-                          "fffffffffffffffff\r\n"}) {
+  for (std::string bad : {"x\r\n", "3 \r\nabc\r\n", "3;\r\nabc\r\n", "3\nabc", "3\r\nabcd\r\n",
+                          "3\r\nabc\r\n0\r\nbad\r\n", "fffffffffffffffff\r\n"}) {
     chunked_decoder d;
     chunked_decoder::status st;
     decode(bad, st, d);

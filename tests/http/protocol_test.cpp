@@ -53,7 +53,10 @@ TEST_P(HttpProtocol, HundredPipelinedRequestsInOneWriteAreAnsweredInOrder) {
 TEST_P(HttpProtocol, ChunkedBodyArrivingInPiecesIsDecoded) {
   http_client c(port());
   const std::string parts[] = {"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n",
-                               "5\r\nhel", "lo\r\n", "7;ext=\"a b\"\r\n, world\r\n", "0\r\nX-Trailer: yes\r\n",
+                               "5\r\nhel",
+                               "lo\r\n",
+                               "7;ext=\"a b\"\r\n, world\r\n",
+                               "0\r\nX-Trailer: yes\r\n",
                                "\r\n"};
   for (const auto& p : parts) {
     ASSERT_TRUE(c.send(p));
@@ -72,8 +75,8 @@ TEST_P(HttpProtocol, ContentLengthBodyLargerThanTheBufferIsReadWhole) {
   http_client c(port());
   std::string body(200 * 1024, 'q');
   body[12345] = 'Z';
-  auto r = c.exchange("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: " + std::to_string(body.size()) +
-                      "\r\n\r\n" + body);
+  auto r = c.exchange("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" +
+                      body);
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200);
   EXPECT_EQ(r->body, body);

@@ -2,6 +2,8 @@
 // percent_decode and query_params on their own: escapes, '+', empty and repeated
 // pieces, malformed escapes, caller buffers, and a seeded randomized comparison with a
 // plain reference decoder.
+#include "ringio/http/query_params.hpp"
+
 #include <gtest/gtest.h>
 
 #include <array>
@@ -14,7 +16,6 @@
 #include <vector>
 
 #include "ringio/http/percent_decode.hpp"
-#include "ringio/http/query_params.hpp"
 
 using namespace ringio::http;
 
@@ -178,7 +179,8 @@ TEST(QueryParams, RandomQueriesAgreeWithAReferenceDecoder) {
   for (int round = 0; round < 20000; ++round) {
     std::string q;
     int len = std::uniform_int_distribution<int>(0, 24)(rng);
-    for (int i = 0; i < len; ++i) q += alphabet[std::uniform_int_distribution<std::size_t>(0, alphabet.size() - 1)(rng)];
+    for (int i = 0; i < len; ++i)
+      q += alphabet[std::uniform_int_distribution<std::size_t>(0, alphabet.size() - 1)(rng)];
     query_params parsed(q);
     ASSERT_EQ(all(parsed), reference(q)) << "query " << q;
   }

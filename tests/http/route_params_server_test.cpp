@@ -34,16 +34,19 @@ ringio::http::router make_param_routes() {
   r.get("/users/{user}/posts/{post}", [](request& q) -> task<response> {
     ringio::http::json_writer j;
     j.begin_object().key("user").value(q.param("user")).key("post").value(q.param("post")).key("q").begin_array();
-    for (const auto& p : ringio::http::query_params(q.query())) j.begin_array().value(p.name).value(p.value).end_array();
+    for (const auto& p : ringio::http::query_params(q.query()))
+      j.begin_array().value(p.name).value(p.value).end_array();
     j.end_array().end_object();
     co_return response::json(200, j.take());
   });
-  r.get("/items/{id}", [](request& q) -> task<response> { co_return response::text(200, "get " + std::string(q.param("id"))); });
+  r.get("/items/{id}",
+        [](request& q) -> task<response> { co_return response::text(200, "get " + std::string(q.param("id"))); });
   r.put("/items/{id}", [](request& q) -> task<response> {
     co_return response::text(200, "put " + std::string(q.param("id")) + "=" + std::string(q.body()));
   });
   r.get("/items/new", [](request&) -> task<response> { co_return response::borrowed(200, "the form"); });
-  r.get("/files/{path...}", [](request& q) -> task<response> { co_return response::text(200, std::string(q.param("path"))); });
+  r.get("/files/{path...}",
+        [](request& q) -> task<response> { co_return response::text(200, std::string(q.param("path"))); });
   // GET /wait/{ms}: answers after ms milliseconds (a handler in progress when a client leaves).
   r.get("/wait/{ms}", [](request& q) -> task<response> {
     auto done = co_await ringio::sleep_for(std::chrono::milliseconds(std::stoi(std::string(q.param("ms")))));
@@ -80,7 +83,9 @@ TEST_P(HttpRouteParams, CapturesAndQueryReachTheHandlerDecoded) {
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200);
   EXPECT_EQ(r->header("Content-Type"), "application/json");
-  EXPECT_EQ(r->body, "{\"user\":\"ann lee\",\"post\":\"\xe2\x82\xac" "7\",\"q\":[[\"tag\",\"a b\"],[\"tag\",\"c&d\"],[\"empty\",\"\"]]}");
+  EXPECT_EQ(r->body,
+            "{\"user\":\"ann lee\",\"post\":\"\xe2\x82\xac"
+            "7\",\"q\":[[\"tag\",\"a b\"],[\"tag\",\"c&d\"],[\"empty\",\"\"]]}");
   auto files = c.exchange(get_request("/files/css/site%20main.css"));
   ASSERT_TRUE(files);
   EXPECT_EQ(files->body, "css/site main.css");
@@ -147,7 +152,8 @@ TEST_P(HttpRouteParams, RandomResetsAndCancellationsLeaveTheServerHealthy) {
     http_client c(port(), 3000);
     ASSERT_TRUE(c.connected());
     int id = static_cast<int>(rng() % 1000);
-    std::string full = "PUT /items/" + std::to_string(id) + " HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\n0123456789";
+    std::string full =
+        "PUT /items/" + std::to_string(id) + " HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\n0123456789";
     switch (rng() % 7) {
       case 0: {  // a whole request, answered and checked
         ++expected_answers;

@@ -3,6 +3,8 @@
 // match), precedence of exact over pattern over prefix routes, 404/405/Allow,
 // OPTIONS *, has_route, pattern validation, and a seeded randomized comparison with a
 // plain reference matcher.
+#include "ringio/http/router.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -18,7 +20,6 @@
 #include <vector>
 
 #include "ringio/http/request_parser.hpp"
-#include "ringio/http/router.hpp"
 #include "ringio/io_context.hpp"
 #include "ringio/sync_wait.hpp"
 

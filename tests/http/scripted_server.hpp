@@ -79,10 +79,10 @@ struct scripted_conn {
   ringio::task<bool> send(const std::string& s) {
     if (secure) {
       auto n = co_await secure->send_all(ringio::const_buffer(s.data(), s.size()));
-      co_return n && *n == s.size();
+      co_return n&&* n == s.size();
     }
     auto n = co_await plain.send_all(ringio::const_buffer(s.data(), s.size()));
-    co_return n && *n == s.size();
+    co_return n&&* n == s.size();
   }
   // Reads until `in` holds `count` bytes; false when the peer ended first.
   ringio::task<bool> fill(std::size_t count) {
@@ -134,17 +134,23 @@ inline ringio::task<> play(scripted_conn c, std::vector<step> script, server_log
         }
         break;
       }
-      case step::send: go_on = co_await c.send(s.bytes); break;
+      case step::send:
+        go_on = co_await c.send(s.bytes);
+        break;
       case step::flood:
         while (co_await c.send(s.bytes)) {
         }
         go_on = false;
         break;
-      case step::stall: go_on = static_cast<bool>(co_await ringio::sleep_for(std::chrono::milliseconds(s.ms))); break;
+      case step::stall:
+        go_on = static_cast<bool>(co_await ringio::sleep_for(std::chrono::milliseconds(s.ms)));
+        break;
       case step::close_notify:
         go_on = c.secure && static_cast<bool>(co_await c.secure->send_close_notify(std::chrono::seconds(1)));
         break;
-      case step::mark: ++log.marks; break;
+      case step::mark:
+        ++log.marks;
+        break;
       case step::reset: {
         linger l{1, 0};
         ::setsockopt(c.fd(), SOL_SOCKET, SO_LINGER, &l, sizeof l);
@@ -231,7 +237,8 @@ inline ringio::task<ringio::result<ringio::http::client_response>> fetch(
 inline std::optional<ringio::tls::context> test_server_tls() {
   const auto& certs = test_certs::get();
   if (!certs.ok) return std::nullopt;
-  auto ctx = ringio::tls::context::server({.certificate_chain_file = certs.server_cert, .private_key_file = certs.server_key});
+  auto ctx =
+      ringio::tls::context::server({.certificate_chain_file = certs.server_cert, .private_key_file = certs.server_key});
   if (!ctx) return std::nullopt;
   return std::move(*ctx);
 }

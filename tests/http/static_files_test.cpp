@@ -2,6 +2,8 @@
 // Static files over real sockets, on every backend: content types, index files,
 // conditional requests, byte ranges (multipart too), and paths that try to leave the
 // root; and the date and Range parsers on their own.
+#include "ringio/http/static_files.hpp"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -17,7 +19,6 @@
 #include "http/server_fixture.hpp"
 #include "http_date.hpp"
 #include "loop_resources.hpp"
-#include "ringio/http/static_files.hpp"
 #include "ringio/io_context.hpp"
 
 using namespace ringio_test;
@@ -122,8 +123,8 @@ TEST_P(HttpStaticFiles, DirectoriesServeTheirIndexAndGetASlash) {
 
 TEST_P(HttpStaticFiles, AFileNamedAsADirectoryIsNotFound) {
   // A trailing slash (also "/." or an empty last segment) names a directory.
-  for (const char* path : {"/style.css/", "/style.css//", "/style.css/.", "/style.css/%2e", "/./style.css/", "//style.css/",
-                           "/sub/index.html/", "/static/style.css/", "/link-in/"}) {
+  for (const char* path : {"/style.css/", "/style.css//", "/style.css/.", "/style.css/%2e", "/./style.css/",
+                           "//style.css/", "/sub/index.html/", "/static/style.css/", "/link-in/"}) {
     EXPECT_EQ(status_of(path), 404) << path;
   }
   // Empty and "." segments elsewhere are dropped, as for directories ("//sub" above).
@@ -151,9 +152,9 @@ TEST_P(HttpStaticFiles, ValidatorsGive304) {
 
 // The same instant in the two obsolete HTTP-date forms (RFC 9110 5.6.7), from an IMF-fixdate.
 std::string rfc850_from(const std::string& imf) {
-  static const std::pair<std::string, std::string> names[] = {{"Sun", "Sunday"},   {"Mon", "Monday"}, {"Tue", "Tuesday"},
-                                                              {"Wed", "Wednesday"}, {"Thu", "Thursday"},
-                                                              {"Fri", "Friday"},    {"Sat", "Saturday"}};
+  static const std::pair<std::string, std::string> names[] = {
+      {"Sun", "Sunday"},   {"Mon", "Monday"}, {"Tue", "Tuesday"}, {"Wed", "Wednesday"},
+      {"Thu", "Thursday"}, {"Fri", "Friday"}, {"Sat", "Saturday"}};
   std::string day;
   for (const auto& [abbr, full] : names)
     if (imf.compare(0, 3, abbr) == 0) day = full;
@@ -177,10 +178,11 @@ TEST(HttpDate, ParsesEveryFormAndPlacesTwoDigitYears) {
   EXPECT_EQ(parse_http_date("Monday, 01-Jun-76 00:00:00 GMT", now), std::time_t{3358195200});
   EXPECT_EQ(parse_http_date("Tuesday, 01-Jun-76 00:00:01 GMT", now), std::time_t{202435201});
   EXPECT_EQ(parse_http_date("Friday, 01-Jan-99 00:00:00 GMT", now), std::time_t{915148800});
-  for (const char* bad : {"", "Sun, 06 Nov 1994 08:49:37 UTC", "Sun, 06 Nov 1994 24:00:00 GMT", "Sun, 6 Nov 1994 08:49:37 GMT",
-                          "Xyz, 06 Nov 1994 08:49:37 GMT", "Sunday, 06-Nov-1994 08:49:37 GMT", "Funday, 06-Nov-94 08:49:37 GMT",
-                          "Sunday, 06-Foo-94 08:49:37 GMT", "Sun Nov  6 08:49:37 94", "Sun Nov 6 08:49:37 1994 ",
-                          "Sun Nov  6 08-49-37 1994"})
+  for (const char* bad :
+       {"", "Sun, 06 Nov 1994 08:49:37 UTC", "Sun, 06 Nov 1994 24:00:00 GMT", "Sun, 6 Nov 1994 08:49:37 GMT",
+        "Xyz, 06 Nov 1994 08:49:37 GMT", "Sunday, 06-Nov-1994 08:49:37 GMT", "Funday, 06-Nov-94 08:49:37 GMT",
+        "Sunday, 06-Foo-94 08:49:37 GMT", "Sun Nov  6 08:49:37 94", "Sun Nov 6 08:49:37 1994 ",
+        "Sun Nov  6 08-49-37 1994"})
     EXPECT_FALSE(parse_http_date(bad, now)) << bad;
 }
 
@@ -196,7 +198,8 @@ TEST(HttpRange, KeepsSatisfiableRangesInOrderAndRefusesOverlaps) {
   EXPECT_EQ(parse_range("bytes=0-9,9-10", 100, ranges, count), range_kind::ignore);
   EXPECT_EQ(count, 0u) << "nothing to send in parts";
   EXPECT_EQ(parse_range("bytes=-1,99-99", 100, ranges, count), range_kind::ignore) << "the same last byte twice";
-  EXPECT_EQ(parse_range("bytes=0-9,10-19", 100, ranges, count), range_kind::satisfiable) << "adjacent is not overlapping";
+  EXPECT_EQ(parse_range("bytes=0-9,10-19", 100, ranges, count), range_kind::satisfiable)
+      << "adjacent is not overlapping";
   EXPECT_EQ(parse_range("bytes=200-,-0", 100, ranges, count), range_kind::unsatisfiable);
   EXPECT_EQ(parse_range("bytes=,", 100, ranges, count), range_kind::ignore);
 }
@@ -210,7 +213,8 @@ TEST_P(HttpStaticFiles, ConditionalDatesInEveryHttpDateFormat) {
     EXPECT_EQ(get("/style.css", "If-Unmodified-Since: " + same + "\r\n")->status, 200);
   }
   // A two-digit year more than 50 years ahead is in the past century: 99 is 1999, 70 is 2070.
-  for (const char* past : {"Fri, 01 Jan 1999 00:00:00 GMT", "Friday, 01-Jan-99 00:00:00 GMT", "Fri Jan  1 00:00:00 1999"}) {
+  for (const char* past :
+       {"Fri, 01 Jan 1999 00:00:00 GMT", "Friday, 01-Jan-99 00:00:00 GMT", "Fri Jan  1 00:00:00 1999"}) {
     SCOPED_TRACE(past);
     EXPECT_EQ(get("/style.css", std::string("If-Modified-Since: ") + past + "\r\n")->status, 200);
     EXPECT_EQ(get("/style.css", std::string("If-Unmodified-Since: ") + past + "\r\n")->status, 412);
@@ -227,8 +231,9 @@ TEST_P(HttpStaticFiles, IfMatchAndItsPrecedence) {
   EXPECT_EQ(get("/style.css", "If-Match: \"other\", " + etag + "\r\n")->status, 200);
   EXPECT_EQ(get("/style.css", "If-Match: *\r\n")->status, 200);
   EXPECT_EQ(get("/style.css", "If-Match: W/" + etag + "\r\n")->status, 412) << "If-Match compares strongly";
-  EXPECT_EQ(get("/style.css", "If-Match: " + etag + "\r\nIf-Unmodified-Since: Fri, 01 Jan 1999 00:00:00 GMT\r\n")->status,
-            200)
+  EXPECT_EQ(
+      get("/style.css", "If-Match: " + etag + "\r\nIf-Unmodified-Since: Fri, 01 Jan 1999 00:00:00 GMT\r\n")->status,
+      200)
       << "If-Unmodified-Since is ignored when If-Match is present";
 }
 
@@ -301,7 +306,8 @@ TEST_P(HttpStaticFiles, SeveralRangesAreSentAsMultipartByteranges) {
 
 TEST_P(HttpStaticFiles, RangeSetsThatCouldAmplifyGetTheWholeFile) {
   std::string all = pattern(100);
-  for (const char* abuse : {"bytes=0-9,5-14", "bytes=0-,0-", "bytes=-10,95-", "bytes=0-99,50-50", "bytes=0-1,x", "bytes=0-1,,"}) {
+  for (const char* abuse :
+       {"bytes=0-9,5-14", "bytes=0-,0-", "bytes=-10,95-", "bytes=0-99,50-50", "bytes=0-1,x", "bytes=0-1,,"}) {
     auto r = get("/data.bin", std::string("Range: ") + abuse + "\r\n");
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, abuse == std::string("bytes=0-1,,") ? 206 : 200) << abuse;

@@ -103,8 +103,8 @@ TEST_P(HttpStreamFlush, EachChunkArrivesWhileTheHandlerSleepsBeforeTheNext) {
   http_client c(port(), 2000);
   ASSERT_TRUE(c.send(get_request("/count")));
   const auto start = std::chrono::steady_clock::now();
-  ASSERT_TRUE(read_until(c, "\r\n\r\n2\r\n0\n\r\n")) << "the head and the first chunk, complete with its CRLF: "
-                                                    << c.buffered();
+  ASSERT_TRUE(read_until(c, "\r\n\r\n2\r\n0\n\r\n"))
+      << "the head and the first chunk, complete with its CRLF: " << c.buffered();
   EXPECT_EQ(progress_.slept.load(), 0) << "the first chunk arrived only after the handler's sleep";
   EXPECT_LT(std::chrono::steady_clock::now() - start, 250ms);
   EXPECT_EQ(c.buffered().find("2\r\n1\n"), std::string::npos) << "the second chunk came early";

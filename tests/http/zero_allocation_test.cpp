@@ -17,9 +17,8 @@
 #include "ringio/http/server.hpp"
 #include "ringio/ringio.hpp"
 #include "support/backend_test.hpp"
-#include "support/loopback.hpp"
 #include "support/counting_new.hpp"
-
+#include "support/loopback.hpp"
 
 using namespace ringio;
 using namespace ringio_test;

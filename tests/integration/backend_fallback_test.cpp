@@ -85,7 +85,7 @@ bool round_trip(io_context& ctx) {
     auto w = co_await c->send_all(std::string_view("hi"));
     std::array<char, 2> buf;
     auto r = co_await a->recv_exact(buf);
-    co_return w && r && *r == 2;
+    co_return w&& r&&* r == 2;
   }(*l, at));
 }
 

@@ -79,9 +79,8 @@ TEST_P(BatchingWriter, MessagesQueuedWhileASendIsInFlightGoTogether) {
     batching_writer<std::string_view> w(p.a);
     scope sc;
     result<void> ran = unexpected(std::errc::interrupted);
-    sc.spawn([](batching_writer<std::string_view>& w, result<void>& out) -> task<void> {
-      out = co_await w.run();
-    }(w, ran));
+    sc.spawn(
+        [](batching_writer<std::string_view>& w, result<void>& out) -> task<void> { out = co_await w.run(); }(w, ran));
     for (int round = 0; round < 50; ++round) {
       for (int i = 0; i < 20; ++i) EXPECT_TRUE(w.try_write("0123456789\n"));
       co_await yield();

@@ -92,7 +92,8 @@ TEST_P(BufferedStream, MultiByteDelimiterSplitBetweenReceives) {
     scope s;
     // Each delimiter "\r\n\r\n" arrives in two or three receives; "\r\n" alone is no match.
     s.spawn([](stream_socket& w) -> task<void> {
-      for (std::string_view piece : {"GET / HTTP/1.1\r\nHost: a\r", "\n", "\r", "\nsecond\r\n", "\r\nthird\r\n\r", "\n"}) {
+      for (std::string_view piece :
+           {"GET / HTTP/1.1\r\nHost: a\r", "\n", "\r", "\nsecond\r\n", "\r\nthird\r\n\r", "\n"}) {
         auto sent = co_await w.send_all(piece);
         EXPECT_TRUE(sent);
         auto slept = co_await sleep_for(2ms);
@@ -568,7 +569,8 @@ TEST_P(BufferedStream, SeededRandomStopsAndResetsNeverLoseOrReorderBytes) {
     socket_pair p;
     buffered_stream in(p.a, 512 + rng() % 2048);
     read_outcome o;
-    run([](socket_pair& p, buffered_stream& in, const record_stream& rs, std::uint64_t seed, read_outcome& o) -> task<void> {
+    run([](socket_pair& p, buffered_stream& in, const record_stream& rs, std::uint64_t seed,
+           read_outcome& o) -> task<void> {
       co_await when_all(send_records(p.b, rs.wire, rs.wire.size(), false, seed + 1), read_records(in, seed + 2, o));
     }(p, in, rs, seed, o));
     EXPECT_EQ(o.end, errc::end_of_stream) << o.end.message();

@@ -82,7 +82,8 @@ TEST_P(Channel, WaitingReceiveIsCancelledByItsStopToken) {
     std::this_thread::sleep_for(20ms);
     src.request_stop();
   });
-  auto r = run([](channel<int>& ch, std::stop_token t) -> task<result<int>> { co_return co_await ch.receive(t); }(ch, src.get_token()));
+  auto r = run([](channel<int>& ch, std::stop_token t) -> task<result<int>> { co_return co_await ch.receive(t); }(
+                                                           ch, src.get_token()));
   stopper.join();
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error(), std::errc::operation_canceled);
@@ -255,34 +256,35 @@ TEST_P(Channel, SelectOverTwoChannelsLosesNoValue) {
     EXPECT_TRUE(a.try_send(i));
     EXPECT_TRUE(b.try_send(1000 + i));
   }
-  auto [from_a, from_b] = run([](channel<int>& a, channel<int>& b) -> task<std::pair<std::vector<int>, std::vector<int>>> {
-    std::vector<int> fa, fb;
-    scope sc;
-    auto late = [](channel<int>& a, channel<int>& b) -> task<void> {
-      auto z = co_await sleep_for(5ms);  // some rounds find both empty and wait
-      EXPECT_TRUE(z);
-      for (int i = 30; i < 40; ++i) {
-        EXPECT_TRUE(a.try_send(i));
-        EXPECT_TRUE(b.try_send(1000 + i));
-        co_await yield();
-      }
-    };
-    sc.spawn(late(a, b));
-    while (fa.size() + fb.size() < 80) {
-      auto w = co_await when_any(a.receive(), b.receive());
-      if (w.index() == 0) {
-        auto& v = std::get<0>(w);
-        EXPECT_TRUE(v);
-        if (v) fa.push_back(*v);
-      } else {
-        auto& v = std::get<1>(w);
-        EXPECT_TRUE(v);
-        if (v) fb.push_back(*v);
-      }
-    }
-    co_await sc.join();
-    co_return std::pair{fa, fb};
-  }(a, b));
+  auto [from_a, from_b] =
+      run([](channel<int>& a, channel<int>& b) -> task<std::pair<std::vector<int>, std::vector<int>>> {
+        std::vector<int> fa, fb;
+        scope sc;
+        auto late = [](channel<int>& a, channel<int>& b) -> task<void> {
+          auto z = co_await sleep_for(5ms);  // some rounds find both empty and wait
+          EXPECT_TRUE(z);
+          for (int i = 30; i < 40; ++i) {
+            EXPECT_TRUE(a.try_send(i));
+            EXPECT_TRUE(b.try_send(1000 + i));
+            co_await yield();
+          }
+        };
+        sc.spawn(late(a, b));
+        while (fa.size() + fb.size() < 80) {
+          auto w = co_await when_any(a.receive(), b.receive());
+          if (w.index() == 0) {
+            auto& v = std::get<0>(w);
+            EXPECT_TRUE(v);
+            if (v) fa.push_back(*v);
+          } else {
+            auto& v = std::get<1>(w);
+            EXPECT_TRUE(v);
+            if (v) fb.push_back(*v);
+          }
+        }
+        co_await sc.join();
+        co_return std::pair{fa, fb};
+      }(a, b));
   ASSERT_EQ(from_a.size(), 40u);
   ASSERT_EQ(from_b.size(), 40u);
   for (int i = 0; i < 40; ++i) {

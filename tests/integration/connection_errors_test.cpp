@@ -1,21 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
 // Errors from real peers: refused connections, resets mid-transfer, running out of
 // file descriptors while accepting.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-
-#include <cstring>
-#include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <string>
-#include <utility>
 #include <array>
-#include <thread>
 #include <chrono>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "ringio/ringio.hpp"
@@ -51,7 +50,8 @@ TEST_P(ConnectionErrors, ConnectToAClosedPortIsRefused) {
     auto l = listen_loopback();
     closed = address_of(l);
   }  // closed again: nobody listens on that port now
-  auto r = run([](socket_address to) -> task<result<stream_socket>> { co_return co_await stream_socket::connect(to); }(closed));
+  auto r = run(
+      [](socket_address to) -> task<result<stream_socket>> { co_return co_await stream_socket::connect(to); }(closed));
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error(), std::errc::connection_refused);
 }
@@ -221,18 +221,19 @@ TEST_P(ConnectionErrors, ConnectFromAChosenSourceAddress) {
   auto l = listen_loopback();
   auto from = socket_address::parse("127.0.0.2:0");
   ASSERT_TRUE(from);
-  auto peers = run([](stream_listener& l, socket_address to, socket_address from) -> task<std::pair<std::string, std::string>> {
-    auto s = co_await stream_socket::connect(to, from);
-    EXPECT_TRUE(s) << s.error().message();
-    auto a = co_await l.accept();
-    EXPECT_TRUE(a);
-    if (!s || !a) co_return std::pair<std::string, std::string>{};
-    auto mine = s->local_address();
-    auto seen = a->peer_address();
-    EXPECT_TRUE(mine && seen);
-    EXPECT_NE(mine->port(), 0);
-    co_return std::pair{mine->to_string(), seen->to_string()};
-  }(l, address_of(l), *from));
+  auto peers =
+      run([](stream_listener& l, socket_address to, socket_address from) -> task<std::pair<std::string, std::string>> {
+        auto s = co_await stream_socket::connect(to, from);
+        EXPECT_TRUE(s) << s.error().message();
+        auto a = co_await l.accept();
+        EXPECT_TRUE(a);
+        if (!s || !a) co_return std::pair<std::string, std::string>{};
+        auto mine = s->local_address();
+        auto seen = a->peer_address();
+        EXPECT_TRUE(mine && seen);
+        EXPECT_NE(mine->port(), 0);
+        co_return std::pair{mine->to_string(), seen->to_string()};
+      }(l, address_of(l), *from));
   EXPECT_EQ(peers.first.substr(0, 10), "127.0.0.2:");
   EXPECT_EQ(peers.first, peers.second);
 }

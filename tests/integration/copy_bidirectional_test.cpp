@@ -13,12 +13,12 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
-#include <cstdlib>
-#include <map>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <map>
 #include <random>
 #include <span>
 #include <stop_token>
@@ -194,7 +194,9 @@ TEST_P(CopyBidirectional, EmptyStreamsBothWaysEndCleanly) {
   proxy_chain ch(transport::tcp);
   ::shutdown(ch.client.native_handle(), SHUT_WR);
   ::shutdown(ch.server.native_handle(), SHUT_WR);
-  auto r = run([](proxy_chain& ch) -> task<result<copy_result>> { co_return co_await copy_bidirectional(ch.proxy_a, ch.proxy_b); }(ch));
+  auto r = run([](proxy_chain& ch) -> task<result<copy_result>> {
+    co_return co_await copy_bidirectional(ch.proxy_a, ch.proxy_b);
+  }(ch));
   ASSERT_TRUE(r);
   EXPECT_TRUE(r->ok());
   EXPECT_EQ(r->a_to_b, 0u);
@@ -387,8 +389,8 @@ struct scenario {
   transport via = transport::unix_pair;
   std::size_t up = 0, down = 0, buffer = 0;
   fault what = fault::none;
-  std::size_t reset_after = 0;                 // bytes the resetting peer receives first
-  std::chrono::microseconds delay{0};          // stop time, or the senders' stall
+  std::size_t reset_after = 0;         // bytes the resetting peer receives first
+  std::chrono::microseconds delay{0};  // stop time, or the senders' stall
   std::chrono::milliseconds idle_timeout{0};
 };
 
@@ -451,7 +453,8 @@ task<void> run_peer(peer& p) {
 TEST_P(CopyBidirectional, SeededRandomFaultsKeepCountsExactAndLeakNothing) {
   std::uint64_t seed = std::random_device{}();
   if (const char* env = std::getenv("RINGIO_COPY_SEED")) seed = std::strtoull(env, nullptr, 10);
-  std::printf("copy_bidirectional random faults: seed %llu (RINGIO_COPY_SEED)\n", static_cast<unsigned long long>(seed));
+  std::printf("copy_bidirectional random faults: seed %llu (RINGIO_COPY_SEED)\n",
+              static_cast<unsigned long long>(seed));
   std::mt19937_64 rng(seed);
   const std::size_t fds_before = open_fd_count();
   std::map<std::string, int> endings;  // how the copies ended, printed at the end
@@ -471,33 +474,34 @@ TEST_P(CopyBidirectional, SeededRandomFaultsKeepCountsExactAndLeakNothing) {
         opts.idle_timeout = sc.idle_timeout;
         client.stall = server.stall = sc.delay * 3;
       }
-      auto r = run([](proxy_chain& ch, peer& client, peer& server, copy_options opts, scenario sc) -> task<result<copy_result>> {
-        result<copy_result> out = unexpected(std::errc::io_error);
-        scope peers;
-        peers.spawn(run_peer(client));
-        peers.spawn(run_peer(server));
-        {
-          scope proxy;
-          proxy.spawn([](proxy_chain& ch, copy_options opts, result<copy_result>& out) -> task<void> {
-            auto copied = co_await copy_bidirectional(ch.proxy_a, ch.proxy_b, opts);
-            out = std::move(copied);
-          }(ch, opts, out));
-          if (sc.what == fault::stop) {  // mostly while data still flows
-            auto slept = co_await sleep_for(sc.delay / 16);
-            EXPECT_TRUE(slept);
-            proxy.request_stop();
-          }
-          co_await proxy.join();
-        }
-        // The copy is over: end what a stop left open and stop senders the proxy no
-        // longer reads from, so each peer reads what was delivered to it and ends.
-        ::shutdown(ch.proxy_a.native_handle(), SHUT_RDWR);
-        ::shutdown(ch.proxy_b.native_handle(), SHUT_RDWR);
-        client.sending_stop.request_stop();
-        server.sending_stop.request_stop();
-        co_await peers.join();
-        co_return out;
-      }(ch, client, server, opts, sc));
+      auto r = run(
+          [](proxy_chain& ch, peer& client, peer& server, copy_options opts, scenario sc) -> task<result<copy_result>> {
+            result<copy_result> out = unexpected(std::errc::io_error);
+            scope peers;
+            peers.spawn(run_peer(client));
+            peers.spawn(run_peer(server));
+            {
+              scope proxy;
+              proxy.spawn([](proxy_chain& ch, copy_options opts, result<copy_result>& out) -> task<void> {
+                auto copied = co_await copy_bidirectional(ch.proxy_a, ch.proxy_b, opts);
+                out = std::move(copied);
+              }(ch, opts, out));
+              if (sc.what == fault::stop) {  // mostly while data still flows
+                auto slept = co_await sleep_for(sc.delay / 16);
+                EXPECT_TRUE(slept);
+                proxy.request_stop();
+              }
+              co_await proxy.join();
+            }
+            // The copy is over: end what a stop left open and stop senders the proxy no
+            // longer reads from, so each peer reads what was delivered to it and ends.
+            ::shutdown(ch.proxy_a.native_handle(), SHUT_RDWR);
+            ::shutdown(ch.proxy_b.native_handle(), SHUT_RDWR);
+            client.sending_stop.request_stop();
+            server.sending_stop.request_stop();
+            co_await peers.join();
+            co_return out;
+          }(ch, client, server, opts, sc));
       ASSERT_TRUE(r) << r.error().message();
       const copy_result& c = *r;
       ++endings[c.ok() ? "clean" : c.error.message()];

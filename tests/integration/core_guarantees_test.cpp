@@ -282,21 +282,22 @@ TEST_P(CoreGuarantees, DeadlinesFireWhileIdleReadsFillTheCap) {
     ::shutdown(extra.b.native_handle(), SHUT_RDWR);
   });
   auto t0 = clk::now();
-  auto [slept, timed] = sync_wait(ctx, [](std::vector<socket_pair>& idle, socket_pair& extra)
-                                           -> task<std::pair<result<void>, result<std::size_t>>> {
-    scope readers;
-    for (auto& p : idle)
-      readers.spawn([](stream_socket& s) -> task<void> {
+  auto [slept, timed] = sync_wait(
+      ctx,
+      [](std::vector<socket_pair>& idle, socket_pair& extra) -> task<std::pair<result<void>, result<std::size_t>>> {
+        scope readers;
+        for (auto& p : idle)
+          readers.spawn([](stream_socket& s) -> task<void> {
+            std::array<char, 8> buf;
+            (void)co_await s.recv(buf);
+          }(p.a));
+        auto slept = co_await sleep_for(20ms);
         std::array<char, 8> buf;
-        (void)co_await s.recv(buf);
-      }(p.a));
-    auto slept = co_await sleep_for(20ms);
-    std::array<char, 8> buf;
-    auto timed = co_await with_timeout(extra.a.recv(buf), 20ms);
-    readers.request_stop();
-    co_await readers.join();
-    co_return std::pair{slept, timed};
-  }(idle, extra));
+        auto timed = co_await with_timeout(extra.a.recv(buf), 20ms);
+        readers.request_stop();
+        co_await readers.join();
+        co_return std::pair{slept, timed};
+      }(idle, extra));
   EXPECT_FALSE(dog.disarm()) << "a deadline waited behind idle reads";
   EXPECT_TRUE(slept);
   EXPECT_EQ(timed.error(), std::errc::timed_out);
@@ -319,7 +320,7 @@ TEST_P(CoreGuarantees, TinyInFlightCapsStillRunOperations) {
       auto nopped = co_await nop();
       std::array<char, 8> buf;
       auto got = co_await with_timeout(s.recv(buf), 1s);
-      co_return slept && nopped ? got.value_or(0) : 0;
+      co_return slept&& nopped ? got.value_or(0) : 0;
     }(p.a));
     finished = true;
     EXPECT_FALSE(dog.disarm()) << "cap " << cap;

@@ -1,15 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // Work handed between loops on different threads: post, spawn_on, the runtime, and
 // stops requested from other threads while the loops are busy.
+#include <dirent.h>
 #include <gtest/gtest.h>
 
-#include <dirent.h>
-
 #include <atomic>
+#include <chrono>
 #include <fstream>
 #include <memory>
 #include <string>
-#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -132,13 +131,15 @@ TEST(CrossThread, LoopsWakeEachOtherWithRingMessages) {
   rt.run_on_each([&](io_context& ctx, unsigned i) -> task<void> {
     if (i == 1) co_return;
     // (run_on_each itself wakes loop 1 from this plain thread: count from here on.)
-    before = co_await spawn_on(rt.context(1), [](io_context& c) -> task<loop_statistics> { co_return c.stats(); }(rt.context(1)));
+    before = co_await spawn_on(rt.context(1),
+                               [](io_context& c) -> task<loop_statistics> { co_return c.stats(); }(rt.context(1)));
     for (int k = 0; k < 20; ++k) {
       auto s = co_await sleep_for(std::chrono::milliseconds(2));  // loop 1 falls asleep meanwhile
       EXPECT_TRUE(s);
       co_await spawn_on(rt.context(1), []() -> task<void> { co_return; }());
     }
-    target = co_await spawn_on(rt.context(1), [](io_context& c) -> task<loop_statistics> { co_return c.stats(); }(rt.context(1)));
+    target = co_await spawn_on(rt.context(1),
+                               [](io_context& c) -> task<loop_statistics> { co_return c.stats(); }(rt.context(1)));
     (void)ctx;
   });
   EXPECT_GE(target.message_wakes - before.message_wakes, 10u) << "loop 1 was not woken by messages";

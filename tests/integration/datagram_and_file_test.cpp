@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // UDP datagrams, regular files at offsets, and signals delivered through the loop.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -122,8 +122,8 @@ RINGIO_ALL_BACKENDS_AND_SIM(Datagrams);
 class Files : public backend_test {};
 
 TEST_P(Files, WriteAtThenReadAtRoundTrip) {
-  std::string path = ::testing::TempDir() + "ringio-file-" + std::to_string(::getpid()) + "-" +
-                     std::string(to_string(GetParam()));
+  std::string path =
+      ::testing::TempDir() + "ringio-file-" + std::to_string(::getpid()) + "-" + std::string(to_string(GetParam()));
   auto data = random_bytes(200000, 5);
   auto back = run([](std::string path, const std::vector<std::byte>& data) -> task<std::vector<std::byte>> {
     auto f = file::open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);

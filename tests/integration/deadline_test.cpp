@@ -140,7 +140,8 @@ TEST_P(Deadlines, AMillionResetsAreCheapAndTheLastOneCounts) {
   wait_outcome out;
   clock_type::duration spent{};
   clock_type::time_point final_expiry{};
-  run([](deadline& d, wait_outcome& out, clock_type::duration& spent, clock_type::time_point& final_expiry) -> task<void> {
+  run([](deadline& d, wait_outcome& out, clock_type::duration& spent,
+         clock_type::time_point& final_expiry) -> task<void> {
     scope s;
     s.spawn(wait_on(d, out));
     auto t0 = clock_type::now();
@@ -267,11 +268,23 @@ TEST_P(Deadlines, RandomMovesKeepTheInvariants) {
         co_await pause(std::chrono::microseconds(rng() % 4000));
         if (out.done) break;
         switch (rng() % 8) {
-          case 0: d.disarm(); break;
-          case 1: cancelled = true; d.cancel(); break;
-          case 2: s.request_stop(); cancelled = true; break;
-          case 3: d.reset(clock_type::now() + std::chrono::microseconds(rng() % 3000)); break;
-          default: d.extend(std::chrono::microseconds(rng() % 6000)); break;
+          case 0:
+            d.disarm();
+            break;
+          case 1:
+            cancelled = true;
+            d.cancel();
+            break;
+          case 2:
+            s.request_stop();
+            cancelled = true;
+            break;
+          case 3:
+            d.reset(clock_type::now() + std::chrono::microseconds(rng() % 3000));
+            break;
+          default:
+            d.extend(std::chrono::microseconds(rng() % 6000));
+            break;
         }
       }
       if (!out.done && !d.armed()) d.extend(1ms);  // let every round end

@@ -237,10 +237,8 @@ TEST_P(DirectDescriptors, FullTableFallsBackAndRefills) {
           auto c = co_await stream_socket::connect(at);
           EXPECT_TRUE(c);
           result<stream_socket> s;
-          if (acc)
-            s = co_await with_timeout(acc->next(), 5s);
-          else
-            s = co_await with_timeout(l.accept(), 5s);
+          if (acc) s = co_await with_timeout(acc->next(), 5s);
+          else s = co_await with_timeout(l.accept(), 5s);
           EXPECT_TRUE(s) << (s ? "" : s.error().message());
           if (!c || !s) co_return;
           EXPECT_EQ(s->is_direct(), direct && i < 4) << "round " << round << " connection " << i;
@@ -327,8 +325,8 @@ TEST_P(DirectDescriptors, CancelStopAndTimeoutOnADirectRecv) {
       auto r = co_await s.recv(buf);
       EXPECT_FALSE(r);
       if (!r) {
-      EXPECT_EQ(r.error(), std::errc::operation_canceled);
-    }
+        EXPECT_EQ(r.error(), std::errc::operation_canceled);
+      }
       co_await sc.join();
     }
     // A stop token.
@@ -343,8 +341,8 @@ TEST_P(DirectDescriptors, CancelStopAndTimeoutOnADirectRecv) {
       auto r = co_await s.recv(buf).with_stop(stop.get_token());
       EXPECT_FALSE(r);
       if (!r) {
-      EXPECT_EQ(r.error(), std::errc::operation_canceled);
-    }
+        EXPECT_EQ(r.error(), std::errc::operation_canceled);
+      }
       co_await sc.join();
     }
     // A linked timeout.
@@ -352,8 +350,8 @@ TEST_P(DirectDescriptors, CancelStopAndTimeoutOnADirectRecv) {
       auto r = co_await with_timeout(s.recv(buf), 20ms);
       EXPECT_FALSE(r);
       if (!r) {
-      EXPECT_EQ(r.error(), std::errc::timed_out);
-    }
+        EXPECT_EQ(r.error(), std::errc::timed_out);
+      }
     }
     // cancel() also ends a multishot receiver's wait on the direct socket.
     {
@@ -368,8 +366,8 @@ TEST_P(DirectDescriptors, CancelStopAndTimeoutOnADirectRecv) {
       auto part = co_await rx.next();
       EXPECT_FALSE(part);
       if (!part) {
-      EXPECT_EQ(part.error(), std::errc::operation_canceled);
-    }
+        EXPECT_EQ(part.error(), std::errc::operation_canceled);
+      }
       co_await sc.join();
     }
     // Nothing was lost: data sent now arrives.
@@ -451,21 +449,21 @@ TEST_P(DirectDescriptors, RandomResetsStopsAndShutdowns) {
       ++t.served;
       auto stop = std::make_shared<std::stop_source>();
       const bool close_explicitly = (rng() & 1) != 0;
-      servers.spawn([](stream_socket s, std::shared_ptr<std::stop_source> stop, bool close_explicitly,
-                       tally& t) -> task<void> {
-        std::array<std::byte, 128> buf;
-        for (;;) {
-          auto n = co_await s.recv(buf).with_stop(stop->get_token());
-          if (!n || *n == 0) break;
-          auto w = co_await s.send_all(std::span(buf).first(*n));
-          if (!w) break;
-        }
-        if (close_explicitly) {
-          auto closed = co_await s.close();
-          EXPECT_TRUE(closed);
-        }
-        ++t.finished;
-      }(std::move(*s), stop, close_explicitly, t));
+      servers.spawn(
+          [](stream_socket s, std::shared_ptr<std::stop_source> stop, bool close_explicitly, tally& t) -> task<void> {
+            std::array<std::byte, 128> buf;
+            for (;;) {
+              auto n = co_await s.recv(buf).with_stop(stop->get_token());
+              if (!n || *n == 0) break;
+              auto w = co_await s.send_all(std::span(buf).first(*n));
+              if (!w) break;
+            }
+            if (close_explicitly) {
+              auto closed = co_await s.close();
+              EXPECT_TRUE(closed);
+            }
+            ++t.finished;
+          }(std::move(*s), stop, close_explicitly, t));
       for (int m = 0; m < messages; ++m) {
         auto sent = co_await c->send_all(std::string_view("0123456789"));
         EXPECT_TRUE(sent);

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Echo over real sockets: sizes from 1 byte to 1 MiB, many connections at once,
 // every byte compared.
+#include "support/echo.hpp"
+
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -13,7 +15,6 @@
 
 #include "ringio/ringio.hpp"
 #include "support/backend_test.hpp"
-#include "support/echo.hpp"
 #include "support/loopback.hpp"
 #include "support/tcp_memory.hpp"
 
@@ -46,14 +47,17 @@ task<bool> echo_client(socket_address to, std::vector<std::byte> data) {
   auto sender = [](stream_socket& s, std::span<const std::byte> d) -> task<bool> {
     auto r = co_await s.send_all(d);
     auto sh = co_await s.shutdown();
-    co_return r && *r == d.size() && sh;
+    co_return r&&* r == d.size() && sh;
   };
   auto [sent, got] = co_await when_all(sender(*s, data), s->recv_exact(back));
   const bool ok = sent && got && *got == data.size() && back == data;
   if (!ok) {
     // Which step failed, for the report (printed only when the test fails).
     std::fprintf(stderr, "echo of %zu bytes: send %s, echo %s\n", data.size(), sent ? "ok" : "failed",
-                 !got ? got.error().message().c_str() : *got != data.size() ? "short" : back != data ? "differs" : "ok");
+                 !got                  ? got.error().message().c_str()
+                 : *got != data.size() ? "short"
+                 : back != data        ? "differs"
+                                       : "ok");
   }
   co_return ok;
 }
@@ -69,7 +73,9 @@ TEST_P(Echo, RandomSizesFromOneByteToOneMebibyteOverAThousandConnections) {
   std::size_t total = 0;
   for (std::size_t i = 0; i < connections; ++i) {
     // log-uniform in [1, 2^20], plus the two edges
-    std::size_t n = i == 0 ? 1 : i == 1 ? (1u << 20) : static_cast<std::size_t>(std::exp2(std::uniform_real_distribution<double>(0, 20)(rng)));
+    std::size_t n = i == 0   ? 1
+                    : i == 1 ? (1u << 20)
+                             : static_cast<std::size_t>(std::exp2(std::uniform_real_distribution<double>(0, 20)(rng)));
     sizes.push_back(n);
     total += n;
   }
@@ -112,23 +118,24 @@ TEST_P(Echo, SendAllLoopsOverShortSends) {
   ::setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &small, sizeof small);
   stream_socket a{detail::fd_handle(sv[0])}, b{detail::fd_handle(sv[1])};
   auto data = random_bytes(4 << 20, 11);
-  auto got = run([](stream_socket& a, stream_socket& b, const std::vector<std::byte>& data) -> task<std::vector<std::byte>> {
-    std::vector<std::byte> back(data.size());
-    auto reader = [](stream_socket& b, std::vector<std::byte>& back) -> task<std::size_t> {
-      std::size_t off = 0;
-      while (off < back.size()) {
-        auto n = co_await b.recv(std::span(back).subspan(off, std::min<std::size_t>(1000, back.size() - off)));
-        if (!n || *n == 0) break;
-        off += *n;
-      }
-      co_return off;
-    };
-    auto [sent, read] = co_await when_all(a.send_all(data), reader(b, back));
-    EXPECT_TRUE(sent);
-    EXPECT_EQ(sent.value_or(0), data.size());
-    EXPECT_EQ(read, data.size());
-    co_return back;
-  }(a, b, data));
+  auto got =
+      run([](stream_socket& a, stream_socket& b, const std::vector<std::byte>& data) -> task<std::vector<std::byte>> {
+        std::vector<std::byte> back(data.size());
+        auto reader = [](stream_socket& b, std::vector<std::byte>& back) -> task<std::size_t> {
+          std::size_t off = 0;
+          while (off < back.size()) {
+            auto n = co_await b.recv(std::span(back).subspan(off, std::min<std::size_t>(1000, back.size() - off)));
+            if (!n || *n == 0) break;
+            off += *n;
+          }
+          co_return off;
+        };
+        auto [sent, read] = co_await when_all(a.send_all(data), reader(b, back));
+        EXPECT_TRUE(sent);
+        EXPECT_EQ(sent.value_or(0), data.size());
+        EXPECT_EQ(read, data.size());
+        co_return back;
+      }(a, b, data));
   EXPECT_TRUE(got == data);
 }
 

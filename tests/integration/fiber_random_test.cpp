@@ -89,7 +89,8 @@ TEST_P(FiberRandom, EchoWithRandomStopsShutdownsAndResets) {
     for (std::size_t i = 0; i < conns.size(); ++i) {
       connection& c = conns[i];
       c.client_scope = std::make_unique<scope>();
-      spawn_fiber(servers, [&c] { server(c); }, fiber_options{.stack_size = 32 * 1024});
+      spawn_fiber(
+          servers, [&c] { server(c); }, fiber_options{.stack_size = 32 * 1024});
       spawn_fiber(*c.client_scope, [&c, s = seed ^ i] { client(c, s); });
     }
     // The chaos: at random moments, stop a client, shut its sending side, or reset both.
@@ -98,8 +99,12 @@ TEST_P(FiberRandom, EchoWithRandomStopsShutdownsAndResets) {
       (void)co_await sleep_for(pause);
       connection& c = conns[rng() % conns.size()];
       switch (rng() % 3) {
-        case 0: c.client_scope->request_stop(); break;
-        case 1: ::shutdown(c.p.a.native_handle(), SHUT_WR); break;
+        case 0:
+          c.client_scope->request_stop();
+          break;
+        case 1:
+          ::shutdown(c.p.a.native_handle(), SHUT_WR);
+          break;
         default:
           ::shutdown(c.p.b.native_handle(), SHUT_RDWR);
           c.reset = true;
@@ -125,10 +130,8 @@ TEST_P(FiberRandom, EchoWithRandomStopsShutdownsAndResets) {
     ASSERT_LE(c.received.size(), c.stream.size());
     EXPECT_TRUE(std::equal(c.received.begin(), c.received.end(), c.stream.begin()))
         << "connection " << i << ": the echo is not a prefix of the stream (seed " << seed << ")";
-    if (c.reset)
-      ++reset_count;
-    else
-      EXPECT_EQ(c.received.size(), c.server_echoed) << "connection " << i << " (seed " << seed << ")";
+    if (c.reset) ++reset_count;
+    else EXPECT_EQ(c.received.size(), c.server_echoed) << "connection " << i << " (seed " << seed << ")";
   }
   auto st = fiber_stack_pool_stats();
   EXPECT_EQ(st.mapped - st.unmapped, st.pooled) << "every stack went back to the pool";

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // Fibers: blocking-style I/O from stackful fibers on every backend, interop with tasks,
 // exceptions, cancellation, many fibers, the stack pool, shutdown and the guard page.
-#include <gtest/gtest.h>
+#include "ringio/fiber.hpp"
+
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -15,7 +17,6 @@
 #include <thread>
 #include <vector>
 
-#include "ringio/fiber.hpp"
 #include "ringio/ringio.hpp"
 #include "support/backend_test.hpp"
 #include "support/loopback.hpp"
@@ -454,7 +455,8 @@ TEST_P(Fiber, StacksAreReusedFromThePool) {
   const auto before = fiber_stack_pool_stats();
   EXPECT_EQ(before.pooled, 0u);
   run([]() -> task<void> {
-    for (int i = 0; i < 50; ++i) (void)co_await fiber([] { this_fiber::yield(); }, fiber_options{.stack_size = 40 * 1024});
+    for (int i = 0; i < 50; ++i)
+      (void)co_await fiber([] { this_fiber::yield(); }, fiber_options{.stack_size = 40 * 1024});
   }());
   const auto after = fiber_stack_pool_stats();
   EXPECT_EQ(after.mapped - before.mapped, 1u) << "one stack serves fibers that run one after another";
@@ -620,13 +622,13 @@ TEST(FiberFlatStack, ReadyAwaitsFromAFiber) {
   event ev;
   ev.set();
   long sum = sync_wait(ctx, fiber([&ev] {
-    long n = 0;
-    for (int i = 0; i < 100'000; ++i) {
-      if (this_fiber::await(ev.wait())) ++n;
-      n += this_fiber::await([]() -> task<int> { co_return 1; }());
-    }
-    return n;
-  }));
+                         long n = 0;
+                         for (int i = 0; i < 100'000; ++i) {
+                           if (this_fiber::await(ev.wait())) ++n;
+                           n += this_fiber::await([]() -> task<int> { co_return 1; }());
+                         }
+                         return n;
+                       }));
   EXPECT_EQ(sum, 200'000);
 }
 

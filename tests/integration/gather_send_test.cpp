@@ -181,13 +181,15 @@ TEST_P(GatherSend, OneSendCanBeShortAndThePeerGetsExactlyThatPrefix) {
   set_buffer_sizes(p.b, 4096);
   auto data = random_bytes(1 << 20, 24);
   auto bufs = slices(data, 100000, 25);
-  auto [sent, got] = run([](socket_pair& p, const std::vector<const_buffer>& bufs) -> task<std::pair<std::size_t, std::vector<std::byte>>> {
-    auto n = co_await p.a.send(bufs);
-    EXPECT_TRUE(n) << n.error().message();
-    ::shutdown(p.a.native_handle(), SHUT_WR);
-    auto got = co_await read_all(p.b, false);
-    co_return std::pair<std::size_t, std::vector<std::byte>>{n ? *n : 0, std::move(got)};
-  }(p, bufs));
+  auto [sent, got] =
+      run([](socket_pair& p,
+             const std::vector<const_buffer>& bufs) -> task<std::pair<std::size_t, std::vector<std::byte>>> {
+        auto n = co_await p.a.send(bufs);
+        EXPECT_TRUE(n) << n.error().message();
+        ::shutdown(p.a.native_handle(), SHUT_WR);
+        auto got = co_await read_all(p.b, false);
+        co_return std::pair<std::size_t, std::vector<std::byte>>{n ? *n : 0, std::move(got)};
+      }(p, bufs));
   EXPECT_GT(sent, 0u);
   EXPECT_LT(sent, data.size());
   ASSERT_EQ(got.size(), sent);
@@ -243,13 +245,14 @@ TEST_P(GatherSend, ATimeoutBoundsTheWholeSendAll) {
   set_buffer_sizes(p.b, 4096);
   auto data = random_bytes(4 << 20, 28);
   auto bufs = slices(data, 50000, 29);
-  auto [sent, got] = run([](socket_pair& p, const std::vector<const_buffer>& bufs)
-                             -> task<std::pair<result<std::size_t>, std::vector<std::byte>>> {
-    auto r = co_await with_timeout(p.a.send_all(bufs), 30ms);  // nobody reads meanwhile
-    ::shutdown(p.a.native_handle(), SHUT_WR);
-    auto got = co_await read_all(p.b, false);
-    co_return std::pair<result<std::size_t>, std::vector<std::byte>>{r, std::move(got)};
-  }(p, bufs));
+  auto [sent, got] =
+      run([](socket_pair& p,
+             const std::vector<const_buffer>& bufs) -> task<std::pair<result<std::size_t>, std::vector<std::byte>>> {
+        auto r = co_await with_timeout(p.a.send_all(bufs), 30ms);  // nobody reads meanwhile
+        ::shutdown(p.a.native_handle(), SHUT_WR);
+        auto got = co_await read_all(p.b, false);
+        co_return std::pair<result<std::size_t>, std::vector<std::byte>>{r, std::move(got)};
+      }(p, bufs));
   ASSERT_TRUE(sent) << sent.error().message();
   EXPECT_GT(*sent, 0u);
   EXPECT_LT(*sent, data.size());
@@ -288,19 +291,19 @@ TEST_P(GatherSend, APeerResetMidSendEndsItWithTheCountSoFar) {
   auto at = address_of(l);
   auto data = random_bytes(8 << 20, 30);
   auto bufs = slices(data, 60000, 31);
-  auto [sent, got] = run([](stream_listener& l, socket_address at, const std::vector<const_buffer>& bufs)
-                             -> task<std::pair<result<std::size_t>, std::vector<std::byte>>> {
-    auto p = co_await connect_pair(l, at);
-    std::pair<result<std::size_t>, std::vector<std::byte>> out{0, {}};
-    auto sender = [](stream_socket& s, const std::vector<const_buffer>& bufs, result<std::size_t>& r) -> task<void> {
-      r = co_await with_timeout(s.send_all(bufs), 10s);
-    };
-    auto reader = [](stream_socket& s, std::vector<std::byte>& got) -> task<void> {
-      got = co_await read_then_reset(s, 100000);
-    };
-    co_await when_all(sender(p.a, bufs, out.first), reader(p.b, out.second));
-    co_return out;
-  }(l, at, bufs));
+  auto [sent, got] =
+      run([](stream_listener& l, socket_address at,
+             const std::vector<const_buffer>& bufs) -> task<std::pair<result<std::size_t>, std::vector<std::byte>>> {
+        auto p = co_await connect_pair(l, at);
+        std::pair<result<std::size_t>, std::vector<std::byte>> out{0, {}};
+        auto sender = [](stream_socket& s, const std::vector<const_buffer>& bufs,
+                         result<std::size_t>& r) -> task<void> { r = co_await with_timeout(s.send_all(bufs), 10s); };
+        auto reader = [](stream_socket& s, std::vector<std::byte>& got) -> task<void> {
+          got = co_await read_then_reset(s, 100000);
+        };
+        co_await when_all(sender(p.a, bufs, out.first), reader(p.b, out.second));
+        co_return out;
+      }(l, at, bufs));
   ASSERT_TRUE(sent) << "bytes were sent before the reset: a count, not " << sent.error().message();
   EXPECT_GE(*sent, got.size());
   EXPECT_LT(*sent, data.size());
@@ -323,10 +326,12 @@ TEST_P(GatherSend, SeededRandomStopsAndResetsKeepTheStreamExact) {
     std::vector<std::byte> got;
     int short_rounds = 0;
   };
-  auto o = run([](stream_listener& l, socket_address at, std::vector<const_buffer> bufs, std::uint64_t seed) -> task<outcome> {
+  auto o = run([](stream_listener& l, socket_address at, std::vector<const_buffer> bufs,
+                  std::uint64_t seed) -> task<outcome> {
     outcome o;
     auto p = co_await connect_pair(l, at);
-    auto sender = [](stream_socket& s, std::vector<const_buffer> rest, std::uint64_t seed, int& short_rounds) -> task<void> {
+    auto sender = [](stream_socket& s, std::vector<const_buffer> rest, std::uint64_t seed,
+                     int& short_rounds) -> task<void> {
       std::mt19937_64 rng(seed + 2);
       while (!rest.empty()) {
         const std::size_t want = total_size(rest);
@@ -358,8 +363,8 @@ TEST_P(GatherSend, SeededRandomStopsAndResetsKeepTheStreamExact) {
   std::mt19937_64 rng(seed + 3);
   for (int round = 0; round < 5; ++round) {
     const std::size_t keep = 1 + rng() % (data.size() / 2);
-    auto [sent, got] = run([](stream_listener& l, socket_address at, const std::vector<const_buffer>& bufs, std::size_t keep)
-                               -> task<std::pair<result<std::size_t>, std::vector<std::byte>>> {
+    auto [sent, got] = run([](stream_listener& l, socket_address at, const std::vector<const_buffer>& bufs,
+                              std::size_t keep) -> task<std::pair<result<std::size_t>, std::vector<std::byte>>> {
       auto p = co_await connect_pair(l, at);
       std::pair<result<std::size_t>, std::vector<std::byte>> out{0, {}};
       auto sender = [](stream_socket& s, const std::vector<const_buffer>& bufs, result<std::size_t>& r) -> task<void> {

@@ -86,7 +86,7 @@ TEST(LoopLimits, DeferTaskrunCanBeLeftOut) {
   auto r = sync_wait(without, []() -> task<bool> {
     auto slept = co_await sleep_for(std::chrono::milliseconds(1));
     auto n = co_await nop();
-    co_return slept && n;
+    co_return slept&& n;
   }());
   EXPECT_TRUE(r);
 }

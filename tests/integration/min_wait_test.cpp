@@ -122,8 +122,8 @@ TEST_P(MinWait, CompletionsWithinTheMinWaitComeInOneBatch) {
     }
   });
   auto [first, second, iterations_between] =
-      run([](socket_pair& one, socket_pair& two, std::promise<void>& armed)
-              -> task<std::tuple<steady::time_point, steady::time_point, std::uint64_t>> {
+      run([](socket_pair& one, socket_pair& two,
+             std::promise<void>& armed) -> task<std::tuple<steady::time_point, steady::time_point, std::uint64_t>> {
         steady::time_point t1, t2;
         std::uint64_t i1 = 0, i2 = 0;
         auto wait_one = [](stream_socket& s, steady::time_point& at, std::uint64_t& iter) -> task<void> {

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // One armed multishot accept serving many connections; cancellation and destruction
 // with connections still queued inside.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "ringio/ringio.hpp"
-#include "support/sanitizer.hpp"
 #include "support/backend_test.hpp"
 #include "support/fd_count.hpp"
 #include "support/loopback.hpp"
+#include "support/sanitizer.hpp"
 
 using namespace ringio;
 using namespace ringio_test;

@@ -129,7 +129,7 @@ TEST_P(MultishotRecv, DestroyedWithQueuedDataReturnsEveryBuffer) {
       }
       auto s = co_await sleep_for(20ms);
       EXPECT_TRUE(s);
-    }  // destroyed with chunks queued (io_uring) or still in the socket
+    }                                   // destroyed with chunks queued (io_uring) or still in the socket
     auto s = co_await sleep_for(20ms);  // the cancelled request's last CQE
     EXPECT_TRUE(s);
     co_return pool.available();

@@ -2,8 +2,8 @@
 // Stream sockets: partial counts of recv_exact / send_all that stop early,
 // stream_socket::cancel() and stream_listener::cancel(), and a receive that waited on
 // a closed descriptor never reading the socket that reuses its number.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -190,24 +190,25 @@ TEST_P(NetStream, StoppedRecvExactReportsThePartialArrivalInTheBuffer) {
 TEST_P(NetStream, SendAllFailingPartWayReportsTheBytesSent) {
   socket_pair p;
   auto data = random_bytes(4 << 20, 43);
-  auto o = run([](socket_pair& p, const std::vector<std::byte>& data) -> task<std::pair<result<std::size_t>, std::size_t>> {
-    std::size_t received = 0;
-    result<std::size_t> sent = 0;
-    auto sender = [](stream_socket& s, const std::vector<std::byte>& d, result<std::size_t>& sent) -> task<void> {
-      sent = co_await with_timeout(s.send_all(d), 5s);
-    };
-    auto reader = [](stream_socket& s, std::size_t& got) -> task<void> {
-      std::array<std::byte, 4096> buf;
-      for (int i = 0; i < 8; ++i) {
-        auto r = co_await with_timeout(s.recv(buf), 5s);
-        if (!r || *r == 0) break;
-        got += *r;
-      }
-      s = stream_socket{};  // the peer goes away: the sender's next send fails (EPIPE)
-    };
-    co_await when_all(sender(p.a, data, sent), reader(p.b, received));
-    co_return std::pair{sent, received};
-  }(p, data));
+  auto o =
+      run([](socket_pair& p, const std::vector<std::byte>& data) -> task<std::pair<result<std::size_t>, std::size_t>> {
+        std::size_t received = 0;
+        result<std::size_t> sent = 0;
+        auto sender = [](stream_socket& s, const std::vector<std::byte>& d, result<std::size_t>& sent) -> task<void> {
+          sent = co_await with_timeout(s.send_all(d), 5s);
+        };
+        auto reader = [](stream_socket& s, std::size_t& got) -> task<void> {
+          std::array<std::byte, 4096> buf;
+          for (int i = 0; i < 8; ++i) {
+            auto r = co_await with_timeout(s.recv(buf), 5s);
+            if (!r || *r == 0) break;
+            got += *r;
+          }
+          s = stream_socket{};  // the peer goes away: the sender's next send fails (EPIPE)
+        };
+        co_await when_all(sender(p.a, data, sent), reader(p.b, received));
+        co_return std::pair{sent, received};
+      }(p, data));
   ASSERT_TRUE(o.first) << o.first.error().message();
   EXPECT_GE(*o.first, o.second);
   EXPECT_LT(*o.first, data.size());
@@ -246,28 +247,29 @@ TEST_P(NetStream, CancelReleasesAWaitingRecvAndTheSocketStaysUsable) {
 TEST_P(NetStream, CancelReleasesABlockedSendAllWithItsCount) {
   socket_pair p;
   auto data = random_bytes(8 << 20, 44);
-  auto o = run([](socket_pair& p, const std::vector<std::byte>& data) -> task<std::pair<result<std::size_t>, std::size_t>> {
-    result<std::size_t> sent = 0;
-    std::size_t received = 0;
-    auto sender = [](stream_socket& s, const std::vector<std::byte>& d, result<std::size_t>& sent) -> task<void> {
-      sent = co_await with_timeout(s.send_all(d), 5s);
-      auto shut = co_await s.shutdown();
-      EXPECT_TRUE(shut);
-    };
-    auto controller = [](stream_socket& s, stream_socket& peer, std::size_t& got) -> task<void> {
-      auto slept = co_await sleep_for(20ms);  // the send_all is blocked on a full buffer
-      EXPECT_TRUE(slept);
-      s.cancel();
-      std::array<std::byte, 65536> buf;
-      for (;;) {
-        auto r = co_await with_timeout(peer.recv(buf), 5s);
-        if (!r || *r == 0) co_return;
-        got += *r;
-      }
-    };
-    co_await when_all(sender(p.a, data, sent), controller(p.a, p.b, received));
-    co_return std::pair{sent, received};
-  }(p, data));
+  auto o =
+      run([](socket_pair& p, const std::vector<std::byte>& data) -> task<std::pair<result<std::size_t>, std::size_t>> {
+        result<std::size_t> sent = 0;
+        std::size_t received = 0;
+        auto sender = [](stream_socket& s, const std::vector<std::byte>& d, result<std::size_t>& sent) -> task<void> {
+          sent = co_await with_timeout(s.send_all(d), 5s);
+          auto shut = co_await s.shutdown();
+          EXPECT_TRUE(shut);
+        };
+        auto controller = [](stream_socket& s, stream_socket& peer, std::size_t& got) -> task<void> {
+          auto slept = co_await sleep_for(20ms);  // the send_all is blocked on a full buffer
+          EXPECT_TRUE(slept);
+          s.cancel();
+          std::array<std::byte, 65536> buf;
+          for (;;) {
+            auto r = co_await with_timeout(peer.recv(buf), 5s);
+            if (!r || *r == 0) co_return;
+            got += *r;
+          }
+        };
+        co_await when_all(sender(p.a, data, sent), controller(p.a, p.b, received));
+        co_return std::pair{sent, received};
+      }(p, data));
   ASSERT_TRUE(o.first) << o.first.error().message();
   EXPECT_GT(*o.first, 0u);
   EXPECT_LT(*o.first, data.size()) << "cancel() did not stop the send_all";
@@ -316,11 +318,9 @@ TEST_P(NetStream, AReceiveOnAClosedSocketNeverReadsTheSocketReusingItsNumber) {
     std::array<std::byte, 64> old_buf{}, new_buf{};
     stream_socket y, y_peer;
     auto old_reader = [](stream_socket& x, std::span<std::byte> buf, std::stop_token t,
-                         result<std::size_t>& out) -> task<void> {
-      out = co_await x.recv(buf).with_stop(t);
-    };
-    auto rest = [](stream_socket& x, int old_fd, stream_socket& y, stream_socket& y_peer,
-                   std::span<std::byte> buf, std::stop_source& stop_old, outcome& o) -> task<void> {
+                         result<std::size_t>& out) -> task<void> { out = co_await x.recv(buf).with_stop(t); };
+    auto rest = [](stream_socket& x, int old_fd, stream_socket& y, stream_socket& y_peer, std::span<std::byte> buf,
+                   std::stop_source& stop_old, outcome& o) -> task<void> {
       auto slept = co_await sleep_for(10ms);  // the old receive waits
       EXPECT_TRUE(slept);
       x = stream_socket{};  // ringio closes the socket the receive waits on

@@ -29,9 +29,9 @@ namespace {
 class RecvBundle : public backend_test {
  protected:
   static constexpr buffer_pool_options combos[] = {{.bundle = false, .incremental = false},
-                                                    {.bundle = true, .incremental = false},
-                                                    {.bundle = false, .incremental = true},
-                                                    {.bundle = true, .incremental = true}};
+                                                   {.bundle = true, .incremental = false},
+                                                   {.bundle = false, .incremental = true},
+                                                   {.bundle = true, .incremental = true}};
   static std::string name(buffer_pool_options o) {
     return std::string("bundle=") + (o.bundle ? "on" : "off") + " incremental=" + (o.incremental ? "on" : "off");
   }
@@ -153,45 +153,46 @@ TEST_P(RecvBundle, APoolRunDryByBundlesResumesWhenBuffersComeBack) {
     SCOPED_TRACE(name(opts));
     socket_pair p;
     auto data = random_bytes(96 * 1024, 32);
-    auto got = run([](socket_pair& p, buffer_pool_options opts, std::vector<std::byte>& data) -> task<std::vector<std::byte>> {
-      buffer_pool pool(*io_context::current(), 4, 1024, opts);
-      std::thread writer = send_then_shutdown(p.b.native_handle(), data, {});
-      auto slept = co_await sleep_for(20ms);
-      EXPECT_TRUE(slept);
-      std::vector<std::byte> got;
-      {
-        multishot_receiver rx(p.a, pool);
-        std::vector<pooled_buffer> held;
-        // Hold every buffer the receiver hands out until the pool is empty.
-        while (pool.available() > 0 || held.empty()) {
-          auto c = co_await with_timeout(rx.next(), 5s);
-          if (!c || c->empty()) {
-            ADD_FAILURE() << "ended early";
-            break;
+    auto got =
+        run([](socket_pair& p, buffer_pool_options opts, std::vector<std::byte>& data) -> task<std::vector<std::byte>> {
+          buffer_pool pool(*io_context::current(), 4, 1024, opts);
+          std::thread writer = send_then_shutdown(p.b.native_handle(), data, {});
+          auto slept = co_await sleep_for(20ms);
+          EXPECT_TRUE(slept);
+          std::vector<std::byte> got;
+          {
+            multishot_receiver rx(p.a, pool);
+            std::vector<pooled_buffer> held;
+            // Hold every buffer the receiver hands out until the pool is empty.
+            while (pool.available() > 0 || held.empty()) {
+              auto c = co_await with_timeout(rx.next(), 5s);
+              if (!c || c->empty()) {
+                ADD_FAILURE() << "ended early";
+                break;
+              }
+              held.push_back(std::move(*c));
+              pooled_buffer more;
+              while (rx.next_ready(more)) held.push_back(std::move(more));
+            }
+            EXPECT_EQ(pool.available(), 0u);
+            auto stalled = co_await with_timeout(rx.next(), 20ms);  // nowhere to put data
+            if (stalled) {
+              // Only what the last completion still had queued may come.
+              EXPECT_FALSE(stalled->empty());
+              held.push_back(std::move(*stalled));
+            } else if (stalled.error() != std::errc::timed_out) {
+              // The readiness backends say so instead of waiting.
+              EXPECT_EQ(stalled.error(), std::errc::no_buffer_space);
+            }
+            for (auto& h : held) got.insert(got.end(), h.bytes().begin(), h.bytes().end());
+            held.clear();  // back to the pool: the receiver resumes (ENOBUFS path)
+            drained d;
+            co_await drain(rx, d);
+            got.insert(got.end(), d.got.begin(), d.got.end());
           }
-          held.push_back(std::move(*c));
-          pooled_buffer more;
-          while (rx.next_ready(more)) held.push_back(std::move(more));
-        }
-        EXPECT_EQ(pool.available(), 0u);
-        auto stalled = co_await with_timeout(rx.next(), 20ms);  // nowhere to put data
-        if (stalled) {
-          // Only what the last completion still had queued may come.
-          EXPECT_FALSE(stalled->empty());
-          held.push_back(std::move(*stalled));
-        } else if (stalled.error() != std::errc::timed_out) {
-          // The readiness backends say so instead of waiting.
-          EXPECT_EQ(stalled.error(), std::errc::no_buffer_space);
-        }
-        for (auto& h : held) got.insert(got.end(), h.bytes().begin(), h.bytes().end());
-        held.clear();  // back to the pool: the receiver resumes (ENOBUFS path)
-        drained d;
-        co_await drain(rx, d);
-        got.insert(got.end(), d.got.begin(), d.got.end());
-      }
-      writer.join();
-      co_return got;
-    }(p, opts, data));
+          writer.join();
+          co_return got;
+        }(p, opts, data));
     EXPECT_TRUE(got == data) << "bytes lost or out of order (" << got.size() << " of " << data.size() << ")";
   }
 }
@@ -201,36 +202,37 @@ TEST_P(RecvBundle, ACancelledNextWithABundleQueuedLosesNothing) {
     SCOPED_TRACE(name(opts));
     socket_pair p;
     auto data = random_bytes(40 * 1024, 33);
-    auto got = run([](socket_pair& p, buffer_pool_options opts, std::vector<std::byte>& data) -> task<std::vector<std::byte>> {
-      buffer_pool pool(*io_context::current(), 64, 1024, opts);
-      auto w = co_await p.b.send_all(data);  // fits in the socket buffer
-      EXPECT_TRUE(w);
-      auto slept = co_await sleep_for(10ms);
-      EXPECT_TRUE(slept);
-      std::vector<std::byte> got;
-      multishot_receiver rx(p.a, pool);
-      auto first = co_await with_timeout(rx.next(), 5s);  // on io_uring the rest is queued
-      EXPECT_TRUE(first && !first->empty());
-      if (first) got.insert(got.end(), first->bytes().begin(), first->bytes().end());
-      // Stopped before it starts, then stopped while it waits: what was queued stays.
-      std::stop_source stopped;
-      stopped.request_stop();
-      auto r1 = co_await rx.next().with_stop(stopped.get_token());
-      if (r1) got.insert(got.end(), r1->bytes().begin(), r1->bytes().end());
-      for (int i = 0; i < 20; ++i) {
-        auto raced = co_await when_any(rx.next(), sleep_for(0us));
-        if (raced.index() == 0) {
-          auto& c = std::get<0>(raced);
-          if (c && !c->empty()) got.insert(got.end(), c->bytes().begin(), c->bytes().end());
-        }
-      }
-      auto s = co_await p.b.shutdown();
-      EXPECT_TRUE(s);
-      drained d;
-      co_await drain(rx, d);
-      got.insert(got.end(), d.got.begin(), d.got.end());
-      co_return got;
-    }(p, opts, data));
+    auto got =
+        run([](socket_pair& p, buffer_pool_options opts, std::vector<std::byte>& data) -> task<std::vector<std::byte>> {
+          buffer_pool pool(*io_context::current(), 64, 1024, opts);
+          auto w = co_await p.b.send_all(data);  // fits in the socket buffer
+          EXPECT_TRUE(w);
+          auto slept = co_await sleep_for(10ms);
+          EXPECT_TRUE(slept);
+          std::vector<std::byte> got;
+          multishot_receiver rx(p.a, pool);
+          auto first = co_await with_timeout(rx.next(), 5s);  // on io_uring the rest is queued
+          EXPECT_TRUE(first && !first->empty());
+          if (first) got.insert(got.end(), first->bytes().begin(), first->bytes().end());
+          // Stopped before it starts, then stopped while it waits: what was queued stays.
+          std::stop_source stopped;
+          stopped.request_stop();
+          auto r1 = co_await rx.next().with_stop(stopped.get_token());
+          if (r1) got.insert(got.end(), r1->bytes().begin(), r1->bytes().end());
+          for (int i = 0; i < 20; ++i) {
+            auto raced = co_await when_any(rx.next(), sleep_for(0us));
+            if (raced.index() == 0) {
+              auto& c = std::get<0>(raced);
+              if (c && !c->empty()) got.insert(got.end(), c->bytes().begin(), c->bytes().end());
+            }
+          }
+          auto s = co_await p.b.shutdown();
+          EXPECT_TRUE(s);
+          drained d;
+          co_await drain(rx, d);
+          got.insert(got.end(), d.got.begin(), d.got.end());
+          co_return got;
+        }(p, opts, data));
     EXPECT_TRUE(got == data) << "bytes lost or out of order (" << got.size() << " of " << data.size() << ")";
   }
 }

@@ -31,9 +31,9 @@ void spin_for(std::chrono::milliseconds d) {
 }
 
 struct outcome {
-  bool ended = false;       // every task finished by itself
-  std::size_t got = 0;      // bytes recv_exact reported
-  std::error_code error;    // its error, if it reported one
+  bool ended = false;     // every task finished by itself
+  std::size_t got = 0;    // bytes recv_exact reported
+  std::error_code error;  // its error, if it reported one
 };
 
 // The reader waits for 2,000 bytes on `data`; the watchdog waits for one byte on

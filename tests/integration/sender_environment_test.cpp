@@ -136,13 +136,13 @@ TEST_P(SenderEnvironment, AwaitedSendersSeeTheTasksSchedulerAndStopToken) {
   // The token the sender sees is stopped when the task's is.
   std::stop_source stop;
   auto seen = ex::sync_wait(ctx(), with_token(ex::from_task([](std::stop_source& stop) -> task<bool> {
-                                               auto before = *co_await stop_state_sender{};
-                                               stop.request_stop();
-                                               auto after = *co_await stop_state_sender{};
-                                               co_return before == std::make_tuple(true, false) &&
-                                                         after == std::make_tuple(true, true);
-                                             }(stop)),
-                                             stop.get_token()));
+                                                auto before = *co_await stop_state_sender{};
+                                                stop.request_stop();
+                                                auto after = *co_await stop_state_sender{};
+                                                co_return before == std::make_tuple(true, false) &&
+                                                    after == std::make_tuple(true, true);
+                                              }(stop)),
+                                              stop.get_token()));
   ASSERT_TRUE(seen);
   EXPECT_TRUE(std::get<0>(*seen));
 }
@@ -152,11 +152,11 @@ TEST_P(SenderEnvironment, AwaitedSendersSeeTheTasksSchedulerAndStopToken) {
 TEST_P(SenderEnvironment, ASenderStoppedInsideItsStopCallbackResumesTheTaskSafely) {
   for (int i = 0; i < 20; ++i) {
     std::stop_source stop;
-    auto r = ex::sync_wait(ctx(), ex::when_all(with_token(ex::from_task([]() -> task<bool> {
-                                                             co_return co_await await_stopped_by_callback();
-                                                           }()),
-                                                           stop.get_token()),
-                                                ex::yield() | ex::then([&] { stop.request_stop(); })));
+    auto r = ex::sync_wait(
+        ctx(),
+        ex::when_all(with_token(ex::from_task([]() -> task<bool> { co_return co_await await_stopped_by_callback(); }()),
+                                stop.get_token()),
+                     ex::yield() | ex::then([&] { stop.request_stop(); })));
     ASSERT_TRUE(r);
     EXPECT_TRUE(std::get<0>(*r));
   }
@@ -171,10 +171,9 @@ TEST_P(SenderEnvironment, AlgorithmsGiveChildrenTheReceiversEnvironment) {
   auto any = ex::sync_wait(ctx(), ex::when_any(read_env_sender<ex::get_scheduler_t>{}));
   ASSERT_TRUE(any);
   EXPECT_EQ(std::get<0>(*any), home);
-  auto chained = ex::sync_wait(ctx(), ex::just(1) | ex::let_value([](int) {
-                                         return read_env_sender<ex::get_scheduler_t>{};
-                                       }) | ex::then([](ex::scheduler s) { return s; }) |
-                                           ex::continues_on(home));
+  auto chained =
+      ex::sync_wait(ctx(), ex::just(1) | ex::let_value([](int) { return read_env_sender<ex::get_scheduler_t>{}; }) |
+                               ex::then([](ex::scheduler s) { return s; }) | ex::continues_on(home));
   ASSERT_TRUE(chained);
   EXPECT_EQ(std::get<0>(*chained), home);
   auto started = ex::sync_wait(ctx(), ex::starts_on(home, read_env_sender<ex::get_scheduler_t>{}));
@@ -202,9 +201,9 @@ TEST_P(SenderEnvironment, AConnectThatThrowsThrowsFromTheCoAwait) {
 
 TEST_P(SenderEnvironment, AdaptorsDestroyTheChildrenConnectedBeforeAConnectThrows) {
   int live = 0;
-  EXPECT_THROW(ex::sync_wait(ctx(), ex::when_all(counted_sender{&live}, counted_sender{&live},
-                                                 counted_sender{&live, true})),
-               std::runtime_error);
+  EXPECT_THROW(
+      ex::sync_wait(ctx(), ex::when_all(counted_sender{&live}, counted_sender{&live}, counted_sender{&live, true})),
+      std::runtime_error);
   EXPECT_EQ(live, 0);
   EXPECT_THROW(ex::sync_wait(ctx(), ex::when_any(counted_sender{&live}, counted_sender{&live, true})),
                std::runtime_error);

@@ -3,8 +3,8 @@
 // (value, error, stopped), the cancellation rules (stop before start, stop while
 // pending, a stop that loses the race), the algorithms (when_all, when_any, let_value,
 // repeat_until), the task bridges, and continues_on between loops on two threads.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -75,8 +75,9 @@ TEST_P(Senders, StopDuringAPendingRecvLosesNoData) {
   socket_pair p;
   std::stop_source stop;
   std::array<char, 64> buf{};
-  auto r = ex::sync_wait(ctx(), ex::when_all(with_token(ex::recv(p.a, std::as_writable_bytes(std::span(buf))), stop.get_token()),
-                                             ex::sleep_for(20ms) | ex::then([&] { stop.request_stop(); })));
+  auto r = ex::sync_wait(
+      ctx(), ex::when_all(with_token(ex::recv(p.a, std::as_writable_bytes(std::span(buf))), stop.get_token()),
+                          ex::sleep_for(20ms) | ex::then([&] { stop.request_stop(); })));
   EXPECT_FALSE(r.has_value());  // the receive completed with set_stopped
   EXPECT_EQ(ctx().in_flight(), 0u);
   send_text(p.b.native_handle(), "after");
@@ -92,8 +93,9 @@ TEST_P(Senders, AStopThatLosesTheRaceDeliversTheRealResult) {
   std::array<char, 64> buf{};
   // The data is there before the receive starts: it completes (in the kernel, or at
   // once on the readiness backends) before the stop requested right after the start.
-  auto r = ex::sync_wait(ctx(), ex::when_all(with_token(ex::recv(p.a, std::as_writable_bytes(std::span(buf))), stop.get_token()),
-                                             ex::just() | ex::then([&] { stop.request_stop(); })));
+  auto r = ex::sync_wait(
+      ctx(), ex::when_all(with_token(ex::recv(p.a, std::as_writable_bytes(std::span(buf))), stop.get_token()),
+                          ex::just() | ex::then([&] { stop.request_stop(); })));
   if (r) {
     EXPECT_EQ(text_of(buf, std::get<0>(*r)), "raced");
   } else {  // the cancel won: then nothing was consumed
@@ -108,7 +110,8 @@ TEST_P(Senders, WhenAnyOfRecvAndATimerTimesOutThenTheDataWaits) {
   std::array<char, 64> buf{};
   auto start = ringio::now();
   try {
-    (void)ex::sync_wait(ctx(), ex::when_any(ex::recv(p.a, std::as_writable_bytes(std::span(buf))), ex::fail_after(30ms)));
+    (void)ex::sync_wait(ctx(),
+                        ex::when_any(ex::recv(p.a, std::as_writable_bytes(std::span(buf))), ex::fail_after(30ms)));
     ADD_FAILURE() << "no timeout";
   } catch (const std::system_error& e) {
     EXPECT_EQ(e.code(), std::errc::timed_out);
@@ -116,7 +119,8 @@ TEST_P(Senders, WhenAnyOfRecvAndATimerTimesOutThenTheDataWaits) {
   EXPECT_GE(ringio::now() - start, 25ms);
   EXPECT_EQ(ctx().in_flight(), 0u);  // the receive was cancelled and waited for
   send_text(p.b.native_handle(), "late");
-  auto r = ex::sync_wait(ctx(), ex::when_any(ex::recv(p.a, std::as_writable_bytes(std::span(buf))), ex::fail_after(5s)));
+  auto r =
+      ex::sync_wait(ctx(), ex::when_any(ex::recv(p.a, std::as_writable_bytes(std::span(buf))), ex::fail_after(5s)));
   ASSERT_TRUE(r);
   EXPECT_EQ(text_of(buf, std::get<0>(*r)), "late");
   EXPECT_EQ(ctx().in_flight(), 0u);  // the timer was cancelled and waited for
@@ -127,8 +131,7 @@ TEST_P(Senders, WhenAllSendsAndReceivesTogether) {
   const std::string data(100000, 'q');
   std::vector<char> in(data.size());
   auto r = ex::sync_wait(ctx(), ex::when_all(ex::send_all(p.b, std::as_bytes(std::span(data))),
-                                             ex::recv_exact(p.a, std::as_writable_bytes(std::span(in))),
-                                             ex::just(7)));
+                                             ex::recv_exact(p.a, std::as_writable_bytes(std::span(in))), ex::just(7)));
   ASSERT_TRUE(r);
   auto [sent, received, seven] = *r;
   EXPECT_EQ(sent, data.size());
@@ -307,7 +310,8 @@ TEST_P(Senders, TasksAwaitSendersAndTheirStopTokenFlows) {
 }
 
 TEST_P(Senders, TaskAsASenderAndStopThroughFromTask) {
-  auto v = ex::sync_wait(ctx(), ex::from_task([]() -> task<int> { co_return 5; }()) | ex::then([](int x) { return x * 2; }));
+  auto v =
+      ex::sync_wait(ctx(), ex::from_task([]() -> task<int> { co_return 5; }()) | ex::then([](int x) { return x * 2; }));
   ASSERT_TRUE(v);
   EXPECT_EQ(std::get<0>(*v), 10);
   // The receiver's stop token is the task's: the sleep inside it is cancelled.
@@ -320,9 +324,9 @@ TEST_P(Senders, TaskAsASenderAndStopThroughFromTask) {
   EXPECT_FALSE(std::get<0>(*stopped));  // the timer won; the task saw the cancel
   try {
     (void)ex::sync_wait(ctx(), ex::from_task([]() -> task<int> {
-      throw std::runtime_error("boom");
-      co_return 1;
-    }()));
+                          throw std::runtime_error("boom");
+                          co_return 1;
+                        }()));
     ADD_FAILURE();
   } catch (const std::runtime_error& e) {
     EXPECT_STREQ(e.what(), "boom");
@@ -350,15 +354,17 @@ TEST_P(Senders, RandomStopsNeverLoseData) {
       r = ex::sync_wait(ctx(), with_token(ex::recv(p.a, std::as_writable_bytes(std::span(buf))), stop.get_token()));
       EXPECT_FALSE(r) << "seed " << seed << " round " << round;
     } else if (how == 1) {  // stopped at once after the start
-      auto both = ex::sync_wait(ctx(), ex::when_all(with_token(ex::recv(p.a, std::as_writable_bytes(std::span(buf))), stop.get_token()),
-                                                    ex::just() | ex::then([&] { stop.request_stop(); })));
+      auto both = ex::sync_wait(
+          ctx(), ex::when_all(with_token(ex::recv(p.a, std::as_writable_bytes(std::span(buf))), stop.get_token()),
+                              ex::just() | ex::then([&] { stop.request_stop(); })));
       if (both) r.emplace(std::get<0>(*both));
     } else {  // a timer race of a random length, stopping the receive through its token
       // (when_any would not do: it drops a loser's real result by design, and a receive
       // that completed in the timer's batch is such a loser).
       auto d = std::chrono::microseconds(rng() % 2000);
-      auto both = ex::sync_wait(ctx(), ex::when_all(with_token(ex::recv(p.a, std::as_writable_bytes(std::span(buf))), stop.get_token()),
-                                                    ex::sleep_for(d) | ex::then([&] { stop.request_stop(); })));
+      auto both = ex::sync_wait(
+          ctx(), ex::when_all(with_token(ex::recv(p.a, std::as_writable_bytes(std::span(buf))), stop.get_token()),
+                              ex::sleep_for(d) | ex::then([&] { stop.request_stop(); })));
       if (both) r.emplace(std::get<0>(*both));
     }
     if (r) {
@@ -432,7 +438,8 @@ TEST_P(Senders, ErrorsAndExceptionsPassThroughTheAlgorithms) {
 TEST_P(Senders, RepeatUntilRunsInlineRoundsWithoutRecursion) {
   int rounds = 0;
   // A million rounds that each complete inside start(): a recursive loop would overflow.
-  auto r = ex::sync_wait(ctx(), ex::repeat_until([&] { return ex::just() | ex::then([&] { return ++rounds == 1'000'000; }); }));
+  auto r = ex::sync_wait(
+      ctx(), ex::repeat_until([&] { return ex::just() | ex::then([&] { return ++rounds == 1'000'000; }); }));
   EXPECT_TRUE(r);
   EXPECT_EQ(rounds, 1'000'000);
   // Rounds that yield to the loop, and a stop that ends the loop.
@@ -460,9 +467,8 @@ TEST_P(Senders, AnInlineLastRoundMayEndTheAwaitingTaskAndFreeTheLoop) {
     // there (a readiness backend completes it inside start()) and ends the loop.
     s.spawn([](stream_socket& rx, int& rounds) -> task<void> {
       std::array<std::byte, 1> b;
-      auto r = co_await ex::repeat_until([&] {
-        return ex::recv(rx, b) | ex::then([&](std::size_t) { return ++rounds == 2; });
-      });
+      auto r = co_await ex::repeat_until(
+          [&] { return ex::recv(rx, b) | ex::then([&](std::size_t) { return ++rounds == 2; }); });
       EXPECT_TRUE(r);
     }(p.b, rounds));
     s.spawn([](stream_socket& tx) -> task<void> {
@@ -514,21 +520,24 @@ TEST_P(Senders, RandomStopsThenAShutdownOrResetKeepTheStreamIntact) {
       switch (rng() % 3) {
         case 0: {
           stop.request_stop();
-          auto r = ex::sync_wait(ctx(), with_token(ex::recv(rx, std::as_writable_bytes(std::span(buf))), stop.get_token()));
+          auto r =
+              ex::sync_wait(ctx(), with_token(ex::recv(rx, std::as_writable_bytes(std::span(buf))), stop.get_token()));
           EXPECT_FALSE(r) << "seed " << seed;
           break;
         }
         case 1: {
-          auto r = ex::sync_wait(ctx(), ex::when_all(with_token(ex::recv(rx, std::as_writable_bytes(std::span(buf))), stop.get_token()),
-                                                     ex::yield() | ex::then([&] { stop.request_stop(); })));
+          auto r = ex::sync_wait(
+              ctx(), ex::when_all(with_token(ex::recv(rx, std::as_writable_bytes(std::span(buf))), stop.get_token()),
+                                  ex::yield() | ex::then([&] { stop.request_stop(); })));
           if (r) n = std::get<0>(*r);
           break;
         }
         default: {  // a timer stops the receive through its token (when_any would drop
                     // a receive that completed in the timer's batch: a loser's result)
           auto d = std::chrono::microseconds(rng() % 1500);
-          auto r = ex::sync_wait(ctx(), ex::when_all(with_token(ex::recv(rx, std::as_writable_bytes(std::span(buf))), stop.get_token()),
-                                                     ex::sleep_for(d) | ex::then([&] { stop.request_stop(); })));
+          auto r = ex::sync_wait(
+              ctx(), ex::when_all(with_token(ex::recv(rx, std::as_writable_bytes(std::span(buf))), stop.get_token()),
+                                  ex::sleep_for(d) | ex::then([&] { stop.request_stop(); })));
           if (r) n = std::get<0>(*r);
         }
       }
@@ -569,8 +578,9 @@ TEST_P(Senders, StoppedOperationsOfEveryKind) {
   send_text(p.b.native_handle(), "part");
   std::array<char, 64> buf{};
   std::stop_source stop;
-  auto partial = ex::sync_wait(ctx(), ex::when_all(with_token(ex::recv_exact(p.a, std::as_writable_bytes(std::span(buf))), stop.get_token()),
-                                                   ex::sleep_for(20ms) | ex::then([&] { stop.request_stop(); })));
+  auto partial = ex::sync_wait(
+      ctx(), ex::when_all(with_token(ex::recv_exact(p.a, std::as_writable_bytes(std::span(buf))), stop.get_token()),
+                          ex::sleep_for(20ms) | ex::then([&] { stop.request_stop(); })));
   ASSERT_TRUE(partial);
   EXPECT_EQ(text_of(buf, std::get<0>(*partial)), "part");
 
@@ -579,8 +589,9 @@ TEST_P(Senders, StoppedOperationsOfEveryKind) {
   auto u2 = udp_socket::bind(socket_address::loopback(0));
   ASSERT_TRUE(u1 && u2);
   std::stop_source stop2;
-  auto none = ex::sync_wait(ctx(), ex::when_all(with_token(ex::recv_from(*u2, std::as_writable_bytes(std::span(buf))), stop2.get_token()),
-                                                ex::sleep_for(10ms) | ex::then([&] { stop2.request_stop(); })));
+  auto none = ex::sync_wait(
+      ctx(), ex::when_all(with_token(ex::recv_from(*u2, std::as_writable_bytes(std::span(buf))), stop2.get_token()),
+                          ex::sleep_for(10ms) | ex::then([&] { stop2.request_stop(); })));
   EXPECT_FALSE(none);
   auto to = u2->local_address();
   ASSERT_TRUE(to);
@@ -624,15 +635,15 @@ TEST(SenderCrossThread, StartsOnAndContinuesOnHopBetweenLoops) {
   const auto home_id = std::this_thread::get_id();
   for (int i = 0; i < 200; ++i) {
     std::thread::id ran_on, finished_on;
-    auto r = ex::sync_wait(home, ex::starts_on(ex::scheduler(other), ex::sleep_for(std::chrono::microseconds(i % 3)) |
-                                                                          ex::then([&, i] {
-                                                                            ran_on = std::this_thread::get_id();
-                                                                            return i;
-                                                                          })) |
-                                     ex::continues_on(ex::scheduler(home)) | ex::then([&](int v) {
-                                       finished_on = std::this_thread::get_id();
-                                       return v;
-                                     }));
+    auto r = ex::sync_wait(
+        home, ex::starts_on(ex::scheduler(other), ex::sleep_for(std::chrono::microseconds(i % 3)) | ex::then([&, i] {
+                                                    ran_on = std::this_thread::get_id();
+                                                    return i;
+                                                  })) |
+                  ex::continues_on(ex::scheduler(home)) | ex::then([&](int v) {
+                    finished_on = std::this_thread::get_id();
+                    return v;
+                  }));
     ASSERT_TRUE(r);
     EXPECT_EQ(std::get<0>(*r), i);
     EXPECT_EQ(ran_on, other_id);

@@ -3,8 +3,8 @@
 // connection limit, the drain and its deadline, EMFILE with back-off and one log line
 // per period, a seeded randomized run) on every backend, and the blocking entry point
 // stopped by SIGTERM in a forked child.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -55,9 +55,8 @@ class captured_log {
   // Lines containing `part`.
   std::size_t count(std::string_view part) {
     std::lock_guard lk(mu_);
-    return static_cast<std::size_t>(std::count_if(lines_.begin(), lines_.end(), [&](const std::string& l) {
-      return l.find(part) != std::string::npos;
-    }));
+    return static_cast<std::size_t>(std::count_if(
+        lines_.begin(), lines_.end(), [&](const std::string& l) { return l.find(part) != std::string::npos; }));
   }
   std::string all() {
     std::lock_guard lk(mu_);
@@ -116,7 +115,7 @@ task<bool> echo_once(socket_address at, std::string text) {
   auto w = co_await s->send_all(std::string_view(text));
   std::string back(text.size(), '\0');
   auto r = co_await with_timeout(s->recv_exact(mutable_buffer(back.data(), back.size())), 5s);
-  co_return w && r && *r == text.size() && back == text;
+  co_return w&& r&&* r == text.size() && back == text;
 }
 
 task<void> count_echo(socket_address at, std::string text, int& good) {
@@ -460,8 +459,8 @@ TEST_P(Serve, ALongFamineLogsAtMostOneLinePerBackOffPeriod) {
     std::stop_source stop;
     scope server;
     server.spawn(run_server(l, echo_handler(st),
-                            serve_options{.accept_backoff_initial = 5ms, .accept_backoff_max = 100ms},
-                            stop.get_token(), ok));
+                            serve_options{.accept_backoff_initial = 5ms, .accept_backoff_max = 100ms}, stop.get_token(),
+                            ok));
     int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     auto t0 = std::chrono::steady_clock::now();
     {

@@ -7,8 +7,8 @@
 
 #include "ringio/ringio.hpp"
 #include "support/backend_test.hpp"
-#include "support/ringio_clock.hpp"
 #include "support/loopback.hpp"
+#include "support/ringio_clock.hpp"
 
 using namespace ringio;
 using namespace ringio_test;
@@ -53,7 +53,8 @@ TEST_P(Timeouts, TimeoutDoesNotFireWhenDataArrivesFirst) {
 
 TEST_P(Timeouts, AcceptTimesOut) {
   auto l = listen_loopback();
-  auto r = run([](stream_listener& l) -> task<result<stream_socket>> { co_return co_await with_timeout(l.accept(), 30ms); }(l));
+  auto r = run(
+      [](stream_listener& l) -> task<result<stream_socket>> { co_return co_await with_timeout(l.accept(), 30ms); }(l));
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error(), std::errc::timed_out);
 }

@@ -3,24 +3,23 @@
 // the global operator new replaced by a counting one (also: buffered_stream lines and
 // gather writes, a batching_writer's messages).
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 
 #include <atomic>
 #include <cstdlib>
 #include <memory>
 #include <new>
 #include <optional>
+#include <span>
 #include <system_error>
 #include <vector>
-#include <span>
-#include <sys/socket.h>
 
 #include "ringio/exec.hpp"
 #include "ringio/fiber.hpp"
 #include "ringio/ringio.hpp"
 #include "support/backend_test.hpp"
-#include "support/loopback.hpp"
 #include "support/counting_new.hpp"
-
+#include "support/loopback.hpp"
 
 using namespace ringio;
 using namespace ringio_test;
@@ -238,9 +237,9 @@ TEST_P(ZeroAllocation, BundlesAndIncrementalBuffersAllocateNothing) {
     buffer_pool_options opts;
     std::size_t buffer_size;
   };
-  for (config c : {config{{.bundle = true, .incremental = false}, 64},
-                   config{{.bundle = true, .incremental = true}, 4096},
-                   config{{.bundle = false, .incremental = true}, 4096}}) {
+  for (config c :
+       {config{{.bundle = true, .incremental = false}, 64}, config{{.bundle = true, .incremental = true}, 4096},
+        config{{.bundle = false, .incremental = true}, 4096}}) {
     SCOPED_TRACE(std::to_string(c.buffer_size) + (c.opts.incremental ? " incremental" : " bundle"));
     auto l = listen_loopback();
     auto at = address_of(l);
@@ -313,7 +312,8 @@ TEST_P(ZeroAllocation, BatchingWriterAllocatesNothingPerMessage) {
     auto message = std::make_shared<const std::string>("a line of the room\n");
     batching_writer<std::shared_ptr<const std::string>> out(p.a, {.max_messages = 64});
     scope sender;
-    sender.spawn([](batching_writer<std::shared_ptr<const std::string>>& w) -> task<void> { (void)co_await w.run(); }(out));
+    sender.spawn(
+        [](batching_writer<std::shared_ptr<const std::string>>& w) -> task<void> { (void)co_await w.run(); }(out));
     std::array<char, 4096> buf;
     for (int i = 0; i < 3000; ++i) {
       if (i == 1000) {
@@ -583,8 +583,8 @@ class ZeroAllocationZeroCopyMinWait : public ::testing::TestWithParam<backend_ki
  protected:
   void SetUp() override {
     try {
-      ctx_.emplace(io_context_options{
-          .backend = GetParam(), .quiet = true, .zero_copy_send_threshold = 4096, .min_wait = 50});
+      ctx_.emplace(
+          io_context_options{.backend = GetParam(), .quiet = true, .zero_copy_send_threshold = 4096, .min_wait = 50});
     } catch (const std::system_error& e) {
       GTEST_SKIP() << "backend " << to_string(GetParam()) << " cannot start here: " << e.what();
     }
@@ -624,8 +624,11 @@ TEST_P(ZeroAllocationZeroCopyMinWait, EchoOfLargeBlocksAllocatesNothing) {
 TEST_P(ZeroAllocationZeroCopyMinWait, EveryFastPathOptionAtOnceAllocatesNothing) {
   std::optional<io_context> all;
   try {
-    all.emplace(io_context_options{.backend = GetParam(), .quiet = true, .direct_descriptors = 16,
-                                   .zero_copy_send_threshold = 4096, .min_wait = 50});
+    all.emplace(io_context_options{.backend = GetParam(),
+                                   .quiet = true,
+                                   .direct_descriptors = 16,
+                                   .zero_copy_send_threshold = 4096,
+                                   .min_wait = 50});
   } catch (const std::system_error& e) {
     GTEST_SKIP() << "backend " << to_string(GetParam()) << " cannot start here: " << e.what();
   }

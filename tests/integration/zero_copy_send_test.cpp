@@ -107,7 +107,7 @@ bool same_bytes(const std::vector<std::byte>& a, const std::byte* b, std::size_t
 TEST_P(ZeroCopySend, EverySizeAroundTheThresholdArrivesIntact) {
   auto l = listen_loopback();
   const std::size_t sizes[] = {1, 100, threshold - 1, threshold, threshold + 1, 65'536, 1 << 20, (3 << 20) + 7};
-  run([](stream_listener& l, const std::size_t (&sizes)[8]) -> task<void> {
+  run([](stream_listener& l, const std::size_t(&sizes)[8]) -> task<void> {
     auto p = co_await connect_pair(l);
     std::uint64_t seed = 1;
     for (std::size_t size : sizes) {
@@ -320,7 +320,9 @@ TEST_P(ZeroCopySend, RandomSizesStopsAndResets) {
   auto l = listen_loopback();
   run([](stream_listener& l, std::uint64_t seed) -> task<void> {
     std::mt19937_64 rng(seed);
-    auto pick = [&rng](std::size_t lo, std::size_t hi) { return std::uniform_int_distribution<std::size_t>(lo, hi)(rng); };
+    auto pick = [&rng](std::size_t lo, std::size_t hi) {
+      return std::uniform_int_distribution<std::size_t>(lo, hi)(rng);
+    };
     for (int round = 0; round < 40; ++round) {
       auto p = co_await connect_pair(l, pick(0, 1) == 0 ? 0 : static_cast<int>(pick(4096, 256 * 1024)));
       const bool reset = pick(0, 3) == 0;
@@ -349,10 +351,18 @@ TEST_P(ZeroCopySend, RandomSizesStopsAndResets) {
       for (std::size_t m = 0; m < messages; ++m) {
         std::size_t size;
         switch (pick(0, 3)) {
-          case 0: size = threshold - 1; break;
-          case 1: size = threshold; break;
-          case 2: size = threshold + 1; break;
-          default: size = pick(1, 1 << 20); break;
+          case 0:
+            size = threshold - 1;
+            break;
+          case 1:
+            size = threshold;
+            break;
+          case 2:
+            size = threshold + 1;
+            break;
+          default:
+            size = pick(1, 1 << 20);
+            break;
         }
         auto data = random_bytes(size, seed + round * 16 + m);
         auto sent = co_await p.sender.send_all(data).with_stop(stop.get_token());
@@ -385,7 +395,8 @@ TEST(ZeroCopySendSetup, DescribeSaysWhetherItIsOn) {
   EXPECT_NE(uring->describe().find("zero-copy send >= 65536 B"), std::string::npos) << uring->describe();
   io_context off(io_context_options{.backend = backend_kind::uring, .quiet = true});
   EXPECT_EQ(off.describe().find("zero-copy"), std::string::npos);
-  io_context poll(io_context_options{.backend = backend_kind::uring_poll, .quiet = true, .zero_copy_send_threshold = 65536});
+  io_context poll(
+      io_context_options{.backend = backend_kind::uring_poll, .quiet = true, .zero_copy_send_threshold = 65536});
   EXPECT_EQ(poll.describe().find("zero-copy"), std::string::npos) << "uring-poll sends by itself";
 }
 

@@ -48,9 +48,8 @@ static_assert(stdexec::scheduler<ex::scheduler>);
 // A scheduler's schedule() names its loop as completion scheduler; exec::yield(), whose
 // loop is only known when it starts, names none.
 template <class S>
-concept names_completion_scheduler = requires(const S& s) {
-  stdexec::get_completion_scheduler<stdexec::set_value_t>(stdexec::get_env(s));
-};
+concept names_completion_scheduler =
+    requires(const S& s) { stdexec::get_completion_scheduler<stdexec::set_value_t>(stdexec::get_env(s)); };
 static_assert(names_completion_scheduler<ex::schedule_sender>);
 static_assert(!names_completion_scheduler<decltype(ex::yield())>);
 
@@ -78,8 +77,9 @@ TEST(StdexecInterop, StdexecWhenAllOfRingioSenders) {
   socket_pair p;
   const std::string data = "both ways";
   std::array<char, 64> in{};
-  auto r = ex::sync_wait(ctx, stdexec::when_all(ex::send_all(p.b, std::as_bytes(std::span(data))),
-                                                ex::recv_exact(p.a, std::as_writable_bytes(std::span(in).first(data.size())))));
+  auto r = ex::sync_wait(
+      ctx, stdexec::when_all(ex::send_all(p.b, std::as_bytes(std::span(data))),
+                             ex::recv_exact(p.a, std::as_writable_bytes(std::span(in).first(data.size())))));
   ASSERT_TRUE(r);
   auto [sent, got] = *r;
   EXPECT_EQ(sent, data.size());
@@ -91,19 +91,21 @@ TEST(StdexecInterop, StdexecSyncWaitOnARingioLoopThread) {
   socket_pair p;
   send_text(p.b.native_handle(), "via stdexec");
   std::array<char, 64> in{};
-  auto r = stdexec::sync_wait(ex::starts_on(ex::scheduler(loop.ctx), ex::recv(p.a, std::as_writable_bytes(std::span(in)))) |
-                              stdexec::then([&](std::size_t n) { return std::string(in.data(), n); }));
+  auto r =
+      stdexec::sync_wait(ex::starts_on(ex::scheduler(loop.ctx), ex::recv(p.a, std::as_writable_bytes(std::span(in)))) |
+                         stdexec::then([&](std::size_t n) { return std::string(in.data(), n); }));
   ASSERT_TRUE(r);
   EXPECT_EQ(std::get<0>(*r), "via stdexec");
 }
 
 TEST(StdexecInterop, RingioAlgorithmsConsumeStdexecSenders) {
   io_context ctx;
-  auto r = ex::sync_wait(ctx, ex::then(stdexec::just(20) | stdexec::then([](int x) { return x + 1; }),
-                                       [](int x) { return x * 2; }));
+  auto r = ex::sync_wait(
+      ctx, ex::then(stdexec::just(20) | stdexec::then([](int x) { return x + 1; }), [](int x) { return x * 2; }));
   ASSERT_TRUE(r);
   EXPECT_EQ(std::get<0>(*r), 42);
-  auto both = ex::sync_wait(ctx, ex::when_all(stdexec::just(1), ex::just(2), ex::sleep_for(1ms) | ex::then([] { return 3; })));
+  auto both =
+      ex::sync_wait(ctx, ex::when_all(stdexec::just(1), ex::just(2), ex::sleep_for(1ms) | ex::then([] { return 3; })));
   ASSERT_TRUE(both);
   EXPECT_EQ(*both, std::make_tuple(1, 2, 3));
   auto chained = ex::sync_wait(ctx, ex::let_value(stdexec::just(5), [](int n) { return ex::just(n * 3); }));
@@ -119,7 +121,7 @@ TEST(StdexecInterop, ExecWhenAnyCancelsAPendingRingioRecv) {
   // The recv waits (no data); the timer completes first and exec::when_any stops the
   // recv through its inplace_stop_token: ASYNC_CANCEL, and the recv ends stopped.
   auto r = ex::sync_wait(ctx, ::exec::when_any(ex::recv(p.a, std::as_writable_bytes(std::span(in))),
-                                             ex::sleep_for(10ms) | ex::then([] { return std::size_t{999}; })));
+                                               ex::sleep_for(10ms) | ex::then([] { return std::size_t{999}; })));
   ASSERT_TRUE(r);
   EXPECT_EQ(std::get<0>(*r), 999u);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
@@ -139,8 +141,8 @@ TEST(StdexecInterop, EnvironmentDependentStdexecSendersInRingioAlgorithms) {
   auto sched = ex::sync_wait(ctx, ex::when_all(stdexec::read_env(stdexec::get_scheduler), ex::just(1)));
   ASSERT_TRUE(sched);
   EXPECT_EQ(*sched, std::make_tuple(home, 1));
-  auto then = ex::sync_wait(ctx, ex::then(stdexec::read_env(stdexec::get_scheduler),
-                                          [&](ex::scheduler s) { return s == home; }));
+  auto then = ex::sync_wait(
+      ctx, ex::then(stdexec::read_env(stdexec::get_scheduler), [&](ex::scheduler s) { return s == home; }));
   ASSERT_TRUE(then);
   EXPECT_TRUE(std::get<0>(*then));
   // when_any's children see its own stop token, which can stop.
@@ -168,7 +170,7 @@ task<bool> await_environment_readers() {
                               return t.stop_possible();
                             }));
   EXPECT_TRUE(possible);
-  co_return sched && *sched == ex::scheduler(*io_context::current()) && possible && *possible;
+  co_return sched&&* sched == ex::scheduler(*io_context::current()) && possible&&* possible;
 }
 
 TEST(StdexecInterop, TasksAwaitEnvironmentDependentStdexecSenders) {

@@ -20,7 +20,7 @@ inline ringio::task<echo_outcome> echo_exchange(ringio::stream_socket& s, const 
   auto sender = [](ringio::stream_socket& s, const std::string& d) -> ringio::task<bool> {
     auto w = co_await s.send_all(std::as_bytes(std::span(d)));
     auto sh = co_await s.shutdown();
-    co_return w && *w == d.size() && sh;
+    co_return w&&* w == d.size() && sh;
   };
   auto reader = [](ringio::stream_socket& s) -> ringio::task<ringio::result<std::string>> {
     std::string got;

@@ -82,42 +82,41 @@ void chaos_world(sim::world& w) {
     if (!l) return;  // descriptor exhaustion of the world
     std::mt19937_64 rng(w.seed());
     std::vector<stream_record> records(4 + rng() % 13);
-    auto problem = sync_wait(ctx, [](stream_listener& l, std::vector<stream_record>& records,
-                                     std::uint64_t seed) -> task<std::string> {
-      // Connections one at a time, so that each accepted socket is its client's peer.
-      std::vector<stream_socket> clients(records.size()), servers(records.size());
-      for (std::size_t i = 0; i < records.size(); ++i) {
-        auto [c, a] = co_await when_all(stream_socket::connect(*l.local_address()), with_timeout(l.accept(), 10s));
-        if (c && a) {
-          clients[i] = std::move(*c);
-          servers[i] = std::move(*a);
-        } else {
-          records[i].failed = true;  // refused, aborted: the world's faults
-          if (c && !a) break;        // an accept that failed left a client behind: stop here
-        }
-      }
-      scope all;
-      for (std::size_t i = 0; i < records.size(); ++i) {
-        if (!clients[i].is_open()) continue;
-        all.spawn([](stream_socket& c, stream_socket& a, stream_record& r, std::uint64_t seed) -> task<void> {
-          co_await when_all(sender(c, r, seed), receiver(a, r, seed * 31 + 7));
-        }(clients[i], servers[i], records[i], seed * 1000 + i));
-      }
-      co_await all.join();
-      std::string out;
-      for (const auto& r : records) {
-        if (r.received != r.sent.substr(0, r.received.size())) {
-          std::size_t i = 0;
-          while (i < r.received.size() && i < r.sent.size() && r.received[i] == r.sent[i]) ++i;
-          out += "bytes differ at " + std::to_string(i) + " (received " + std::to_string(r.received.size()) +
-                 ", sent " + std::to_string(r.sent.size()) + "); ";
-        }
-        else if (!r.failed && r.received.size() != r.sent.size())
-          out += "lost " + std::to_string(r.sent.size() - r.received.size()) + " bytes without an error; ";
-      }
-      if (io_context::current()->in_flight() != 0) out += "operations left in flight; ";
-      co_return out;
-    }(*l, records, w.seed()));
+    auto problem = sync_wait(
+        ctx, [](stream_listener& l, std::vector<stream_record>& records, std::uint64_t seed) -> task<std::string> {
+          // Connections one at a time, so that each accepted socket is its client's peer.
+          std::vector<stream_socket> clients(records.size()), servers(records.size());
+          for (std::size_t i = 0; i < records.size(); ++i) {
+            auto [c, a] = co_await when_all(stream_socket::connect(*l.local_address()), with_timeout(l.accept(), 10s));
+            if (c && a) {
+              clients[i] = std::move(*c);
+              servers[i] = std::move(*a);
+            } else {
+              records[i].failed = true;  // refused, aborted: the world's faults
+              if (c && !a) break;        // an accept that failed left a client behind: stop here
+            }
+          }
+          scope all;
+          for (std::size_t i = 0; i < records.size(); ++i) {
+            if (!clients[i].is_open()) continue;
+            all.spawn([](stream_socket& c, stream_socket& a, stream_record& r, std::uint64_t seed) -> task<void> {
+              co_await when_all(sender(c, r, seed), receiver(a, r, seed * 31 + 7));
+            }(clients[i], servers[i], records[i], seed * 1000 + i));
+          }
+          co_await all.join();
+          std::string out;
+          for (const auto& r : records) {
+            if (r.received != r.sent.substr(0, r.received.size())) {
+              std::size_t i = 0;
+              while (i < r.received.size() && i < r.sent.size() && r.received[i] == r.sent[i]) ++i;
+              out += "bytes differ at " + std::to_string(i) + " (received " + std::to_string(r.received.size()) +
+                     ", sent " + std::to_string(r.sent.size()) + "); ";
+            } else if (!r.failed && r.received.size() != r.sent.size())
+              out += "lost " + std::to_string(r.sent.size() - r.received.size()) + " bytes without an error; ";
+          }
+          if (io_context::current()->in_flight() != 0) out += "operations left in flight; ";
+          co_return out;
+        }(*l, records, w.seed()));
     if (!problem.empty()) throw std::runtime_error(problem);
   }
   if (w.open_sockets() != 0) throw std::runtime_error(std::to_string(w.open_sockets()) + " sockets left open");

@@ -72,41 +72,42 @@ void chat_world(sim::world& w, int lines, bool lossless) {
     auto l = stream_listener::bind(socket_address::loopback(0));
     if (!l) return;  // descriptor exhaustion of the world
     auto at = *l->local_address();
-    std::string problem = sync_wait(ctx, [](stream_listener& l, socket_address at, int lines, bool lossless) -> task<std::string> {
-      scope sessions;
-      scope clients;
-      event go, leave;
-      std::vector<std::string> problems(3);
-      bool finished[3] = {false, false, false};
-      auto accept_all = [](stream_listener& l, scope& sessions) -> task<void> {
-        for (;;) {
-          auto s = co_await l.accept();
-          if (!s && s.error() == std::errc::operation_canceled) co_return;
-          if (s) sessions.spawn(session(std::move(*s)));
-        }
-      };
-      sessions.spawn(accept_all(l, sessions));
-      for (int i = 0; i < 3; ++i)
-        clients.spawn([](socket_address at, int lines, std::string& p, bool& j) -> task<void> {
-          p = co_await reader(at, lines, j);
-        }(at, lines, problems[static_cast<std::size_t>(i)], finished[i]));
-      clients.spawn(sleeper(at, leave));
-      (void)co_await sleep_for(50ms);  // the members have joined
-      go.set();
-      clients.spawn(talker(at, lines, go));
-      (void)co_await sleep_for(30s);  // virtual: far more than 600 lines need on these links
-      leave.set();
-      clients.request_stop();  // readers still waiting (their talker was reset) stop
-      co_await clients.join();
-      l.cancel();
-      co_await sessions.join();
-      std::string all;
-      for (auto& p : problems) all += p;
-      for (int i = 0; i < 3; ++i)
-        if (lossless && !finished[i]) all += " reader " + std::to_string(i) + " did not get every line;";
-      if (!room.empty()) all += " the room still has " + std::to_string(room.size()) + " members";
-      co_return all;
-    }(*l, at, lines, lossless));
+    std::string problem =
+        sync_wait(ctx, [](stream_listener& l, socket_address at, int lines, bool lossless) -> task<std::string> {
+          scope sessions;
+          scope clients;
+          event go, leave;
+          std::vector<std::string> problems(3);
+          bool finished[3] = {false, false, false};
+          auto accept_all = [](stream_listener& l, scope& sessions) -> task<void> {
+            for (;;) {
+              auto s = co_await l.accept();
+              if (!s && s.error() == std::errc::operation_canceled) co_return;
+              if (s) sessions.spawn(session(std::move(*s)));
+            }
+          };
+          sessions.spawn(accept_all(l, sessions));
+          for (int i = 0; i < 3; ++i)
+            clients.spawn([](socket_address at, int lines, std::string& p, bool& j) -> task<void> {
+              p = co_await reader(at, lines, j);
+            }(at, lines, problems[static_cast<std::size_t>(i)], finished[i]));
+          clients.spawn(sleeper(at, leave));
+          (void)co_await sleep_for(50ms);  // the members have joined
+          go.set();
+          clients.spawn(talker(at, lines, go));
+          (void)co_await sleep_for(30s);  // virtual: far more than 600 lines need on these links
+          leave.set();
+          clients.request_stop();  // readers still waiting (their talker was reset) stop
+          co_await clients.join();
+          l.cancel();
+          co_await sessions.join();
+          std::string all;
+          for (auto& p : problems) all += p;
+          for (int i = 0; i < 3; ++i)
+            if (lossless && !finished[i]) all += " reader " + std::to_string(i) + " did not get every line;";
+          if (!room.empty()) all += " the room still has " + std::to_string(room.size()) + " members";
+          co_return all;
+        }(*l, at, lines, lossless));
     if (!problem.empty()) throw std::runtime_error(problem);
   }
   if (w.open_sockets() != 0) throw std::runtime_error(std::to_string(w.open_sockets()) + " sockets left open");

@@ -227,9 +227,8 @@ TEST(SimHosts, APartitionCutsOneHostOffUntilHealed) {
   std::string l1, l2;
   w.partition(ip("10.0.0.1"), ip("10.0.0.3"));
   w.add_host("server", ip("10.0.0.1"), [&](io_context&) { return echo_server(peers); });
-  w.add_client("near", ip("10.0.0.2"), [&](io_context&) {
-    return echo_client(ip("10.0.0.1", 7), "near", unaffected, l1);
-  });
+  w.add_client("near", ip("10.0.0.2"),
+               [&](io_context&) { return echo_client(ip("10.0.0.1", 7), "near", unaffected, l1); });
   w.add_client("far", ip("10.0.0.3"), [&](io_context&) -> task<void> {
     auto c = co_await with_timeout(stream_socket::connect(ip("10.0.0.1", 7)), 5s);
     cut_error = c ? std::error_code() : c.error();
@@ -318,8 +317,7 @@ TEST(SimHosts, HostileWorldsOfThreeHosts) {
   EXPECT_TRUE(summary.deterministic);
   EXPECT_GT(complete, summary.worlds / 2) << "hardly any echo got through: the worlds test little";
   std::printf("hostile three-host worlds: %zu in %.2f s real, %llu operations, %zu of %zu echoes complete\n",
-              summary.worlds,
-              std::chrono::duration<double>(summary.real_time).count(),
+              summary.worlds, std::chrono::duration<double>(summary.real_time).count(),
               static_cast<unsigned long long>(summary.operations), complete, 2 * summary.worlds);
 }
 

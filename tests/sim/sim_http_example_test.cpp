@@ -57,24 +57,26 @@ void http_example_world(sim::world& w) {
     routes.get("/search", search);
     routes.get("/countdown", countdown);
     http::server server(routes, {.idle_timeout = 30s});
-    auto problem = sync_wait(ctx, [](http::server& server, stream_listener& l, std::uint64_t seed) -> task<std::string> {
-      std::stop_source stop;
-      event leave;
-      scope serving, silent;
-      serving.spawn(server.serve(l, stop.get_token()));
-      silent.spawn(silent_client(*l.local_address(), leave));
-      auto at = *l.local_address();
-      auto [a, b] = co_await when_all(with_timeout(requests(at, seed), 600s), with_timeout(requests(at, seed + 7), 600s));
-      stop.request_stop();  // a graceful stop while a client does not read
-      auto began = ringio::now();
-      co_await serving.join();
-      const bool slow_drain = ringio::now() - began > 60s;  // more than the idle timeout
-      leave.set();
-      co_await silent.join();
-      std::string all = slow_drain ? "the drain took more than a minute; " : "";
-      for (auto* r : {&a, &b}) all += *r ? **r : std::string("a client hung; ");
-      co_return all;
-    }(server, *l, w.seed()));
+    auto problem =
+        sync_wait(ctx, [](http::server& server, stream_listener& l, std::uint64_t seed) -> task<std::string> {
+          std::stop_source stop;
+          event leave;
+          scope serving, silent;
+          serving.spawn(server.serve(l, stop.get_token()));
+          silent.spawn(silent_client(*l.local_address(), leave));
+          auto at = *l.local_address();
+          auto [a, b] =
+              co_await when_all(with_timeout(requests(at, seed), 600s), with_timeout(requests(at, seed + 7), 600s));
+          stop.request_stop();  // a graceful stop while a client does not read
+          auto began = ringio::now();
+          co_await serving.join();
+          const bool slow_drain = ringio::now() - began > 60s;  // more than the idle timeout
+          leave.set();
+          co_await silent.join();
+          std::string all = slow_drain ? "the drain took more than a minute; " : "";
+          for (auto* r : {&a, &b}) all += *r ? **r : std::string("a client hung; ");
+          co_return all;
+        }(server, *l, w.seed()));
     if (!problem.empty()) throw std::runtime_error(problem);
   }
   if (w.open_sockets() != 0) throw std::runtime_error(std::to_string(w.open_sockets()) + " sockets left open");

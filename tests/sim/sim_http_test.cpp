@@ -71,16 +71,17 @@ void http_world(sim::world& w) {
     routes.post("/echo", echo);
     http::server server(routes, {.idle_timeout = 30s});
     std::stop_source stop;
-    auto outcome = sync_wait(ctx, [](http::server& server, stream_listener& l, std::stop_source& stop, socket_address at,
-                                     std::uint64_t seed) -> task<std::string> {
-      scope s;
-      s.spawn(server.serve(l, stop.get_token()));
-      auto r = co_await with_timeout(clients(at, seed, 6), 600s);
-      stop.request_stop();
-      co_await s.join();
-      if (!r) co_return "the clients hung";
-      co_return *r;
-    }(server, *l, stop, at, w.seed()));
+    auto outcome = sync_wait(ctx,
+                             [](http::server& server, stream_listener& l, std::stop_source& stop, socket_address at,
+                                std::uint64_t seed) -> task<std::string> {
+                               scope s;
+                               s.spawn(server.serve(l, stop.get_token()));
+                               auto r = co_await with_timeout(clients(at, seed, 6), 600s);
+                               stop.request_stop();
+                               co_await s.join();
+                               if (!r) co_return "the clients hung";
+                               co_return *r;
+                             }(server, *l, stop, at, w.seed()));
     if (!outcome.empty()) throw std::runtime_error(outcome);
   }
   if (w.open_sockets() != 0) throw std::runtime_error(std::to_string(w.open_sockets()) + " sockets left open");

@@ -92,26 +92,27 @@ void proxy_world(sim::world& w) {
     auto back = stream_listener::bind(socket_address::loopback(0));
     auto front = stream_listener::bind(socket_address::loopback(0));
     if (!back || !front) return;  // descriptor exhaustion of the world
-    std::string problem = sync_wait(ctx, [](stream_listener& back, stream_listener& front, std::uint64_t seed) -> task<std::string> {
-      scope servers;
-      servers.spawn(echo_backend(back));
-      servers.spawn(proxy(front, *back.local_address()));
-      std::mt19937_64 rng(seed);
-      std::string d[3];
-      for (auto& x : d) {
-        x.resize(1 + rng() % 50000);
-        for (char& c : x) c = static_cast<char>('a' + rng() % 26);
-      }
-      auto at = *front.local_address();
-      auto [a, b, c] = co_await when_all(with_timeout(client(at, d[0]), 600s), with_timeout(client(at, d[1]), 600s),
-                                         with_timeout(client(at, d[2]), 600s));
-      front.cancel();
-      back.cancel();
-      co_await servers.join();
-      std::string all;
-      for (auto* r : {&a, &b, &c}) all += *r ? **r : std::string("a client hung; ");
-      co_return all;
-    }(*back, *front, w.seed()));
+    std::string problem =
+        sync_wait(ctx, [](stream_listener& back, stream_listener& front, std::uint64_t seed) -> task<std::string> {
+          scope servers;
+          servers.spawn(echo_backend(back));
+          servers.spawn(proxy(front, *back.local_address()));
+          std::mt19937_64 rng(seed);
+          std::string d[3];
+          for (auto& x : d) {
+            x.resize(1 + rng() % 50000);
+            for (char& c : x) c = static_cast<char>('a' + rng() % 26);
+          }
+          auto at = *front.local_address();
+          auto [a, b, c] = co_await when_all(with_timeout(client(at, d[0]), 600s), with_timeout(client(at, d[1]), 600s),
+                                             with_timeout(client(at, d[2]), 600s));
+          front.cancel();
+          back.cancel();
+          co_await servers.join();
+          std::string all;
+          for (auto* r : {&a, &b, &c}) all += *r ? **r : std::string("a client hung; ");
+          co_return all;
+        }(*back, *front, w.seed()));
     if (!problem.empty()) throw std::runtime_error(problem);
   }
   if (w.open_sockets() != 0) throw std::runtime_error(std::to_string(w.open_sockets()) + " sockets left open");

@@ -41,7 +41,8 @@ task<std::string> talk(tls::stream& s, std::string out, std::string expect) {
       if (*n == 0) break;
       got.append(buf.data(), *n);
     }
-    if (got != expect) co_return "a clean end after " + std::to_string(got.size()) + " of " + std::to_string(expect.size()) + " bytes";
+    if (got != expect)
+      co_return "a clean end after " + std::to_string(got.size()) + " of " + std::to_string(expect.size()) + " bytes";
     co_return "";
   };
   auto [sent, problem] = co_await when_all(sender(s, out), receiver(s, expect));
@@ -60,25 +61,28 @@ void tls_world(sim::world& w, const tls::context& cctx, const tls::context& sctx
     io_context ctx(io_context_options{.backend = backend_kind::sim, .quiet = true});
     auto l = stream_listener::bind(socket_address::loopback(0));
     if (!l) return;  // descriptor exhaustion of the world
-    auto problem = sync_wait(ctx, [](stream_listener& l, const tls::context& cctx, const tls::context& sctx,
-                                     std::uint64_t seed) -> task<std::string> {
-      std::mt19937_64 rng(seed);
-      std::string up = random_text(rng, 60000), down = random_text(rng, 60000);
-      auto at = *l.local_address();
-      // A refused connect leaves the accept waiting: bounded (the world would report a
-      // deadlock otherwise).
-      auto [c, s] = co_await when_all(stream_socket::connect(at), with_timeout(l.accept(), 10s));
-      if (!c || !s) co_return "";  // refused, aborted: allowed by the world
-      auto cs = tls::stream::client(cctx, std::move(*c), "localhost");
-      auto ss = tls::stream::server(sctx, std::move(*s));
-      if (!cs || !ss) co_return "stream setup failed";
-      auto [hc, hs] = co_await when_all(cs->handshake(60s), ss->handshake(60s));
-      if (!hc || !hs) co_return "";  // a reset during the handshake
-      auto [a, b] = co_await when_all(with_timeout(talk(*cs, up, down), 600s), with_timeout(talk(*ss, down, up), 600s));
-      std::string all;
-      for (auto* r : {&a, &b}) all += *r ? **r : std::string("a side hung; ");
-      co_return all;
-    }(*l, cctx, sctx, w.seed()));
+    auto problem = sync_wait(ctx,
+                             [](stream_listener& l, const tls::context& cctx, const tls::context& sctx,
+                                std::uint64_t seed) -> task<std::string> {
+                               std::mt19937_64 rng(seed);
+                               std::string up = random_text(rng, 60000), down = random_text(rng, 60000);
+                               auto at = *l.local_address();
+                               // A refused connect leaves the accept waiting: bounded (the world would report a
+                               // deadlock otherwise).
+                               auto [c, s] =
+                                   co_await when_all(stream_socket::connect(at), with_timeout(l.accept(), 10s));
+                               if (!c || !s) co_return "";  // refused, aborted: allowed by the world
+                               auto cs = tls::stream::client(cctx, std::move(*c), "localhost");
+                               auto ss = tls::stream::server(sctx, std::move(*s));
+                               if (!cs || !ss) co_return "stream setup failed";
+                               auto [hc, hs] = co_await when_all(cs->handshake(60s), ss->handshake(60s));
+                               if (!hc || !hs) co_return "";  // a reset during the handshake
+                               auto [a, b] = co_await when_all(with_timeout(talk(*cs, up, down), 600s),
+                                                               with_timeout(talk(*ss, down, up), 600s));
+                               std::string all;
+                               for (auto* r : {&a, &b}) all += *r ? **r : std::string("a side hung; ");
+                               co_return all;
+                             }(*l, cctx, sctx, w.seed()));
     if (!problem.empty()) throw std::runtime_error(problem);
   }
   if (w.open_sockets() != 0) throw std::runtime_error(std::to_string(w.open_sockets()) + " sockets left open");

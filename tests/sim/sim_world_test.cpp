@@ -129,24 +129,25 @@ TEST(Sim, BackPressureStopsAWriterAtTheBufferSize) {
   auto l = stream_listener::bind(socket_address::loopback(0));
   ASSERT_TRUE(l);
   auto at = *l->local_address();
-  auto [sent_before, total] = sync_wait(ctx, [](stream_listener& l, socket_address at) -> task<std::pair<std::size_t, std::size_t>> {
-    auto [a, c] = co_await when_all(l.accept(), stream_socket::connect(at));
-    std::string big(100000, 'x');
-    std::size_t sent = 0;
-    auto r = co_await with_timeout(c->send_all(bytes_of(big)), 1s);
-    if (r) sent = *r;
-    // Count what arrives once the reader reads.
-    auto sh = co_await c->shutdown();
-    (void)sh;
-    std::size_t total = 0;
-    std::array<std::byte, 4096> buf;
-    for (;;) {
-      auto n = co_await a->recv(buf);
-      if (!n || *n == 0) break;
-      total += *n;
-    }
-    co_return std::pair{sent, total};
-  }(*l, at));
+  auto [sent_before, total] =
+      sync_wait(ctx, [](stream_listener& l, socket_address at) -> task<std::pair<std::size_t, std::size_t>> {
+        auto [a, c] = co_await when_all(l.accept(), stream_socket::connect(at));
+        std::string big(100000, 'x');
+        std::size_t sent = 0;
+        auto r = co_await with_timeout(c->send_all(bytes_of(big)), 1s);
+        if (r) sent = *r;
+        // Count what arrives once the reader reads.
+        auto sh = co_await c->shutdown();
+        (void)sh;
+        std::size_t total = 0;
+        std::array<std::byte, 4096> buf;
+        for (;;) {
+          auto n = co_await a->recv(buf);
+          if (!n || *n == 0) break;
+          total += *n;
+        }
+        co_return std::pair{sent, total};
+      }(*l, at));
   // send_all stopped by its timeout reports what it sent: exactly the peer's buffer.
   EXPECT_EQ(sent_before, 10000u);
   EXPECT_EQ(total, sent_before) << "every byte sent arrives once the reader reads";
@@ -186,7 +187,7 @@ TEST(Sim, ASeedReplaysExactly) {
       auto c = echo_client(at, pattern(70000, 3));
       auto d = echo_client(at, pattern(10, 4));
       auto [x, y, z, u] = co_await when_all(std::move(a), std::move(b), std::move(c), std::move(d));
-      co_return x && y && z && u;
+      co_return x&& y&& z&& u;
     }(at));
     if (!r) throw std::runtime_error("echo failed");
   };
@@ -221,7 +222,8 @@ TEST(Sim, HostileWorldsNeverCorruptOrHang) {
         servers.spawn(echo_one(l));
         servers.spawn(echo_one(l));
         std::string d1 = pattern(1 + seed % 20000, seed), d2 = pattern(1 + seed % 7000, seed + 1);
-        auto [r1, r2] = co_await when_all(with_timeout(echo_client(at, d1), 60s), with_timeout(echo_client(at, d2), 60s));
+        auto [r1, r2] =
+            co_await when_all(with_timeout(echo_client(at, d1), 60s), with_timeout(echo_client(at, d2), 60s));
         l.cancel();  // the servers that got no connection stop accepting
         co_await servers.join();
         auto check = [](const result<result<std::string>>& r, const std::string& d) -> std::string {
@@ -278,27 +280,28 @@ TEST(Sim, APartitionHoldsTrafficUntilItHeals) {
   auto client_host = *socket_address::from_host("10.0.0.2", 0);
   auto l = stream_listener::bind(server_at);
   ASSERT_TRUE(l) << l.error().message();
-  auto out = sync_wait(ctx, [](sim::world& w, stream_listener& l, socket_address server_at,
-                               socket_address client_host) -> task<std::string> {
-    std::string log;
-    auto [a, c] = co_await when_all(l.accept(), stream_socket::connect(server_at, client_host));
-    if (!a || !c) co_return "no connection";
-    w.partition(server_at, client_host);
-    auto sent = co_await c->send_all(std::string_view("hello"));
-    log += sent ? "sent " + std::to_string(*sent) + "; " : "send failed; ";
-    std::array<char, 16> buf;
-    auto r1 = co_await with_timeout(a->recv(std::as_writable_bytes(std::span(buf))), 5s);
-    log += r1 ? "received during the partition; " : r1.error() == std::errc::timed_out ? "held; " : "error; ";
-    // A new connection waits too (its SYN is lost and sent again each second).
-    auto c2 = co_await with_timeout(stream_socket::connect(server_at, client_host), 3s);
-    log += c2 ? "connected during the partition; " : "connect held; ";
-    w.heal(server_at, client_host);
-    auto r2 = co_await with_timeout(a->recv(std::as_writable_bytes(std::span(buf))), 5s);
-    log += r2 ? "then '" + std::string(buf.data(), *r2) + "'; " : "then " + r2.error().message() + "; ";
-    auto [a3, c3] = co_await when_all(l.accept(), with_timeout(stream_socket::connect(server_at, client_host), 5s));
-    log += a3 && c3 ? "connects again" : "no connection after the heal";
-    co_return log;
-  }(w, *l, server_at, client_host));
+  auto out = sync_wait(
+      ctx,
+      [](sim::world& w, stream_listener& l, socket_address server_at, socket_address client_host) -> task<std::string> {
+        std::string log;
+        auto [a, c] = co_await when_all(l.accept(), stream_socket::connect(server_at, client_host));
+        if (!a || !c) co_return "no connection";
+        w.partition(server_at, client_host);
+        auto sent = co_await c->send_all(std::string_view("hello"));
+        log += sent ? "sent " + std::to_string(*sent) + "; " : "send failed; ";
+        std::array<char, 16> buf;
+        auto r1 = co_await with_timeout(a->recv(std::as_writable_bytes(std::span(buf))), 5s);
+        log += r1 ? "received during the partition; " : r1.error() == std::errc::timed_out ? "held; " : "error; ";
+        // A new connection waits too (its SYN is lost and sent again each second).
+        auto c2 = co_await with_timeout(stream_socket::connect(server_at, client_host), 3s);
+        log += c2 ? "connected during the partition; " : "connect held; ";
+        w.heal(server_at, client_host);
+        auto r2 = co_await with_timeout(a->recv(std::as_writable_bytes(std::span(buf))), 5s);
+        log += r2 ? "then '" + std::string(buf.data(), *r2) + "'; " : "then " + r2.error().message() + "; ";
+        auto [a3, c3] = co_await when_all(l.accept(), with_timeout(stream_socket::connect(server_at, client_host), 5s));
+        log += a3 && c3 ? "connects again" : "no connection after the heal";
+        co_return log;
+      }(w, *l, server_at, client_host));
   EXPECT_EQ(out, "sent 5; held; connect held; then 'hello'; connects again");
 }
 

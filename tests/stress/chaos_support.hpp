@@ -84,8 +84,8 @@ class watchdog {
     std::lock_guard lk(mu_);
     what_ = std::move(what);
     dump_ = std::move(dump);
-    deadline_ = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                                        std::chrono::duration<double>(seconds));
+    deadline_ = std::chrono::steady_clock::now() +
+                std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds));
     armed_ = true;
     cv_.notify_all();
   }

@@ -61,17 +61,21 @@ using clock_type = std::chrono::steady_clock;
 // ---------------------------------------------------------------------------------------
 // How an operation is awaited: plainly, or with one kind of cancellation injected.
 
-enum class style { plain, stop_before_start, op_timeout, when_any_sleep, stop_after_yield, stop_from_thread, task_timeout };
+enum class style {
+  plain,
+  stop_before_start,
+  op_timeout,
+  when_any_sleep,
+  stop_after_yield,
+  stop_from_thread,
+  task_timeout
+};
 constexpr int style_count = 7;
-constexpr const char* style_name[style_count] = {"plain",      "stop_before_start", "op_timeout", "when_any",
+constexpr const char* style_name[style_count] = {"plain",      "stop_before_start", "op_timeout",  "when_any",
                                                  "yield_stop", "thread_stop",       "task_timeout"};
 
-bool is_cancel(const std::error_code& e) {
-  return e == std::errc::operation_canceled || e == std::errc::timed_out;
-}
-bool is_peer_gone(const std::error_code& e) {
-  return e == std::errc::broken_pipe || e == std::errc::connection_reset;
-}
+bool is_cancel(const std::error_code& e) { return e == std::errc::operation_canceled || e == std::errc::timed_out; }
+bool is_peer_gone(const std::error_code& e) { return e == std::errc::broken_pipe || e == std::errc::connection_reset; }
 
 /// The value `co_await a` yields, for operations and tasks.
 template <class A>
@@ -88,21 +92,21 @@ using awaited_t = typename awaited<A>::type;
 /// Counters over a whole test run (what the chaos run exercised).
 struct coverage {
   std::array<long, style_count> styles{};
-  long cancels_won = 0;       // an operation injected with a cancellation reported cancellation
-  long completions_won = 0;   // ... and completed anyway
-  long bytes = 0, connections = 0, resets = 0, scope_stops = 0, shutdowns = 0, channel_values = 0,
-       spawn_ons = 0, posts = 0, sleeps = 0, enobufs = 0;
+  long cancels_won = 0;      // an operation injected with a cancellation reported cancellation
+  long completions_won = 0;  // ... and completed anyway
+  long bytes = 0, connections = 0, resets = 0, scope_stops = 0, shutdowns = 0, channel_values = 0, spawn_ons = 0,
+       posts = 0, sleeps = 0, enobufs = 0;
 };
 
 struct conn_ledger {
   int id = 0;
   bool tcp = false;
-  std::vector<std::byte> data;   // the whole stream the sender may send
-  std::size_t confirmed = 0;     // bytes the library told the sender it sent
-  std::size_t received = 0;      // bytes the receiver got, verified against `data`
+  std::vector<std::byte> data;  // the whole stream the sender may send
+  std::size_t confirmed = 0;    // bytes the library told the sender it sent
+  std::size_t received = 0;     // bytes the receiver got, verified against `data`
   bool connected = false;
   bool corrupt = false;
-  bool reply_expected = false;   // the sender half-closes and waits for the receiver's count
+  bool reply_expected = false;  // the sender half-closes and waits for the receiver's count
   bool sender_reset = false, sender_quit = false, sender_peer_gone = false;
   bool receiver_quit = false, receiver_reset = false, receiver_eof = false, receiver_conn_reset = false;
   bool scope_stopped = false;
@@ -115,7 +119,8 @@ struct conn_ledger {
 };
 
 struct scenario {
-  scenario(backend_kind k, std::uint64_t s, const chaos::config& c, coverage& cv) : backend(k), seed(s), cfg(c), cov(cv) {}
+  scenario(backend_kind k, std::uint64_t s, const chaos::config& c, coverage& cv)
+      : backend(k), seed(s), cfg(c), cov(cv) {}
   backend_kind backend;
   std::uint64_t seed;
   const chaos::config& cfg;
@@ -159,9 +164,12 @@ struct live_guard {
 
 std::chrono::nanoseconds short_delay(rng& r) {
   switch (r() % 4) {
-    case 0: return 0ns;
-    case 1: return std::chrono::nanoseconds(r() % 50'000);
-    default: return std::chrono::nanoseconds(r() % 3'000'000);
+    case 0:
+      return 0ns;
+    case 1:
+      return std::chrono::nanoseconds(r() % 50'000);
+    default:
+      return std::chrono::nanoseconds(r() % 3'000'000);
   }
 }
 
@@ -258,10 +266,8 @@ task<awaited_t<Op>> perturbed(scenario& sc, rng& r, Op op, style& used) {
 template <class R>
 void count_outcome(scenario& sc, style st, const R& res) {
   if (st == style::plain) return;
-  if (!res && is_cancel(res.error()))
-    ++sc.cov.cancels_won;
-  else
-    ++sc.cov.completions_won;
+  if (!res && is_cancel(res.error())) ++sc.cov.cancels_won;
+  else ++sc.cov.completions_won;
 }
 
 std::string where(const conn_ledger& c) {
@@ -298,9 +304,7 @@ void verify(scenario& sc, conn_ledger& c, const std::byte* p, std::size_t n) {
   sc.cov.bytes += static_cast<long>(n);
 }
 
-void close_socket(stream_socket& s) {
-  stream_socket dead = std::move(s);
-}
+void close_socket(stream_socket& s) { stream_socket dead = std::move(s); }
 
 /// Closes through the ring (close()) or by the destructor, at random.
 task<void> finish_socket(scenario& sc, rng& r, stream_socket& s) {
@@ -348,8 +352,8 @@ task<void> sender(scenario& sc, conn_ledger& c, stream_socket s, std::uint64_t s
       auto res = co_await perturbed(sc, r, s.send(buf), st);
       count_outcome(sc, st, res);
       if (res) {
-        c.note(std::string("S:send(") + std::to_string(len) + "," + style_name[static_cast<int>(st)] + ")=" +
-               std::to_string(*res));
+        c.note(std::string("S:send(") + std::to_string(len) + "," + style_name[static_cast<int>(st)] +
+               ")=" + std::to_string(*res));
         if (*res == 0 || *res > len)
           sc.fail(where(c) + ": send of " + std::to_string(len) + " bytes returned " + std::to_string(*res));
         if (st == style::stop_before_start)
@@ -359,8 +363,8 @@ task<void> sender(scenario& sc, conn_ledger& c, stream_socket s, std::uint64_t s
         c.confirmed = off;
         cancels_in_row = 0;
       } else if (is_cancel(res.error())) {
-        c.note(std::string("S:send(") + std::to_string(len) + "," + style_name[static_cast<int>(st)] + ")=" +
-               res.error().message());
+        c.note(std::string("S:send(") + std::to_string(len) + "," + style_name[static_cast<int>(st)] +
+               ")=" + res.error().message());
         if (++cancels_in_row > 4) {
           c.sender_quit = true;
           break;
@@ -380,8 +384,8 @@ task<void> sender(scenario& sc, conn_ledger& c, stream_socket s, std::uint64_t s
       count_outcome(sc, st, res);
       if (res) {
         // All of buf, or (stopped or failed part-way) the bytes that did go out.
-        c.note(std::string("S:send_all(") + std::to_string(len) + "," + style_name[static_cast<int>(st)] + ")=" +
-               std::to_string(*res));
+        c.note(std::string("S:send_all(") + std::to_string(len) + "," + style_name[static_cast<int>(st)] +
+               ")=" + std::to_string(*res));
         if (*res == 0 || *res > len)
           sc.fail(where(c) + ": send_all of " + std::to_string(len) + " bytes returned " + std::to_string(*res));
         if (st == style::stop_before_start)
@@ -391,8 +395,8 @@ task<void> sender(scenario& sc, conn_ledger& c, stream_socket s, std::uint64_t s
         cancels_in_row = 0;
       } else {
         // An error means nothing was sent.
-        c.note(std::string("S:send_all(") + std::to_string(len) + "," + style_name[static_cast<int>(st)] + ")=" +
-               res.error().message());
+        c.note(std::string("S:send_all(") + std::to_string(len) + "," + style_name[static_cast<int>(st)] +
+               ")=" + res.error().message());
         if (is_cancel(res.error())) {
           if (++cancels_in_row > 4) {
             c.sender_quit = true;
@@ -431,16 +435,17 @@ task<void> sender(scenario& sc, conn_ledger& c, stream_socket s, std::uint64_t s
         std::memcpy(&count, reply.data(), 8);
         c.note("S:reply=" + std::to_string(count));
         if (count != c.confirmed)
-          sc.fail(where(c) + ": the receiver counted " + std::to_string(count) + " bytes after the half-close, the "
-                  "sender had sent " + std::to_string(c.confirmed));
+          sc.fail(where(c) + ": the receiver counted " + std::to_string(count) +
+                  " bytes after the half-close, the "
+                  "sender had sent " +
+                  std::to_string(c.confirmed));
       } else if (got) {
         c.note("S:reply-short=" + std::to_string(*got));
         if (!c.receiver_quit && !sc.shutdown_mode && !c.scope_stopped)
           sc.fail(where(c) + ": no count came back after the half-close (" + std::to_string(*got) + " bytes)");
       } else {
         c.note("S:reply=" + got.error().message());
-        if (got.error() == std::errc::timed_out ||
-            (!is_cancel(got.error()) && !is_peer_gone(got.error())))
+        if (got.error() == std::errc::timed_out || (!is_cancel(got.error()) && !is_peer_gone(got.error())))
           sc.fail(where(c) + ": reading the count after the half-close failed: " + got.error().message());
       }
     }
@@ -487,8 +492,8 @@ task<void> receiver(scenario& sc, conn_ledger& c, stream_socket s, std::uint64_t
       auto res = co_await perturbed(sc, r, s.recv(mutable_buffer(buf.data(), want)), st);
       count_outcome(sc, st, res);
       if (res) {
-        c.note(std::string("R:recv(") + std::to_string(want) + "," + style_name[static_cast<int>(st)] + ")=" +
-               std::to_string(*res));
+        c.note(std::string("R:recv(") + std::to_string(want) + "," + style_name[static_cast<int>(st)] +
+               ")=" + std::to_string(*res));
         if (st == style::stop_before_start && *res > 0)
           sc.fail(where(c) + ": a recv whose stop was requested before it started read " + std::to_string(*res) +
                   " bytes");
@@ -499,8 +504,8 @@ task<void> receiver(scenario& sc, conn_ledger& c, stream_socket s, std::uint64_t
         verify(sc, c, buf.data(), std::min(*res, want));
         cancels_in_row = 0;
       } else if (is_cancel(res.error())) {
-        c.note(std::string("R:recv(") + std::to_string(want) + "," + style_name[static_cast<int>(st)] + ")=" +
-               res.error().message());
+        c.note(std::string("R:recv(") + std::to_string(want) + "," + style_name[static_cast<int>(st)] +
+               ")=" + res.error().message());
         if (++cancels_in_row > 6) {
           c.receiver_quit = true;
           break;
@@ -785,7 +790,7 @@ task<int> square_there(scenario& sc, int x, io_context*& ran_on, std::chrono::na
     auto z = co_await sleep_for(d);
     (void)z;
   }
-  co_return x * x;
+  co_return x* x;
 }
 
 task<void> barrier_there() { co_return; }
@@ -903,7 +908,8 @@ task<void> channel_consumer(scenario& sc, channel<std::uint64_t>& ch, std::uint6
         break;
       }
       default: {  // plain, and the styles that only apply to operations: a bounded wait
-        auto w = co_await when_any(capture_into(ch.receive(), out), sleep_for(st == style::plain ? 20ms : short_delay(r)));
+        auto w =
+            co_await when_any(capture_into(ch.receive(), out), sleep_for(st == style::plain ? 20ms : short_delay(r)));
         (void)w;
         break;
       }
@@ -995,10 +1001,18 @@ task<void> scenario_main(scenario& sc) {
     c.tcp = r() % 4 != 0 || sc.backend == backend_kind::sim;
     std::size_t size = 0;
     switch (r() % 4) {
-      case 0: size = r() % 256; break;
-      case 1: size = r() % 8192; break;
-      case 2: size = r() % 65536; break;
-      default: size = r() % sc.scaled(1 << 20, 128 << 10); break;
+      case 0:
+        size = r() % 256;
+        break;
+      case 1:
+        size = r() % 8192;
+        break;
+      case 2:
+        size = r() % 65536;
+        break;
+      default:
+        size = r() % sc.scaled(1 << 20, 128 << 10);
+        break;
     }
     c.data = chaos::stream_pattern(sc.seed, i, size);
   }
@@ -1009,9 +1023,9 @@ task<void> scenario_main(scenario& sc) {
   if (acceptors == 2) server.spawn(accept_loop(sc, *l, r(), false));
 
   scope conns, extras, watch;
-  watch.spawn(stall_guard(sc, std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                  std::chrono::duration<double>(sc.cfg.hang_seconds / 4)),
-                          conns, extras, server));
+  watch.spawn(stall_guard(
+      sc, std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(sc.cfg.hang_seconds / 4)),
+      conns, extras, server));
   extras.spawn(timer_chaos(sc, r()));
   if (!sc.shutdown_mode) {
     // Work that crosses threads must finish before its context goes away.
@@ -1023,13 +1037,16 @@ task<void> scenario_main(scenario& sc) {
   for (auto& c : sc.conns) {
     conns.spawn(connection(sc, c, r()));
     switch (r() % 4) {
-      case 0: co_await yield(); break;
+      case 0:
+        co_await yield();
+        break;
       case 1: {
         auto z = co_await sleep_for(std::chrono::microseconds(r() % 300));
         (void)z;
         break;
       }
-      default: break;
+      default:
+        break;
     }
   }
   co_await conns.join();
@@ -1127,32 +1144,31 @@ scenario_result run_scenario(backend_kind kind, std::uint64_t seed, const chaos:
   if (kind == backend_kind::sim) {
     run_in_world(sc, plan);
   } else {
-  std::atomic<io_context*> other{nullptr};
-  std::thread other_thread([&] {
-    io_context c2(io_context_options{.backend = kind, .quiet = true});
-    other = &c2;
-    c2.run();
-  });
-  while (other.load() == nullptr) std::this_thread::yield();
-  sc.ctx2 = other.load();
-  {
-    io_context ctx(io_context_options{.backend = kind, .quiet = true});
-    sc.ctx = &ctx;
-    if (!sc.shutdown_mode) {
-      sync_wait(ctx, scenario_main(sc));
-      if (ctx.in_flight() != 0) sc.fail("in_flight() is not 0 before the context is destroyed");
-    } else {
-      ++cov.shutdowns;
-      ctx.spawn(scenario_main(sc));
-      sync_wait(ctx, pause_for(std::chrono::microseconds(plan() % 40000)));
+    std::atomic<io_context*> other{nullptr};
+    std::thread other_thread([&] {
+      io_context c2(io_context_options{.backend = kind, .quiet = true});
+      other = &c2;
+      c2.run();
+    });
+    while (other.load() == nullptr) std::this_thread::yield();
+    sc.ctx2 = other.load();
+    {
+      io_context ctx(io_context_options{.backend = kind, .quiet = true});
+      sc.ctx = &ctx;
+      if (!sc.shutdown_mode) {
+        sync_wait(ctx, scenario_main(sc));
+        if (ctx.in_flight() != 0) sc.fail("in_flight() is not 0 before the context is destroyed");
+      } else {
+        ++cov.shutdowns;
+        ctx.spawn(scenario_main(sc));
+        sync_wait(ctx, pause_for(std::chrono::microseconds(plan() % 40000)));
+      }
     }
-  }
-  sc.ctx2->stop();
-  other_thread.join();
+    sc.ctx2->stop();
+    other_thread.join();
   }
 
-  if (sc.live_tasks != 0)
-    sc.fail(std::to_string(sc.live_tasks) + " task(s) never finished (abandoned by the context)");
+  if (sc.live_tasks != 0) sc.fail(std::to_string(sc.live_tasks) + " task(s) never finished (abandoned by the context)");
   if (!sc.main_done) sc.fail("the scenario's main task never finished");
   if (sc.post_ran.load() != sc.posted.load())
     sc.fail("post: " + std::to_string(sc.posted.load()) + " posted, " + std::to_string(sc.post_ran.load()) + " ran");
@@ -1181,8 +1197,7 @@ scenario_result run_scenario(backend_kind kind, std::uint64_t seed, const chaos:
     if (!c.connected) continue;
     if (c.received > c.confirmed)
       sc.fail(where(c) + ": the receiver got " + std::to_string(c.received) + " bytes, the sender was told it sent " +
-              std::to_string(c.confirmed) +
-              ": a send reported failure (or less) but its bytes went out");
+              std::to_string(c.confirmed) + ": a send reported failure (or less) but its bytes went out");
     if (c.receiver_eof && !c.sender_reset && c.received < c.confirmed)
       sc.fail(where(c) + ": end of stream after " + std::to_string(c.received) + " bytes, but the sender was told " +
               std::to_string(c.confirmed) + " were sent: bytes lost");
@@ -1231,9 +1246,10 @@ TEST_P(ChaosRun, SeededScenarios) {
     if (!res.failures.empty() && ringio_test::tcp_aborts_on_memory() != aborts_before) {
       // The kernel reset connections for lack of TCP memory (another process's load):
       // resets nobody made are expected then. Reported, not counted against ringio.
-      std::printf("chaos %s: seed %llu hit the host's TCP memory limit (TCPAbortOnMemory grew); %zu finding(s) "
-                  "not counted: environment\n",
-                  std::string(to_string(kind)).c_str(), static_cast<unsigned long long>(seed), res.failures.size());
+      std::printf(
+          "chaos %s: seed %llu hit the host's TCP memory limit (TCPAbortOnMemory grew); %zu finding(s) "
+          "not counted: environment\n",
+          std::string(to_string(kind)).c_str(), static_cast<unsigned long long>(seed), res.failures.size());
       ++environment_skips;
       continue;
     }
@@ -1251,7 +1267,8 @@ TEST_P(ChaosRun, SeededScenarios) {
   }
   const double secs = std::chrono::duration<double>(clock_type::now() - t0).count();
   std::ostringstream styles;
-  for (int i = 0; i < style_count; ++i) styles << " " << style_name[i] << "=" << cov.styles[static_cast<std::size_t>(i)];
+  for (int i = 0; i < style_count; ++i)
+    styles << " " << style_name[i] << "=" << cov.styles[static_cast<std::size_t>(i)];
   std::printf(
       "chaos %s: seeds %llu..%llu (%llu scenarios, %llu failed%s) in %.1f s; %ld connections, %ld bytes, "
       "%ld resets, %ld scope stops, %ld shutdowns, %ld channel values, %ld spawn_on, %ld posts, %ld sleeps, "
@@ -1288,7 +1305,8 @@ task<void> pump(stream_socket s, const std::vector<std::byte>& data, std::uint64
     const std::size_t len = std::min<std::size_t>(data.size() - off, 1 + r() % 20000);
     auto w = co_await s.send_all(const_buffer(data.data() + off, len));
     if (!w || *w != len) {
-      res.errors.push_back("send_all: " + (w ? std::to_string(*w) + " of " + std::to_string(len) : w.error().message()));
+      res.errors.push_back("send_all: " +
+                           (w ? std::to_string(*w) + " of " + std::to_string(len) : w.error().message()));
       co_return;
     }
     off += len;
@@ -1313,8 +1331,7 @@ task<void> drain(stream_socket s, const std::vector<std::byte>& data, workload_r
     }
     off += *n;
   }
-  if (off == data.size())
-    ++res.streams_ok;
+  if (off == data.size()) ++res.streams_ok;
   else
     res.errors.push_back("stream ended after " + std::to_string(off) + " of " + std::to_string(data.size()) + " bytes");
 }
@@ -1322,10 +1339,8 @@ task<void> drain(stream_socket s, const std::vector<std::byte>& data, workload_r
 task<void> nap(std::chrono::nanoseconds d, workload_result& res) {
   const auto t0 = ringio::now();
   auto z = co_await sleep_for(d);
-  if (z && ringio::now() - t0 >= d)
-    ++res.sleeps_ok;
-  else
-    res.errors.push_back(z ? "a sleep ended early" : "sleep: " + z.error().message());
+  if (z && ringio::now() - t0 >= d) ++res.sleeps_ok;
+  else res.errors.push_back(z ? "a sleep ended early" : "sleep: " + z.error().message());
 }
 
 task<void> accept_n(stream_listener& l, int n, std::vector<stream_socket>& out, workload_result& res) {
@@ -1418,17 +1433,13 @@ class ChaosFault : public ::testing::TestWithParam<backend_kind> {
 
 // A 16-entry completion queue under a few hundred operations in flight: the in-flight
 // cap (the CQ size by default) holds the rest in the backlog, nothing overflows or is lost.
-TEST_P(ChaosFault, TinyCompletionQueue) {
-  check_workload({.sq_entries = 8, .cq_entries = 16}, "cq_entries 16");
-}
+TEST_P(ChaosFault, TinyCompletionQueue) { check_workload({.sq_entries = 8, .cq_entries = 16}, "cq_entries 16"); }
 
 TEST_P(ChaosFault, TinyInFlightCap) {
   for (unsigned cap : {4u, 8u}) check_workload({.max_in_flight = cap}, "max_in_flight " + std::to_string(cap));
 }
 
-TEST_P(ChaosFault, EightEntrySubmissionQueue) {
-  check_workload({.sq_entries = 8}, "sq_entries 8");
-}
+TEST_P(ChaosFault, EightEntrySubmissionQueue) { check_workload({.sq_entries = 8}, "sq_entries 8"); }
 
 TEST_P(ChaosFault, EightEntrySubmissionQueueWithSqpoll) {
   if (GetParam() == backend_kind::epoll) GTEST_SKIP() << "SQPOLL is an io_uring setting";
@@ -1476,27 +1487,30 @@ TEST_P(ChaosFault, BufferRingExhaustion) {
     auto ctx = make({}, why);
     ASSERT_TRUE(ctx) << why;
     the_watchdog().arm("BufferRingExhaustion on " + std::string(to_string(GetParam())), 120);
-    sync_wait(*ctx, [](int streams, std::size_t bytes, workload_result& res, unsigned& available,
-                       unsigned& count) -> task<void> {
-      std::vector<std::vector<std::byte>> data;
-      for (int i = 0; i < streams; ++i) data.push_back(chaos::stream_pattern(7, static_cast<std::uint64_t>(i), bytes));
-      buffer_pool pool(*io_context::current(), 2, 256);
-      {
-        scope s;
-        for (int i = 0; i < streams; ++i) {
-          ringio_test::socket_pair p;
-          s.spawn(pump(std::move(p.a), data[static_cast<std::size_t>(i)], static_cast<std::uint64_t>(i), res));
-          s.spawn(pooled_drain(std::move(p.b), pool, data[static_cast<std::size_t>(i)], static_cast<std::uint64_t>(i), res));
-        }
-        co_await s.join();
-      }
-      for (int i = 0; i < 2000 && pool.available() != pool.count(); ++i) {
-        auto z = co_await sleep_for(1ms);
-        (void)z;
-      }
-      available = pool.available();
-      count = pool.count();
-    }(streams, bytes, res, available, count));
+    sync_wait(
+        *ctx,
+        [](int streams, std::size_t bytes, workload_result& res, unsigned& available, unsigned& count) -> task<void> {
+          std::vector<std::vector<std::byte>> data;
+          for (int i = 0; i < streams; ++i)
+            data.push_back(chaos::stream_pattern(7, static_cast<std::uint64_t>(i), bytes));
+          buffer_pool pool(*io_context::current(), 2, 256);
+          {
+            scope s;
+            for (int i = 0; i < streams; ++i) {
+              ringio_test::socket_pair p;
+              s.spawn(pump(std::move(p.a), data[static_cast<std::size_t>(i)], static_cast<std::uint64_t>(i), res));
+              s.spawn(pooled_drain(std::move(p.b), pool, data[static_cast<std::size_t>(i)],
+                                   static_cast<std::uint64_t>(i), res));
+            }
+            co_await s.join();
+          }
+          for (int i = 0; i < 2000 && pool.available() != pool.count(); ++i) {
+            auto z = co_await sleep_for(1ms);
+            (void)z;
+          }
+          available = pool.available();
+          count = pool.count();
+        }(streams, bytes, res, available, count));
     the_watchdog().disarm();
   }
   for (const auto& e : res.errors) ADD_FAILURE() << e;
@@ -1527,98 +1541,96 @@ int highest_open_fd() {
 // descriptors are free again the same listener accepts every waiting client.
 TEST_P(ChaosFault, EmfileStorm) {
   if (chaos::sanitized)
-    GTEST_SKIP() << "the descriptor table is exhausted on purpose: the sanitizer runtime aborts without descriptors of its own";
+    GTEST_SKIP()
+        << "the descriptor table is exhausted on purpose: the sanitizer runtime aborts without descriptors of its own";
   for (bool multishot : {false, true}) {
     const auto before = ringio_test::open_fd_count();
     const std::string label = multishot ? "multishot accept" : "accept";
     {
-    std::string why;
-    auto ctx = make({}, why);
-    ASSERT_TRUE(ctx) << why;
-    auto l = ringio_test::listen_loopback();
-    auto at = ringio_test::address_of(l);
-    constexpr int clients = 12, room = 3;
-    std::vector<int> raw;
-    for (int i = 0; i < clients; ++i) {
-      int c = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-      ASSERT_EQ(::connect(c, at.native(), at.size()), 0);
-      ASSERT_EQ(::send(c, "ping", 4, MSG_NOSIGNAL), 4);
-      raw.push_back(c);
-    }
-    struct outcome {
-      int accepted_before = 0, emfile = 0, accepted_after = 0, echoed = 0;
-      std::string other;
-    } out;
-    {
-      nofile_limit lim;
-      // Close the gaps: the next descriptors come from the lowest free numbers.
-      std::vector<int> fillers;
-      const int hi = highest_open_fd();
-      for (;;) {
-        int f = ::dup(0);
-        if (f < 0 || f > hi) {
-          if (f >= 0) ::close(f);
-          break;
-        }
-        fillers.push_back(f);
+      std::string why;
+      auto ctx = make({}, why);
+      ASSERT_TRUE(ctx) << why;
+      auto l = ringio_test::listen_loopback();
+      auto at = ringio_test::address_of(l);
+      constexpr int clients = 12, room = 3;
+      std::vector<int> raw;
+      for (int i = 0; i < clients; ++i) {
+        int c = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        ASSERT_EQ(::connect(c, at.native(), at.size()), 0);
+        ASSERT_EQ(::send(c, "ping", 4, MSG_NOSIGNAL), 4);
+        raw.push_back(c);
       }
-      ASSERT_TRUE(lim.lower_to(static_cast<rlim_t>(hi + 1 + room)));
-      sync_wait(*ctx, [](stream_listener& l, bool multishot, outcome& out, nofile_limit& lim,
-                         std::vector<int>& fillers) -> task<void> {
-        std::optional<multishot_acceptor> ma;
-        if (multishot) ma.emplace(l);
-        std::vector<stream_socket> held;
-        for (int i = 0; i < room + 2; ++i) {
-          result<stream_socket> s = unexpected(std::errc::operation_canceled);
-          if (multishot)
-            s = co_await with_timeout(ma->next(), 5s);
-          else
-            s = co_await with_timeout(l.accept(), 5s);
-          if (s) {
-            ++out.accepted_before;
-            held.push_back(std::move(*s));
-          } else if (s.error() == std::errc::too_many_files_open) {
-            ++out.emfile;
-          } else {
-            out.other += " " + s.error().message();
-          }
-        }
-        // Descriptors come back; the server carries on with every client left waiting.
-        held.clear();
-        for (int f : fillers) ::close(f);
-        fillers.clear();
-        ::setrlimit(RLIMIT_NOFILE, &lim.saved);
-        std::vector<stream_socket> later;
-        while (out.accepted_before + out.accepted_after < clients) {
-          result<stream_socket> s = unexpected(std::errc::operation_canceled);
-          if (multishot)
-            s = co_await with_timeout(ma->next(), 5s);
-          else
-            s = co_await with_timeout(l.accept(), 5s);
-          if (!s) {
-            out.other += " after: " + s.error().message();
+      struct outcome {
+        int accepted_before = 0, emfile = 0, accepted_after = 0, echoed = 0;
+        std::string other;
+      } out;
+      {
+        nofile_limit lim;
+        // Close the gaps: the next descriptors come from the lowest free numbers.
+        std::vector<int> fillers;
+        const int hi = highest_open_fd();
+        for (;;) {
+          int f = ::dup(0);
+          if (f < 0 || f > hi) {
+            if (f >= 0) ::close(f);
             break;
           }
-          ++out.accepted_after;
-          later.push_back(std::move(*s));
+          fillers.push_back(f);
         }
-        // Each one served: echo a word back.
-        for (auto& s : later) {
-          std::array<char, 4> word{};
-          auto r = co_await with_timeout(s.recv_exact(word), 5s);
-          if (!r || *r != 4) continue;
-          auto w = co_await s.send_all(word);
-          if (w) ++out.echoed;
-        }
-      }(l, multishot, out, lim, fillers));
-      for (int f : fillers) ::close(f);
-    }
-    EXPECT_EQ(out.accepted_before, room) << label;
-    EXPECT_GE(out.emfile, 1) << label << ": no too_many_files_open while out of descriptors;" << out.other;
-    EXPECT_EQ(out.accepted_before + out.accepted_after, clients) << label << ": connections lost;" << out.other;
-    EXPECT_EQ(out.echoed, out.accepted_after) << label << ": connections accepted after the storm were not served";
-    for (int c : raw) ::close(c);
-    ctx.reset();
+        ASSERT_TRUE(lim.lower_to(static_cast<rlim_t>(hi + 1 + room)));
+        sync_wait(*ctx,
+                  [](stream_listener& l, bool multishot, outcome& out, nofile_limit& lim,
+                     std::vector<int>& fillers) -> task<void> {
+                    std::optional<multishot_acceptor> ma;
+                    if (multishot) ma.emplace(l);
+                    std::vector<stream_socket> held;
+                    for (int i = 0; i < room + 2; ++i) {
+                      result<stream_socket> s = unexpected(std::errc::operation_canceled);
+                      if (multishot) s = co_await with_timeout(ma->next(), 5s);
+                      else s = co_await with_timeout(l.accept(), 5s);
+                      if (s) {
+                        ++out.accepted_before;
+                        held.push_back(std::move(*s));
+                      } else if (s.error() == std::errc::too_many_files_open) {
+                        ++out.emfile;
+                      } else {
+                        out.other += " " + s.error().message();
+                      }
+                    }
+                    // Descriptors come back; the server carries on with every client left waiting.
+                    held.clear();
+                    for (int f : fillers) ::close(f);
+                    fillers.clear();
+                    ::setrlimit(RLIMIT_NOFILE, &lim.saved);
+                    std::vector<stream_socket> later;
+                    while (out.accepted_before + out.accepted_after < clients) {
+                      result<stream_socket> s = unexpected(std::errc::operation_canceled);
+                      if (multishot) s = co_await with_timeout(ma->next(), 5s);
+                      else s = co_await with_timeout(l.accept(), 5s);
+                      if (!s) {
+                        out.other += " after: " + s.error().message();
+                        break;
+                      }
+                      ++out.accepted_after;
+                      later.push_back(std::move(*s));
+                    }
+                    // Each one served: echo a word back.
+                    for (auto& s : later) {
+                      std::array<char, 4> word{};
+                      auto r = co_await with_timeout(s.recv_exact(word), 5s);
+                      if (!r || *r != 4) continue;
+                      auto w = co_await s.send_all(word);
+                      if (w) ++out.echoed;
+                    }
+                  }(l, multishot, out, lim, fillers));
+        for (int f : fillers) ::close(f);
+      }
+      EXPECT_EQ(out.accepted_before, room) << label;
+      EXPECT_GE(out.emfile, 1) << label << ": no too_many_files_open while out of descriptors;" << out.other;
+      EXPECT_EQ(out.accepted_before + out.accepted_after, clients) << label << ": connections lost;" << out.other;
+      EXPECT_EQ(out.echoed, out.accepted_after) << label << ": connections accepted after the storm were not served";
+      for (int c : raw) ::close(c);
+      ctx.reset();
     }
     EXPECT_EQ(ringio_test::open_fd_count(), before) << label;
   }
@@ -1658,7 +1670,7 @@ TEST_P(ChaosFault, PostAndChannelToAShuttingDownContext) {
       }(spawned_ran, spawned_canceled));
       phase = 1;
       while (phase.load() != 2) std::this_thread::yield();  // the other thread posts meanwhile
-      auto v = co_await ch.receive();  // values are there: they are delivered
+      auto v = co_await ch.receive();                       // values are there: they are delivered
       log.push_back(v ? "received " + std::to_string(*v) : "receive " + v.error().message());
       while (ch.try_receive()) {
       }
@@ -1674,7 +1686,8 @@ TEST_P(ChaosFault, PostAndChannelToAShuttingDownContext) {
   EXPECT_EQ(local_ran, 1);
   EXPECT_EQ(spawned_ran, 1);
   EXPECT_EQ(spawned_canceled, 1);
-  EXPECT_EQ(log, (std::vector<std::string>{"sleep Operation canceled", "received 0", "receive again Operation canceled"}));
+  EXPECT_EQ(log,
+            (std::vector<std::string>{"sleep Operation canceled", "received 0", "receive again Operation canceled"}));
 }
 
 RINGIO_ALL_BACKENDS(ChaosFault);
@@ -1716,8 +1729,8 @@ TEST_P(ChaosFound, MultishotReceiverDeliversEverythingAfterAStoppedNext) {
     while (got.size() < 8192) {
       auto c = co_await with_timeout(rx.next(), 2s);
       if (!c || c->empty()) {
-        ADD_FAILURE() << "next() stopped delivering after " << got.size() << " bytes: "
-                      << (c ? std::string("end of stream") : c.error().message());
+        ADD_FAILURE() << "next() stopped delivering after " << got.size()
+                      << " bytes: " << (c ? std::string("end of stream") : c.error().message());
         break;
       }
       got.insert(got.end(), c->bytes().begin(), c->bytes().end());

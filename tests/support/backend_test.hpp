@@ -7,12 +7,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <optional>
 #include <ostream>
 #include <string>
 #include <system_error>
-
-#include <cstdlib>
 
 #include "ringio/io_context.hpp"
 #include "ringio/sim/world.hpp"
@@ -64,15 +63,15 @@ inline std::string backend_param_name(const ::testing::TestParamInfo<ringio::bac
 }  // namespace ringio_test
 
 /// Runs every TEST_P of `suite` on the three backends.
-#define RINGIO_ALL_BACKENDS(suite)                                                               \
-  INSTANTIATE_TEST_SUITE_P(, suite,                                                              \
-                           ::testing::Values(ringio::backend_kind::uring, ringio::backend_kind::epoll, \
-                                             ringio::backend_kind::uring_poll),                  \
-                           ringio_test::backend_param_name)
+#define RINGIO_ALL_BACKENDS(suite)                                                                                   \
+  INSTANTIATE_TEST_SUITE_P(                                                                                          \
+      , suite,                                                                                                       \
+      ::testing::Values(ringio::backend_kind::uring, ringio::backend_kind::epoll, ringio::backend_kind::uring_poll), \
+      ringio_test::backend_param_name)
 
 /// Runs every TEST_P of `suite` on the three backends and in a simulated world.
-#define RINGIO_ALL_BACKENDS_AND_SIM(suite)                                                        \
-  INSTANTIATE_TEST_SUITE_P(, suite,                                                              \
-                           ::testing::Values(ringio::backend_kind::uring, ringio::backend_kind::epoll, \
+#define RINGIO_ALL_BACKENDS_AND_SIM(suite)                                                                 \
+  INSTANTIATE_TEST_SUITE_P(, suite,                                                                        \
+                           ::testing::Values(ringio::backend_kind::uring, ringio::backend_kind::epoll,     \
                                              ringio::backend_kind::uring_poll, ringio::backend_kind::sim), \
                            ringio_test::backend_param_name)

@@ -76,8 +76,10 @@ class confined_process {
   std::optional<int> wait(std::chrono::milliseconds timeout) {
     auto deadline = std::chrono::steady_clock::now() + timeout;
     while (!status_) {
-      while (read_some(out_, out_text_, 0)) {}
-      while (read_some(err_, err_text_, 0)) {}
+      while (read_some(out_, out_text_, 0)) {
+      }
+      while (read_some(err_, err_text_, 0)) {
+      }
       int st = 0;
       if (::waitpid(pid_, &st, WNOHANG) == pid_) {
         status_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
@@ -86,8 +88,10 @@ class confined_process {
       if (std::chrono::steady_clock::now() > deadline) return std::nullopt;
       ::usleep(2000);
     }
-    while (read_some(out_, out_text_, 0)) {}
-    while (read_some(err_, err_text_, 0)) {}
+    while (read_some(out_, out_text_, 0)) {
+    }
+    while (read_some(err_, err_text_, 0)) {
+    }
     return status_;
   }
 
@@ -101,11 +105,13 @@ class confined_process {
   static bool read_some(int fd, std::string& into, int ms) {
     pollfd p{fd, POLLIN, 0};
     int ready;
-    while ((ready = ::poll(&p, 1, ms)) < 0 && errno == EINTR) {}
+    while ((ready = ::poll(&p, 1, ms)) < 0 && errno == EINTR) {
+    }
     if (ready <= 0) return false;
     char buf[4096];
     ssize_t n;
-    while ((n = ::read(fd, buf, sizeof buf)) < 0 && errno == EINTR) {}
+    while ((n = ::read(fd, buf, sizeof buf)) < 0 && errno == EINTR) {
+    }
     if (n <= 0) return false;
     into.append(buf, static_cast<std::size_t>(n));
     return true;

@@ -2,13 +2,12 @@
 // doctor_run — runs ringio-doctor (DOCTOR_PATH) in a confined child and reads its report.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "support/confined_process.hpp"
 #include "support/json_value.hpp"

@@ -60,14 +60,30 @@ struct json_value {
       }
       if (++at >= s.size()) return false;
       switch (s[at]) {
-        case '"': out += '"'; break;
-        case '\\': out += '\\'; break;
-        case '/': out += '/'; break;
-        case 'n': out += '\n'; break;
-        case 't': out += '\t'; break;
-        case 'r': out += '\r'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
+        case '"':
+          out += '"';
+          break;
+        case '\\':
+          out += '\\';
+          break;
+        case '/':
+          out += '/';
+          break;
+        case 'n':
+          out += '\n';
+          break;
+        case 't':
+          out += '\t';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case 'b':
+          out += '\b';
+          break;
+        case 'f':
+          out += '\f';
+          break;
         case 'u': {
           if (at + 4 >= s.size()) return false;
           unsigned code = std::stoul(std::string(s.substr(at + 1, 4)), nullptr, 16);
@@ -75,7 +91,8 @@ struct json_value {
           at += 4;
           break;
         }
-        default: return false;
+        default:
+          return false;
       }
     }
     return false;
@@ -97,7 +114,10 @@ struct json_value {
         if (at >= s.size() || s[at++] != ':') return false;
         if (!read(s, at, v.members[key], depth + 1)) return false;
         skip(s, at);
-        if (at < s.size() && s[at] == ',') { ++at; continue; }
+        if (at < s.size() && s[at] == ',') {
+          ++at;
+          continue;
+        }
         return at < s.size() && s[at++] == '}';
       }
     }
@@ -110,7 +130,10 @@ struct json_value {
         v.items.emplace_back();
         if (!read(s, at, v.items.back(), depth + 1)) return false;
         skip(s, at);
-        if (at < s.size() && s[at] == ',') { ++at; continue; }
+        if (at < s.size() && s[at] == ',') {
+          ++at;
+          continue;
+        }
         return at < s.size() && s[at++] == ']';
       }
     }
@@ -119,7 +142,9 @@ struct json_value {
     if (literal(s, at, "false")) return v.kind = type::boolean, true;
     if (literal(s, at, "null")) return true;
     std::size_t start = at;
-    while (at < s.size() && (std::isdigit(static_cast<unsigned char>(s[at])) || std::string_view("+-.eE").find(s[at]) != std::string_view::npos)) ++at;
+    while (at < s.size() && (std::isdigit(static_cast<unsigned char>(s[at])) ||
+                             std::string_view("+-.eE").find(s[at]) != std::string_view::npos))
+      ++at;
     if (at == start) return false;
     v.kind = type::number;
     v.text = std::string(s.substr(start, at - start));

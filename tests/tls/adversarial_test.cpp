@@ -84,36 +84,43 @@ struct round_plan {
   std::uint64_t peer_key = 0, client_key = 0;
   int max_version = TLS1_3_VERSION;
   int tickets = 0;
-  int small_buffers = 0;                 // SO_SNDBUF of the client, SO_RCVBUF of the peer (0: the kernel's)
+  int small_buffers = 0;  // SO_SNDBUF of the client, SO_RCVBUF of the peer (0: the kernel's)
   // The peer.
-  std::vector<std::size_t> messages;     // sizes, sent one after another
-  std::vector<int> gaps_us;              // pause before each message
-  std::size_t end_after = 0;             // ends after this many bytes (a reset may cut a message)
+  std::vector<std::size_t> messages;  // sizes, sent one after another
+  std::vector<int> gaps_us;           // pause before each message
+  std::size_t end_after = 0;          // ends after this many bytes (a reset may cut a message)
   peer_end end = peer_end::close_notify;
   peer_reads reads = peer_reads::eagerly;
-  int key_update_at = -1;                // message index (TLS 1.3)
-  bool answers = false;                  // sends each message only once it has all the client's sends took
+  int key_update_at = -1;  // message index (TLS 1.3)
+  bool answers = false;    // sends each message only once it has all the client's sends took
   // The client.
   int writes = 0;
   std::uint64_t writer_seed = 0, reader_seed = 0;
-  bool client_close_notify = false;      // after its writes
-  int client_reset_after_us = -1;        // shutdown(SHUT_RDWR) of its own socket
+  bool client_close_notify = false;  // after its writes
+  int client_reset_after_us = -1;    // shutdown(SHUT_RDWR) of its own socket
 };
 
 const char* name_of(peer_end e) {
   switch (e) {
-    case peer_end::close_notify: return "close_notify";
-    case peer_end::half_close: return "half-close without close_notify";
-    case peer_end::reset: return "reset";
-    case peer_end::close_unread: return "close_notify, then close on unread bytes";
+    case peer_end::close_notify:
+      return "close_notify";
+    case peer_end::half_close:
+      return "half-close without close_notify";
+    case peer_end::reset:
+      return "reset";
+    case peer_end::close_unread:
+      return "close_notify, then close on unread bytes";
   }
   return "?";
 }
 const char* name_of(peer_reads r) {
   switch (r) {
-    case peer_reads::eagerly: return "eagerly";
-    case peer_reads::slowly: return "slowly";
-    case peer_reads::never: return "never";
+    case peer_reads::eagerly:
+      return "eagerly";
+    case peer_reads::slowly:
+      return "slowly";
+    case peer_reads::never:
+      return "never";
   }
   return "?";
 }
@@ -132,9 +139,15 @@ round_plan make_plan(std::mt19937_64& rng) {
   for (int i = 0; i < n; ++i) {
     std::size_t size = 0;
     switch (rng() % 3) {
-      case 0: size = 1 + rng() % 64; break;
-      case 1: size = 1 + rng() % 4096; break;
-      default: size = 1 + rng() % 40000; break;
+      case 0:
+        size = 1 + rng() % 64;
+        break;
+      case 1:
+        size = 1 + rng() % 4096;
+        break;
+      default:
+        size = 1 + rng() % 40000;
+        break;
     }
     p.messages.push_back(size);
     p.gaps_us.push_back(rng() % 3 == 0 ? 0 : static_cast<int>(rng() % 4000));
@@ -164,9 +177,10 @@ round_plan make_plan(std::mt19937_64& rng) {
 std::string describe(const round_plan& p) {
   std::size_t total = 0;
   for (std::size_t m : p.messages) total += m;
-  std::string s = std::string(p.max_version == TLS1_2_VERSION ? "TLS 1.2" : "TLS 1.3") + ", peer: " +
-                  std::to_string(p.messages.size()) + " messages (" + std::to_string(total) + " bytes), ends with " +
-                  name_of(p.end) + " after " + std::to_string(p.end_after) + " bytes, reads " + name_of(p.reads);
+  std::string s = std::string(p.max_version == TLS1_2_VERSION ? "TLS 1.2" : "TLS 1.3") +
+                  ", peer: " + std::to_string(p.messages.size()) + " messages (" + std::to_string(total) +
+                  " bytes), ends with " + name_of(p.end) + " after " + std::to_string(p.end_after) + " bytes, reads " +
+                  name_of(p.reads);
   if (p.key_update_at >= 0) s += ", key update before message " + std::to_string(p.key_update_at);
   if (p.answers) s += ", answers (each message once it has all the client's sends took)";
   if (p.small_buffers > 0) s += ", socket buffers of " + std::to_string(p.small_buffers) + " bytes";
@@ -191,9 +205,9 @@ struct peer_report {
   bool ended = false;        // it made its end (as planned)
   bool write_failed = false;
   bool saw_close_notify = false;
-  bool starved = false;      // waited in vain for bytes the client's sends took
+  bool starved = false;  // waited in vain for bytes the client's sends took
   std::size_t mismatch = std::string::npos;
-  std::string read_error;    // a broken record or any other unexpected failure
+  std::string read_error;  // a broken record or any other unexpected failure
 };
 
 constexpr int round_over = 1;  // gate: the client is done with the round
@@ -318,7 +332,8 @@ void run_peer(openssl_peer& p, const round_plan& plan, peer_report& rep, std::ui
       ERR_clear_error();
       int r = SSL_read(ssl, in.data(), static_cast<int>(chunk));
       if (r > 0) {
-        std::size_t bad = first_mismatch(plan.client_key, rep.received, std::span(in).first(static_cast<std::size_t>(r)));
+        std::size_t bad =
+            first_mismatch(plan.client_key, rep.received, std::span(in).first(static_cast<std::size_t>(r)));
         if (bad != std::string::npos && rep.mismatch == std::string::npos) rep.mismatch = bad;
         rep.received += static_cast<std::size_t>(r);
         if (plan.reads == peer_reads::slowly) next_read = now + std::chrono::microseconds(rng() % 3000);
@@ -378,7 +393,8 @@ template <class T>
 task<T> under(std::stop_token token, task<T> t) {
   std::optional<T> out;
   scope sc(token);
-  sc.spawn([](task<T> t, std::optional<T>& out) -> task<void> { out.emplace(co_await std::move(t)); }(std::move(t), out));
+  sc.spawn(
+      [](task<T> t, std::optional<T>& out) -> task<void> { out.emplace(co_await std::move(t)); }(std::move(t), out));
   co_await sc.join();
   co_return std::move(*out);
 }
@@ -411,10 +427,14 @@ void note_late(client_report& r, clock_type::time_point bound) {
 
 std::chrono::microseconds random_bound(std::mt19937_64& rng) {
   switch (rng() % 4) {
-    case 0: return std::chrono::microseconds(rng() % 1000);
-    case 1: return std::chrono::microseconds(rng() % 5000);
-    case 2: return std::chrono::microseconds(5000 + rng() % 45000);
-    default: return 200ms;
+    case 0:
+      return std::chrono::microseconds(rng() % 1000);
+    case 1:
+      return std::chrono::microseconds(rng() % 5000);
+    case 2:
+      return std::chrono::microseconds(5000 + rng() % 45000);
+    default:
+      return 200ms;
   }
 }
 
@@ -432,10 +452,18 @@ task<void> writer(tls::stream& s, const round_plan& plan, client_report& r, clie
     const auto begun = clock_type::now();
     result<std::size_t> sent = std::size_t{0};
     switch (last_answered ? rng() % 2 : rng() % 4) {
-      case 0: sent = co_await s.send_all(chunk, begun + d); break;
-      case 1: sent = co_await with_timeout(s.send_all(chunk), d); break;
-      case 2: sent = co_await stopped_after(d, s.send(chunk)); break;
-      default: sent = co_await with_timeout(s.send(chunk), d); break;
+      case 0:
+        sent = co_await s.send_all(chunk, begun + d);
+        break;
+      case 1:
+        sent = co_await with_timeout(s.send_all(chunk), d);
+        break;
+      case 2:
+        sent = co_await stopped_after(d, s.send(chunk));
+        break;
+      default:
+        sent = co_await with_timeout(s.send(chunk), d);
+        break;
     }
     note_late(r, begun + d);
     ++r.ops;
@@ -468,11 +496,21 @@ task<void> reader(tls::stream& s, const round_plan& plan, client_report& r, cloc
     const auto begun = clock_type::now();
     result<std::size_t> got = std::size_t{0};
     switch (rng() % 5) {
-      case 0: got = co_await s.recv(into, begun + d, tls::recv_wait::without_buffer); break;
-      case 1: got = co_await s.recv(into, begun + d, tls::recv_wait::with_buffer); break;
-      case 2: got = co_await with_timeout(s.recv(into), d); break;
-      case 3: got = co_await stopped_after(d, s.recv(into)); break;
-      default: got = co_await with_timeout(s.recv_exact(into), d); break;
+      case 0:
+        got = co_await s.recv(into, begun + d, tls::recv_wait::without_buffer);
+        break;
+      case 1:
+        got = co_await s.recv(into, begun + d, tls::recv_wait::with_buffer);
+        break;
+      case 2:
+        got = co_await with_timeout(s.recv(into), d);
+        break;
+      case 3:
+        got = co_await stopped_after(d, s.recv(into));
+        break;
+      default:
+        got = co_await with_timeout(s.recv_exact(into), d);
+        break;
     }
     note_late(r, begun + d);
     ++r.ops;
@@ -564,11 +602,12 @@ TEST_P(TlsAdversarial, DeadlinesStopsClosesAndResetsAgainstAnOpenSslPeer) {
     client_progress progress;
     client_report r;
     {
-      openssl_peer peer({.tickets = plan.tickets, .max_version = plan.max_version, .receive_buffer = plan.small_buffers},
-                        [&](openssl_peer& p) {
-                          run_peer(p, plan, rep, peer_seed, progress);
-                          peer_returned = true;
-                        });
+      openssl_peer peer(
+          {.tickets = plan.tickets, .max_version = plan.max_version, .receive_buffer = plan.small_buffers},
+          [&](openssl_peer& p) {
+            run_peer(p, plan, rep, peer_seed, progress);
+            peer_returned = true;
+          });
       r = run(client_round(peer, cctx, plan, progress));
       peer.open(round_over);
       peer.join_script();
@@ -583,13 +622,13 @@ TEST_P(TlsAdversarial, DeadlinesStopsClosesAndResetsAgainstAnOpenSslPeer) {
     EXPECT_EQ(r.mismatch, std::string::npos) << "the client received a wrong byte at offset " << r.mismatch;
     EXPECT_EQ(rep.mismatch, std::string::npos) << "the peer received a wrong byte at offset " << rep.mismatch;
     EXPECT_TRUE(rep.read_error.empty()) << "the peer: " << rep.read_error;
-    EXPECT_TRUE(!rep.starved || r.reset) << "the peer never got all the bytes the client's sends took ("
-                                         << rep.received << " of " << progress.committed.load() << ")";
+    EXPECT_TRUE(!rep.starved || r.reset) << "the peer never got all the bytes the client's sends took (" << rep.received
+                                         << " of " << progress.committed.load() << ")";
     EXPECT_LE(r.received, rep.sent);
     EXPECT_LE(rep.received, r.committed);
     // Every byte the peer sent before a graceful end is delivered, then the end itself.
-    const bool peer_graceful = rep.ended && !rep.write_failed &&
-                               (plan.end == peer_end::close_notify || plan.end == peer_end::half_close);
+    const bool peer_graceful =
+        rep.ended && !rep.write_failed && (plan.end == peer_end::close_notify || plan.end == peer_end::half_close);
     EXPECT_TRUE(r.reader_done || r.reset) << "the client never saw the end of the peer's stream";
     if (peer_graceful && !r.reset) {
       ++graceful;
@@ -621,13 +660,15 @@ TEST_P(TlsAdversarial, DeadlinesStopsClosesAndResetsAgainstAnOpenSslPeer) {
         << r.iterations << " iterations for " << r.completions << " completions in " << elapsed_ms << " ms";
     if (HasFailure()) break;
   }
-  std::printf("%d rounds (%d graceful peer ends, %d abortive or with a client reset) in %lld ms; %d client "
-              "operations, %d cut by a deadline or stop; latest completion after a bound %lld us; most "
-              "iterations beyond completions in a round: %llu\n",
-              rounds, graceful, abortive,
-              static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - started).count()),
-              ops, cuts, static_cast<long long>(std::chrono::duration_cast<std::chrono::microseconds>(latest).count()),
-              static_cast<unsigned long long>(most_spare_iterations));
+  std::printf(
+      "%d rounds (%d graceful peer ends, %d abortive or with a client reset) in %lld ms; %d client "
+      "operations, %d cut by a deadline or stop; latest completion after a bound %lld us; most "
+      "iterations beyond completions in a round: %llu\n",
+      rounds, graceful, abortive,
+      static_cast<long long>(
+          std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - started).count()),
+      ops, cuts, static_cast<long long>(std::chrono::duration_cast<std::chrono::microseconds>(latest).count()),
+      static_cast<unsigned long long>(most_spare_iterations));
 }
 
 }  // namespace

@@ -60,32 +60,33 @@ TEST_P(TlsAllocation, SteadyStateEchoCallsNoOperatorNew) {
   auto sctx = make_server_context();
   auto cctx = make_client_context();
   constexpr int warmup = 200, counted = 5000;
-  auto [news, mallocs] = run([](stream_listener& l, tls::context& cctx, tls::context& sctx) -> task<std::pair<long, long>> {
-    auto p = co_await make_tls_pair(l, cctx, sctx);
-    auto hs = co_await handshake_both(p);
-    EXPECT_TRUE(hs.first && hs.second);
-    scope s;
-    s.spawn(echo(p.server));
-    std::vector<std::byte> out(512, std::byte{7}), in(512);
-    for (int i = 0; i < warmup + counted; ++i) {
-      if (i == warmup) {
-        allocations = 0;
-        openssl_mallocs = 0;
-        counting = true;
-      }
-      auto w = co_await p.client.send_all(out);
-      auto r = co_await p.client.recv_exact(in);
-      if (!w || !r || *r != in.size()) {
-        ADD_FAILURE() << "round trip " << i << " failed";
-        break;
-      }
-    }
-    counting = false;
-    std::pair<long, long> seen{allocations.load(), openssl_mallocs.load()};
-    (void)co_await p.client.shutdown(std::chrono::seconds(1));
-    co_await s.join();
-    co_return seen;
-  }(listener, cctx, sctx));
+  auto [news, mallocs] =
+      run([](stream_listener& l, tls::context& cctx, tls::context& sctx) -> task<std::pair<long, long>> {
+        auto p = co_await make_tls_pair(l, cctx, sctx);
+        auto hs = co_await handshake_both(p);
+        EXPECT_TRUE(hs.first && hs.second);
+        scope s;
+        s.spawn(echo(p.server));
+        std::vector<std::byte> out(512, std::byte{7}), in(512);
+        for (int i = 0; i < warmup + counted; ++i) {
+          if (i == warmup) {
+            allocations = 0;
+            openssl_mallocs = 0;
+            counting = true;
+          }
+          auto w = co_await p.client.send_all(out);
+          auto r = co_await p.client.recv_exact(in);
+          if (!w || !r || *r != in.size()) {
+            ADD_FAILURE() << "round trip " << i << " failed";
+            break;
+          }
+        }
+        counting = false;
+        std::pair<long, long> seen{allocations.load(), openssl_mallocs.load()};
+        (void)co_await p.client.shutdown(std::chrono::seconds(1));
+        co_await s.join();
+        co_return seen;
+      }(listener, cctx, sctx));
   EXPECT_EQ(news, 0) << "operator new calls in " << counted << " round trips";
   std::printf("OpenSSL mallocs: %.2f per round trip (%ld in %d)\n", static_cast<double>(mallocs) / counted, mallocs,
               counted);

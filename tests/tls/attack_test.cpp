@@ -132,7 +132,8 @@ template <class T>
 task<T> under(std::stop_token token, task<T> t) {
   std::optional<T> out;
   scope sc(token);
-  sc.spawn([](task<T> t, std::optional<T>& out) -> task<void> { out.emplace(co_await std::move(t)); }(std::move(t), out));
+  sc.spawn(
+      [](task<T> t, std::optional<T>& out) -> task<void> { out.emplace(co_await std::move(t)); }(std::move(t), out));
   co_await sc.join();
   co_return std::move(*out);
 }
@@ -150,7 +151,6 @@ int open_fds() {
   }
   return n;
 }
-
 
 // ---- 1. The end of a stream while its push is still sending --------------------------
 
@@ -389,9 +389,8 @@ TEST_P(TlsAttack, RandomCutsAndStopsNeverLoseOrInventBytes) {
     // Now the server reads everything; the client appends a marker with a long deadline.
     scope sc;
     drained got;
-    sc.spawn([](tls::stream& s, std::size_t n, drained& got) -> task<void> {
-      got = co_await drain(s, n, 15000ms);
-    }(p.server, expected.size() + 3, got));
+    sc.spawn([](tls::stream& s, std::size_t n, drained& got) -> task<void> { got = co_await drain(s, n, 15000ms); }(
+                                                                 p.server, expected.size() + 3, got));
     auto m = co_await p.client.send_all(std::string_view("END"), clock_type::now() + 15s);
     EXPECT_TRUE(m && *m == 3) << (m ? "short" : m.error().message());
     co_await sc.join();
@@ -528,7 +527,8 @@ TEST_P(TlsAttack, PeerCloseNotifyAndHalfCloseWhileOurPushWaits) {
     // Then the server reads: our pending bytes and a later send all arrive.
     scope sc;
     drained got;
-    sc.spawn([](tls::stream& s, drained& got) -> task<void> { got = co_await drain(s, SIZE_MAX, 5000ms); }(p.server, got));
+    sc.spawn(
+        [](tls::stream& s, drained& got) -> task<void> { got = co_await drain(s, SIZE_MAX, 5000ms); }(p.server, got));
     auto m = co_await p.client.send_all(std::string_view("after"), clock_type::now() + 5s);
     EXPECT_TRUE(m && *m == 5) << (m ? "short" : m.error().message());
     auto cc = co_await p.client.send_close_notify(2s);
@@ -557,16 +557,19 @@ TEST_P(TlsAttack, StoppedSendAllToANonReaderEndsPromptlyEveryTime) {
       if (i % 3 == 0) {
         r = co_await with_timeout(pair.first.send_all(big), 20ms);
       } else if (i % 3 == 1) {
-        r = co_await with_timeout([](stream_socket& s, const std::vector<std::byte>& b) -> task<result<std::size_t>> {
-          co_return co_await s.send_all(b);
-        }(pair.first, big), 20ms);
+        r = co_await with_timeout(
+            [](stream_socket& s, const std::vector<std::byte>& b) -> task<result<std::size_t>> {
+              co_return co_await s.send_all(b);
+            }(pair.first, big),
+            20ms);
       } else {
         std::stop_source stop;
         scope stopper(std::stop_token{});
         stopper.spawn(stop_after(stop, 20ms));
-        r = co_await under(stop.get_token(), [](stream_socket& s, const std::vector<std::byte>& b) -> task<result<std::size_t>> {
-          co_return co_await s.send_all(b);
-        }(pair.first, big));
+        r = co_await under(stop.get_token(),
+                           [](stream_socket& s, const std::vector<std::byte>& b) -> task<result<std::size_t>> {
+                             co_return co_await s.send_all(b);
+                           }(pair.first, big));
         co_await stopper.join();
       }
       auto lateness = clock_type::now() - t0 - 20ms;
@@ -809,9 +812,10 @@ TEST_P(TlsAttack, RecvStoppedInsideARecordDiagnosed) {
             if (!n || *n == 0) co_return;
             // The forwarding of bytes already read is not stopped (a relay that dropped
             // them would break the TLS records it carries).
-            auto w = co_await under(std::stop_token{}, [](stream_socket& to, const_buffer b) -> task<result<std::size_t>> {
-              co_return co_await to.send_all(b);
-            }(to, const_buffer(buf.data(), *n)));
+            auto w =
+                co_await under(std::stop_token{}, [](stream_socket& to, const_buffer b) -> task<result<std::size_t>> {
+                  co_return co_await to.send_all(b);
+                }(to, const_buffer(buf.data(), *n)));
             if (w && *w < *n) std::printf("relay: a stopped send_all dropped %zu bytes\n", *n - *w);
             if (!w) co_return;
           }
@@ -838,8 +842,8 @@ TEST_P(TlsAttack, RecvStoppedInsideARecordDiagnosed) {
       auto rest = co_await nb.send_all(const_buffer(cipher.data() + first, cipher.size() - first));
       EXPECT_TRUE(rest);
       auto got = co_await with_timeout(c.recv_exact(mutable_buffer(buf.data(), text.size())), 1s);
-      EXPECT_TRUE(got && *got == text.size()) << "split " << split << ": "
-                                             << (got ? std::to_string(*got) + " bytes" : got.error().message());
+      EXPECT_TRUE(got && *got == text.size())
+          << "split " << split << ": " << (got ? std::to_string(*got) + " bytes" : got.error().message());
     }(*c, *s, near.b, far.b));
   }
 }
@@ -866,9 +870,10 @@ TEST_P(TlsAttack, PlainStopsRacingDataLoseNothing) {
           (void)co_await sleep_for(std::chrono::microseconds(us));
           s.request_stop();
         }(stop, rng() % 400));
-        auto r = co_await under(stop.get_token(), [](stream_socket& a, std::span<const std::byte> c) -> task<result<std::size_t>> {
-          co_return co_await a.send_all(c);
-        }(a, std::span(bytes).subspan(off, len)));
+        auto r = co_await under(stop.get_token(),
+                                [](stream_socket& a, std::span<const std::byte> c) -> task<result<std::size_t>> {
+                                  co_return co_await a.send_all(c);
+                                }(a, std::span(bytes).subspan(off, len)));
         co_await stopper.join();
         if (r) off += *r;
         else if (r.error() != std::errc::operation_canceled) {
@@ -894,9 +899,10 @@ TEST_P(TlsAttack, PlainStopsRacingDataLoseNothing) {
         (void)co_await sleep_for(std::chrono::microseconds(us));
         s.request_stop();
       }(stop, rng() % 300));
-      auto n = co_await under(stop.get_token(), [](stream_socket& b, std::vector<std::byte>& buf) -> task<result<std::size_t>> {
-        co_return co_await b.recv(buf);
-      }(sp.b, buf));
+      auto n = co_await under(stop.get_token(),
+                              [](stream_socket& b, std::vector<std::byte>& buf) -> task<result<std::size_t>> {
+                                co_return co_await b.recv(buf);
+                              }(sp.b, buf));
       co_await stopper.join();
       if (!n) {
         if (n.error() != std::errc::operation_canceled) {
@@ -946,7 +952,8 @@ TEST_P(TlsAttack, PreStoppedAndPastDeadlineSendsSendNothing) {
       auto b = co_await under(stopped.get_token(), p.client.send_all(std::string_view("BBBB")));
       EXPECT_FALSE(b) << "tls send_all under a stopped token sent " << (b ? *b : 0);
       auto c = co_await p.client.send_all(std::string_view("CCCC"), clock_type::now() - 1s);
-      std::printf("[tls] send_all past its deadline: %s\n", c ? ("sent " + std::to_string(*c)).c_str() : c.error().message().c_str());
+      std::printf("[tls] send_all past its deadline: %s\n",
+                  c ? ("sent " + std::to_string(*c)).c_str() : c.error().message().c_str());
       auto d = co_await drain(p.server, 100, 300ms);
       std::printf("[tls] the peer got \"%s\"\n", text_of(d.data).c_str());
     }
@@ -1029,7 +1036,8 @@ TEST_P(TlsAttack, HandshakeStoppedAtManyPointsThenClosed) {
       co_await stopper.join();
       std::printf("[hs] stop after %dus: client %s, server %s, %lld ms\n", us, hc ? "ok" : hc.error().message().c_str(),
                   hs ? "ok" : hs.error().message().c_str(),
-                  static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - t0).count()));
+                  static_cast<long long>(
+                      std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - t0).count()));
       if (!hc) {
         auto closed = co_await p.client.close();
         (void)closed;
@@ -1151,7 +1159,8 @@ TEST_P(TlsAttack, StoppedSendsRacingADrainingPeerAreTimelyAndExact) {
     done = true;
     (void)co_await tp.first.shutdown(SHUT_WR);
     co_await sc.join();
-    EXPECT_EQ(late, 0) << "worst overrun " << std::chrono::duration_cast<std::chrono::milliseconds>(worst).count() << " ms";
+    EXPECT_EQ(late, 0) << "worst overrun " << std::chrono::duration_cast<std::chrono::milliseconds>(worst).count()
+                       << " ms";
     std::printf("[race] worst overrun %lld us\n",
                 static_cast<long long>(std::chrono::duration_cast<std::chrono::microseconds>(worst).count()));
     EXPECT_EQ(got.size(), expected.size());
@@ -1239,7 +1248,8 @@ TEST_P(TlsAttack, APeerStallingInsideARecordDoesNotHoldTheWriteSide) {
     std::size_t taken = co_await cut_send(p.client, big, 100ms);
     scope rd;
     drained got;
-    rd.spawn([](tls::stream& s, std::size_t n, drained& got) -> task<void> { got = co_await drain(s, n, 5000ms); }(p.server, taken, got));
+    rd.spawn([](tls::stream& s, std::size_t n, drained& got) -> task<void> { got = co_await drain(s, n, 5000ms); }(
+                                                                 p.server, taken, got));
     co_await rd.join();
     EXPECT_EQ(got.data.size(), taken) << got.end << ": the push did not run beside a stalled recv";
     co_await sc.join();

@@ -217,8 +217,8 @@ TEST_P(TlsCancellation, RandomStopsAndResetsNeverLoseOrInventBytes) {
       totals.stopped_recvs += t.stopped_recvs;
     }(listener, cctx, sctx, rng, with_reset, clean, reset, totals));
   }
-  std::printf("rounds: %d clean, %d with a reset; sends stopped: %d before and %d during; recvs stopped: %d\n",
-              clean, reset, totals.stopped_sends, totals.short_sends, totals.stopped_recvs);
+  std::printf("rounds: %d clean, %d with a reset; sends stopped: %d before and %d during; recvs stopped: %d\n", clean,
+              reset, totals.stopped_sends, totals.short_sends, totals.stopped_recvs);
   EXPECT_GT(totals.stopped_recvs + totals.stopped_sends + totals.short_sends, 0);
 }
 

@@ -20,7 +20,7 @@ namespace {
 task<void> serve_one(tls::context& ctx, tcp_stream s) {
   auto tls_stream = tls::stream::server(ctx, std::move(s));
   if (!tls_stream) co_return;
-  auto hs = co_await tls_stream->handshake();                  // ctx's handshake_timeout
+  auto hs = co_await tls_stream->handshake();  // ctx's handshake_timeout
   if (!hs) {
     log(log_level::info, "handshake failed: %s", hs.error().message().c_str());
     co_return;
@@ -28,11 +28,11 @@ task<void> serve_one(tls::context& ctx, tcp_stream s) {
   std::array<std::byte, 4096> buf;
   for (;;) {
     auto n = co_await tls_stream->recv(buf);
-    if (!n || *n == 0) break;                                    // error, or close_notify
+    if (!n || *n == 0) break;  // error, or close_notify
     auto sent = co_await tls_stream->send_all(std::span(buf).first(*n));
     if (!sent) break;
   }
-  (void)co_await tls_stream->shutdown(1s);                      // close_notify both ways
+  (void)co_await tls_stream->shutdown(1s);  // close_notify both ways
 }
 
 task<std::string> ask(tls::context& ctx, socket_address server, std::string_view question) {
@@ -41,7 +41,7 @@ task<std::string> ask(tls::context& ctx, socket_address server, std::string_view
   auto s = tls::stream::client(ctx, std::move(*sock), "localhost");  // SNI + name checked
   if (!s) co_return "tls: " + s.error().message();
   auto hs = co_await s->handshake(5s);
-  if (!hs) co_return "handshake: " + hs.error().message();       // e.g. "certificate verify failed: ..."
+  if (!hs) co_return "handshake: " + hs.error().message();  // e.g. "certificate verify failed: ..."
   auto sent = co_await s->send_all(question);
   if (!sent) co_return "send: " + sent.error().message();
   std::string answer(question.size(), '\0');

@@ -50,9 +50,8 @@ class HttpsDirect : public backend_test {
     routes_.post("/echo", [](http::request& q) -> task<http::response> {
       co_return http::response::text(200, std::string(q.body()));
     });
-    routes_.get("/huge", [this](http::request&) -> task<http::response> {
-      co_return http::response::borrowed(200, huge_);
-    });
+    routes_.get("/huge",
+                [this](http::request&) -> task<http::response> { co_return http::response::borrowed(200, huge_); });
     routes_.get("/stream", [](http::request&) -> task<http::response> {
       co_return http::response::stream(200, "text/plain", [](http::body_writer& w) -> task<void> {
         for (int i = 0; i < 50; ++i) {
@@ -230,9 +229,9 @@ TEST_P(HttpsDirect, LargeFileArrivesWholeInBoundedChunks) {
                   auto c = co_await connect_tls(l, cctx);
                   EXPECT_TRUE(c);
                   if (!c) co_return;
-                  auto sent = co_await c->send_all(std::string_view(
-                      "HEAD /files/data.bin HTTP/1.1\r\nHost: x\r\n\r\n"
-                      "GET /files/data.bin HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
+                  auto sent = co_await c->send_all(
+                      std::string_view("HEAD /files/data.bin HTTP/1.1\r\nHost: x\r\n\r\n"
+                                       "GET /files/data.bin HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
                   EXPECT_TRUE(sent);
                   std::string all = co_await read_to_end(*c);
                   std::size_t second = all.find("HTTP/1.1 200", 1);
@@ -342,9 +341,9 @@ TEST_P(HttpsDirect, TruncatedRequestsEndTheConnection) {
     co_await warm_up(l, cctx);
     const std::size_t fds = open_fd_count();
     const std::string_view cuts[] = {
-        "GET / HTTP/1.1\r\nHo",                                        // mid-head
+        "GET / HTTP/1.1\r\nHo",                                               // mid-head
         "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\nabc",  // mid-body
-        "GET / HTTP/1.1\r\nHost: x\r\n\r\nGET / HTT",                  // mid-pipeline
+        "GET / HTTP/1.1\r\nHost: x\r\n\r\nGET / HTT",                         // mid-pipeline
     };
     for (std::string_view cut : cuts) {
       {
@@ -458,8 +457,8 @@ TEST_P(HttpsDirect, RandomCutsResetsAndStopsLeaveTheServerHealthy) {
   auto listener = listen_loopback();
   auto sctx = make_server_context();
   auto cctx = make_client_context();
-  http::server srv(routes_, http::server_options{.header_timeout = 500ms, .idle_timeout = 500ms,
-                                                .send_timeout = 500ms});
+  http::server srv(routes_,
+                   http::server_options{.header_timeout = 500ms, .idle_timeout = 500ms, .send_timeout = 500ms});
   run(serving(srv, sctx, listener,
               [](http::server& srv, stream_listener& l, const tls::context& cctx, std::uint64_t seed) -> task<void> {
                 co_await warm_up(l, cctx);

@@ -2,6 +2,8 @@
 // HTTPS: http::server behind serve_tls_connection, against curl (--cacert) and a ringio
 // TLS client, on every backend; and the hardening of the TLS front: a client that never
 // completes the handshake, and plain HTTP sent to the TLS port.
+#include "ringio/http/https.hpp"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -11,7 +13,6 @@
 #include <string>
 #include <vector>
 
-#include "ringio/http/https.hpp"
 #include "ringio/http/router.hpp"
 #include "ringio/http/static_files.hpp"
 #include "ringio/ringio.hpp"
@@ -77,28 +78,29 @@ TEST_P(Https, ARingioClientGetsPipelinedResponses) {
   auto sctx = make_server_context();
   auto cctx = make_client_context();
   http::server srv(routes_);
-  auto text = run([](http::server& srv, tls::context& sctx, tls::context& cctx, stream_listener& l) -> task<std::string> {
-    scope server;
-    server.spawn(serve_some(srv, sctx, l, 1));
-    auto sock = co_await stream_socket::connect(address_of(l));
-    if (!sock) co_return "connect: " + sock.error().message();
-    auto c = tls::stream::client(cctx, std::move(*sock), "localhost");
-    auto hs = co_await c->handshake(5s);
-    if (!hs) co_return "handshake: " + hs.error().message();
-    auto sent = co_await c->send_all(std::string_view(
-        "GET / HTTP/1.1\r\nHost: localhost\r\n\r\nGET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"));
-    EXPECT_TRUE(sent);
-    std::string all;
-    std::vector<std::byte> buf(4096);
-    for (;;) {
-      auto n = co_await with_timeout(c->recv(buf), 5s);
-      if (!n) co_return "recv: " + n.error().message();
-      if (*n == 0) break;  // close_notify after the last response
-      all.append(reinterpret_cast<const char*>(buf.data()), *n);
-    }
-    co_await server.join();
-    co_return all;
-  }(srv, sctx, cctx, listener));
+  auto text =
+      run([](http::server& srv, tls::context& sctx, tls::context& cctx, stream_listener& l) -> task<std::string> {
+        scope server;
+        server.spawn(serve_some(srv, sctx, l, 1));
+        auto sock = co_await stream_socket::connect(address_of(l));
+        if (!sock) co_return "connect: " + sock.error().message();
+        auto c = tls::stream::client(cctx, std::move(*sock), "localhost");
+        auto hs = co_await c->handshake(5s);
+        if (!hs) co_return "handshake: " + hs.error().message();
+        auto sent = co_await c->send_all(std::string_view(
+            "GET / HTTP/1.1\r\nHost: localhost\r\n\r\nGET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"));
+        EXPECT_TRUE(sent);
+        std::string all;
+        std::vector<std::byte> buf(4096);
+        for (;;) {
+          auto n = co_await with_timeout(c->recv(buf), 5s);
+          if (!n) co_return "recv: " + n.error().message();
+          if (*n == 0) break;  // close_notify after the last response
+          all.append(reinterpret_cast<const char*>(buf.data()), *n);
+        }
+        co_await server.join();
+        co_return all;
+      }(srv, sctx, cctx, listener));
   std::size_t first = text.find("HTTP/1.1 200 OK");
   ASSERT_NE(first, std::string::npos) << text;
   EXPECT_NE(text.find("HTTP/1.1 200 OK", first + 1), std::string::npos) << text;

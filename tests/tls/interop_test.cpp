@@ -47,7 +47,8 @@ std::uint16_t free_port() {
 bool saw_line(child_process& child, const std::string& want, std::chrono::milliseconds timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < deadline) {
-    auto line = child.read_line(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()));
+    auto line = child.read_line(
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()));
     if (!line) return false;
     if (*line == want) return true;
   }
@@ -93,8 +94,9 @@ TEST_P(TlsInterop, RingioClientAgainstOpensslServer) {
 // that replies arrive before it sees the end of input and closes).
 child_process s_client(std::uint16_t port, const std::string& input, const std::string& extra) {
   const auto& c = test_certs::get();
-  std::string cmd = "(sleep 0.2; printf '" + input + "'; sleep 1) | /usr/bin/openssl s_client -connect 127.0.0.1:" +
-                    std::to_string(port) + " -CAfile " + c.ca + " -servername localhost -verify_return_error " + extra;
+  std::string cmd = "(sleep 0.2; printf '" + input +
+                    "'; sleep 1) | /usr/bin/openssl s_client -connect 127.0.0.1:" + std::to_string(port) + " -CAfile " +
+                    c.ca + " -servername localhost -verify_return_error " + extra;
   return child_process({"/bin/sh", "-c", cmd});
 }
 
@@ -110,7 +112,7 @@ TEST_P(TlsInterop, RingioServerAgainstOpensslClient) {
     auto hs = co_await s->handshake(5s);
     if (!hs) co_return "handshake: " + hs.error().message();
     std::string line = co_await recv_text(*s, 6);
-    auto sent = co_await s->send_all(std::string_view("echo:") );
+    auto sent = co_await s->send_all(std::string_view("echo:"));
     EXPECT_TRUE(sent);
     auto sent2 = co_await s->send_all(std::string_view(line));
     EXPECT_TRUE(sent2);

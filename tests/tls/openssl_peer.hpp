@@ -6,8 +6,8 @@
 // go on; the destructor unblocks whatever the script waits for and joins the thread.
 #pragma once
 
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <openssl/err.h>

@@ -77,7 +77,8 @@ template <class T>
 task<T> under(std::stop_token token, task<T> t) {
   std::optional<T> out;
   scope sc(token);
-  sc.spawn([](task<T> t, std::optional<T>& out) -> task<void> { out.emplace(co_await std::move(t)); }(std::move(t), out));
+  sc.spawn(
+      [](task<T> t, std::optional<T>& out) -> task<void> { out.emplace(co_await std::move(t)); }(std::move(t), out));
   co_await sc.join();
   co_return std::move(*out);
 }
@@ -250,14 +251,14 @@ TEST_P(TlsPendingOutput, ASendBehindARecvsFlushSleepsAndObeysItsDeadlineAndStop)
     }(*s, received));
     // A guard: if the sends below do not come back, let the peer read so that they do.
     scope guard;
-    guard.spawn([](openssl_peer& peer, std::atomic<std::size_t>& request, std::size_t taken,
-                   bool& sending) -> task<void> {
-      auto slept = co_await sleep_for(1500ms);
-      if (!slept || !sending) co_return;
-      ADD_FAILURE() << "the sends ignored their deadline and stop";
-      request = taken;
-      peer.open(2);
-    }(peer, request, taken, sending));
+    guard.spawn(
+        [](openssl_peer& peer, std::atomic<std::size_t>& request, std::size_t taken, bool& sending) -> task<void> {
+          auto slept = co_await sleep_for(1500ms);
+          if (!slept || !sending) co_return;
+          ADD_FAILURE() << "the sends ignored their deadline and stop";
+          request = taken;
+          peer.open(2);
+        }(peer, request, taken, sending));
     peer.open(1);
     (void)co_await sleep_for(100ms);  // "one" arrived; the next recv waits, pushing our output
     EXPECT_EQ(received, "one");

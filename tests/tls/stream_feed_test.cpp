@@ -83,16 +83,16 @@ TEST_P(TlsStreamFeed, RecvDeadlineTimesOutAndLosesNothing) {
       auto late = co_await p.server.recv(plain, begun + 50ms, wait);
       EXPECT_FALSE(late);
       if (!late) {
-      EXPECT_EQ(late.error(), std::errc::timed_out);
-    }
+        EXPECT_EQ(late.error(), std::errc::timed_out);
+      }
       EXPECT_GE(std::chrono::steady_clock::now() - begun, 45ms);
       auto sent = co_await p.client.send_all(std::string_view("after"));
       EXPECT_TRUE(sent);
       auto got = co_await p.server.recv(plain, std::chrono::steady_clock::now() + 5s, wait);
       EXPECT_TRUE(got);
       if (got) {
-      EXPECT_EQ(text_of(std::span(plain).first(*got)), "after");
-    }
+        EXPECT_EQ(text_of(std::span(plain).first(*got)), "after");
+      }
     }
   }(listener, sctx, cctx));
 }

@@ -41,10 +41,8 @@ struct test_certs {
     rogue_ca = dir + "/rogue-ca.pem";
     rogue_cert = dir + "/rogue.pem";
     rogue_key = dir + "/rogue.key";
-    ok = make_ca("ca") && make_ca("rogue-ca") &&
-         make_leaf("ca", "localhost", "DNS:localhost,IP:127.0.0.1") &&
-         make_leaf("ca", "other", "DNS:other.test") &&
-         make_leaf("rogue-ca", "rogue", "DNS:localhost,IP:127.0.0.1");
+    ok = make_ca("ca") && make_ca("rogue-ca") && make_leaf("ca", "localhost", "DNS:localhost,IP:127.0.0.1") &&
+         make_leaf("ca", "other", "DNS:other.test") && make_leaf("rogue-ca", "rogue", "DNS:localhost,IP:127.0.0.1");
   }
 
   bool run(const std::string& cmd) const {
@@ -52,14 +50,14 @@ struct test_certs {
     return std::system(full.c_str()) == 0;
   }
   bool make_ca(const std::string& name) const {
-    return run("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout " + name +
-               ".key -out " + name + ".pem -days 2 -subj /CN=ringio-" + name);
+    return run("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout " + name + ".key -out " +
+               name + ".pem -days 2 -subj /CN=ringio-" + name);
   }
   bool make_leaf(const std::string& issuer, const std::string& name, const std::string& san) const {
     std::ofstream(dir + "/" + name + ".ext") << "subjectAltName=" << san << "\nbasicConstraints=CA:FALSE\n";
     std::string cn = name == "other" ? "other.test" : "localhost";
-    return run("openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout " + name + ".key -out " +
-               name + ".csr -subj /CN=" + cn) &&
+    return run("openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout " + name + ".key -out " + name +
+               ".csr -subj /CN=" + cn) &&
            run("openssl x509 -req -in " + name + ".csr -CA " + issuer + ".pem -CAkey " + issuer +
                ".key -CAcreateserial -days 2 -out " + name + ".pem -extfile " + name + ".ext");
   }

@@ -104,8 +104,9 @@ TEST(WhenAny, FirstToFinishWinsAndLosersAreCancelledBeforeItReturns) {
 TEST(WhenAny, WinnerExceptionIsRethrown) {
   io_context ctx;
   std::vector<std::string> log;
-  EXPECT_THROW(sync_wait(ctx, [&]() -> task<void> { (void)co_await when_any(fail_after_yield(), sleeper(log, "x")); }()),
-               std::logic_error);
+  EXPECT_THROW(
+      sync_wait(ctx, [&]() -> task<void> { (void)co_await when_any(fail_after_yield(), sleeper(log, "x")); }()),
+      std::logic_error);
   ASSERT_EQ(log.size(), 1u);
   EXPECT_EQ(log[0], "x:cancelled");
 }

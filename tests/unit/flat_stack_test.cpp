@@ -35,11 +35,12 @@ task<int> chain(int depth) {
 
 TEST(FlatStack, SequentialAwaitsOfReadyTasks) {
   io_context ctx;
-  EXPECT_EQ(sync_wait(ctx, []() -> task<long> {
-              long sum = 0;
-              for (int i = 0; i < rounds; ++i) sum += co_await ready(1);
-              co_return sum;
-            }()),
+  EXPECT_EQ(sync_wait(ctx,
+                      []() -> task<long> {
+                        long sum = 0;
+                        for (int i = 0; i < rounds; ++i) sum += co_await ready(1);
+                        co_return sum;
+                      }()),
             rounds);
 }
 
@@ -62,15 +63,16 @@ TEST(FlatStack, ChainStartedInlineBySpawn) {
 TEST(FlatStack, ReadyChannelSendsAndReceives) {
   io_context ctx;
   channel<int> ch(4);
-  EXPECT_EQ(sync_wait(ctx, [](channel<int>& c) -> task<long> {
-              long sum = 0;
-              for (int i = 0; i < rounds; ++i) {
-                (void)co_await c.send(1);
-                auto v = co_await c.receive();
-                sum += v ? *v : 0;
-              }
-              co_return sum;
-            }(ch)),
+  EXPECT_EQ(sync_wait(ctx,
+                      [](channel<int>& c) -> task<long> {
+                        long sum = 0;
+                        for (int i = 0; i < rounds; ++i) {
+                          (void)co_await c.send(1);
+                          auto v = co_await c.receive();
+                          sum += v ? *v : 0;
+                        }
+                        co_return sum;
+                      }(ch)),
             rounds);
 }
 
@@ -80,29 +82,31 @@ TEST(FlatStack, ReadySyncPrimitives) {
   ev.set();
   semaphore sem(1);
   mutex mu;
-  EXPECT_EQ(sync_wait(ctx, [](event& e, semaphore& s, mutex& m) -> task<int> {
-              int ok = 0;
-              for (int i = 0; i < rounds; ++i) {
-                if (co_await e.wait()) ++ok;
-                if (co_await s.acquire()) s.release();
-                if (auto guard = co_await m.lock(); !guard) ok = -1;
-              }
-              co_return ok;
-            }(ev, sem, mu)),
+  EXPECT_EQ(sync_wait(ctx,
+                      [](event& e, semaphore& s, mutex& m) -> task<int> {
+                        int ok = 0;
+                        for (int i = 0; i < rounds; ++i) {
+                          if (co_await e.wait()) ++ok;
+                          if (co_await s.acquire()) s.release();
+                          if (auto guard = co_await m.lock(); !guard) ok = -1;
+                        }
+                        co_return ok;
+                      }(ev, sem, mu)),
             rounds);
 }
 
 TEST(FlatStack, CombinatorsOfReadyTasks) {
   io_context ctx;
-  EXPECT_EQ(sync_wait(ctx, []() -> task<long> {
-              long sum = 0;
-              for (int i = 0; i < rounds; ++i) {
-                auto [a, b] = co_await when_all(ready(1), ready(1));
-                auto t = co_await with_timeout(ready(1), 10s);
-                sum += a + b + (t ? *t : 0);
-              }
-              co_return sum;
-            }()),
+  EXPECT_EQ(sync_wait(ctx,
+                      []() -> task<long> {
+                        long sum = 0;
+                        for (int i = 0; i < rounds; ++i) {
+                          auto [a, b] = co_await when_all(ready(1), ready(1));
+                          auto t = co_await with_timeout(ready(1), 10s);
+                          sum += a + b + (t ? *t : 0);
+                        }
+                        co_return sum;
+                      }()),
             3L * rounds);
 }
 

@@ -3,6 +3,8 @@
 // above, contiguous up to 60 s), percentiles against exact order statistics, merging,
 // overflow, and that recording never allocates. It replaces the global operator new to
 // count allocations, so it is a test binary of its own.
+#include "../../apps/common/latency_histogram.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -15,7 +17,6 @@
 #include <random>
 #include <vector>
 
-#include "../../apps/common/latency_histogram.hpp"
 #include "../support/counting_new.hpp"
 
 using ringio_test::allocations;
@@ -120,7 +121,8 @@ TEST(LatencyHistogram, PercentilesMatchExactOrderStatistics) {
   long double sum = 0;
   for (auto v : values) sum += v;
   EXPECT_NEAR(h->mean(), static_cast<double>(sum / values.size()), 1.0);
-  for (double p : {1.0, 10.0, 50.0, 90.0, 99.0, 99.9, 99.99}) expect_close(h->percentile(p), exact_percentile(values, p));
+  for (double p : {1.0, 10.0, 50.0, 90.0, 99.0, 99.9, 99.99})
+    expect_close(h->percentile(p), exact_percentile(values, p));
   EXPECT_EQ(h->percentile(100), h->max());
 }
 

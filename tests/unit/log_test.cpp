@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The logging hook: levels, the threshold, the replaceable handler, the default sink.
+#include "ringio/log.hpp"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -9,8 +11,6 @@
 #include <thread>
 #include <utility>
 #include <vector>
-
-#include "ringio/log.hpp"
 
 using namespace ringio;
 

@@ -48,18 +48,19 @@ TEST(Scope, ChildrenStartImmediately) {
 TEST(Scope, JoinRethrowsTheFirstChildException) {
   io_context ctx;
   int survivors = 0;
-  EXPECT_THROW(sync_wait(ctx, [](int& survivors) -> task<void> {
-                 scope s;
-                 s.spawn([]() -> task<void> {
-                   co_await yield();
-                   throw std::runtime_error("child");
-                 }());
-                 s.spawn([](int& n) -> task<void> {
-                   auto r = co_await sleep_for(10ms);
-                   if (r) ++n;
-                 }(survivors));
-                 co_await s.join();
-               }(survivors)),
+  EXPECT_THROW(sync_wait(ctx,
+                         [](int& survivors) -> task<void> {
+                           scope s;
+                           s.spawn([]() -> task<void> {
+                             co_await yield();
+                             throw std::runtime_error("child");
+                           }());
+                           s.spawn([](int& n) -> task<void> {
+                             auto r = co_await sleep_for(10ms);
+                             if (r) ++n;
+                           }(survivors));
+                           co_await s.join();
+                         }(survivors)),
                std::runtime_error);
   EXPECT_EQ(survivors, 1) << "join returned before the other child finished";
 }

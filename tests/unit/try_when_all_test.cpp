@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // try_when_all: values in order, the first failure stops the siblings and is returned
 // after all finished, exceptions, and a stop from outside.
+#include "ringio/try_when_all.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -17,7 +19,6 @@
 #include "ringio/stop.hpp"
 #include "ringio/sync_wait.hpp"
 #include "ringio/time/sleep.hpp"
-#include "ringio/try_when_all.hpp"
 #include "ringio/yield.hpp"
 
 using namespace ringio;
@@ -87,8 +88,9 @@ TEST(TryWhenAll, TheFirstErrorStopsTheSiblingsAndComesBackAfterAllFinished) {
   journal log;
   auto t0 = clock_type::now();
   auto r = sync_wait(ctx, [](journal& log) -> task<result<std::tuple<int, int, std::monostate>>> {
-    auto out = co_await try_when_all(value_after(1h, 1, log, "slow"), fail_after(10ms, std::errc::connection_reset, log, "bad"),
-                                     wait_for_stop(log, "waiter"));
+    auto out =
+        co_await try_when_all(value_after(1h, 1, log, "slow"),
+                              fail_after(10ms, std::errc::connection_reset, log, "bad"), wait_for_stop(log, "waiter"));
     log.push_back("returned");
     co_return out;
   }(log));
@@ -130,11 +132,12 @@ TEST(TryWhenAll, AChildFailingSynchronouslyStopsTheOnesStartedAfterIt) {
 TEST(TryWhenAll, AnExceptionStopsTheSiblingsAndIsRethrownAfterAllFinished) {
   io_context ctx;
   journal log;
-  EXPECT_THROW(sync_wait(ctx, [](journal& log) -> task<void> {
-                 auto r = co_await try_when_all(wait_for_stop(log, "sibling"), throw_after_yield(log));
-                 (void)r;
-                 log.push_back("not reached");
-               }(log)),
+  EXPECT_THROW(sync_wait(ctx,
+                         [](journal& log) -> task<void> {
+                           auto r = co_await try_when_all(wait_for_stop(log, "sibling"), throw_after_yield(log));
+                           (void)r;
+                           log.push_back("not reached");
+                         }(log)),
                std::runtime_error);
   EXPECT_EQ(log, (journal{"thrower:threw", "sibling:saw-stop"}));
 }
@@ -142,10 +145,12 @@ TEST(TryWhenAll, AnExceptionStopsTheSiblingsAndIsRethrownAfterAllFinished) {
 TEST(TryWhenAll, AnExceptionWinsOverAnEarlierError) {
   io_context ctx;
   journal log;
-  EXPECT_THROW(sync_wait(ctx, [](journal& log) -> task<void> {
-                 auto r = co_await try_when_all(throw_after_yield(log), fail_after(0ms, std::errc::io_error, log, "bad"));
-                 (void)r;
-               }(log)),
+  EXPECT_THROW(sync_wait(ctx,
+                         [](journal& log) -> task<void> {
+                           auto r = co_await try_when_all(throw_after_yield(log),
+                                                          fail_after(0ms, std::errc::io_error, log, "bad"));
+                           (void)r;
+                         }(log)),
                std::runtime_error);
   EXPECT_EQ(log.size(), 2u);
 }

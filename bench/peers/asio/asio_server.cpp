@@ -112,9 +112,7 @@ void run_thread(const peers::Options& options, int listener, std::latch& ready) 
 int main(int argc, char** argv) {
   const peers::Options options = peers::parse_options(argc, argv, kProgram);
   peers::prepare_process();
-  const std::vector<int> listeners =
-      peers::open_listeners(options, options.threads, /*nonblocking=*/false, kProgram);
-  peers::run_until_signal(kProgram, options, listeners, [&](int listener, std::latch& ready) {
-    run_thread(options, listener, ready);
-  });
+  const std::vector<int> listeners = peers::open_listeners(options, options.threads, /*nonblocking=*/false, kProgram);
+  peers::run_until_signal(kProgram, options, listeners,
+                          [&](int listener, std::latch& ready) { run_thread(options, listener, ready); });
 }

@@ -55,8 +55,7 @@ Reply reply_for(std::string_view head) {
     const std::string_view field = head.substr(pos, end - pos);
     pos = end + 2;
     const std::size_t colon = field.find(':');
-    if (colon == std::string_view::npos ||
-        !iequals(trim(field.substr(0, colon)), "connection")) {
+    if (colon == std::string_view::npos || !iequals(trim(field.substr(0, colon)), "connection")) {
       continue;
     }
     const std::string_view value = field.substr(colon + 1);

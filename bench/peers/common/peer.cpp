@@ -2,9 +2,9 @@
 #include "peer.hpp"
 
 #include <netdb.h>
-#include <pthread.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -57,9 +57,12 @@ bool parse_number(std::string_view text, T min, T max, T& out) {
 
 const char* mode_name(Mode mode) {
   switch (mode) {
-    case Mode::echo: return "echo";
-    case Mode::pong: return "pong";
-    case Mode::http: return "http";
+    case Mode::echo:
+      return "echo";
+    case Mode::pong:
+      return "pong";
+    case Mode::http:
+      return "http";
   }
   return "?";
 }
@@ -84,8 +87,7 @@ Options parse_options(int argc, char** argv, const char* program) {
       if (i + 1 >= argc) usage_error(program, "missing value for " + std::string(arg));
       value = argv[++i];
     }
-    const std::string bad = "bad value for " + std::string(name) + ": '" +
-                            std::string(value) + "'";
+    const std::string bad = "bad value for " + std::string(name) + ": '" + std::string(value) + "'";
     if (name == "--mode") {
       if (value == "echo") options.mode = Mode::echo;
       else if (value == "pong") options.mode = Mode::pong;
@@ -98,8 +100,7 @@ Options parse_options(int argc, char** argv, const char* program) {
     } else if (name == "--threads") {
       if (!parse_number(value, 1, 1024, options.threads)) usage_error(program, bad);
     } else if (name == "--block") {
-      if (!parse_number<std::size_t>(value, 1, std::size_t{1} << 30, options.block))
-        usage_error(program, bad);
+      if (!parse_number<std::size_t>(value, 1, std::size_t{1} << 30, options.block)) usage_error(program, bad);
     } else if (name == "--host") {
       if (value.empty()) usage_error(program, bad);
       options.host = std::string(value);
@@ -126,8 +127,7 @@ void prepare_process() {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 }
 
-std::vector<int> open_listeners(const Options& options, int count,
-                                bool nonblocking, const char* program) {
+std::vector<int> open_listeners(const Options& options, int count, bool nonblocking, const char* program) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -135,8 +135,7 @@ std::vector<int> open_listeners(const Options& options, int count,
   addrinfo* found = nullptr;
   const std::string port = std::to_string(options.port);
   if (int rc = getaddrinfo(options.host.c_str(), port.c_str(), &hints, &found); rc != 0) {
-    std::fprintf(stderr, "%s: cannot resolve host '%s': %s\n", program,
-                 options.host.c_str(), gai_strerror(rc));
+    std::fprintf(stderr, "%s: cannot resolve host '%s': %s\n", program, options.host.c_str(), gai_strerror(rc));
     std::exit(2);
   }
   const int one = 1;
@@ -149,8 +148,7 @@ std::vector<int> open_listeners(const Options& options, int count,
   setsockopt(probe, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   if (bind(probe, found->ai_addr, found->ai_addrlen) != 0) {
     if (errno == EADDRINUSE) {
-      std::fprintf(stderr, "%s: port %u on %s is already in use\n", program,
-                   options.port, options.host.c_str());
+      std::fprintf(stderr, "%s: port %u on %s is already in use\n", program, options.port, options.host.c_str());
       std::exit(1);
     }
     die(program, "bind", errno);
@@ -167,8 +165,7 @@ std::vector<int> open_listeners(const Options& options, int count,
       die(program, "setsockopt(SO_REUSEPORT)", errno);
     if (bind(fd, found->ai_addr, found->ai_addrlen) != 0) {
       if (errno == EADDRINUSE) {
-        std::fprintf(stderr, "%s: port %u on %s is already in use\n", program,
-                     options.port, options.host.c_str());
+        std::fprintf(stderr, "%s: port %u on %s is already in use\n", program, options.port, options.host.c_str());
         std::exit(1);
       }
       die(program, "bind", errno);
@@ -180,8 +177,8 @@ std::vector<int> open_listeners(const Options& options, int count,
   return listeners;
 }
 
-void run_until_signal(const char* program, const Options& options,
-                      const std::vector<int>& listeners, const Worker& worker) {
+void run_until_signal(const char* program, const Options& options, const std::vector<int>& listeners,
+                      const Worker& worker) {
   static std::latch ready(static_cast<std::ptrdiff_t>(listeners.size()));
   for (std::size_t i = 0; i < listeners.size(); ++i) {
     std::thread thread([worker, listener = listeners[i]] { worker(listener, ready); });
@@ -191,8 +188,7 @@ void run_until_signal(const char* program, const Options& options,
     thread.detach();
   }
   ready.wait();
-  std::printf("%s: mode=%s port=%u threads=%d\n", program, mode_name(options.mode),
-              options.port, options.threads);
+  std::printf("%s: mode=%s port=%u threads=%d\n", program, mode_name(options.mode), options.port, options.threads);
   std::fflush(stdout);
 
   sigset_t set;
@@ -214,7 +210,6 @@ void die(const char* program, const char* what, int err) {
   std::fprintf(stderr, "%s: %s: %s\n", program, what, std::strerror(err));
   std::fflush(stdout);
   std::_Exit(1);  // may run on a worker thread while the others are busy
-
 }
 
 void set_nodelay(int fd) {

@@ -40,16 +40,15 @@ void prepare_process();
 // Opens `count` listeners bound to host:port with SO_REUSEPORT, one per
 // worker thread, so the kernel spreads new connections across the threads.
 // Exits 1 with a message if the port is already taken.
-std::vector<int> open_listeners(const Options& options, int count,
-                                bool nonblocking, const char* program);
+std::vector<int> open_listeners(const Options& options, int count, bool nonblocking, const char* program);
 
 // Runs worker(listener, ready) on its own thread for each listener. Once
 // every worker has called ready.count_down() it prints the start-up line
 // `<program>: mode=M port=P threads=N`, so the line means "serving". Then it
 // waits for SIGINT or SIGTERM, shuts the listeners down and exits with 0.
 using Worker = std::function<void(int listener, std::latch& ready)>;
-[[noreturn]] void run_until_signal(const char* program, const Options& options,
-                                   const std::vector<int>& listeners, const Worker& worker);
+[[noreturn]] void run_until_signal(const char* program, const Options& options, const std::vector<int>& listeners,
+                                   const Worker& worker);
 
 // Prints `<program>: <what>: <strerror(err)>` and exits 1.
 [[noreturn]] void die(const char* program, const char* what, int err);

@@ -113,14 +113,14 @@ double parse_seconds(const std::map<std::string, std::string>& opts, const std::
   char* end = nullptr;
   const double v = std::strtod(it->second.c_str(), &end);
   if (it->second.empty() || *end != '\0' || !(v >= min && v <= max))
-    usage_error("--" + name + " must be a number of seconds in [" + std::to_string(min) + ", " +
-                std::to_string(max) + "], got '" + it->second + "'");
+    usage_error("--" + name + " must be a number of seconds in [" + std::to_string(min) + ", " + std::to_string(max) +
+                "], got '" + it->second + "'");
   return v;
 }
 
 Options parse_options(int argc, char** argv) {
-  const std::set<std::string> valued = {"port", "host", "connections", "length", "duration",
-                                        "threads", "warmup", "backend"};
+  const std::set<std::string> valued = {"port",     "host",    "connections", "length",
+                                        "duration", "threads", "warmup",      "backend"};
   std::map<std::string, std::string> opts;
   bool verify = false;
   for (int i = 1; i < argc; ++i) {
@@ -417,7 +417,8 @@ int main(int argc, char** argv) {
       usage_error("invalid --host '" + o.host + "' (a numeric IPv4 or IPv6 address)");
     }
   }
-  const std::string target = (address.ss_family == AF_INET6 ? "[" + o.host + "]" : o.host) + ":" + std::to_string(o.port);
+  const std::string target =
+      (address.ss_family == AF_INET6 ? "[" + o.host + "]" : o.host) + ":" + std::to_string(o.port);
   rlimit r;
   if (getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < r.rlim_max) {
     r.rlim_cur = r.rlim_max;
@@ -480,9 +481,7 @@ int main(int argc, char** argv) {
     std::mutex mu;
     std::condition_variable cv;
     std::unique_lock lk(mu);
-    auto until = [](std::int64_t ns) {
-      return std::chrono::steady_clock::time_point(std::chrono::nanoseconds(ns));
-    };
+    auto until = [](std::int64_t ns) { return std::chrono::steady_clock::time_point(std::chrono::nanoseconds(ns)); };
     if (connected_count > 0) {
       cv.wait_until(lk, until(start), [] { return false; });
       cpu_begin = cpu_seconds();
@@ -529,15 +528,15 @@ int main(int argc, char** argv) {
   if (o.verify) std::printf(", %llu bad replies", static_cast<unsigned long long>(verify_errors));
   std::printf(")\n");
   if (errors > 0) std::printf("%s: first error: %s\n", kProgram, first_error.c_str());
-  std::printf("RESULT {\"tool\":\"%s\",\"requests_per_s\":%.1f,\"p50_us\":%.1f,\"p90_us\":%.1f,\"p99_us\":%.1f,"
-              "\"p999_us\":%.1f,\"max_us\":%.1f,\"mean_us\":%.1f,\"requests\":%llu,\"errors\":%llu,"
-              "\"connect_errors\":%llu,\"seconds\":%.4f,\"warmup_s\":%.3f,\"connections\":%zu,\"length\":%zu,"
-              "\"threads\":%u,\"cpu_s\":%.3f,\"cpu_us_per_request\":%.3f,\"verify\":%s",
-              kProgram, std::isfinite(rps) ? rps : 0.0, us(h.percentile(50)), us(h.percentile(90)),
-              us(h.percentile(99)), us(h.percentile(99.9)), us(h.max()), h.mean() / 1000.0,
-              static_cast<unsigned long long>(requests), static_cast<unsigned long long>(errors),
-              static_cast<unsigned long long>(connect_errors), seconds, o.warmup, o.connections, o.length,
-              o.threads, cpu, cpu_us, o.verify ? "true" : "false");
+  std::printf(
+      "RESULT {\"tool\":\"%s\",\"requests_per_s\":%.1f,\"p50_us\":%.1f,\"p90_us\":%.1f,\"p99_us\":%.1f,"
+      "\"p999_us\":%.1f,\"max_us\":%.1f,\"mean_us\":%.1f,\"requests\":%llu,\"errors\":%llu,"
+      "\"connect_errors\":%llu,\"seconds\":%.4f,\"warmup_s\":%.3f,\"connections\":%zu,\"length\":%zu,"
+      "\"threads\":%u,\"cpu_s\":%.3f,\"cpu_us_per_request\":%.3f,\"verify\":%s",
+      kProgram, std::isfinite(rps) ? rps : 0.0, us(h.percentile(50)), us(h.percentile(90)), us(h.percentile(99)),
+      us(h.percentile(99.9)), us(h.max()), h.mean() / 1000.0, static_cast<unsigned long long>(requests),
+      static_cast<unsigned long long>(errors), static_cast<unsigned long long>(connect_errors), seconds, o.warmup,
+      o.connections, o.length, o.threads, cpu, cpu_us, o.verify ? "true" : "false");
   print_json_string("backend", "raw-epoll");
   std::printf("}\n");
   return 0;

@@ -31,17 +31,16 @@ constexpr std::size_t kHttpInputSize = 2 * peers::http::kMaxRequestBytes;
 constexpr int kMaxEvents = 1024;
 
 struct Connection {
-  Connection(int socket, std::size_t buffer_size)
-      : fd(socket), input(new char[buffer_size]), capacity(buffer_size) {}
+  Connection(int socket, std::size_t buffer_size) : fd(socket), input(new char[buffer_size]), capacity(buffer_size) {}
   ~Connection() { close(fd); }
 
   int fd;
   std::unique_ptr<char[]> input;
   std::size_t capacity;
-  std::size_t filled = 0;    // bytes of `input` in use
-  std::size_t written = 0;   // echo, pong: bytes of `input` already written back
-  bool writing = false;      // echo, pong: `input` is being written back
-  std::string output;        // http: responses not written yet, from `written`
+  std::size_t filled = 0;   // bytes of `input` in use
+  std::size_t written = 0;  // echo, pong: bytes of `input` already written back
+  bool writing = false;     // echo, pong: `input` is being written back
+  std::string output;       // http: responses not written yet, from `written`
   bool close_after_output = false;
 };
 
@@ -124,8 +123,7 @@ Io drive_http(Connection& c) {
     Io io = read_some(c, c.input.get() + c.filled, c.capacity - c.filled, got);
     if (io != Io::done) return io;
     c.filled += got;
-    const peers::http::Answer answer =
-        peers::http::answer_requests({c.input.get(), c.filled}, c.output);
+    const peers::http::Answer answer = peers::http::answer_requests({c.input.get(), c.filled}, c.output);
     c.close_after_output = answer.close;
     // Keep the incomplete request at the front for the next read.
     c.filled -= answer.consumed;
@@ -135,8 +133,7 @@ Io drive_http(Connection& c) {
 
 class Worker {
  public:
-  Worker(const peers::Options& options, int listener)
-      : options_(options), listener_(listener) {}
+  Worker(const peers::Options& options, int listener) : options_(options), listener_(listener) {}
 
   [[noreturn]] void run(std::latch& ready) {
     epoll_ = epoll_create1(EPOLL_CLOEXEC);
@@ -188,18 +185,24 @@ class Worker {
 
   std::size_t buffer_size() const {
     switch (options_.mode) {
-      case peers::Mode::echo: return peers::kReadBufferSize;
-      case peers::Mode::pong: return options_.block;
-      case peers::Mode::http: return kHttpInputSize;
+      case peers::Mode::echo:
+        return peers::kReadBufferSize;
+      case peers::Mode::pong:
+        return options_.block;
+      case peers::Mode::http:
+        return kHttpInputSize;
     }
     return peers::kReadBufferSize;
   }
 
   Io drive(Connection& c) const {
     switch (options_.mode) {
-      case peers::Mode::echo: return drive_echo(c);
-      case peers::Mode::pong: return drive_pong(c);
-      case peers::Mode::http: return drive_http(c);
+      case peers::Mode::echo:
+        return drive_echo(c);
+      case peers::Mode::pong:
+        return drive_pong(c);
+      case peers::Mode::http:
+        return drive_http(c);
     }
     return Io::closed;
   }
@@ -215,9 +218,7 @@ class Worker {
 int main(int argc, char** argv) {
   const peers::Options options = peers::parse_options(argc, argv, kProgram);
   peers::prepare_process();
-  const std::vector<int> listeners =
-      peers::open_listeners(options, options.threads, /*nonblocking=*/true, kProgram);
-  peers::run_until_signal(kProgram, options, listeners, [&](int listener, std::latch& ready) {
-    Worker(options, listener).run(ready);
-  });
+  const std::vector<int> listeners = peers::open_listeners(options, options.threads, /*nonblocking=*/true, kProgram);
+  peers::run_until_signal(kProgram, options, listeners,
+                          [&](int listener, std::latch& ready) { Worker(options, listener).run(ready); });
 }

@@ -49,13 +49,13 @@ struct Connection {
   explicit Connection(int socket) : fd(socket) {}
 
   int fd;
-  bool recv_armed = false;      // a multishot recv is in the kernel
+  bool recv_armed = false;       // a multishot recv is in the kernel
   bool waiting_buffers = false;  // recv stopped on -ENOBUFS, re-armed once buffers return
   bool send_in_flight = false;
-  bool read_done = false;      // the peer closed its side
-  bool close_wanted = false;   // close once the output is written (http)
-  bool failed = false;         // an error: drop the output and close
-  bool shut_down = false;      // shutdown() was called to end the pending recv
+  bool read_done = false;     // the peer closed its side
+  bool close_wanted = false;  // close once the output is written (http)
+  bool failed = false;        // an error: drop the output and close
+  bool shut_down = false;     // shutdown() was called to end the pending recv
 
   // echo: received buffers sent back as they are, the front one from `chunk_sent`.
   std::deque<Chunk> chunks;
@@ -70,15 +70,12 @@ struct Connection {
   std::string pong_input;  // bytes of the pong block being assembled
   peers::http::Session http;
 
-  bool output_idle() const {
-    return !send_in_flight && chunks.empty() && queued.empty();
-  }
+  bool output_idle() const { return !send_in_flight && chunks.empty() && queued.empty(); }
 };
 
 class Worker {
  public:
-  Worker(const peers::Options& options, int listener)
-      : options_(options), listener_(listener) {}
+  Worker(const peers::Options& options, int listener) : options_(options), listener_(listener) {}
 
   [[noreturn]] void run(std::latch& ready) {
     setup_ring();
@@ -126,10 +123,9 @@ class Worker {
     // liburing 2.3 has no io_uring_setup_buf_ring: the ring must be page
     // aligned, which mmap guarantees.
     const std::size_t ring_bytes = kBufferCount * sizeof(io_uring_buf);
-    void* ring_memory = mmap(nullptr, ring_bytes, PROT_READ | PROT_WRITE,
-                             MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    void* buffer_memory = mmap(nullptr, std::size_t{kBufferCount} * kBufferSize,
-                               PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void* ring_memory = mmap(nullptr, ring_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void* buffer_memory = mmap(nullptr, std::size_t{kBufferCount} * kBufferSize, PROT_READ | PROT_WRITE,
+                               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (ring_memory == MAP_FAILED || buffer_memory == MAP_FAILED) {
       peers::die(kProgram, "mmap", errno);
     }
@@ -153,8 +149,8 @@ class Worker {
 
   // Gives a buffer back to the kernel; it becomes visible at the next return_buffers().
   void release_buffer(std::uint16_t id) {
-    io_uring_buf_ring_add(buffer_ring_, buffer(id), kBufferSize, id,
-                          io_uring_buf_ring_mask(kBufferCount), buffers_to_return_++);
+    io_uring_buf_ring_add(buffer_ring_, buffer(id), kBufferSize, id, io_uring_buf_ring_mask(kBufferCount),
+                          buffers_to_return_++);
     --buffers_held_;
   }
 
@@ -184,9 +180,7 @@ class Worker {
     return sqe;
   }
 
-  static std::uint64_t tag(Connection* c, Op op) {
-    return reinterpret_cast<std::uint64_t>(c) | op;
-  }
+  static std::uint64_t tag(Connection* c, Op op) { return reinterpret_cast<std::uint64_t>(c) | op; }
 
   void arm_accept() {
     io_uring_sqe* sqe = next_sqe();
@@ -232,9 +226,15 @@ class Worker {
     const std::uint64_t data = io_uring_cqe_get_data64(cqe);
     auto* c = reinterpret_cast<Connection*>(data & ~kOpMask);
     switch (data & kOpMask) {
-      case kAccept: on_accept(cqe); break;
-      case kRecv: on_recv(c, cqe); break;
-      case kSend: on_send(c, cqe); break;
+      case kAccept:
+        on_accept(cqe);
+        break;
+      case kRecv:
+        on_recv(c, cqe);
+        break;
+      case kSend:
+        on_send(c, cqe);
+        break;
     }
   }
 
@@ -292,8 +292,7 @@ class Worker {
       case peers::Mode::pong: {
         c->pong_input.append(bytes);
         release_buffer(id);
-        const std::size_t ready =
-            c->pong_input.size() - c->pong_input.size() % options_.block;
+        const std::size_t ready = c->pong_input.size() - c->pong_input.size() % options_.block;
         if (ready == c->pong_input.size() && c->queued.empty()) {
           c->queued.swap(c->pong_input);
           c->pong_input.clear();
@@ -341,8 +340,7 @@ class Worker {
 
   // Closes the connection once it is finished and nothing is in the kernel.
   void settle(Connection* c) {
-    const bool finished =
-        c->failed || ((c->read_done || c->close_wanted) && c->output_idle());
+    const bool finished = c->failed || ((c->read_done || c->close_wanted) && c->output_idle());
     if (!finished) return;
     if (c->recv_armed || c->send_in_flight || c->waiting_buffers) {
       // Wake the pending operations; their completions come back here.
@@ -372,9 +370,7 @@ class Worker {
 int main(int argc, char** argv) {
   const peers::Options options = peers::parse_options(argc, argv, kProgram);
   peers::prepare_process();
-  const std::vector<int> listeners =
-      peers::open_listeners(options, options.threads, /*nonblocking=*/false, kProgram);
-  peers::run_until_signal(kProgram, options, listeners, [&](int listener, std::latch& ready) {
-    Worker(options, listener).run(ready);
-  });
+  const std::vector<int> listeners = peers::open_listeners(options, options.threads, /*nonblocking=*/false, kProgram);
+  peers::run_until_signal(kProgram, options, listeners,
+                          [&](int listener, std::latch& ready) { Worker(options, listener).run(ready); });
 }

@@ -56,14 +56,14 @@ class read_message_op : public io_operation<read_message_op> {
   /// deferred error decide it; false when a receive may bring more.
   bool need_more() noexcept;
 
-  read_buffer* buffer;          ///< where the bytes are received and kept
-  std::string_view delim;       ///< the end of a message (delimited reads)
-  std::size_t limit;            ///< the longest message, or the count (counted reads)
-  std::size_t scanned = 0;      ///< unread bytes already searched for the delimiter
-  bool counted;                 ///< exactly `limit` bytes instead of a delimiter
-  bool strip_line_end;          ///< read_line: drop "\n" and a "\r" before it
+  read_buffer* buffer;             ///< where the bytes are received and kept
+  std::string_view delim;          ///< the end of a message (delimited reads)
+  std::size_t limit;               ///< the longest message, or the count (counted reads)
+  std::size_t scanned = 0;         ///< unread bytes already searched for the delimiter
+  bool counted;                    ///< exactly `limit` bytes instead of a delimiter
+  bool strip_line_end;             ///< read_line: drop "\n" and a "\r" before it
   outcome out = outcome::pending;  ///< decided by settle()
-  std::string_view message;     ///< the message when out is found
+  std::string_view message;        ///< the message when out is found
 };
 
 /// Reads into a caller's buffer: first what the read_buffer holds, then straight from

@@ -92,9 +92,7 @@ class countdown_sink : public completion_sink {
   /// Drop the parent's count; true if children are still running (suspend).
   bool end_launch() noexcept { return --remaining_ != 0; }
 
-  std::coroutine_handle<> child_done() noexcept {
-    return --remaining_ == 0 ? parent_ : std::noop_coroutine();
-  }
+  std::coroutine_handle<> child_done() noexcept { return --remaining_ == 0 ? parent_ : std::noop_coroutine(); }
 
  private:
   std::size_t remaining_ = 0;
@@ -103,10 +101,8 @@ class countdown_sink : public completion_sink {
 
 template <class P>
 const std::stop_token* parent_token(std::coroutine_handle<P> h) noexcept {
-  if constexpr (std::is_base_of_v<promise_base, P>)
-    return h.promise().stop_token();
-  else
-    return nullptr;
+  if constexpr (std::is_base_of_v<promise_base, P>) return h.promise().stop_token();
+  else return nullptr;
 }
 
 }  // namespace ringio::detail

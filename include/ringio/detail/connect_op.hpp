@@ -43,9 +43,7 @@ class connect_op : public io_operation<connect_op> {
 }  // namespace ringio::detail
 
 namespace ringio {
-inline detail::connect_op stream_socket::connect(const socket_address& to) noexcept {
-  return detail::connect_op(to);
-}
+inline detail::connect_op stream_socket::connect(const socket_address& to) noexcept { return detail::connect_op(to); }
 inline detail::connect_op stream_socket::connect(const socket_address& to, const socket_address& from) noexcept {
   return detail::connect_op(to, from);
 }

@@ -16,9 +16,9 @@ namespace ringio {
 
 /// What recv_from delivers.
 struct datagram {
-  std::size_t size = 0;     ///< bytes stored in the buffer
-  socket_address from;      ///< the sender
-  bool truncated = false;   ///< the datagram was larger than the buffer (MSG_TRUNC)
+  std::size_t size = 0;    ///< bytes stored in the buffer
+  socket_address from;     ///< the sender
+  bool truncated = false;  ///< the datagram was larger than the buffer (MSG_TRUNC)
 };
 
 namespace detail {

@@ -64,12 +64,12 @@ class gather_send_op : public io_operation<gather_send_op> {
   [[nodiscard]] bool finished() const noexcept { return index >= bufs.size(); }
 
   std::span<const const_buffer> bufs;  ///< what to send, in order
-  std::size_t index = 0;   ///< the first buffer not fully sent
-  std::size_t offset = 0;  ///< bytes of bufs[index] already sent
-  std::size_t done = 0;    ///< bytes sent so far
-  bool all;                ///< send_all (loop) rather than send (one call)
-  msghdr msg{};            ///< the current sendmsg's header; points at iov
-  iovec iov[max_gather_buffers];  ///< the current sendmsg's pieces
+  std::size_t index = 0;               ///< the first buffer not fully sent
+  std::size_t offset = 0;              ///< bytes of bufs[index] already sent
+  std::size_t done = 0;                ///< bytes sent so far
+  bool all;                            ///< send_all (loop) rather than send (one call)
+  msghdr msg{};                        ///< the current sendmsg's header; points at iov
+  iovec iov[max_gather_buffers];       ///< the current sendmsg's pieces
 };
 
 }  // namespace ringio::detail

@@ -73,10 +73,8 @@ class io_operation : public op_base {
   /// The stop token of the awaiting task (null when the awaiter is not a ringio task).
   template <class P>
   static const std::stop_token* inherited_token(std::coroutine_handle<P> h) noexcept {
-    if constexpr (std::is_base_of_v<promise_base, P>)
-      return h.promise().stop_token();
-    else
-      return nullptr;
+    if constexpr (std::is_base_of_v<promise_base, P>) return h.promise().stop_token();
+    else return nullptr;
   }
 
   /// For waits that must take nothing once stopped (a select's losing branch): when

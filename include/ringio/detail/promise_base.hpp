@@ -5,8 +5,8 @@
 
 #include <coroutine>
 #include <exception>
-#include <type_traits>
 #include <stop_token>
+#include <type_traits>
 #include <utility>
 
 #include "ringio/detail/frame_allocator.hpp"
@@ -31,8 +31,8 @@ class sender_awaiter;
 
 /// A sender (it names a sender_concept) that is not already awaitable.
 template <class A>
-concept awaitable_sender = requires { typename std::remove_cvref_t<A>::sender_concept; } &&
-                           !has_member_co_await<A> && !requires(std::remove_cvref_t<A>& a) { a.await_ready(); };
+concept awaitable_sender = requires { typename std::remove_cvref_t<A>::sender_concept; } && !has_member_co_await<A> &&
+                           !requires(std::remove_cvref_t<A>& a) { a.await_ready(); };
 
 /// Wraps what a task awaits so that resuming the task marks it as the running one.
 /// `Aw` is a reference (the awaited temporary lives until the end of the full
@@ -65,8 +65,7 @@ inline void resume_inline(std::coroutine_handle<> h) {
 /// branches, sync_wait roots). Returns the coroutine to run next (noop if none).
 class completion_sink {
  public:
-  virtual std::coroutine_handle<> on_task_done(std::coroutine_handle<> task,
-                                               promise_base& p) noexcept = 0;
+  virtual std::coroutine_handle<> on_task_done(std::coroutine_handle<> task, promise_base& p) noexcept = 0;
 
  protected:
   ~completion_sink() = default;

@@ -6,8 +6,8 @@
 #include <cstddef>
 #include <cstring>
 #include <memory>
-#include <utility>
 #include <string_view>
+#include <utility>
 
 #include "ringio/buffer.hpp"
 

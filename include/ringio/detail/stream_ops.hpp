@@ -139,9 +139,7 @@ class shutdown_op : public io_operation<shutdown_op> {
 /// that way stays in the table, which goes away with the ring.
 class close_op : public io_operation<close_op> {
  public:
-  explicit close_op(int fd_, bool direct_ = false) noexcept : io_operation(&close_vtable), direct(direct_) {
-    fd = fd_;
-  }
+  explicit close_op(int fd_, bool direct_ = false) noexcept : io_operation(&close_vtable), direct(direct_) { fd = fd_; }
   template <class P>
   bool await_suspend(std::coroutine_handle<P> h) {
     return start_operation(*this, h, nullptr);

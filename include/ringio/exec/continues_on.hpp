@@ -88,10 +88,9 @@ class continues_on_sender {
   /// The completions of S in the receiver's environment `Env` (plus std::error_code
   /// from the hop).
   template <class Env>
-  auto get_completion_signatures(const Env&) const ->
-      typename detail::make_completions<
-          value_args_of_t<S, Env>,
-          detail::unique_t<detail::concat_t<error_types_of_t<S, Env>, detail::type_list<std::error_code>>>>::type {
+  auto get_completion_signatures(const Env&) const -> typename detail::make_completions<
+      value_args_of_t<S, Env>,
+      detail::unique_t<detail::concat_t<error_types_of_t<S, Env>, detail::type_list<std::error_code>>>>::type {
     return {};
   }
 

@@ -78,11 +78,11 @@ class task_sender {
  public:
   using sender_concept = sender_t;  ///< Marks it a sender.
   /// set_value(T) (set_value() for void), set_error(std::exception_ptr), stopped.
-  using completion_signatures = std::conditional_t<
-      std::is_void_v<T>,
-      exec::completion_signatures<set_value_t(), set_error_t(std::exception_ptr), set_stopped_t()>,
-      exec::completion_signatures<set_value_t(std::conditional_t<std::is_void_v<T>, int, T>),
-                                  set_error_t(std::exception_ptr), set_stopped_t()>>;
+  using completion_signatures =
+      std::conditional_t<std::is_void_v<T>,
+                         exec::completion_signatures<set_value_t(), set_error_t(std::exception_ptr), set_stopped_t()>,
+                         exec::completion_signatures<set_value_t(std::conditional_t<std::is_void_v<T>, int, T>),
+                                                     set_error_t(std::exception_ptr), set_stopped_t()>>;
 
   /// Holds the task (not started).
   explicit task_sender(task<T> t) noexcept : task_(std::move(t)) {}

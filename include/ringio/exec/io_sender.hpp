@@ -72,8 +72,7 @@ class io_state : private Op {
       }
     }
     const std::stop_token& own = this->explicit_stop_token();
-    bool pending = ringio::detail::start_operation(*this, std::noop_coroutine(),
-                                                   own.stop_possible() ? &own : nullptr);
+    bool pending = ringio::detail::start_operation(*this, std::noop_coroutine(), own.stop_possible() ? &own : nullptr);
     if (!pending) {
       deliver();
       return;
@@ -103,10 +102,8 @@ class io_state : private Op {
   void deliver() noexcept {
     auto r = Op::get_result();
     if (r) {
-      if constexpr (std::is_void_v<op_value_t<Op>>)
-        std::move(rcvr_).set_value();
-      else
-        std::move(rcvr_).set_value(std::move(*r));
+      if constexpr (std::is_void_v<op_value_t<Op>>) std::move(rcvr_).set_value();
+      else std::move(rcvr_).set_value(std::move(*r));
     } else if (r.error() == std::errc::operation_canceled) {
       std::move(rcvr_).set_stopped();
     } else {
@@ -141,9 +138,9 @@ class io_sender {
   using completion_signatures = std::conditional_t<
       std::is_void_v<detail::op_value_t<Op>>,
       exec::completion_signatures<set_value_t(), set_error_t(std::error_code), set_stopped_t()>,
-      exec::completion_signatures<set_value_t(std::conditional_t<std::is_void_v<detail::op_value_t<Op>>,
-                                                                  int, detail::op_value_t<Op>>),
-                                  set_error_t(std::error_code), set_stopped_t()>>;
+      exec::completion_signatures<
+          set_value_t(std::conditional_t<std::is_void_v<detail::op_value_t<Op>>, int, detail::op_value_t<Op>>),
+          set_error_t(std::error_code), set_stopped_t()>>;
 
   /// Wraps `op` (not started).
   explicit io_sender(Op op) noexcept : op_(std::move(op)) {}

@@ -82,9 +82,8 @@ class let_state {
   void on_value(A&&... a) noexcept {
     try {
       values_.emplace(std::forward<A>(a)...);
-      auto& next = second_.construct_with([&] {
-        return exec::connect(std::apply(fn_, *values_), second_receiver{this});
-      });
+      auto& next =
+          second_.construct_with([&] { return exec::connect(std::apply(fn_, *values_), second_receiver{this}); });
       second_live_ = true;
       next.start();
     } catch (...) {
@@ -114,11 +113,10 @@ class let_value_sender {
   /// The values of the next sender; the errors of both plus std::exception_ptr; stopped
   /// (both in the receiver's environment `Env`).
   template <class Env>
-  auto get_completion_signatures(const Env&) const ->
-      typename detail::make_completions<
-          value_args_of_t<next_t<Env>, Env>,
-          detail::unique_t<detail::concat_t<error_types_of_t<S, Env>, error_types_of_t<next_t<Env>, Env>,
-                                            detail::type_list<std::exception_ptr>>>>::type {
+  auto get_completion_signatures(const Env&) const -> typename detail::make_completions<
+      value_args_of_t<next_t<Env>, Env>,
+      detail::unique_t<detail::concat_t<error_types_of_t<S, Env>, error_types_of_t<next_t<Env>, Env>,
+                                        detail::type_list<std::exception_ptr>>>>::type {
     return {};
   }
 

@@ -31,7 +31,7 @@ namespace ringio::exec {
 }
 /// Connects to `to` from the local address `from` (see stream_socket::connect).
 [[nodiscard]] inline io_sender<ringio::detail::connect_op> connect_to(const socket_address& to,
-                                                                     const socket_address& from) noexcept {
+                                                                      const socket_address& from) noexcept {
   return as_sender(stream_socket::connect(to, from));
 }
 /// One `recv(2)`: set_value(bytes), 0 at end of stream.

@@ -123,11 +123,9 @@ class repeat_until_sender {
   /// set_value() after a round gave true; the errors of a round (in the receiver's
   /// environment `Env`) plus exception_ptr; stopped.
   template <class Env>
-  auto get_completion_signatures(const Env&) const ->
-      typename detail::make_completions<
-          detail::type_list<>,
-          detail::unique_t<
-              detail::concat_t<error_types_of_t<body_t, Env>, detail::type_list<std::exception_ptr>>>>::type {
+  auto get_completion_signatures(const Env&) const -> typename detail::make_completions<
+      detail::type_list<>,
+      detail::unique_t<detail::concat_t<error_types_of_t<body_t, Env>, detail::type_list<std::exception_ptr>>>>::type {
     return {};
   }
 

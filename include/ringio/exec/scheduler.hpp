@@ -37,10 +37,8 @@ class schedule_state {
     item_.arg = this;
     item_.run = [](ringio::detail::remote_item& it, io_context&) noexcept {
       auto& self = *static_cast<schedule_state*>(it.arg);
-      if (exec::get_stop_token(exec::get_env(self.rcvr_)).stop_requested())
-        std::move(self.rcvr_).set_stopped();
-      else
-        std::move(self.rcvr_).set_value();
+      if (exec::get_stop_token(exec::get_env(self.rcvr_)).stop_requested()) std::move(self.rcvr_).set_stopped();
+      else std::move(self.rcvr_).set_value();
     };
     loop->post_remote(item_);
   }
@@ -109,8 +107,7 @@ class scheduler {
 
 #if defined(RINGIO_EXEC_STDEXEC)
 /// @cond INTERNAL
-inline scheduler schedule_sender::env::query(
-    stdexec::get_completion_scheduler_t<stdexec::set_value_t>) const noexcept {
+inline scheduler schedule_sender::env::query(stdexec::get_completion_scheduler_t<stdexec::set_value_t>) const noexcept {
   return scheduler(*loop);
 }
 /// @endcond

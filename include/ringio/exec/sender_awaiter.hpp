@@ -17,11 +17,11 @@
 #include "ringio/detail/remote_item.hpp"
 #include "ringio/exec/connect.hpp"
 #include "ringio/exec/env.hpp"
+#include "ringio/exec/inplace_stop_token.hpp"
 #include "ringio/exec/manual_lifetime.hpp"
 #include "ringio/exec/outcome.hpp"
 #include "ringio/exec/scheduler.hpp"
 #include "ringio/exec/sender_traits.hpp"
-#include "ringio/exec/inplace_stop_token.hpp"
 #include "ringio/io_context.hpp"
 #include "ringio/result.hpp"
 
@@ -103,24 +103,18 @@ class sender_awaiter {
   }
   result<value_type> await_resume() {
     if (result_.value) {
-      if constexpr (std::is_void_v<value_type>)
-        return {};
-      else if constexpr (std::tuple_size_v<values_t> == 1)
-        return std::get<0>(std::move(*result_.value));
-      else
-        return std::move(*result_.value);
+      if constexpr (std::is_void_v<value_type>) return {};
+      else if constexpr (std::tuple_size_v<values_t> == 1) return std::get<0>(std::move(*result_.value));
+      else return std::move(*result_.value);
     }
     if (result_.has_error()) {
       std::error_code ec;
       std::visit(
           [&](auto& e) {
             using E = std::decay_t<decltype(e)>;
-            if constexpr (std::is_same_v<E, std::error_code>)
-              ec = e;
-            else if constexpr (std::is_same_v<E, std::exception_ptr>)
-              std::rethrow_exception(e);
-            else if constexpr (!std::is_same_v<E, std::monostate>)
-              throw std::move(e);
+            if constexpr (std::is_same_v<E, std::error_code>) ec = e;
+            else if constexpr (std::is_same_v<E, std::exception_ptr>) std::rethrow_exception(e);
+            else if constexpr (!std::is_same_v<E, std::monostate>) throw std::move(e);
           },
           result_.error);
       return unexpected(ec);

@@ -43,9 +43,8 @@ struct unique<type_list<>, type_list<Seen...>> {
 };
 template <class T, class... Rest, class... Seen>
 struct unique<type_list<T, Rest...>, type_list<Seen...>> {
-  using type = typename unique<type_list<Rest...>,
-                               std::conditional_t<(std::is_same_v<T, Seen> || ...), type_list<Seen...>,
-                                                  type_list<Seen..., T>>>::type;
+  using type = typename unique<type_list<Rest...>, std::conditional_t<(std::is_same_v<T, Seen> || ...),
+                                                                      type_list<Seen...>, type_list<Seen..., T>>>::type;
 };
 template <class List>
 using unique_t = typename unique<List>::type;
@@ -103,8 +102,8 @@ template <class S, class Env>
   requires(!requires { typename std::remove_cvref_t<S>::completion_signatures; }) &&
           requires(const std::remove_cvref_t<S>& s, const Env& e) { s.get_completion_signatures(e); }
 struct completions_of<S, Env> {
-  using type = decltype(std::declval<const std::remove_cvref_t<S>&>().get_completion_signatures(
-      std::declval<const Env&>()));
+  using type =
+      decltype(std::declval<const std::remove_cvref_t<S>&>().get_completion_signatures(std::declval<const Env&>()));
 };
 #endif
 

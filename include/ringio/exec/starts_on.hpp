@@ -84,10 +84,9 @@ class starts_on_sender {
   /// The completions of S (plus those of the hop: an error, stopped), S seeing the
   /// receiver's environment `Env` with `sched` as its scheduler.
   template <class Env, class ChildEnv = env_with<Env, get_scheduler_t, scheduler>>
-  auto get_completion_signatures(const Env&) const ->
-      typename detail::make_completions<
-          value_args_of_t<S, ChildEnv>,
-          detail::unique_t<detail::concat_t<error_types_of_t<S, ChildEnv>, detail::type_list<std::error_code>>>>::type {
+  auto get_completion_signatures(const Env&) const -> typename detail::make_completions<
+      value_args_of_t<S, ChildEnv>,
+      detail::unique_t<detail::concat_t<error_types_of_t<S, ChildEnv>, detail::type_list<std::error_code>>>>::type {
     return {};
   }
 

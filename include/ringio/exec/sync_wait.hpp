@@ -69,12 +69,9 @@ struct sync_wait_receiver {
 template <class E>
 [[noreturn]] void throw_error(E&& e) {
   using T = std::decay_t<E>;
-  if constexpr (std::is_same_v<T, std::exception_ptr>)
-    std::rethrow_exception(e);
-  else if constexpr (std::is_same_v<T, std::error_code>)
-    throw std::system_error(e);
-  else
-    throw std::forward<E>(e);
+  if constexpr (std::is_same_v<T, std::exception_ptr>) std::rethrow_exception(e);
+  else if constexpr (std::is_same_v<T, std::error_code>) throw std::system_error(e);
+  else throw std::forward<E>(e);
 }
 
 }  // namespace detail

@@ -63,10 +63,8 @@ decltype(auto) get_env(const R& r) noexcept {
 #if defined(RINGIO_EXEC_STDEXEC)
   return stdexec::get_env(r);
 #else
-  if constexpr (requires { r.get_env(); })
-    return r.get_env();
-  else
-    return empty_env{};
+  if constexpr (requires { r.get_env(); }) return r.get_env();
+  else return empty_env{};
 #endif
 }
 
@@ -81,10 +79,8 @@ auto get_stop_token(const Env& e) noexcept {
 #if defined(RINGIO_EXEC_STDEXEC)
   return stdexec::get_stop_token(e);
 #else
-  if constexpr (requires { e.query(get_stop_token_t{}); })
-    return e.query(get_stop_token_t{});
-  else
-    return std::stop_token{};
+  if constexpr (requires { e.query(get_stop_token_t{}); }) return e.query(get_stop_token_t{});
+  else return std::stop_token{};
 #endif
 }
 

@@ -62,10 +62,9 @@ class then_sender {
   /// set_value(f(values...)), the errors of S plus std::exception_ptr (f threw), stopped:
   /// S's completions in the receiver's environment `Env`.
   template <class Env>
-  auto get_completion_signatures(const Env&) const ->
-      typename detail::make_completions<
-          typename detail::then_value<F, value_args_of_t<S, Env>>::type,
-          detail::unique_t<detail::concat_t<error_types_of_t<S, Env>, detail::type_list<std::exception_ptr>>>>::type {
+  auto get_completion_signatures(const Env&) const -> typename detail::make_completions<
+      typename detail::then_value<F, value_args_of_t<S, Env>>::type,
+      detail::unique_t<detail::concat_t<error_types_of_t<S, Env>, detail::type_list<std::exception_ptr>>>>::type {
     return {};
   }
 
@@ -94,9 +93,8 @@ template <class S, class F>
 /// `s | then(f)`.
 template <class F>
 [[nodiscard]] auto then(F&& f) {
-  return closure{[f = std::forward<F>(f)](auto&& s) mutable {
-    return exec::then(std::forward<decltype(s)>(s), std::move(f));
-  }};
+  return closure{
+      [f = std::forward<F>(f)](auto&& s) mutable { return exec::then(std::forward<decltype(s)>(s), std::move(f)); }};
 }
 
 }  // namespace ringio::exec

@@ -133,8 +133,9 @@ class when_any_sender {
     static_assert(detail::any_values_t<ChildEnv, S...>::one,
                   "ringio::exec::when_any: the senders complete with different values. Give them one value "
                   "type (exec::then on each), or co_await ringio::when_any of tasks, which gives a std::variant");
-    return typename detail::make_completions<detail::any_value_args_t<ChildEnv, S...>,
-                                             detail::unique_t<detail::concat_t<error_types_of_t<S, ChildEnv>...>>>::type{};
+    return
+        typename detail::make_completions<detail::any_value_args_t<ChildEnv, S...>,
+                                          detail::unique_t<detail::concat_t<error_types_of_t<S, ChildEnv>...>>>::type{};
   }
 
   /// Holds the senders.

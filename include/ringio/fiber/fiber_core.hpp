@@ -86,8 +86,7 @@ class fiber_core {
   /// Runs on the fiber's stack; must catch everything but fiber_unwind.
   using entry_fn = void (*)(void* arg);
 
-  fiber_core(const fiber_options& opts, entry_fn entry, void* arg) noexcept
-      : opts_(opts), entry_(entry), arg_(arg) {}
+  fiber_core(const fiber_options& opts, entry_fn entry, void* arg) noexcept : opts_(opts), entry_(entry), arg_(arg) {}
   /// Unwinds a fiber that started and did not finish (its destructors run), then gives
   /// its stack back to the pool.
   ~fiber_core();
@@ -152,7 +151,7 @@ class fiber_core {
 
  private:
   friend struct fiber_entry;
-  void start();    // takes a stack and makes the fiber's first context
+  void start();             // takes a stack and makes the fiber's first context
   void release() noexcept;  // after the last switch: the stack goes back to the pool
   void switch_out() {
 #ifdef RINGIO_FIBER_ASAN

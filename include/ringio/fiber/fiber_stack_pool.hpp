@@ -10,10 +10,10 @@ namespace ringio {
 
 /// Counters of the calling thread's fiber stack pool.
 struct fiber_stack_pool_statistics {
-  std::uint64_t mapped = 0;    ///< stacks created with mmap(2) so far
-  std::uint64_t reused = 0;    ///< stacks handed out again from the pool
-  std::uint64_t unmapped = 0;  ///< stacks returned to the system (pool full, or trimmed)
-  std::size_t pooled = 0;      ///< stacks waiting in the pool now
+  std::uint64_t mapped = 0;      ///< stacks created with mmap(2) so far
+  std::uint64_t reused = 0;      ///< stacks handed out again from the pool
+  std::uint64_t unmapped = 0;    ///< stacks returned to the system (pool full, or trimmed)
+  std::size_t pooled = 0;        ///< stacks waiting in the pool now
   std::size_t pooled_bytes = 0;  ///< their usable bytes
 };
 

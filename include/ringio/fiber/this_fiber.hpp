@@ -25,12 +25,9 @@ concept has_free_co_await = requires(A&& a) { operator co_await(std::forward<A>(
 
 template <class A>
 decltype(auto) fiber_get_awaiter(A&& a) {
-  if constexpr (has_member_co_await<A>)
-    return std::forward<A>(a).operator co_await();
-  else if constexpr (has_free_co_await<A>)
-    return operator co_await(std::forward<A>(a));
-  else
-    return static_cast<A&&>(a);
+  if constexpr (has_member_co_await<A>) return std::forward<A>(a).operator co_await();
+  else if constexpr (has_free_co_await<A>) return operator co_await(std::forward<A>(a));
+  else return static_cast<A&&>(a);
 }
 
 template <class Aw>
@@ -83,13 +80,12 @@ decltype(auto) await(A&& a) {
   detail::fiber_core& f = detail::current_fiber_or_throw();
   decltype(auto) aw = detail::fiber_get_awaiter(std::forward<A>(a));
   using Aw = std::remove_reference_t<decltype(aw)>;
-  if (!aw.await_ready()) f.suspend(const_cast<void*>(static_cast<const volatile void*>(&aw)), &detail::fiber_suspend<Aw>);
+  if (!aw.await_ready())
+    f.suspend(const_cast<void*>(static_cast<const volatile void*>(&aw)), &detail::fiber_suspend<Aw>);
   using R = decltype(aw.await_resume());
   // An rvalue reference may point into the awaiter, which dies here: return a value.
-  if constexpr (std::is_rvalue_reference_v<R>)
-    return std::remove_cvref_t<R>(aw.await_resume());
-  else
-    return aw.await_resume();
+  if constexpr (std::is_rvalue_reference_v<R>) return std::remove_cvref_t<R>(aw.await_resume());
+  else return aw.await_resume();
 }
 
 /// The stop token of the fiber: that of the scope, when_any or task that runs it (an

@@ -40,9 +40,25 @@ class chunked_decoder {
 
  private:
   enum class st : std::uint8_t {
-    size, size_ws, ext_name_start, ext_name, ext_after_name, ext_value_start, ext_token,
-    ext_quoted, ext_quoted_pair, ext_value_end, ext_after_value, size_lf, data, data_cr, data_lf,
-    trailer_start, trailer_line, final_lf, done,
+    size,
+    size_ws,
+    ext_name_start,
+    ext_name,
+    ext_after_name,
+    ext_value_start,
+    ext_token,
+    ext_quoted,
+    ext_quoted_pair,
+    ext_value_end,
+    ext_after_value,
+    size_lf,
+    data,
+    data_cr,
+    data_lf,
+    trailer_start,
+    trailer_line,
+    final_lf,
+    done,
   };
   status fail(int code) noexcept {
     error_ = code;
@@ -54,10 +70,10 @@ class chunked_decoder {
 
   std::uint64_t max_body_;
   std::size_t max_trailer_;
-  std::size_t out_ = 0;          // decoded bytes
-  std::size_t in_ = 0;           // raw bytes consumed
-  std::uint64_t chunk_ = 0;      // size of the current chunk, then bytes left in it
-  std::size_t line_start_ = 0;   // raw offset where the current size/trailer line began
+  std::size_t out_ = 0;         // decoded bytes
+  std::size_t in_ = 0;          // raw bytes consumed
+  std::uint64_t chunk_ = 0;     // size of the current chunk, then bytes left in it
+  std::size_t line_start_ = 0;  // raw offset where the current size/trailer line began
   std::size_t trailer_bytes_ = 0;
   unsigned digits_ = 0;
   st state_ = st::size;

@@ -29,7 +29,19 @@ class chunked_reader {
 
  private:
   /// @cond INTERNAL
-  enum class state : std::uint8_t { size, size_rest, size_lf, data, data_cr, data_lf, trailer_start, trailer, trailer_lf, final_lf, done };
+  enum class state : std::uint8_t {
+    size,
+    size_rest,
+    size_lf,
+    data,
+    data_cr,
+    data_lf,
+    trailer_start,
+    trailer,
+    trailer_lf,
+    final_lf,
+    done
+  };
   state state_ = state::size;
   std::uint64_t left_ = 0;
   unsigned digits_ = 0;

@@ -5,14 +5,15 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "ringio/http/client_error.hpp"
-#include "ringio/http/client_statistics.hpp"
 #include "ringio/http/client_options.hpp"
 #include "ringio/http/client_response.hpp"
+#include "ringio/http/client_statistics.hpp"
 #include "ringio/http/request_spec.hpp"
 #include "ringio/http/response_stream.hpp"
 #include "ringio/http/url.hpp"
@@ -22,7 +23,6 @@
 #include "ringio/task.hpp"
 #include "ringio/tls/context.hpp"
 #include "ringio/tls/stream.hpp"
-#include <memory>
 
 namespace ringio::http {
 

@@ -20,7 +20,7 @@ enum class client_errc {
   body_timeout,           ///< no body bytes arrived for body_timeout
   bad_status_line,        ///< the status line is not "HTTP/1.x NNN reason"
   bad_header,             ///< a malformed field line (obs-fold, space before ':', bad characters)
-  head_too_large,         ///< the response head (with the 1xx heads before it) is over max_head_bytes, or has too many fields
+  head_too_large,  ///< the response head (with the 1xx heads before it) is over max_head_bytes, or has too many fields
   bad_content_length,     ///< Content-Length is not a number, or several values conflict
   bad_transfer_encoding,  ///< a Transfer-Encoding the client cannot decode (anything but "chunked" alone)
   bad_chunk,              ///< malformed chunked framing (size line, CRLF, trailer)

@@ -84,7 +84,7 @@ class json_writer {
 
   std::string out_;
   std::vector<level> stack_;
-  bool first_ = true;      // nothing written yet at the innermost level
+  bool first_ = true;       // nothing written yet at the innermost level
   bool after_key_ = false;  // a key waits for its value
   bool done_ = false;       // the top-level value has begun
 };

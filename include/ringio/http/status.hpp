@@ -10,8 +10,6 @@ namespace ringio::http {
 std::string_view reason_phrase(int status) noexcept;
 
 /// True for statuses whose responses never carry a body (1xx, 204, 304).
-constexpr bool status_has_no_body(int status) noexcept {
-  return status < 200 || status == 204 || status == 304;
-}
+constexpr bool status_has_no_body(int status) noexcept { return status < 200 || status == 204 || status == 304; }
 
 }  // namespace ringio::http

@@ -32,17 +32,16 @@ namespace ringio {
 /// (std::shared_ptr<const std::string>: one copy of a message shared by every
 /// connection it goes to).
 template <class M>
-concept writer_message = std::movable<M> && std::default_initializable<M> &&
-                         (std::constructible_from<const_buffer, const M&> || requires(const M& m) { const_buffer(*m); });
+concept writer_message =
+    std::movable<M> && std::default_initializable<M> &&
+    (std::constructible_from<const_buffer, const M&> || requires(const M& m) { const_buffer(*m); });
 
 namespace detail {
 /// The bytes of a writer_message.
 template <class M>
 const_buffer message_bytes(const M& m) noexcept {
-  if constexpr (std::constructible_from<const_buffer, const M&>)
-    return const_buffer(m);
-  else
-    return const_buffer(*m);
+  if constexpr (std::constructible_from<const_buffer, const M&>) return const_buffer(m);
+  else return const_buffer(*m);
 }
 }  // namespace detail
 
@@ -267,8 +266,7 @@ class batching_writer {
   // until the writer moves it into the queue.
   class room_wait : public detail::queued_op<room_wait> {
    public:
-    room_wait(batching_writer& w, Message& m) noexcept
-        : w_(&w), message_(&m), size_(detail::message_bytes(m).size()) {}
+    room_wait(batching_writer& w, Message& m) noexcept : w_(&w), message_(&m), size_(detail::message_bytes(m).size()) {}
     bool try_now() {
       if (w_->state_ != state::open) {
         outcome_ = w_->ended_error();

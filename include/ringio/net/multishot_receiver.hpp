@@ -24,8 +24,7 @@ class recv_next_op : public io_operation<recv_next_op> {
       : io_operation(&recv_next_vtable, op_kind::event), owner(s), core(pool), fallback(pool, fd_) {
     fd = fd_;  // stream_socket::cancel() finds the waiting next() by its socket
   }
-  recv_next_op(const recv_next_op& o) noexcept
-      : io_operation(o), owner(o.owner), core(o.core), fallback(o.fallback) {}
+  recv_next_op(const recv_next_op& o) noexcept : io_operation(o), owner(o.owner), core(o.core), fallback(o.fallback) {}
 
   template <class P>
   bool await_suspend(std::coroutine_handle<P> h) {

@@ -56,9 +56,7 @@ class socket_address {
 
   /// The address for system calls.
   /// @{
-  [[nodiscard]] const sockaddr* native() const noexcept {
-    return reinterpret_cast<const sockaddr*>(&storage_);
-  }
+  [[nodiscard]] const sockaddr* native() const noexcept { return reinterpret_cast<const sockaddr*>(&storage_); }
   sockaddr* native() noexcept { return reinterpret_cast<sockaddr*>(&storage_); }
   /// @}
   /// Its length for system calls.

@@ -19,17 +19,17 @@ namespace ringio::sim {
 /// A world whose program failed.
 struct seed_failure {
   std::uint64_t seed = 0;  ///< the world's seed (replay: RINGIO_SIM_SEED)
-  std::string what;   ///< the exception's message
-  std::string trace;  ///< the world's last events
+  std::string what;        ///< the exception's message
+  std::string trace;       ///< the world's last events
 };
 
 /// What run_seeds() did.
 struct seeds_summary {
-  std::size_t worlds = 0;                  ///< worlds run
-  std::uint64_t operations = 0;            ///< simulated operations in all of them
+  std::size_t worlds = 0;                   ///< worlds run
+  std::uint64_t operations = 0;             ///< simulated operations in all of them
   std::chrono::nanoseconds virtual_time{};  ///< virtual time in all of them
   std::chrono::nanoseconds real_time{};     ///< wall-clock time of the whole run
-  std::optional<seed_failure> failure;     ///< the first failing world, if any
+  std::optional<seed_failure> failure;      ///< the first failing world, if any
   /// With check_determinism: false when the first seed, run twice, gave two traces.
   bool deterministic = true;
 };

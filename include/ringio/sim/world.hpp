@@ -21,7 +21,7 @@ class io_context;
 namespace ringio::detail {
 class sim_network;
 class host_scheduler;
-}
+}  // namespace ringio::detail
 
 namespace ringio::sim {
 

@@ -14,9 +14,9 @@
 #include <type_traits>
 
 #include "ringio/detail/clock.hpp"
+#include "ringio/detail/op_base.hpp"
 #include "ringio/scope.hpp"
 #include "ringio/stop.hpp"
-#include "ringio/detail/op_base.hpp"
 #include "ringio/task.hpp"
 #include "ringio/time/sleep.hpp"
 #include "ringio/when_any.hpp"

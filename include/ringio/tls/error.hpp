@@ -10,14 +10,14 @@ namespace ringio::tls {
 
 /// Conditions of ringio's TLS layer that no OpenSSL reason describes.
 enum class tls_errc {
-  truncated = 1,       ///< the peer closed the connection without a close_notify alert
-  not_established,     ///< recv or send before handshake() succeeded (or after a failure)
-  busy,                ///< a second operation of the same direction while one is in flight
-  protocol_error,      ///< OpenSSL failed without naming a reason
-  configuration,       ///< a context setting was rejected (see the log for the file or value)
-  ca_file_missing,     ///< the CA file does not exist
-  ca_file_unreadable,  ///< the CA file cannot be read (permissions, a directory)
-  ca_file_not_pem,     ///< the CA file is not PEM (no "-----BEGIN" line; DER is not taken)
+  truncated = 1,                ///< the peer closed the connection without a close_notify alert
+  not_established,              ///< recv or send before handshake() succeeded (or after a failure)
+  busy,                         ///< a second operation of the same direction while one is in flight
+  protocol_error,               ///< OpenSSL failed without naming a reason
+  configuration,                ///< a context setting was rejected (see the log for the file or value)
+  ca_file_missing,              ///< the CA file does not exist
+  ca_file_unreadable,           ///< the CA file cannot be read (permissions, a directory)
+  ca_file_not_pem,              ///< the CA file is not PEM (no "-----BEGIN" line; DER is not taken)
   ca_file_without_certificate,  ///< the CA file is PEM but holds no certificate
 };
 
@@ -28,9 +28,7 @@ enum class tls_errc {
 const std::error_category& tls_category() noexcept;
 
 /// A tls_errc as an error_code of tls_category: `ec == tls_errc::truncated` works.
-inline std::error_code make_error_code(tls_errc e) noexcept {
-  return {static_cast<int>(e), tls_category()};
-}
+inline std::error_code make_error_code(tls_errc e) noexcept { return {static_cast<int>(e), tls_category()}; }
 
 /// Whether `ec` is a failed verification of the peer's certificate (unknown CA,
 /// hostname mismatch, expired, ...).

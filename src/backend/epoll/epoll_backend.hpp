@@ -16,11 +16,11 @@
 #include <string>
 #include <vector>
 
-#include "core/timer_heap.hpp"
 #include "core/backend.hpp"
-#include "core/op_wait_list.hpp"
 #include "core/loop_state.hpp"
+#include "core/op_wait_list.hpp"
 #include "core/perturbation.hpp"
+#include "core/timer_heap.hpp"
 
 namespace ringio::detail {
 

@@ -3,9 +3,8 @@
 
 #include <poll.h>
 #include <sys/eventfd.h>
-#include <unistd.h>
-
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -16,8 +15,8 @@
 #include "core/backend_factory.hpp"
 #include "ringio/detail/clock.hpp"
 #include "ringio/io_context.hpp"
-#include "ringio/sim/world.hpp"
 #include "ringio/scope.hpp"
+#include "ringio/sim/world.hpp"
 #include "sim/host_scheduler.hpp"
 #include "sim/seed_env.hpp"
 #include "sim/sim_network.hpp"
@@ -146,9 +145,7 @@ void sim_backend::finish(op_base& op) noexcept {
   finish_operation(op);
 }
 
-bool sim_backend::ready(int fd, bool writers) const noexcept {
-  return writers ? net_.writable(fd) : net_.readable(fd);
-}
+bool sim_backend::ready(int fd, bool writers) const noexcept { return writers ? net_.writable(fd) : net_.readable(fd); }
 
 // Tries the waiters of one direction in order until one would still block. Returns
 // whether any finished. (fds_ may grow while a resumed coroutine runs.)
@@ -281,7 +278,8 @@ void sim_backend::poll(bool block, std::int64_t wake_at_ns) {
     if (wake_at_ns != 0 && (next == 0 || wake_at_ns < next)) next = wake_at_ns;
     if (waits_on_real() || ctx_.waits_outside()) {
       const std::int64_t gap = next == 0 ? -1 : next - now;
-      const int timeout_ms = gap < 0 ? -1 : static_cast<int>(std::min<std::int64_t>((gap + 999'999) / 1'000'000, 1 << 30));
+      const int timeout_ms =
+          gap < 0 ? -1 : static_cast<int>(std::min<std::int64_t>((gap + 999'999) / 1'000'000, 1 << 30));
       const std::int64_t began = real_ns();
       const bool woke = serve_real(timeout_ms);
       const std::int64_t passed = real_ns() - began;

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "core/backend.hpp"
-#include "core/op_wait_list.hpp"
 #include "core/loop_state.hpp"
+#include "core/op_wait_list.hpp"
 #include "core/timer_heap.hpp"
 
 namespace ringio::sim {

@@ -12,7 +12,6 @@ namespace ringio::detail {
 /// Submits the queued SQEs and waits as described above, in one `io_uring_enter(2)`.
 /// `ts` is relative. Not for SQPOLL rings. Returns what the syscall returns (the number
 /// submitted) or -errno (-ETIME when `ts` passed).
-int submit_and_wait_min(io_uring& ring, unsigned wait_nr, const __kernel_timespec& ts,
-                        unsigned min_wait_usec) noexcept;
+int submit_and_wait_min(io_uring& ring, unsigned wait_nr, const __kernel_timespec& ts, unsigned min_wait_usec) noexcept;
 
 }  // namespace ringio::detail

@@ -11,8 +11,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
-#include <thread>
 #include <system_error>
+#include <thread>
 
 #include "backend/uring/min_wait_enter.hpp"
 #include "backend/uring/uring_compat.hpp"
@@ -73,13 +73,12 @@ void wake_ring_by_fd(int ring_fd) noexcept {
     if (b->ring_fd() == ring_fd) b->wake();
 }
 
-std::unique_ptr<backend> make_uring_backend(io_context& ctx, loop_state& st,
-                                            const io_context_options& opts, bool poll_mode) {
+std::unique_ptr<backend> make_uring_backend(io_context& ctx, loop_state& st, const io_context_options& opts,
+                                            bool poll_mode) {
   return std::make_unique<uring_backend>(ctx, st, opts, poll_mode);
 }
 
-uring_backend::uring_backend(io_context& ctx, loop_state& st, const io_context_options& opts,
-                             bool poll_mode)
+uring_backend::uring_backend(io_context& ctx, loop_state& st, const io_context_options& opts, bool poll_mode)
     : ctx_(ctx), st_(st), poll_mode_(poll_mode) {
   setup_ = create_ring(ring_, opts);
   setup_direct(opts.direct_descriptors);
@@ -448,8 +447,9 @@ void uring_backend::enter_failed(int r) {
     case -EBADR:
       if (!overflow_reported_) {
         overflow_reported_ = true;
-        log(log_level::error, "io_uring dropped completions on CQ overflow (raise cq_entries or "
-                              "lower max_in_flight)");
+        log(log_level::error,
+            "io_uring dropped completions on CQ overflow (raise cq_entries or "
+            "lower max_in_flight)");
       }
       return;
     case -EEXIST:
@@ -562,8 +562,7 @@ unsigned uring_backend::perturb_batch(completion* batch, unsigned n) noexcept {
   unsigned kept = 0;
   for (unsigned i = 0; i < n; ++i) {
     const completion c = batch[i];
-    const bool hold = i >= split || (defers && perturb_.one_in(8)) || is_deferred(c.ud) ||
-                      is_deferred(order_group(c));
+    const bool hold = i >= split || (defers && perturb_.one_in(8)) || is_deferred(c.ud) || is_deferred(order_group(c));
     if (hold) {
       try {
         held_.push_back(c);

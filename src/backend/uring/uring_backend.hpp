@@ -104,7 +104,7 @@ class uring_backend final : public backend {
   ring_setup setup_;
   bool poll_mode_;
   bool enabled_ = false;
-  std::thread::id issuer_;  // the thread that enabled the ring
+  std::thread::id issuer_;          // the thread that enabled the ring
   std::size_t cqes_expected_ = 0;   // every request that will post a CQE
   std::size_t user_in_flight_ = 0;  // user operations started and not finished
   std::size_t cap_ = 0;
@@ -115,8 +115,8 @@ class uring_backend final : public backend {
   bool wake_armed_ = false;
   bool backlog_reported_ = false;
   unsigned next_buffer_group_ = 0;
-  timer_heap poll_deadlines_;     // uring-poll: readiness waits with a deadline
-  timer_heap backlog_deadlines_;  // backlogged operations with a deadline (or wake time)
+  timer_heap poll_deadlines_;      // uring-poll: readiness waits with a deadline
+  timer_heap backlog_deadlines_;   // backlogged operations with a deadline (or wake time)
   std::vector<completion> stash_;  // CQEs taken off a full CQ to let a submit through
   bool overflow_reported_ = false;
   unsigned direct_size_ = 0;  // slots of the sparse file table (0: direct descriptors off)
@@ -133,8 +133,8 @@ class uring_backend final : public backend {
   op_base* notif_waiting_ = nullptr;
   std::vector<std::uint64_t> orphans_;
   bool shutting_down_ = false;
-  std::vector<op_base*> recancel_;  // operations whose cancel missed (sent again next poll)
-  perturbation perturb_;                // RINGIO_PERTURB: a seeded test mode (off by default)
+  std::vector<op_base*> recancel_;       // operations whose cancel missed (sent again next poll)
+  perturbation perturb_;                 // RINGIO_PERTURB: a seeded test mode (off by default)
   std::vector<completion> held_;         // perturbation: completions for the next iteration
   std::vector<std::uint64_t> deferred_;  // perturbation: requests with a completion held back
 };

@@ -78,8 +78,7 @@ constexpr feature_name required_features[] = {
 // Checks every required opcode and feature; notes the optional ones in `s`.
 void probe(io_uring& ring, unsigned features, ring_setup& s) {
   for (const feature_name& f : required_features)
-    if ((features & f.feature) == 0)
-      fail(EINVAL, std::string("kernel lacks ") + f.name);
+    if ((features & f.feature) == 0) fail(EINVAL, std::string("kernel lacks ") + f.name);
   constexpr unsigned slots = 256;
   std::unique_ptr<io_uring_probe, void (*)(io_uring_probe*)> p(
       static_cast<io_uring_probe*>(std::calloc(1, sizeof(io_uring_probe) + slots * sizeof(io_uring_probe_op))),
@@ -88,8 +87,7 @@ void probe(io_uring& ring, unsigned features, ring_setup& s) {
   if (int r = io_uring_register_probe(&ring, p.get(), slots); r < 0)
     fail(-r, std::string("io_uring_register(IORING_REGISTER_PROBE): ") + std::strerror(-r));
   for (const opcode_name& o : required_opcodes)
-    if (!io_uring_opcode_supported(p.get(), o.op))
-      fail(EINVAL, std::string("kernel lacks ") + o.name);
+    if (!io_uring_opcode_supported(p.get(), o.op)) fail(EINVAL, std::string("kernel lacks ") + o.name);
   s.msg_ring = io_uring_opcode_supported(p.get(), IORING_OP_MSG_RING) != 0;
   s.fixed_fd_install = io_uring_opcode_supported(p.get(), op_fixed_fd_install) != 0;
   s.send_zc = io_uring_opcode_supported(p.get(), IORING_OP_SEND_ZC) != 0;
@@ -100,7 +98,8 @@ void probe(io_uring& ring, unsigned features, ring_setup& s) {
 // refuse the flag with EINVAL): a one-entry ring under a group id nothing else uses.
 bool probe_incremental_buffers(io_uring& ring) {
   const long page = ::sysconf(_SC_PAGESIZE);
-  void* mem = ::mmap(nullptr, static_cast<std::size_t>(page), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  void* mem =
+      ::mmap(nullptr, static_cast<std::size_t>(page), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (mem == MAP_FAILED) return false;
   io_uring_buf_reg reg{};
   reg.ring_addr = reinterpret_cast<std::uint64_t>(mem);

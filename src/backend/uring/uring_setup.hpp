@@ -12,17 +12,17 @@
 namespace ringio::detail {
 
 struct ring_setup {
-  unsigned flags = 0;      ///< IORING_SETUP_* the ring was created with
-  unsigned features = 0;   ///< params.features
+  unsigned flags = 0;     ///< IORING_SETUP_* the ring was created with
+  unsigned features = 0;  ///< params.features
   unsigned sq_entries = 0;
   unsigned cq_entries = 0;
-  bool disabled = false;   ///< created with R_DISABLED: enable on the loop's thread
-  bool msg_ring = false;   ///< IORING_OP_MSG_RING available (ring-to-ring wake-ups)
+  bool disabled = false;          ///< created with R_DISABLED: enable on the loop's thread
+  bool msg_ring = false;          ///< IORING_OP_MSG_RING available (ring-to-ring wake-ups)
   bool fixed_fd_install = false;  ///< IORING_OP_FIXED_FD_INSTALL available (direct descriptors)
-  bool recv_bundle = false;  ///< IORING_RECVSEND_BUNDLE accepted (Linux 6.10)
-  bool pbuf_inc = false;     ///< buffer rings may be registered IOU_PBUF_RING_INC (6.12)
-  bool send_zc = false;    ///< IORING_OP_SEND_ZC available (zero-copy sends)
-  bool min_wait = false;   ///< IORING_FEAT_MIN_TIMEOUT: io_uring_enter takes a minimum wait
+  bool recv_bundle = false;       ///< IORING_RECVSEND_BUNDLE accepted (Linux 6.10)
+  bool pbuf_inc = false;          ///< buffer rings may be registered IOU_PBUF_RING_INC (6.12)
+  bool send_zc = false;           ///< IORING_OP_SEND_ZC available (zero-copy sends)
+  bool min_wait = false;          ///< IORING_FEAT_MIN_TIMEOUT: io_uring_enter takes a minimum wait
 };
 
 /// Creates the ring; on EINVAL drops optional flags one by one. Throws

@@ -29,7 +29,8 @@ result<std::size_t> chunked_reader::decode(std::string_view in, std::span<char> 
   while (i < in.size() && state_ != state::done) {
     if (state_ == state::data) {
       if (written == out.size()) break;
-      const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(left_, std::min(in.size() - i, out.size() - written)));
+      const std::size_t n =
+          static_cast<std::size_t>(std::min<std::uint64_t>(left_, std::min(in.size() - i, out.size() - written)));
       std::memcpy(out.data() + written, in.data() + i, n);
       written += n;
       i += n;
@@ -107,7 +108,8 @@ result<std::size_t> chunked_reader::decode(std::string_view in, std::span<char> 
         state_ = state::done;
         break;
       case state::data:
-      case state::done: break;
+      case state::done:
+        break;
     }
   }
   produced += written;

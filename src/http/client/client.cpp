@@ -11,11 +11,11 @@
 #include <cstring>
 
 #include "client_connection.hpp"
+#include "core/sys.hpp"
 #include "ringio/detail/clock.hpp"
 #include "ringio/http/resolver.hpp"
 #include "ringio/stop.hpp"
 #include "ringio/time/timeout.hpp"
-#include "core/sys.hpp"
 
 namespace ringio::http {
 namespace detail {
@@ -26,9 +26,15 @@ namespace {
 
 bool idempotent(method m) noexcept {
   switch (m) {
-    case method::get: case method::head: case method::put: case method::delete_:
-    case method::options: case method::trace: return true;
-    default: return false;
+    case method::get:
+    case method::head:
+    case method::put:
+    case method::delete_:
+    case method::options:
+    case method::trace:
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -51,8 +57,8 @@ bool is_field_value(std::string_view s) noexcept {
 
 // Errors a pooled connection that the server had already closed produces.
 bool stale_error(const std::error_code& ec) noexcept {
-  return ec == std::errc::connection_reset || ec == std::errc::broken_pipe ||
-         ec == std::errc::connection_aborted || ec == client_errc::connection_closed || ec == tls::tls_errc::truncated;
+  return ec == std::errc::connection_reset || ec == std::errc::broken_pipe || ec == std::errc::connection_aborted ||
+         ec == client_errc::connection_closed || ec == tls::tls_errc::truncated;
 }
 
 std::error_code phase_error(const std::error_code& ec, client_errc timeout) noexcept {
@@ -67,8 +73,8 @@ bool looks_alive(const detail::client_connection& c) noexcept {
   if (c.secure && c.secure->has_buffered_input()) return false;
   char b;
   for (;;) {
-    const ssize_t n = ::ringio::detail::sys::recv(c.secure ? c.secure->native_handle() : c.socket.native_handle(), &b, 1,
-                             MSG_PEEK | MSG_DONTWAIT);
+    const ssize_t n = ::ringio::detail::sys::recv(c.secure ? c.secure->native_handle() : c.socket.native_handle(), &b,
+                                                  1, MSG_PEEK | MSG_DONTWAIT);
     if (n < 0 && errno == EINTR) continue;
     return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
   }
@@ -96,7 +102,8 @@ bool is_credential(std::string_view name) noexcept {
 bool valid_fields(const request_spec& spec) noexcept {
   for (const header& h : spec.headers) {
     if (!is_token(h.name) || !is_field_value(h.value)) return false;
-    if (iequals(h.name, "host") || iequals(h.name, "content-length") || iequals(h.name, "transfer-encoding")) return false;
+    if (iequals(h.name, "host") || iequals(h.name, "content-length") || iequals(h.name, "transfer-encoding"))
+      return false;
   }
   return is_field_value(spec.content_type);
 }
@@ -120,7 +127,8 @@ result<void> build_head(detail::client_connection& c, const url& t, method m, co
   out.append("\r\n");
   bool user_agent = false;
   for (const header& h : spec.headers) {
-    if (!is_token(h.name) || !is_field_value(h.value)) return unexpected(make_error_code(client_errc::bad_request_header));
+    if (!is_token(h.name) || !is_field_value(h.value))
+      return unexpected(make_error_code(client_errc::bad_request_header));
     if (iequals(h.name, "host") || iequals(h.name, "content-length") || iequals(h.name, "transfer-encoding"))
       return unexpected(make_error_code(client_errc::bad_request_header));
     if (cross_origin && is_credential(h.name)) continue;
@@ -248,8 +256,8 @@ task<result<detail::connection_ptr>> client::connect(const url& target) {
   co_return unexpected(make_error_code(client_errc::connect_failed));
 }
 
-task<result<response_stream>> client::exchange(const url& target, method m, const request_spec& spec,
-                                               bool cross_origin, bool with_body) {
+task<result<response_stream>> client::exchange(const url& target, method m, const request_spec& spec, bool cross_origin,
+                                               bool with_body) {
   const bool streamed = with_body && static_cast<bool>(spec.source);
   for (int attempt = 0;; ++attempt) {
     // A retry after a stale pooled connection goes out on a new one: the other pooled

@@ -35,7 +35,8 @@ task<result<std::size_t>> receive_some(client_connection& c, mutable_buffer b, s
   co_return n;
 }
 
-task<result<std::size_t>> send_parts(client_connection& c, std::span<const const_buffer> parts, std::int64_t deadline_ns) {
+task<result<std::size_t>> send_parts(client_connection& c, std::span<const const_buffer> parts,
+                                     std::int64_t deadline_ns) {
   // One send at a time, so that an error after a partial send is not lost.
   std::array<const_buffer, 4> rest{};
   std::size_t count = 0;

@@ -33,12 +33,15 @@ struct resolve_request {
   std::uint16_t port = 0;
   int gai_error = 0;
   std::vector<socket_address> addresses;
-  resolve_wait_op* waiter = nullptr;      // loop thread only; null once abandoned
-  std::atomic<bool> abandoned{false};     // read by the worker to skip a lookup
+  resolve_wait_op* waiter = nullptr;   // loop thread only; null once abandoned
+  std::atomic<bool> abandoned{false};  // read by the worker to skip a lookup
 };
 
-const ringio::detail::op_vtable resolve_wait_vtable = {
-    .prepare = nullptr, .attempt = nullptr, .on_cqe = nullptr, .step = nullptr, .complete = ringio::detail::resume_waiter};
+const ringio::detail::op_vtable resolve_wait_vtable = {.prepare = nullptr,
+                                                       .attempt = nullptr,
+                                                       .on_cqe = nullptr,
+                                                       .step = nullptr,
+                                                       .complete = ringio::detail::resume_waiter};
 
 // Waits, as a loop event, until the service completes it (res 0) or a stop cancels it.
 class resolve_wait_op : public ringio::detail::io_operation<resolve_wait_op> {

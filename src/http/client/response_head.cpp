@@ -10,9 +10,24 @@ namespace {
 bool is_tchar(char c) noexcept {
   if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) return true;
   switch (c) {
-    case '!': case '#': case '$': case '%': case '&': case '\'': case '*': case '+':
-    case '-': case '.': case '^': case '_': case '`': case '|': case '~': return true;
-    default: return false;
+    case '!':
+    case '#':
+    case '$':
+    case '%':
+    case '&':
+    case '\'':
+    case '*':
+    case '+':
+    case '-':
+    case '.':
+    case '^':
+    case '_':
+    case '`':
+    case '|':
+    case '~':
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -123,7 +138,8 @@ result<std::size_t> parse_response_head(std::string_view data, bool head_request
     const std::size_t eol = rest.find("\r\n");
     std::string_view field = rest.substr(0, eol);
     rest.remove_prefix(eol + 2);
-    if (field.empty() || field.front() == ' ' || field.front() == '\t') return fail(client_errc::bad_header);  // obs-fold
+    if (field.empty() || field.front() == ' ' || field.front() == '\t')
+      return fail(client_errc::bad_header);  // obs-fold
     if (field.find('\n') != std::string_view::npos || field.find('\r') != std::string_view::npos)
       return fail(client_errc::bad_header);
     const std::size_t colon = field.find(':');

@@ -58,7 +58,8 @@ task<result<std::size_t>> response_stream::read(mutable_buffer buf) {
   }
   if (head_.framing != body_framing::chunked) {
     std::size_t want = buf.size();
-    if (head_.framing == body_framing::content_length) want = static_cast<std::size_t>(std::min<std::uint64_t>(want, remaining_));
+    if (head_.framing == body_framing::content_length)
+      want = static_cast<std::size_t>(std::min<std::uint64_t>(want, remaining_));
     std::size_t n = 0;
     if (c.end > c.begin) {
       n = std::min(want, c.end - c.begin);

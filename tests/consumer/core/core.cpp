@@ -1,10 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Echoes one message through a real socket pair with ringio::ringio alone: the core
 // library links with liburing and nothing else, and its version is the headers'.
-#include <ringio/ringio.hpp>
-
 #include <array>
 #include <cstdio>
+#include <ringio/ringio.hpp>
 #include <string_view>
 
 using namespace ringio;
@@ -20,7 +19,7 @@ int main() {
     auto sent = co_await client->send_all(std::string_view("core"));
     std::array<char, 4> buf;
     auto got = co_await server->recv_exact(buf);
-    co_return sent && got && std::string_view(buf.data(), 4) == "core";
+    co_return sent&& got&& std::string_view(buf.data(), 4) == "core";
   }(*listener, *at));
   ok = ok && version() == header_version;
   std::printf("core consumer (ringio %s): %s on %s\n", version().string.data(), ok ? "ok" : "FAILED",

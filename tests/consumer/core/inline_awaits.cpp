@@ -2,9 +2,8 @@
 // A user's Debug build (-O0, no sibling-call optimisation): a loop of 100,000 co_awaits
 // of tasks that complete at once, and 100,000 of a task that awaits such a task, must
 // run in a constant amount of stack.
-#include <ringio/ringio.hpp>
-
 #include <cstdio>
+#include <ringio/ringio.hpp>
 
 using namespace ringio;
 

@@ -41,9 +41,8 @@ class queued_op : public io_operation<Derived> {
       this->state = op_state::done;
       return false;
     }
-    const bool suspended = this->token_.stop_possible()
-                               ? start_operation(*this, h, &this->token_, inherited)
-                               : start_operation(*this, h, inherited);
+    const bool suspended = this->token_.stop_possible() ? start_operation(*this, h, &this->token_, inherited)
+                                                        : start_operation(*this, h, inherited);
     if (suspended) static_cast<Derived*>(this)->queue().push_back(node_);
     return suspended;
   }
