@@ -100,7 +100,7 @@ TEST(HttpServerMetricsCli, BadMetricsPortPrintsUsageAndExitsTwo) {
   EXPECT_EQ(run_to_exit({server, "--port", "0", "--metrics-port", "x"}), 2);
 }
 
-TEST(HttpServerMetrics, PageParsesWithPrometheusClientAndCountsTheRequests) {
+TEST(HttpServerMetricsPage, PageParsesWithPrometheusClientAndCountsTheRequests) {
   if (::access(python, X_OK) != 0) GTEST_SKIP() << python << " is missing (Debian's python3)";
   metrics_server s(2);
   ASSERT_NE(s.port, 0) << s.process.stderr_text();
@@ -162,7 +162,7 @@ std::optional<double> query(std::uint16_t prometheus_port, const std::string& pr
   return std::stod(r->body.substr(open + 1, close - open - 1));
 }
 
-TEST(HttpServerMetrics, PrometheusScrapesTheCountOfRequestsMade) {
+TEST(HttpServerMetricsPage, PrometheusScrapesTheCountOfRequestsMade) {
   if (::access(prometheus, X_OK) != 0) GTEST_SKIP() << prometheus << " is missing (Debian package prometheus)";
   metrics_server s(1);
   ASSERT_NE(s.metrics_port, 0) << s.process.stderr_text();
