@@ -8,7 +8,7 @@
 #include <exception>
 #include <vector>
 
-#include "core/loop_counters.hpp"
+#include "core/loop_metric_counters.hpp"
 #include "core/ready_queue.hpp"
 #include "ringio/detail/promise_base.hpp"
 #include "ringio/detail/remote_item.hpp"
@@ -61,7 +61,7 @@ class loop_state {
   /// Tasks started with io_context::spawn that have not finished.
   std::size_t detached_tasks = 0;
   /// The loop's metrics (io_context::metrics()); readable from any thread.
-  loop_counters counters;
+  loop_metric_counters counters;
   detached_sink detached{detached_tasks, counters.tasks_alive};
   /// Time the loop and the stall histogram (io_context_options::loop_timing).
   bool timing = true;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// loop_counters — the live counters behind loop_metrics. Only the loop's thread
+// loop_metric_counters — the live counters behind loop_metrics. Only the loop's thread
 // writes them (detail::loop_counter); any thread may read them, so a scrape needs no
 // help from the loop.
 #pragma once
@@ -16,7 +16,7 @@
 namespace ringio::detail {
 
 /// The counters of one loop (see loop_metrics for their meaning).
-struct loop_counters {
+struct loop_metric_counters {
   loop_counter ops_started[loop_metrics::kinds];
   loop_counter ops_completed[loop_metrics::kinds];
   loop_counter ops_cancelled[loop_metrics::kinds];
