@@ -25,8 +25,7 @@ bool metrics_endpoint::bind(const ringio::socket_address& at) {
 void metrics_endpoint::start(ringio::runtime& loops, const ringio::http::server* observed, const char* name) {
   routes_.get("/metrics", ringio::http::metrics_handler(loops, observed));
   server_ = std::make_unique<ringio::http::server>(routes_);
-  if (auto bound = listener_->local_address())
-    std::printf("%s: metrics on %s\n", name, bound->to_string().c_str());
+  if (auto bound = listener_->local_address()) std::printf("%s: metrics on %s\n", name, bound->to_string().c_str());
   std::fflush(stdout);
   ringio::io_context& loop0 = loops.context(0);
   ringio::post(loop0, [this, &loop0] { loop0.spawn(server_->serve(*listener_, stop_.get_token())); });

@@ -24,7 +24,7 @@ struct loop_metrics {
   /// Upper bounds in seconds of the stall histogram's buckets; one more bucket counts
   /// what is longer than the last bound (+Inf).
   static constexpr std::array<double, 12> stall_bounds{0.00001, 0.00005, 0.0001, 0.00025, 0.0005, 0.001,
-                                                       0.0025, 0.005, 0.01, 0.05, 0.1, 1.0};
+                                                       0.0025,  0.005,   0.01,   0.05,    0.1,    1.0};
   /// Buckets of the stall histogram: one per bound, and +Inf.
   static constexpr std::size_t stall_buckets = stall_bounds.size() + 1;
 
@@ -36,18 +36,18 @@ struct loop_metrics {
   std::array<std::uint64_t, kinds> ops_cancelled{};
   /// Completed with another error, a with_timeout deadline included.
   std::array<std::uint64_t, kinds> ops_failed{};
-  std::uint64_t bytes_in = 0;    ///< bytes received by socket reads
-  std::uint64_t bytes_out = 0;   ///< bytes sent by socket writes
-  std::uint64_t cq_overflows = 0;      ///< io_uring waits that reported dropped completions
-  std::uint64_t no_buffers = 0;        ///< multishot receives ended by ENOBUFS (pool empty)
-  std::uint64_t multishot_rearms = 0;  ///< multishot receive requests submitted again
-  std::uint64_t backlog_waits = 0;     ///< operations that waited behind max_in_flight
+  std::uint64_t bytes_in = 0;              ///< bytes received by socket reads
+  std::uint64_t bytes_out = 0;             ///< bytes sent by socket writes
+  std::uint64_t cq_overflows = 0;          ///< io_uring waits that reported dropped completions
+  std::uint64_t no_buffers = 0;            ///< multishot receives ended by ENOBUFS (pool empty)
+  std::uint64_t multishot_rearms = 0;      ///< multishot receive requests submitted again
+  std::uint64_t backlog_waits = 0;         ///< operations that waited behind max_in_flight
   std::uint64_t missed_wakeup_sweeps = 0;  ///< sweeps that found a receiver to re-arm
-  std::uint64_t posts_received = 0;    ///< items posted to the loop from other threads
-  std::uint64_t wakeups = 0;           ///< wake-ups received (ring messages and eventfd)
-  std::uint64_t iterations = 0;        ///< loop iterations
-  std::uint64_t kernel_waits = 0;      ///< calls into the kernel to submit or wait
-  std::uint64_t asleep_ns = 0;         ///< time blocked in the kernel waiting for work
+  std::uint64_t posts_received = 0;        ///< items posted to the loop from other threads
+  std::uint64_t wakeups = 0;               ///< wake-ups received (ring messages and eventfd)
+  std::uint64_t iterations = 0;            ///< loop iterations
+  std::uint64_t kernel_waits = 0;          ///< calls into the kernel to submit or wait
+  std::uint64_t asleep_ns = 0;             ///< time blocked in the kernel waiting for work
   /// How long the loop ran between two calls into the kernel: counts per bucket (not
   /// cumulative; see stall_bounds).
   std::array<std::uint64_t, stall_buckets> stall_buckets_count{};

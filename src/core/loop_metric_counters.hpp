@@ -21,8 +21,8 @@ struct loop_metric_counters {
   loop_counter ops_completed[loop_metrics::kinds];
   loop_counter ops_cancelled[loop_metrics::kinds];
   loop_counter ops_failed[loop_metrics::kinds];
-  loop_counter bytes_in, bytes_out, cq_overflows, no_buffers, multishot_rearms, backlog_waits,
-      missed_wakeup_sweeps, posts_received, wakeups, iterations, kernel_waits, asleep_ns;
+  loop_counter bytes_in, bytes_out, cq_overflows, no_buffers, multishot_rearms, backlog_waits, missed_wakeup_sweeps,
+      posts_received, wakeups, iterations, kernel_waits, asleep_ns;
   loop_counter stall[loop_metrics::stall_buckets];
   loop_counter stall_sum_ns, tasks_alive, fibers_alive;
 
@@ -39,7 +39,8 @@ struct loop_metric_counters {
     const auto k = static_cast<std::size_t>(op.kind);
     ++ops_completed[k];
     if (op.res >= 0) {
-      if (op.counts_bytes && op.res > 0) (op.want == interest::readable ? bytes_in : bytes_out).add(static_cast<std::uint64_t>(op.res));
+      if (op.counts_bytes && op.res > 0)
+        (op.want == interest::readable ? bytes_in : bytes_out).add(static_cast<std::uint64_t>(op.res));
     } else if (op.res == -ECANCELED && !op.timed_out) {
       ++ops_cancelled[k];
     } else {

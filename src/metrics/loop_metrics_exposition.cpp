@@ -87,7 +87,8 @@ void write_loop_metrics(prometheus_writer& out, std::span<const loop_metrics> lo
       out.sample(f.name, labels, loops[i].*f.value);
     }
   }
-  out.family("ringio_loop_asleep_seconds_total", "counter", "Time the loop was blocked in the kernel waiting for work.");
+  out.family("ringio_loop_asleep_seconds_total", "counter",
+             "Time the loop was blocked in the kernel waiting for work.");
   for (std::size_t i = 0; i < loops.size(); ++i) {
     const metric_label labels[] = {loop_label(i)};
     out.sample("ringio_loop_asleep_seconds_total", labels, static_cast<double>(loops[i].asleep_ns) * ns_to_s);

@@ -38,8 +38,7 @@ void prometheus_writer::family(std::string_view name, std::string_view type, std
   out_ += '\n';
 }
 
-void prometheus_writer::begin_sample(std::string_view name, std::span<const metric_label> labels,
-                                     std::string_view le) {
+void prometheus_writer::begin_sample(std::string_view name, std::span<const metric_label> labels, std::string_view le) {
   out_ += name;
   if (labels.empty() && le.empty()) {
     out_ += ' ';

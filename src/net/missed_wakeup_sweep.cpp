@@ -2,7 +2,6 @@
 #include "net/missed_wakeup_sweep.hpp"
 
 #include "core/loop_state.hpp"
-
 #include "net/multishot_recv_state.hpp"
 #include "ringio/detail/clock.hpp"
 #include "ringio/io_context.hpp"

@@ -3,7 +3,6 @@
 // and scraped by a real Prometheus server, its values checked against the requests
 // the test made.
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <chrono>
@@ -141,8 +140,8 @@ TEST(HttpServerMetricsPage, PageParsesWithPrometheusClientAndCountsTheRequests) 
     EXPECT_TRUE(samples.contains("ringio_loop_iterations_total{" + l + "}")) << l;
     EXPECT_TRUE(samples.contains("ringio_loop_run_seconds_count{" + l + "}")) << l;
   }
-  const double received = samples["ringio_loop_bytes_received_total{loop=0}"] +
-                          samples["ringio_loop_bytes_received_total{loop=1}"];
+  const double received =
+      samples["ringio_loop_bytes_received_total{loop=0}"] + samples["ringio_loop_bytes_received_total{loop=1}"];
   EXPECT_GE(received, samples["ringio_http_request_bytes_total{}"]);
   EXPECT_GT(samples["ringio_operations_started_total{kind=io,loop=0}"] +
                 samples["ringio_operations_started_total{kind=io,loop=1}"],
@@ -173,8 +172,8 @@ TEST(HttpServerMetricsPage, PrometheusScrapesTheCountOfRequestsMade) {
   ASSERT_FALSE(dir.path().empty());
   std::ofstream(dir.path() / "prometheus.yml")
       << "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
-      << "scrape_configs:\n  - job_name: ringio\n    static_configs:\n      - targets: ['127.0.0.1:"
-      << s.metrics_port << "']\n";
+      << "scrape_configs:\n  - job_name: ringio\n    static_configs:\n      - targets: ['127.0.0.1:" << s.metrics_port
+      << "']\n";
   std::uint16_t web_port = 0;
   {
     auto probe = listen_loopback();  // a free port for Prometheus (closed before it binds)

@@ -31,8 +31,8 @@ class HttpServerMetrics : public http_server_test {
   template <class Done>
   ringio::http::server_metrics wait_for(Done done) {
     ringio::http::server_metrics m = server().metrics();
-    for (auto deadline = std::chrono::steady_clock::now() + 10s; !done(m) && std::chrono::steady_clock::now() < deadline;
-         m = server().metrics())
+    for (auto deadline = std::chrono::steady_clock::now() + 10s;
+         !done(m) && std::chrono::steady_clock::now() < deadline; m = server().metrics())
       std::this_thread::sleep_for(5ms);
     return m;
   }

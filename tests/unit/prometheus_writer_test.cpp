@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // prometheus_writer: the exact lines of the text format 0.0.4, escapes, histograms.
+#include "ringio/metrics/prometheus_writer.hpp"
+
 #include <gtest/gtest.h>
 
 #include <array>
@@ -7,7 +9,6 @@
 #include <limits>
 
 #include "ringio/metrics/loop_metrics_exposition.hpp"
-#include "ringio/metrics/prometheus_writer.hpp"
 
 namespace {
 

@@ -15,9 +15,8 @@ namespace ringio::http {
 struct server_metrics {
   /// Upper bounds in seconds of the request latency histogram's buckets; one more
   /// bucket counts what is slower than the last bound (+Inf).
-  static constexpr std::array<double, 16> latency_bounds{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
-                                                         0.01,   0.025,   0.05,   0.1,   0.25,   0.5,
-                                                         1.0,    2.5,     5.0,    10.0};
+  static constexpr std::array<double, 16> latency_bounds{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+                                                         0.05,   0.1,     0.25,   0.5,   1.0,    2.5,   5.0,  10.0};
   /// Buckets of the latency histogram: one per bound, and +Inf.
   static constexpr std::size_t latency_buckets = latency_bounds.size() + 1;
 
@@ -29,9 +28,9 @@ struct server_metrics {
   /// Request latency, from a complete request head to its response queued for sending
   /// (the handler and the body included): counts per bucket, not cumulative.
   std::array<std::uint64_t, latency_buckets> latency_count{};
-  std::uint64_t latency_sum_ns = 0;  ///< the sum of those latencies
-  std::uint64_t request_bytes = 0;   ///< bytes of requests (heads and bodies) served
-  std::uint64_t response_bytes = 0;  ///< bytes sent to clients (heads, bodies, files)
+  std::uint64_t latency_sum_ns = 0;   ///< the sum of those latencies
+  std::uint64_t request_bytes = 0;    ///< bytes of requests (heads and bodies) served
+  std::uint64_t response_bytes = 0;   ///< bytes sent to clients (heads, bodies, files)
   std::uint64_t header_timeouts = 0;  ///< requests answered 408: the head came too slowly
   std::uint64_t body_timeouts = 0;    ///< requests answered 408: the body stalled or was too slow
   std::uint64_t idle_timeouts = 0;    ///< keep-alive connections closed by idle_timeout
