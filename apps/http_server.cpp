@@ -50,6 +50,7 @@ int serve_both(apps::server_config cfg, ringio::http::server& srv, const ringio:
   plain.address = cfg.address.with_port(http_port);
   plain.options.handle_signals = false;
   plain.options.on_stop = nullptr;
+  plain.metrics_port = -1;  // one /metrics, on the HTTPS side
   std::stop_source stop_plain, stop_tls;
   cfg.options.on_stop = [&srv, &stop_plain](int) {
     srv.drain();
@@ -112,6 +113,7 @@ int main(int argc, char** argv) {
     }
   }
   ringio::http::server srv(routes, std::move(opts));
+  cfg.http_server = &srv;
   cfg.options.on_stop = [&srv](int) { srv.drain(); };  // idle keep-alive connections close at once
   if (!tls_cert.empty()) {
     auto tls = ringio::tls::context::server(

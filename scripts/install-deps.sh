@@ -9,7 +9,8 @@ set -euo pipefail
 common=(build-essential cmake ninja-build pkg-config liburing-dev libgtest-dev
         clang-16 libclang-rt-16-dev python3 libboost-dev libboost-context-dev doxygen
         libssl-dev openssl)
-test_only=(chromium curl clang-format-16 clang-tidy-16 python3-websockets)
+# prometheus and python3-prometheus-client check the /metrics page (tests/http/metrics_app_test.cpp).
+test_only=(chromium curl clang-format-16 clang-tidy-16 prometheus python3-prometheus-client)
 bench_only=(libasio-dev libbenchmark-dev python3-venv wrk apache2-utils nginx-light
             cargo-web rustc-web linux-perf procps)
 
@@ -30,7 +31,11 @@ echo "installing: ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 "${sudo[@]}" apt-get update -qq
 "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-# Debian starts nginx on install; the benchmark starts its own instance.
+# Debian starts nginx and prometheus on install; the benchmark and the tests start
+# their own instances.
 if [[ " ${missing[*]} " == *" nginx-light "* ]]; then
   "${sudo[@]}" service nginx stop >/dev/null 2>&1 || true
+fi
+if [[ " ${missing[*]} " == *" prometheus "* ]]; then
+  "${sudo[@]}" service prometheus stop >/dev/null 2>&1 || true
 fi

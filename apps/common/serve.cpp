@@ -6,8 +6,10 @@
 #include <cstdio>
 #include <exception>
 #include <string>
+#include <utility>
 
 #include "common/cli.hpp"
+#include "common/metrics_endpoint.hpp"
 #include "ringio/io_context.hpp"
 #include "ringio/log.hpp"
 #include "ringio/runtime.hpp"
@@ -40,6 +42,7 @@ void read_server_options(cli& args, server_config& cfg, std::uint16_t port, unsi
   o.drain_timeout = std::chrono::milliseconds(static_cast<long long>(args.seconds("drain-timeout", 5, 0, 3600) * 1000));
   o.multishot_accept = !args.flag("single-accept");
   o.direct_descriptors = args.flag("direct-fds");
+  cfg.metrics_port = static_cast<int>(args.integer("metrics-port", -1, 0, 65535));
   auto dispatch = args.text("dispatch", "reuseport");
   if (dispatch == "acceptor") o.dispatch = ringio::serve_dispatch::acceptor;
   else if (dispatch != "reuseport") args.fail("--dispatch must be reuseport or acceptor, got '" + dispatch + "'");
@@ -55,11 +58,23 @@ int run_server(server_config cfg, ringio::connection_handler handler, std::stop_
     (void)!::write(STDERR_FILENO, line.data(), line.size());
   });
   const bool acceptor_mode = cfg.options.dispatch == ringio::serve_dispatch::acceptor && cfg.options.threads > 1;
-  cfg.options.on_listening = [&cfg, acceptor_mode](const ringio::socket_address& bound, ringio::runtime& loops) {
-    std::printf("%s: listening on %s, %u thread%s (%s)%s%s, backend %s\n", cfg.name.c_str(), bound.to_string().c_str(),
-                loops.size(), loops.size() == 1 ? "" : "s", acceptor_mode ? "one acceptor" : "SO_REUSEPORT per thread",
-                cfg.banner.empty() ? "" : ", ", cfg.banner.c_str(), loops.context(0).describe().c_str());
+  metrics_endpoint metrics;  // outlives the loops, which serve it
+  if (cfg.metrics_port >= 0 && !metrics.bind(cfg.address.with_port(static_cast<std::uint16_t>(cfg.metrics_port))))
+    return 1;
+  if (cfg.metrics_port >= 0) {
+    cfg.options.on_stop = [&metrics, app_on_stop = std::move(cfg.options.on_stop)](int signal_number) {
+      metrics.stop();
+      if (app_on_stop) app_on_stop(signal_number);
+    };
+  }
+  cfg.options.on_listening = [&cfg, &metrics, acceptor_mode](const ringio::socket_address& bound,
+                                                             ringio::runtime& loops) {
+    std::printf("%s: listening on %s, %u thread%s (%s)%s%s, backend %s\n", cfg.name.c_str(),
+                bound.to_string().c_str(), loops.size(), loops.size() == 1 ? "" : "s",
+                acceptor_mode ? "one acceptor" : "SO_REUSEPORT per thread", cfg.banner.empty() ? "" : ", ",
+                cfg.banner.c_str(), loops.context(0).describe().c_str());
     std::fflush(stdout);
+    if (cfg.metrics_port >= 0) metrics.start(loops, cfg.http_server, cfg.name.c_str());
   };
   ringio::result<ringio::serve_summary> r;
   try {

@@ -13,6 +13,10 @@
 #include "ringio/serve.hpp"
 #include "ringio/serve_options.hpp"
 
+namespace ringio::http {
+class server;
+}
+
 namespace apps {
 
 struct server_config {
@@ -21,6 +25,11 @@ struct server_config {
   ringio::serve_options options;  // threads, backend, drain, dispatch, hooks
   /// Appended to the start-up line (", <text>").
   std::string banner;
+  /// --metrics-port: serve GET /metrics (Prometheus) on this port of the same host;
+  /// -1: not at all.
+  int metrics_port = -1;
+  /// The app's HTTP server, whose metrics /metrics adds (null: loops only).
+  const ringio::http::server* http_server = nullptr;
 };
 
 class cli;
@@ -47,7 +56,9 @@ constexpr const char* server_options_usage =
     "  --send-zc BYTES          sends of at least BYTES use IORING_OP_SEND_ZC (io_uring;\n"
     "                           default 0: off)\n"
     "  --min-wait US            wait up to US microseconds to batch completions\n"
-    "                           (io_uring, Linux 6.12; default 0: off)\n";
+    "                           (io_uring, Linux 6.12; default 0: off)\n"
+    "  --metrics-port P         serve GET /metrics (Prometheus text format: every loop's\n"
+    "                           metrics) on port P of --host (0: the kernel picks one)\n";
 
 /// Flags (options without a value) among the server options, for cli's constructor.
 std::set<std::string> server_flags(std::set<std::string> extra = {});

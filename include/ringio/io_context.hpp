@@ -15,6 +15,7 @@
 
 #include "ringio/backend_kind.hpp"
 #include "ringio/detail/context_service.hpp"
+#include "ringio/loop_metrics.hpp"
 #include "ringio/task.hpp"
 
 namespace ringio {
@@ -91,6 +92,11 @@ struct io_context_options {
   /// Ignored by the readiness backends, with SQPOLL, and by older kernels; describe()
   /// says whether it is on.
   unsigned min_wait = 0;
+  /// Measure the time the loop sleeps in the kernel and how long it runs between two
+  /// calls into the kernel (loop_metrics::asleep_ns and the stall histogram): two
+  /// CLOCK_MONOTONIC reads per loop iteration. The counters of loop_metrics are kept
+  /// either way. RINGIO_LOOP_TIMING=0 in the environment turns it off too.
+  bool loop_timing = true;
 };
 
 /// Counters of one loop (updated by its thread; read them on that thread or after it
@@ -149,6 +155,16 @@ class io_context {
 
   /// The loop's counters.
   [[nodiscard]] const loop_statistics& stats() const noexcept;
+
+  /// A copy of the loop's metrics, safe to take from any thread while the loop runs
+  /// (each field is read atomically; fields are not read at one single instant).
+  [[nodiscard]] loop_metrics metrics() const noexcept;
+
+  /// @cond INTERNAL
+  /// Fibers of this loop not finished (ringio::fiber counts them, on the loop thread).
+  void fiber_began() noexcept { fibers_alive_.store(fibers_alive_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed); }
+  void fiber_ended() noexcept { fibers_alive_.store(fibers_alive_.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed); }
+  /// @endcond
 
   /// The io_uring file descriptor, or -1 on the epoll backend.
   [[nodiscard]] int ring_fd() const noexcept;
@@ -251,8 +267,9 @@ class io_context {
   std::unique_ptr<detail::loop_state> state_;
   std::unique_ptr<detail::backend> backend_;
   std::atomic<bool> stop_requested_{false};
-  std::thread::id owner_;                    // the thread that first ran the loop
-  detail::op_base* events_ = nullptr;        // waiting event operations (intrusive list)
+  std::atomic<std::uint64_t> fibers_alive_{0};
+  std::thread::id owner_;  // the thread that first ran the loop
+  detail::op_base* events_ = nullptr;  // waiting event operations (intrusive list)
   detail::foreign_wait* foreign_ = nullptr;  // tasks parked in spawn_on (intrusive list)
   std::size_t events_waiting_ = 0;
   std::size_t outside_work_ = 0;

@@ -52,6 +52,10 @@ class runtime {
   /// post() and spawn_on() from others.
   [[nodiscard]] io_context& context(unsigned i) noexcept { return *contexts_[i]; }
 
+  /// The metrics of every loop, summed (io_context::metrics() of each); from any
+  /// thread. After stop() the loops are gone: all zero.
+  [[nodiscard]] loop_metrics metrics();
+
  private:
   void thread_main(unsigned index, const runtime_options& opts);
 

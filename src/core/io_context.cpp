@@ -69,6 +69,12 @@ backend_choice choose_backend(const io_context_options& opts) {
   return {backend_kind::uring, false, "default"};
 }
 
+// io_context_options::loop_timing, unless RINGIO_LOOP_TIMING=0 turns it off.
+bool loop_timing_enabled(const io_context_options& opts) {
+  const char* env = std::getenv("RINGIO_LOOP_TIMING");
+  return opts.loop_timing && !(env != nullptr && std::string_view(env) == "0");
+}
+
 }  // namespace
 
 namespace detail {
@@ -101,6 +107,7 @@ io_context::io_context(io_context_options opts)
     : state_(std::make_unique<detail::loop_state>()),
       event_deadlines_(std::make_unique<detail::timer_heap>()),
       checks_(std::make_unique<detail::timer_heap>()) {
+  state_->timing = loop_timing_enabled(opts);
   backend_choice choice = choose_backend(opts);
   kind_ = choice.kind;
   if (kind_ == backend_kind::sim) {
@@ -154,6 +161,12 @@ std::string io_context::describe() const { return backend_->describe(); }
 
 const loop_statistics& io_context::stats() const noexcept { return state_->stats; }
 
+loop_metrics io_context::metrics() const noexcept {
+  loop_metrics m = state_->counters.snapshot();
+  m.fibers_alive = fibers_alive_.load(std::memory_order_relaxed);
+  return m;
+}
+
 int io_context::ring_fd() const noexcept { return backend_->ring_fd(); }
 
 std::size_t io_context::in_flight() const noexcept { return backend_->in_flight(); }
@@ -165,9 +178,11 @@ bool io_context::start(detail::op_base& op) {
   if (op.fd_cancel_mark != 0 && op.kind == detail::op_kind::io &&
       op.fd_cancel_mark != state_->cancel_mark(op.fd, op.fixed_file))
     op.cancel_requested = true;  // RACE: its fd was cancelled after the last step completed
+  ++state_->counters.ops_started[static_cast<std::size_t>(op.kind)];
   if (state_->shutting_down || op.cancel_requested) {
     op.res = -ECANCELED;
     op.state = detail::op_state::done;
+    state_->counters.note_result(op);
     return true;
   }
   if (op.kind == detail::op_kind::event) {
@@ -182,7 +197,9 @@ bool io_context::start(detail::op_base& op) {
     if (op.deadline_ns != 0) event_deadlines_->push(op);
     return false;
   }
-  return backend_->start(op);
+  if (!backend_->start(op)) return false;
+  state_->counters.note_result(op);  // finished synchronously
+  return true;
 }
 
 bool io_context::take_event(detail::op_base& op) noexcept {
@@ -329,6 +346,7 @@ void io_context::spawn(task<void> t) {
   auto h = t.release();
   h.promise().set_sink(&state_->detached);
   ++state_->detached_tasks;
+  ++state_->counters.tasks_alive;
   state_->ready.push(h);
 }
 
@@ -354,9 +372,17 @@ void io_context::poll_backend(bool stoppable) {
     if (st.inbox.load() != nullptr || (stoppable && stop_requested_.load())) block = false;
   }
   std::int64_t wake_at = event_deadlines_->empty() ? 0 : event_deadlines_->top()->deadline_ns;
-  if (!checks_->empty() && (wake_at == 0 || checks_->top()->deadline_ns < wake_at))
-    wake_at = checks_->top()->deadline_ns;
-  backend_->poll(block, wake_at);
+  if (!checks_->empty() && (wake_at == 0 || checks_->top()->deadline_ns < wake_at)) wake_at = checks_->top()->deadline_ns;
+  if (st.timing) {
+    // From the last return out of the kernel to this call: how long the loop ran.
+    const std::int64_t before = detail::monotonic_ns();
+    if (st.last_return_ns != 0) st.counters.note_stall(before - st.last_return_ns);
+    backend_->poll(block, wake_at);
+    st.last_return_ns = detail::monotonic_ns();
+    if (block) st.counters.asleep_ns.add(static_cast<std::uint64_t>(st.last_return_ns - before));
+  } else {
+    backend_->poll(block, wake_at);
+  }
   st.sleeping.store(false, std::memory_order_relaxed);
   if (!event_deadlines_->empty()) expire_events();
   if (!checks_->empty()) run_checks();
@@ -378,6 +404,7 @@ void io_context::loop(Done done, bool stoppable) {
     if (done()) return;
     poll_backend(stoppable);
     ++state_->stats.iterations;
+    ++state_->counters.iterations;
   }
 }
 
@@ -397,6 +424,7 @@ void io_context::drain_remote() noexcept {
   }
   while (fifo != nullptr) {
     detail::remote_item* next = fifo->next;
+    ++state_->counters.posts_received;
     fifo->run(*fifo, *this);
     fifo = next;
   }

@@ -8,6 +8,7 @@
 #include <exception>
 #include <vector>
 
+#include "core/loop_metric_counters.hpp"
 #include "core/ready_queue.hpp"
 #include "ringio/detail/promise_base.hpp"
 #include "ringio/detail/remote_item.hpp"
@@ -19,7 +20,7 @@ namespace ringio::detail {
 /// Owns tasks started with io_context::spawn: frees each frame when it finishes.
 class detached_sink final : public completion_sink {
  public:
-  explicit detached_sink(std::size_t& live) noexcept : live_(live) {}
+  detached_sink(std::size_t& live, loop_counter& alive) noexcept : live_(live), alive_(alive) {}
   std::coroutine_handle<> on_task_done(std::coroutine_handle<> h, promise_base& p) noexcept override {
     if (p.failed()) {
       try {
@@ -33,11 +34,13 @@ class detached_sink final : public completion_sink {
     }
     h.destroy();
     --live_;
+    --alive_;
     return std::noop_coroutine();
   }
 
  private:
   std::size_t& live_;
+  loop_counter& alive_;
 };
 
 class loop_state {
@@ -57,7 +60,13 @@ class loop_state {
   bool shutting_down = false;
   /// Tasks started with io_context::spawn that have not finished.
   std::size_t detached_tasks = 0;
-  detached_sink detached{detached_tasks};
+  /// The loop's metrics (io_context::metrics()); readable from any thread.
+  loop_metric_counters counters;
+  detached_sink detached{detached_tasks, counters.tasks_alive};
+  /// Time the loop and the stall histogram (io_context_options::loop_timing).
+  bool timing = true;
+  /// When the loop last came back from the kernel (ns, CLOCK_MONOTONIC; 0: not yet).
+  std::int64_t last_return_ns = 0;
   loop_statistics stats;
   /// How many times stream_socket::cancel() was asked for each fd number (and each
   /// slot of the direct table): a multi-step operation whose next step would start

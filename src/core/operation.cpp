@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <stdexcept>
 
+#include "core/loop_state.hpp"
 #include "ringio/detail/op_base.hpp"
 #include "ringio/io_context.hpp"
 
@@ -79,6 +80,7 @@ bool start_operation(op_base& op, std::coroutine_handle<> h, const std::stop_tok
 }
 
 void finish_operation(op_base& op) noexcept {
+  op.ctx->state().counters.note_result(op);
   if (op.vt->step != nullptr && op.vt->step(op)) return;  // started its next step
   // Destroying the callback waits for a concurrent invocation on another thread, so
   // after this line remote_cancel tells whether a request is still queued.

@@ -107,6 +107,15 @@ void runtime::run_on_each(const std::function<task<void>(io_context&, unsigned)>
   if (st.error) std::rethrow_exception(st.error);
 }
 
+loop_metrics runtime::metrics() {
+  loop_metrics sum;
+  std::lock_guard lk(mu_);  // stop() cannot begin destroying the loops meanwhile
+  if (stopped_) return sum;
+  for (const io_context* c : contexts_)
+    if (c != nullptr) sum += c->metrics();
+  return sum;
+}
+
 void runtime::stop() {
   {
     std::lock_guard lk(mu_);

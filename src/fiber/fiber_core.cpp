@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <exception>
 
+#include "ringio/io_context.hpp"
 #include "ringio/log.hpp"
 
 namespace bctx = boost::context::detail;
@@ -91,7 +92,24 @@ struct suspension_awaiter {
 
 }  // namespace
 
+// Counts a fiber in its loop's metrics (fibers_alive) while its driver lives.
+class alive_fiber {
+ public:
+  alive_fiber() noexcept : loop_(io_context::current()) {
+    if (loop_ != nullptr) loop_->fiber_began();
+  }
+  ~alive_fiber() {
+    if (loop_ != nullptr) loop_->fiber_ended();
+  }
+  alive_fiber(const alive_fiber&) = delete;
+  alive_fiber& operator=(const alive_fiber&) = delete;
+
+ private:
+  io_context* loop_;
+};
+
 task<void> drive_fiber(fiber_core& core) {
+  const alive_fiber counted;
   co_await bind_driver_awaiter{core};
   for (;;) {
     core.switch_in();

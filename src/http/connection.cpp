@@ -23,7 +23,8 @@ connection::connection(server_core& core, stream_socket s)
     : core_(core),
       loop_(io_context::current()->service<loop_resources>()),
       sock_(std::move(s)),
-      limit_(core.opts.max_header_bytes + core.opts.max_body_bytes + 16 * 1024) {
+      limit_(core.opts.max_header_bytes + core.opts.max_body_bytes + 16 * 1024),
+      stats_(core.counters()) {
   loop_.connection_opened();
   const server_options& o = core.opts;
   const auto tick = std::clamp<std::chrono::milliseconds>(std::min(o.idle_timeout, o.send_timeout) / 4,
@@ -34,6 +35,7 @@ connection::connection(server_core& core, stream_socket s)
 connection::connection(server_core& core, tls::stream& secure) : connection(core, stream_socket{}) { tls_ = &secure; }
 
 connection::~connection() {
+  if (phase_ == phase::idle) --stats_.connections_idle;
   loop_.unwatch(*this);
   if (w_ != nullptr) loop_.release(w_);
   loop_.connection_closed();
@@ -89,8 +91,14 @@ void connection::on_tick(std::chrono::milliseconds elapsed) noexcept {
     return;
   }
   stalled_ += elapsed;
-  if (phase_ == phase::idle && stalled_ >= o.idle_timeout) idle_.request_stop();
-  if (phase_ == phase::sending && stalled_ >= o.send_timeout) kill_.request_stop();
+  if (phase_ == phase::idle && stalled_ >= o.idle_timeout && !idle_.stop_requested()) {
+    ++stats_.idle_timeouts;
+    idle_.request_stop();
+  }
+  if (phase_ == phase::sending && stalled_ >= o.send_timeout && !kill_.stop_requested()) {
+    ++stats_.send_timeouts;
+    kill_.request_stop();
+  }
 }
 
 void connection_tick(sweep_hook& h, std::chrono::milliseconds elapsed) noexcept {
@@ -172,6 +180,7 @@ task<bool> connection::serve_requests(bool receive_first) {
         } else {
           sent = co_await sock_.send_all(w_->out.view()).with_stop(kill_token);
         }
+        if (sent) stats_.response_bytes.add(*sent);
         w_->out.clear();
         if (!sent || *sent != size) co_return false;  // a short count: stopped part-way
       }
@@ -198,7 +207,10 @@ task<bool> connection::serve_requests(bool receive_first) {
         n = co_await with_deadline(sock_.recv(free_space()), head_deadline);
       }
       if (!n || *n == 0) {
-        if (!n && n.error() == std::errc::timed_out) co_await fail(408);
+        if (!n && n.error() == std::errc::timed_out) {
+          ++stats_.header_timeouts;
+          co_await fail(408);
+        }
         co_return false;
       }
       w_->end += *n;
@@ -208,6 +220,7 @@ task<bool> connection::serve_requests(bool receive_first) {
       co_return false;
     }
 
+    const clock::time_point began = clock::now();  // the request latency starts here
     std::size_t request_size = head.size;
     const bool has_body = w_->req.chunked_ || w_->req.content_length_ > 0;
     // No route takes it: answer now, rather than after uploading a body to be thrown away;
@@ -219,6 +232,7 @@ task<bool> connection::serve_requests(bool receive_first) {
     if (has_body && !refused) {
       int status = co_await read_body(head.size, request_size, o.max_body_bytes, true);
       if (status != 0) {
+        if (status == 408) ++stats_.body_timeouts;
         if (status > 0) co_await fail(status);
         co_return false;
       }
@@ -236,6 +250,7 @@ task<bool> connection::serve_requests(bool receive_first) {
       log_handler_error("unknown exception");
     }
     if (threw) resp = response::borrowed(500, reason_phrase(500));
+    stats_.note_status(resp.status());
 
     bool keep = w_->req.keep_alive_ && !resp.close_ && !idle_token.stop_requested() && (!refused || discard);
     if (refused && keep) {
@@ -243,15 +258,19 @@ task<bool> connection::serve_requests(bool receive_first) {
       (void)write_fixed(resp, keep);
       if (!co_await send_out()) co_return false;
       int status = co_await read_body(head.size, request_size, discard_limit, false);
+      if (status == 408) ++stats_.body_timeouts;
       if (status != 0) {  // over the bound or malformed: close (the answer is out); gone or stalled: end
         if (status > 0 && status != 408) co_await close_gracefully(true);
         co_return false;
       }
+      stats_.request_bytes.add(request_size);
+      stats_.note_latency(clock::now() - began);
       consume(request_size);
       continue;
     }
     // Consumed before the response is written: nothing receives into the buffer until
     // it is, and a file body sent by the kernel can then lend the buffers back.
+    stats_.request_bytes.add(request_size);
     consume(request_size);
     if (resp.is_upgrade() && keep && w_->req.version_minor_ == 1) {
       co_await run_upgrade(resp);
@@ -260,7 +279,8 @@ task<bool> connection::serve_requests(bool receive_first) {
     if (resp.is_upgrade()) resp = response::borrowed(400, reason_phrase(400));  // no 101 to HTTP/1.0
     bool written = write_fixed(resp, keep);
     if (!written) written = co_await write_special(resp, keep);
-    work();                         // borrowed again if send_file lent them back
+    stats_.note_latency(clock::now() - began);
+    work();  // borrowed again if send_file lent them back
     if (!written) co_return false;  // the client is gone, or a streamed body failed half way
     if (!keep) {
       // Linger only if the client sent more than we read (a refused body, pipelined

@@ -88,6 +88,13 @@ class connection : public sweep_hook {
   // What run() waits for; every change counts as progress for the watchdog.
   enum class phase : std::uint8_t { busy, idle, sending };
   void enter(phase p) noexcept {
+    if ((p == phase::idle) != (phase_ == phase::idle)) {
+      if (p == phase::idle) {
+        ++stats_.connections_idle;
+      } else {
+        --stats_.connections_idle;
+      }
+    }
     phase_ = p;
     ++progress_;
   }
@@ -145,6 +152,7 @@ class connection : public sweep_hook {
   std::uint32_t seen_progress_ = 0;  // as of the last tick
   std::chrono::milliseconds stalled_{0};
   phase phase_ = phase::busy;
+  server_counters& stats_;  // this thread's counters of the server
 };
 
 }  // namespace ringio::http::detail

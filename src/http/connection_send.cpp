@@ -102,6 +102,7 @@ task<bool> connection::write_special(response& r, bool& keep) {
   } else {
     w = co_await sock_.send_all(body).with_stop(kill_token);
   }
+  if (w) stats_.response_bytes.add(*w);
   enter(phase::busy);
   co_return w&&* w == body.size();
 }
@@ -140,6 +141,7 @@ task<bool> connection::send_file(file_body& f) {
     auto op = ::ringio::send_file(sock_, f.fd.get(), f.offset, f.length);
     op.set_stop_token(kill_.get_token());
     auto sent = co_await op;
+    if (sent) stats_.response_bytes.add(*sent);
     enter(phase::busy);
     co_return sent&&* sent == f.length;  // a short count: the file shrank or the client left
   }
@@ -171,12 +173,14 @@ task<bool> connection::send_out() {
   } else {
     sent = co_await sock_.send_all(w_->out.view()).with_stop(kill_token);
   }
+  if (sent) stats_.response_bytes.add(*sent);
   enter(phase::busy);
   w_->out.clear();
   co_return sent&&* sent == size;
 }
 
 task<void> connection::fail(int status) {
+  stats_.note_status(status);
   work();
   write_head(response::borrowed(status, reason_phrase(status)), framing::length, reason_phrase(status).size(), false);
   w_->out.append(reason_phrase(status));
@@ -196,6 +200,7 @@ task<void> connection::refuse_plain_http() {
   std::stop_token outer = co_await current_stop_token();
   std::stop_callback<forward_stop> kill_on_outer(outer, forward_stop{&kill_});
   static constexpr std::string_view text = "This port speaks HTTPS: plain HTTP was sent to it.\n";
+  stats_.note_status(400);
   work();
   w_->out.append("HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nContent-Length: ");
   w_->out.append_decimal(text.size());

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "ringio/http/server.hpp"
 
+#include <array>
+#include <atomic>
 #include <chrono>
 #include <ctime>
 #include <exception>
@@ -14,7 +16,44 @@
 namespace ringio::http {
 namespace detail {
 
-server_core::server_core(handler h, server_options o) : handle(std::move(h)), opts(std::move(o)) {}
+namespace {
+std::atomic<std::uint64_t> next_core_id{1};
+}  // namespace
+
+server_core::server_core(handler h, server_options o)
+    : handle(std::move(h)), opts(std::move(o)), id_(next_core_id.fetch_add(1, std::memory_order_relaxed)) {}
+
+server_counters& server_core::counters() {
+  struct cached {
+    std::uint64_t id = 0;
+    server_counters* counters = nullptr;
+  };
+  thread_local std::array<cached, 4> cache{};
+  thread_local std::size_t next_slot = 0;
+  for (const cached& c : cache)
+    if (c.id == id_) return *c.counters;
+  server_counters* mine = nullptr;
+  {
+    std::lock_guard lk(shards_mu_);
+    const std::thread::id self = std::this_thread::get_id();
+    for (auto& [owner, shard] : shards_)
+      if (owner == self) mine = shard.get();
+    if (mine == nullptr) mine = shards_.emplace_back(self, std::make_unique<server_counters>()).second.get();
+  }
+  cache[next_slot] = {id_, mine};
+  next_slot = (next_slot + 1) % cache.size();
+  return *mine;
+}
+
+server_metrics server_core::metrics() const {
+  server_metrics m;
+  {
+    std::lock_guard lk(shards_mu_);
+    for (const auto& entry : shards_) entry.second->add_to(m);
+  }
+  m.connections_active = active();
+  return m;
+}
 
 void server_core::log(std::string_view line) const {
   if (opts.log) {
@@ -46,6 +85,8 @@ server::~server() = default;
 void server::drain() noexcept { core_->drain(); }
 
 std::size_t server::connections() const noexcept { return core_->active(); }
+
+server_metrics server::metrics() const { return core_->metrics(); }
 
 task<void> server::serve_connection(stream_socket s) {
   detail::server_core& core = *core_;

@@ -6,11 +6,17 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <utility>
+#include <vector>
 #include <stop_token>
 #include <string_view>
 
 #include "ringio/http/router.hpp"
 #include "ringio/http/server.hpp"
+#include "server_counters.hpp"
 
 namespace ringio::http::detail {
 
@@ -37,6 +43,12 @@ class server_core {
 
   const handler handle;
   const server_options opts;
+  /// The calling thread's counters of this server. The first call on a thread creates
+  /// them (under a lock); later ones find them in a small per-thread cache.
+  server_counters& counters();
+  /// Every thread's counters summed, and the connection gauge.
+  [[nodiscard]] server_metrics metrics() const;
+
   /// The router behind `handle`, when the server was made from one.
   const router* routes = nullptr;
   mutable std::atomic<std::int64_t> last_limit_log{0};
@@ -44,6 +56,9 @@ class server_core {
 
  private:
   std::atomic<std::size_t> active_{0};
+  const std::uint64_t id_;  // unique per server_core in the process (the cache's key)
+  mutable std::mutex shards_mu_;
+  std::vector<std::pair<std::thread::id, std::unique_ptr<server_counters>>> shards_;
   std::stop_source drain_;
   std::stop_token drain_token_ = drain_.get_token();
 };

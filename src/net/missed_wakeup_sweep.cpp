@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "net/missed_wakeup_sweep.hpp"
 
+#include "core/loop_state.hpp"
 #include "net/multishot_recv_state.hpp"
 #include "ringio/detail/clock.hpp"
 #include "ringio/io_context.hpp"
@@ -72,6 +73,7 @@ void missed_wakeup_sweep::sweep() noexcept {
     suspects_.push_back(e.receiver);
   }
   if (fds_.empty() || ::poll(fds_.data(), fds_.size(), 0) <= 0) return;
+  if (io_context* loop = io_context::current()) ++loop->state().counters.missed_wakeup_sweeps;
   for (std::size_t i = 0; i < fds_.size(); ++i)
     if (fds_[i].revents != 0) suspects_[i]->rearm_after_missed_wakeup();
 }

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "backend/uring/uring_compat.hpp"
+#include "core/loop_state.hpp"
 #include "net/multishot_recv_state.hpp"
 #include "ringio/io_context.hpp"
 
@@ -62,6 +63,7 @@ void multishot_recv_state::arm(io_context& ctx) noexcept {
     return;
   }
   armed_ = true;
+  if (loop_ != nullptr) ++ctx.state().counters.multishot_rearms;  // armed before
   loop_ = &ctx;
   cancel_requested = cancel_submitted = false;
   state = op_state::idle;
@@ -132,6 +134,7 @@ void multishot_recv_state::on_cqe(int r, unsigned flags) noexcept {
   const bool has_buffer = (flags & IORING_CQE_F_BUFFER) != 0;
   const unsigned id = flags >> IORING_CQE_BUFFER_SHIFT;
   if (r > 0 && has_buffer) {
+    if (loop_ != nullptr) loop_->state().counters.bytes_in.add(static_cast<std::uint64_t>(r));
     // Every piece is queued before anyone runs: the consumer resumed below may release
     // buffers, which refills the ring this loop reads a bundle's buffer ids from.
     const bool was_empty = head_ == queue_.size();
@@ -153,6 +156,7 @@ void multishot_recv_state::on_cqe(int r, unsigned flags) noexcept {
   }
   if (has_buffer) pool.received_nothing(id, pool.bundles());  // a buffer picked for a failed receive
   if (r == -ENOBUFS) {
+    if (loop_ != nullptr) ++loop_->state().counters.no_buffers;
     starved_ = true;  // the request ends; data waits in the socket
   } else if (r == -ECANCELED) {
     // The request ended without the receiver asking (stream_socket::cancel() cancels

@@ -307,4 +307,41 @@ TEST(EchoServerLoad, FibersEchoExactlyOverHundredConnections) {
   echo_exactly({server, "--port", "0", "--threads", "2", "--fibers"}, std::size_t{256} << 20);
 }
 
+
+// --metrics-port: GET /metrics on its own port shows the bytes echoed (the loop counts
+// every socket read and write, so at least the client's bytes each way).
+TEST(EchoServerMetrics, MetricsPortServesTheLoopsBytes) {
+  child_process p({server, "--port", "0", "--metrics-port", "0"});
+  auto port = start(p);
+  ASSERT_NE(port, 0) << p.stderr_text();
+  auto metrics_port = start(p);  // "echo_server: metrics on 127.0.0.1:P"
+  ASSERT_NE(metrics_port, 0) << p.stderr_text();
+  const std::string msg(1000, 'm');
+  int s = connect_to(port);
+  ASSERT_GE(s, 0);
+  EXPECT_TRUE(echo_once(s, msg));
+  ::close(s);
+
+  int m = connect_to(metrics_port);
+  ASSERT_GE(m, 0);
+  const std::string get = "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+  ASSERT_EQ(::send(m, get.data(), get.size(), MSG_NOSIGNAL), static_cast<ssize_t>(get.size()));
+  std::string page;
+  char buf[4096];
+  for (ssize_t n; (n = ::recv(m, buf, sizeof buf, 0)) > 0;) page.append(buf, static_cast<std::size_t>(n));
+  ::close(m);
+  ASSERT_EQ(page.rfind("HTTP/1.1 200", 0), 0u) << page;
+  // The page's own request went through the same loop: received >= the echo's bytes.
+  auto value = [&](const std::string& sample) -> double {
+    auto at = page.find("\n" + sample + " ");
+    return at == std::string::npos ? -1 : std::stod(page.substr(at + sample.size() + 2));
+  };
+  EXPECT_GE(value("ringio_loop_bytes_received_total{loop=\"0\"}"), 1000) << page;
+  EXPECT_GE(value("ringio_loop_bytes_sent_total{loop=\"0\"}"), 1000) << page;
+  EXPECT_GE(value("ringio_loop_iterations_total{loop=\"0\"}"), 1) << page;
+  EXPECT_EQ(page.find("ringio_http_"), std::string::npos);  // no HTTP server of the app's to report
+  p.signal(SIGTERM);
+  EXPECT_EQ(p.wait(10s), std::optional<int>(0));
+}
+
 }  // namespace

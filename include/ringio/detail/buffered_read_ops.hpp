@@ -38,6 +38,7 @@ class read_message_op : public io_operation<read_message_op> {
         strip_line_end(strip_line_end_) {
     fd = fd_;
     want = interest::readable;
+    counts_bytes = true;
   }
 
   /// Completes at once when the buffered bytes decide the outcome; else receives.
@@ -76,6 +77,7 @@ class read_into_op : public io_operation<read_into_op> {
       : io_operation(&read_into_vtable), buffer(&b), dst(dst_), exact(exact_) {
     fd = fd_;
     want = interest::readable;
+    counts_bytes = true;
   }
 
   /// Copies the buffered bytes first; completes at once when they are enough.

@@ -33,6 +33,7 @@ class send_to_op : public io_operation<send_to_op> {
       : io_operation(&send_to_vtable), buf(b), to(to_) {
     fd = fd_;
     want = interest::writable;
+    counts_bytes = true;
   }
   send_to_op(const send_to_op& o) noexcept : io_operation(o), buf(o.buf), to(o.to) {}
   result<std::size_t> get_result() const noexcept { return size_result(*this); }
@@ -50,6 +51,7 @@ class recv_from_op : public io_operation<recv_from_op> {
   recv_from_op(int fd_, mutable_buffer b) noexcept : io_operation(&recv_from_vtable), buf(b) {
     fd = fd_;
     want = interest::readable;
+    counts_bytes = true;
   }
   recv_from_op(const recv_from_op& o) noexcept : io_operation(o), buf(o.buf) {}
   result<datagram> get_result() noexcept;

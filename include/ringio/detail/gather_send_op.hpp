@@ -31,6 +31,7 @@ class gather_send_op : public io_operation<gather_send_op> {
       : io_operation(&gather_send_vtable), bufs(bufs_), all(all_) {
     fd = fd_;
     want = interest::writable;
+    counts_bytes = true;
   }
   /// A copy (before the start) leaves the iovecs behind: they are filled at each attempt.
   gather_send_op(const gather_send_op& o) noexcept

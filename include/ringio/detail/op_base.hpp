@@ -91,6 +91,9 @@ struct op_base {
   bool zero_copy = false;           ///< io_uring: in flight as SEND_ZC (a notification follows)
   bool zero_copy_refused = false;   ///< the socket refused SEND_ZC: send by copy from now on
   bool remote_cancel_seen = false;  ///< the loop has drained its cross-thread cancel
+  /// A socket read (want readable) or write (want writable) whose result is a byte
+  /// count: the loop's metrics add it to bytes in or out.
+  bool counts_bytes = false;
   /// io_uring: `fd` is an index in the ring's file table (IOSQE_FIXED_FILE).
   bool fixed_file = false;
   /// With fixed_file: the loop whose file table `fd` indexes (null: not checked). An
@@ -118,6 +121,7 @@ struct op_base {
         fd(o.fd),
         kind(o.kind),
         want(o.want),
+        counts_bytes(o.counts_bytes),
         fixed_file(o.fixed_file),
         direct_owner(o.direct_owner),
         deadline_ns(o.deadline_ns) {}

@@ -38,6 +38,7 @@ class recv_op : public io_operation<recv_op> {
       : io_operation(&recv_vtable), buf(b.first(max_io_size)), flags(flags_), stream(stream_) {
     fd = fd_;
     want = interest::readable;
+    counts_bytes = true;
   }
   result<std::size_t> get_result() const noexcept {
     if (res == 0 && deferred_error != nullptr && *deferred_error != 0)
@@ -74,6 +75,7 @@ class recv_exact_op : public io_operation<recv_exact_op> {
   recv_exact_op(int fd_, mutable_buffer b) noexcept : io_operation(&recv_exact_vtable), buf(b) {
     fd = fd_;
     want = interest::readable;
+    counts_bytes = true;
   }
   result<std::size_t> get_result() const noexcept {
     if (res < 0 && done == 0) return unexpected(op_error(*this));
@@ -98,6 +100,7 @@ class send_op : public io_operation<send_op> {
       : io_operation(&send_vtable), buf(b.first(max_io_size)), flags(flags_ | MSG_NOSIGNAL) {
     fd = fd_;
     want = interest::writable;
+    counts_bytes = true;
   }
   result<std::size_t> get_result() const noexcept { return size_result(*this); }
 
@@ -114,6 +117,7 @@ class send_all_op : public io_operation<send_all_op> {
   send_all_op(int fd_, const_buffer b) noexcept : io_operation(&send_all_vtable), buf(b) {
     fd = fd_;
     want = interest::writable;
+    counts_bytes = true;
   }
   result<std::size_t> get_result() const noexcept {
     if (res < 0 && done == 0) return unexpected(op_error(*this));

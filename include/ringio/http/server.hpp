@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "ringio/http/router.hpp"
+#include "ringio/http/server_metrics.hpp"
 #include "ringio/net/stream_listener.hpp"
 #include "ringio/net/stream_socket.hpp"
 #include "ringio/task.hpp"
@@ -110,6 +111,10 @@ class server {
 
   /// Connections being served now.
   [[nodiscard]] std::size_t connections() const noexcept;
+
+  /// What the server counted so far (requests by status class, latency, bytes,
+  /// timeouts, connections), summed over its threads; safe from any thread.
+  [[nodiscard]] server_metrics metrics() const;
 
  private:
   friend task<void> serve_tls_connection(server& srv, const tls::context& ctx, stream_socket s);

@@ -21,6 +21,7 @@ class pooled_recv_op : public io_operation<pooled_recv_op> {
   pooled_recv_op(buffer_pool_core* c, int fd_) noexcept : io_operation(&pooled_recv_vtable), core(c) {
     fd = fd_;
     want = interest::readable;
+    counts_bytes = true;
   }
   template <class P>
   bool await_suspend(std::coroutine_handle<P> h) {

@@ -237,6 +237,7 @@ void epoll_backend::poll(bool block, std::int64_t wake_at_ns) {
   }
   int n = ::epoll_pwait2(epfd_, events, max_events, tsp, nullptr);
   ++st_.stats.kernel_waits;
+  ++st_.counters.kernel_waits;
   if (n < 0) {
     if (errno != EINTR) throw std::system_error(errno, std::system_category(), "epoll_pwait2");
     n = 0;
@@ -256,6 +257,7 @@ void epoll_backend::poll(bool block, std::int64_t wake_at_ns) {
     ++st_.stats.completions;
     if (ev.data.u64 == wake_token) {
       ++st_.stats.eventfd_wakes;
+      ++st_.counters.wakeups;
       std::uint64_t v;
       [[maybe_unused]] ssize_t r = ::read(wake_fd_, &v, sizeof v);
       continue;

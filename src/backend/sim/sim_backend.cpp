@@ -199,12 +199,14 @@ bool sim_backend::serve_real(int timeout_ms) noexcept {
   }
   int n = ::poll(fds.data(), fds.size(), timeout_ms);
   ++st_.stats.kernel_waits;
+  ++st_.counters.kernel_waits;
   if (n <= 0) return false;
   bool any = false;
   if (fds[0].revents != 0) {
     std::uint64_t v;
     any = ::read(wake_fd_, &v, sizeof v) > 0;
     ++st_.stats.eventfd_wakes;
+    ++st_.counters.wakeups;
   }
   for (std::size_t i = 1; i < fds.size(); ++i) {
     if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) any |= run_waiters(fds[i].fd, false);
@@ -263,6 +265,7 @@ std::int64_t real_ns() noexcept {
 void sim_backend::poll(bool block, std::int64_t wake_at_ns) {
   if (host_ != nullptr) return poll_as_host(block, wake_at_ns);
   ++st_.stats.kernel_waits;
+  ++st_.counters.kernel_waits;
   for (;;) {
     std::size_t events = net_.deliver_due();
     bool any = serve_network();
@@ -307,6 +310,7 @@ void sim_backend::poll(bool block, std::int64_t wake_at_ns) {
 // timer and ends the turn; the scheduler moves time when every host is idle.
 void sim_backend::poll_as_host(bool block, std::int64_t wake_at_ns) {
   ++st_.stats.kernel_waits;
+  ++st_.counters.kernel_waits;
   sim_host& h = *host_;
   // Called by the loop: it ran in this turn (ready tasks, posts to other hosts), so the
   // round is not idle even if this pass finds nothing.

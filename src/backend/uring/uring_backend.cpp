@@ -151,6 +151,7 @@ io_uring_sqe* uring_backend::get_sqe() noexcept {
   for (unsigned tries = 0;; ++tries) {
     int r = io_uring_submit(&ring_);
     ++st_.stats.kernel_waits;
+    ++st_.counters.kernel_waits;
     if (r == -EBUSY || r == -EAGAIN) {
       // The kernel holds back submissions until completions are reaped: take them
       // off the CQ now (they are dispatched by the next reap, in order).
@@ -193,6 +194,7 @@ bool uring_backend::start(op_base& op) {
           cqes_expected_, cap_);
     }
     op.state = op_state::backlogged;
+    ++st_.counters.backlog_waits;
     op.next = nullptr;
     op.prev = backlog_tail_;
     (backlog_tail_ != nullptr ? backlog_tail_->next : backlog_head_) = &op;
@@ -407,6 +409,7 @@ void uring_backend::poll(bool block, std::int64_t wake_at_ns) {
     r = block ? io_uring_submit_and_wait(&ring_, 1) : io_uring_submit_and_get_events(&ring_);
   }
   ++st_.stats.kernel_waits;
+  ++st_.counters.kernel_waits;
   if (r < 0) enter_failed(r);
   reap();
   if (!poll_deadlines_.empty()) expire_polls();
@@ -445,6 +448,7 @@ void uring_backend::enter_failed(int r) {
     case -EAGAIN:
       return;
     case -EBADR:
+      ++st_.counters.cq_overflows;
       if (!overflow_reported_) {
         overflow_reported_ = true;
         log(log_level::error,
@@ -465,6 +469,7 @@ void uring_backend::flush() noexcept {
   if (enabled_ && io_uring_sq_ready(&ring_) > 0) {
     io_uring_submit(&ring_);
     ++st_.stats.kernel_waits;
+    ++st_.counters.kernel_waits;
   }
 }
 
@@ -594,7 +599,10 @@ void uring_backend::end_multishot_now(std::uint64_t ud, unsigned flags) noexcept
 void uring_backend::dispatch(std::uint64_t ud, int res, unsigned flags) noexcept {
   // 0: a request nobody waits for (cancel-all, fire-and-forget). A wake message from
   // another loop needs no action: the inbox is drained after every poll.
-  if (ud == ud_wake_message) ++st_.stats.message_wakes;
+  if (ud == ud_wake_message) {
+    ++st_.stats.message_wakes;
+    ++st_.counters.wakeups;
+  }
   if (ud == 0 || ud == ud_wake_message || ud == ud_direct_install) return;
   if ((ud & ud_tag_mask) == ud_tag_wake_failed) {
     // The message could not be posted (e.g. the target ring was not enabled yet):
@@ -786,7 +794,10 @@ void uring_backend::arm_wake() noexcept {
 
 void uring_backend::wake_complete(op_base& op) noexcept {
   auto& w = static_cast<wake_op&>(op);
-  if (op.res > 0) ++w.self->st_.stats.eventfd_wakes;
+  if (op.res > 0) {
+    ++w.self->st_.stats.eventfd_wakes;
+    ++w.self->st_.counters.wakeups;
+  }
   w.self->wake_armed_ = false;
   if (!w.self->st_.shutting_down) w.self->arm_wake();
 }
