@@ -69,10 +69,9 @@ int run_server(server_config cfg, ringio::connection_handler handler, std::stop_
   }
   cfg.options.on_listening = [&cfg, &metrics, acceptor_mode](const ringio::socket_address& bound,
                                                              ringio::runtime& loops) {
-    std::printf("%s: listening on %s, %u thread%s (%s)%s%s, backend %s\n", cfg.name.c_str(),
-                bound.to_string().c_str(), loops.size(), loops.size() == 1 ? "" : "s",
-                acceptor_mode ? "one acceptor" : "SO_REUSEPORT per thread", cfg.banner.empty() ? "" : ", ",
-                cfg.banner.c_str(), loops.context(0).describe().c_str());
+    std::printf("%s: listening on %s, %u thread%s (%s)%s%s, backend %s\n", cfg.name.c_str(), bound.to_string().c_str(),
+                loops.size(), loops.size() == 1 ? "" : "s", acceptor_mode ? "one acceptor" : "SO_REUSEPORT per thread",
+                cfg.banner.empty() ? "" : ", ", cfg.banner.c_str(), loops.context(0).describe().c_str());
     std::fflush(stdout);
     if (cfg.metrics_port >= 0) metrics.start(loops, cfg.http_server, cfg.name.c_str());
   };

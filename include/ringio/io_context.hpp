@@ -162,8 +162,12 @@ class io_context {
 
   /// @cond INTERNAL
   /// Fibers of this loop not finished (ringio::fiber counts them, on the loop thread).
-  void fiber_began() noexcept { fibers_alive_.store(fibers_alive_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed); }
-  void fiber_ended() noexcept { fibers_alive_.store(fibers_alive_.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed); }
+  void fiber_began() noexcept {
+    fibers_alive_.store(fibers_alive_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
+  void fiber_ended() noexcept {
+    fibers_alive_.store(fibers_alive_.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
+  }
   /// @endcond
 
   /// The io_uring file descriptor, or -1 on the epoll backend.
@@ -268,8 +272,8 @@ class io_context {
   std::unique_ptr<detail::backend> backend_;
   std::atomic<bool> stop_requested_{false};
   std::atomic<std::uint64_t> fibers_alive_{0};
-  std::thread::id owner_;  // the thread that first ran the loop
-  detail::op_base* events_ = nullptr;  // waiting event operations (intrusive list)
+  std::thread::id owner_;                    // the thread that first ran the loop
+  detail::op_base* events_ = nullptr;        // waiting event operations (intrusive list)
   detail::foreign_wait* foreign_ = nullptr;  // tasks parked in spawn_on (intrusive list)
   std::size_t events_waiting_ = 0;
   std::size_t outside_work_ = 0;

@@ -372,7 +372,8 @@ void io_context::poll_backend(bool stoppable) {
     if (st.inbox.load() != nullptr || (stoppable && stop_requested_.load())) block = false;
   }
   std::int64_t wake_at = event_deadlines_->empty() ? 0 : event_deadlines_->top()->deadline_ns;
-  if (!checks_->empty() && (wake_at == 0 || checks_->top()->deadline_ns < wake_at)) wake_at = checks_->top()->deadline_ns;
+  if (!checks_->empty() && (wake_at == 0 || checks_->top()->deadline_ns < wake_at))
+    wake_at = checks_->top()->deadline_ns;
   if (st.timing) {
     // From the last return out of the kernel to this call: how long the loop ran.
     const std::int64_t before = detail::monotonic_ns();

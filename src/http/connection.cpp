@@ -280,7 +280,7 @@ task<bool> connection::serve_requests(bool receive_first) {
     bool written = write_fixed(resp, keep);
     if (!written) written = co_await write_special(resp, keep);
     stats_.note_latency(clock::now() - began);
-    work();  // borrowed again if send_file lent them back
+    work();                         // borrowed again if send_file lent them back
     if (!written) co_return false;  // the client is gone, or a streamed body failed half way
     if (!keep) {
       // Linger only if the client sent more than we read (a refused body, pipelined

@@ -8,11 +8,11 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <stop_token>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
-#include <stop_token>
-#include <string_view>
 
 #include "ringio/http/router.hpp"
 #include "ringio/http/server.hpp"

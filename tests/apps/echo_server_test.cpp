@@ -307,7 +307,6 @@ TEST(EchoServerLoad, FibersEchoExactlyOverHundredConnections) {
   echo_exactly({server, "--port", "0", "--threads", "2", "--fibers"}, std::size_t{256} << 20);
 }
 
-
 // --metrics-port: GET /metrics on its own port shows the bytes echoed (the loop counts
 // every socket read and write, so at least the client's bytes each way).
 TEST(EchoServerMetrics, MetricsPortServesTheLoopsBytes) {
