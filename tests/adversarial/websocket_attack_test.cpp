@@ -1,0 +1,1593 @@
+// SPDX-License-Identifier: Apache-2.0
+// websocket_attack_test — an outside attack on the WebSocket support (issue 26), through
+// the public API only: raw blocking-socket peers (in a thread of their own) against a
+// ringio server's accept_websocket, and raw servers against client::connect_websocket.
+// Every assertion is RFC 6455 or docs/websocket.md; a failing test is a defect.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <openssl/evp.h>
+#include <openssl/sha.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <cstdlib>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "support/fd_count.hpp"
+#include "support/loopback.hpp"
+#include "ringio/http/http.hpp"
+#include "ringio/http/https.hpp"
+#include "ringio/tls/context.hpp"
+#include "ringio/io_context.hpp"
+#include "ringio/scope.hpp"
+#include "ringio/sync_wait.hpp"
+#include "ringio/task.hpp"
+#include "ringio/time/sleep.hpp"
+#include "ringio/time/timeout.hpp"
+
+using namespace ringio;
+using namespace std::chrono_literals;
+
+namespace {
+
+// ---------------------------------------------------------------------------------------
+// A raw, blocking peer.
+
+int tcp_connect(std::uint16_t port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  timeval tv{20, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  return fd;
+}
+
+bool send_all(int fd, std::string_view s) {
+  while (!s.empty()) {
+    auto n = ::send(fd, s.data(), s.size(), MSG_NOSIGNAL);
+    if (n <= 0) return false;
+    s.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return true;
+}
+
+bool read_exact(int fd, char* p, std::size_t n) {
+  while (n > 0) {
+    auto r = ::recv(fd, p, n, 0);
+    if (r <= 0) return false;
+    p += r;
+    n -= static_cast<std::size_t>(r);
+  }
+  return true;
+}
+
+// Reads the response head byte by byte (so frames after it stay in the socket).
+std::string read_head(int fd) {
+  std::string h;
+  char c;
+  while (h.size() < 65536 && ::recv(fd, &c, 1, 0) == 1) {
+    h.push_back(c);
+    if (h.size() >= 4 && h.compare(h.size() - 4, 4, "\r\n\r\n") == 0) break;
+  }
+  return h;
+}
+
+int status_of(const std::string& head) {
+  if (head.size() < 12) return -1;
+  return std::atoi(head.c_str() + 9);
+}
+
+bool head_has(std::string head, std::string needle) {
+  for (auto& c : head) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (auto& c : needle) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return head.find(needle) != std::string::npos;
+}
+
+constexpr std::string_view sample_key = "dGhlIHNhbXBsZSBub25jZQ==";
+constexpr std::string_view sample_accept = "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=";  // RFC 6455 section 1.3
+
+std::string upgrade_request(std::string_view extra = {}, std::string_view method = "GET",
+                            std::string_view key_line = "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n",
+                            std::string_view version_line = "Sec-WebSocket-Version: 13\r\n",
+                            std::string_view conn_line = "Connection: Upgrade\r\n",
+                            std::string_view upgrade_line = "Upgrade: websocket\r\n",
+                            std::string_view http_version = "HTTP/1.1") {
+  std::string r;
+  r += method;
+  r += " /ws ";
+  r += http_version;
+  r += "\r\nHost: 127.0.0.1\r\n";
+  r += upgrade_line;
+  r += conn_line;
+  r += key_line;
+  r += version_line;
+  r += extra;
+  r += "\r\n";
+  return r;
+}
+
+// A frame as a client sends it (masked unless told otherwise). len_form: 0 = minimal,
+// 126 / 127 = force that encoding; raw_len64: put this exact 64-bit length in the header.
+std::string make_frame(int opcode, std::string_view payload, bool fin = true, bool mask = true, int rsv = 0,
+                       int len_form = 0, std::optional<std::uint64_t> raw_len64 = std::nullopt) {
+  std::string f;
+  f.push_back(static_cast<char>((fin ? 0x80 : 0) | (rsv << 4) | opcode));
+  const std::uint8_t m = mask ? 0x80 : 0;
+  std::uint64_t n = raw_len64 ? *raw_len64 : payload.size();
+  int form = len_form;
+  if (raw_len64) form = 127;
+  if (form == 0) form = n < 126 ? 0 : (n < 65536 ? 126 : 127);
+  if (form == 0) {
+    f.push_back(static_cast<char>(m | n));
+  } else if (form == 126) {
+    f.push_back(static_cast<char>(m | 126));
+    f.push_back(static_cast<char>((n >> 8) & 0xff));
+    f.push_back(static_cast<char>(n & 0xff));
+  } else {
+    f.push_back(static_cast<char>(m | 127));
+    for (int i = 7; i >= 0; --i) f.push_back(static_cast<char>((n >> (8 * i)) & 0xff));
+  }
+  const char key[4] = {0x12, 0x34, 0x56, 0x78};
+  if (mask) f.append(key, 4);
+  for (std::size_t i = 0; i < payload.size(); ++i)
+    f.push_back(mask ? static_cast<char>(payload[i] ^ key[i % 4]) : payload[i]);
+  return f;
+}
+
+std::string close_payload(int code, std::string_view reason = {}) {
+  std::string p;
+  p.push_back(static_cast<char>((code >> 8) & 0xff));
+  p.push_back(static_cast<char>(code & 0xff));
+  p += reason;
+  return p;
+}
+
+struct frame_in {
+  int opcode = -1;
+  bool fin = false;
+  bool masked = false;
+  int rsv = 0;
+  std::string payload;
+  int close_code() const {
+    if (opcode != 8) return -1;
+    if (payload.size() < 2) return 1005;
+    return (static_cast<unsigned char>(payload[0]) << 8) | static_cast<unsigned char>(payload[1]);
+  }
+};
+
+std::optional<frame_in> read_frame(int fd) {
+  unsigned char h[2];
+  if (!read_exact(fd, reinterpret_cast<char*>(h), 2)) return std::nullopt;
+  frame_in f;
+  f.fin = (h[0] & 0x80) != 0;
+  f.rsv = (h[0] >> 4) & 7;
+  f.opcode = h[0] & 0x0f;
+  f.masked = (h[1] & 0x80) != 0;
+  std::uint64_t n = h[1] & 0x7f;
+  if (n == 126) {
+    unsigned char e[2];
+    if (!read_exact(fd, reinterpret_cast<char*>(e), 2)) return std::nullopt;
+    n = (static_cast<std::uint64_t>(e[0]) << 8) | e[1];
+  } else if (n == 127) {
+    unsigned char e[8];
+    if (!read_exact(fd, reinterpret_cast<char*>(e), 8)) return std::nullopt;
+    n = 0;
+    for (unsigned char b : e) n = (n << 8) | b;
+  }
+  unsigned char key[4] = {};
+  if (f.masked && !read_exact(fd, reinterpret_cast<char*>(key), 4)) return std::nullopt;
+  if (n > (64u << 20)) return std::nullopt;
+  f.payload.resize(n);
+  if (n > 0 && !read_exact(fd, f.payload.data(), n)) return std::nullopt;
+  if (f.masked)
+    for (std::size_t i = 0; i < n; ++i) f.payload[i] = static_cast<char>(f.payload[i] ^ key[i % 4]);
+  return f;
+}
+
+// Reads frames until a close frame: its code (1005 when it has none), or -1 at the end of
+// the connection without one.
+int read_close_code(int fd, std::string* reason = nullptr) {
+  for (;;) {
+    auto f = read_frame(fd);
+    if (!f) return -1;
+    if (f->opcode == 8) {
+      if (reason && f->payload.size() > 2) *reason = f->payload.substr(2);
+      return f->close_code();
+    }
+  }
+}
+
+// Whether the connection ends (EOF or reset) before the receive timeout, dropping data.
+bool reaches_eof(int fd) {
+  char buf[4096];
+  for (;;) {
+    auto n = ::recv(fd, buf, sizeof buf, 0);
+    if (n == 0) return true;
+    if (n < 0) return errno == ECONNRESET;
+  }
+}
+
+// Connects and upgrades: the fd, or -1.
+int open_ws(std::uint16_t port, std::string_view pipelined = {}) {
+  int fd = tcp_connect(port);
+  if (fd < 0) return -1;
+  std::string req = upgrade_request();
+  req += pipelined;
+  send_all(fd, req);
+  auto head = read_head(fd);
+  if (status_of(head) != 101) {
+    ADD_FAILURE() << "upgrade refused: " << head;
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// ---------------------------------------------------------------------------------------
+// A ringio server on 127.0.0.1 with one WebSocket route; the peer runs in a thread.
+
+struct ws_server {
+  http::websocket_accept_options opts;
+  http::server_options server_opts;
+  std::function<task<void>(http::websocket&)> session;  // default: echo
+  // What the (last) echo session saw.
+  std::error_code end_error;
+  std::uint16_t end_close_code = 0;
+  int messages = 0;
+  std::atomic<int> sessions_ended{0};
+  // Set by the peer: the server stops (drains) once this is true, then the peer thread is joined.
+  std::atomic<bool> stop_now{false};
+
+  task<void> echo(http::websocket& ws) {
+    for (;;) {
+      auto m = co_await ws.receive();
+      if (!m) {
+        end_error = m.error();
+        end_close_code = ws.close_code();
+        co_return;
+      }
+      ++messages;
+      result<void> sent;
+      if (m->is_text()) {
+        sent = co_await ws.send_text(m->data);
+      } else {
+        sent = co_await ws.send_binary(m->data);
+      }
+      if (!sent) {
+        end_error = sent.error();
+        co_return;
+      }
+    }
+  }
+
+  void run(const std::function<void(std::uint16_t)>& peer) {
+    http::router routes;
+    routes.get("/ws", [this](http::request& r) -> task<http::response> {
+      http::websocket_session s = [this](http::websocket& ws) -> task<void> {
+        if (session) {
+          co_await session(ws);
+        } else {
+          co_await echo(ws);
+        }
+        sessions_ended.fetch_add(1);
+      };
+      co_return http::accept_websocket(r, s, opts);
+    });
+    io_context ctx;
+    http::server srv(routes, server_opts);
+    auto listener = ringio_test::listen_loopback();
+    const std::uint16_t port = ringio_test::address_of(listener).port();
+    std::atomic<bool> done{false};
+    std::thread t([&] {
+      peer(port);
+      done = true;
+      stop_now = true;
+    });
+    sync_wait(ctx, [&]() -> task<void> {
+      std::stop_source stop;
+      scope sc;
+      sc.spawn(srv.serve(listener, stop.get_token()));
+      while (!stop_now.load()) (void)co_await sleep_for(5ms);
+      stop.request_stop();
+      co_await sc.join();
+    }());
+    t.join();
+  }
+};
+
+// ---------------------------------------------------------------------------------------
+// Handshake.
+
+TEST(WebSocketAttackHandshake, TokenListsAndCaseAreAccepted) {
+  ws_server s;
+  s.run([&](std::uint16_t port) {
+    int fd = tcp_connect(port);
+    send_all(fd, upgrade_request({}, "GET", "sec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\n",
+                                 "sec-websocket-version: 13\r\n", "connection: keep-alive, Upgrade\r\n",
+                                 "upgrade: WebSocket\r\n"));
+    auto head = read_head(fd);
+    EXPECT_EQ(status_of(head), 101) << head;
+    EXPECT_TRUE(head_has(head, std::string(sample_accept))) << head;
+    send_all(fd, make_frame(1, "hi"));
+    auto f = read_frame(fd);
+    if (f) {
+      EXPECT_EQ(f->opcode, 1);
+      EXPECT_EQ(f->payload, "hi");
+      EXPECT_FALSE(f->masked);
+    } else {
+      ADD_FAILURE() << "no echo";
+    }
+    ::close(fd);
+  });
+}
+
+struct bad_upgrade {
+  const char* name;
+  std::string request;
+  std::vector<int> statuses;  // acceptable answers
+};
+
+TEST(WebSocketAttackHandshake, BadUpgradesAreRefused) {
+  const std::string key = "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n";
+  const std::vector<bad_upgrade> cases = {
+      {"missing key", upgrade_request({}, "GET", ""), {400}},
+      {"key of 15 bytes", upgrade_request({}, "GET", "Sec-WebSocket-Key: AAAAAAAAAAAAAAAAAAAA\r\n"), {400}},
+      {"key of 17 bytes", upgrade_request({}, "GET", "Sec-WebSocket-Key: AAAAAAAAAAAAAAAAAAAAAAA=\r\n"), {400}},
+      {"key not base64", upgrade_request({}, "GET", "Sec-WebSocket-Key: !!!!!!!!!!!!!!!!!!!!!!==\r\n"), {400}},
+      {"empty key", upgrade_request({}, "GET", "Sec-WebSocket-Key: \r\n"), {400}},
+      {"version 8", upgrade_request({}, "GET", key, "Sec-WebSocket-Version: 8\r\n"), {426}},
+      {"version 14", upgrade_request({}, "GET", key, "Sec-WebSocket-Version: 14\r\n"), {426}},
+      {"no version", upgrade_request({}, "GET", key, ""), {400, 426}},
+      {"no Connection upgrade", upgrade_request({}, "GET", key, "Sec-WebSocket-Version: 13\r\n",
+                                                "Connection: keep-alive\r\n"),
+       {400}},
+      {"Upgrade not websocket", upgrade_request({}, "GET", key, "Sec-WebSocket-Version: 13\r\n",
+                                                "Connection: Upgrade\r\n", "Upgrade: h2c\r\n"),
+       {400}},
+      {"HTTP/1.0", upgrade_request({}, "GET", key, "Sec-WebSocket-Version: 13\r\n", "Connection: Upgrade\r\n",
+                                   "Upgrade: websocket\r\n", "HTTP/1.0"),
+       {400}},
+      {"HEAD", upgrade_request({}, "HEAD"), {400, 404, 405}},
+      {"POST with a body", upgrade_request("Content-Length: 5\r\n", "POST") + "hello", {400, 404, 405}},
+  };
+  ws_server s;
+  s.run([&](std::uint16_t port) {
+    for (const auto& c : cases) {
+      SCOPED_TRACE(c.name);
+      int fd = tcp_connect(port);
+      send_all(fd, c.request);
+      auto head = read_head(fd);
+      const int st = status_of(head);
+      bool ok = false;
+      for (int want : c.statuses) ok = ok || st == want;
+      EXPECT_TRUE(ok) << c.name << ": got " << head;
+      if (st == 426) {
+        EXPECT_TRUE(head_has(head, "Sec-WebSocket-Version: 13")) << head;
+      }
+      ::close(fd);
+    }
+  });
+  EXPECT_EQ(s.messages, 0);
+}
+
+TEST(WebSocketAttackHandshake, DuplicateKeyIsRefused) {
+  // RFC 6455 section 11.3.1: "The |Sec-WebSocket-Key| header field MUST NOT appear more
+  // than once in an HTTP request." (section 4.2.1 item 5: the request has one key), and
+  // docs/websocket.md: a Sec-WebSocket-Key that is not 16 bytes in base64 gets 400.
+  // Two keys: which one is the handshake about? The server must refuse.
+  ws_server s;
+  s.run([&](std::uint16_t port) {
+    for (const char* second : {"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n",
+                               "Sec-WebSocket-Key: AAAAAAAAAAAAAAAAAAAAAA==\r\n"}) {
+      int fd = tcp_connect(port);
+      send_all(fd, upgrade_request(second));
+      auto head = read_head(fd);
+      EXPECT_EQ(status_of(head), 400) << head;
+      ::close(fd);
+    }
+  });
+}
+
+TEST(WebSocketAttackHandshake, GetWithBodyIsNotUpgraded) {
+  // A GET upgrade carrying a body: the body bytes must not be taken as WebSocket frames.
+  // Either the upgrade is refused or the body is consumed as HTTP; an echo of a frame
+  // hidden in the body would mean HTTP body bytes were parsed as WebSocket data.
+  ws_server s;
+  s.run([&](std::uint16_t port) {
+    int fd = tcp_connect(port);
+    const std::string hidden = make_frame(1, "smuggled");
+    send_all(fd, upgrade_request("Content-Length: " + std::to_string(hidden.size()) + "\r\n") + hidden);
+    auto head = read_head(fd);
+    if (status_of(head) == 101) {
+      send_all(fd, make_frame(1, "after"));
+      auto f = read_frame(fd);
+      ASSERT_TRUE(f);
+      EXPECT_EQ(f->payload, "after") << "a frame from the HTTP body of the upgrade request was taken as WebSocket";
+    }
+    ::close(fd);
+  });
+}
+
+TEST(WebSocketAttackHandshake, OriginAndSubprotocol) {
+  ws_server s;
+  s.opts.subprotocols = {"chat.v2", "chat"};
+  s.opts.check_origin = [](std::string_view o) { return o == "https://good.example"; };
+  s.run([&](std::uint16_t port) {
+    {
+      int fd = tcp_connect(port);
+      send_all(fd, upgrade_request("Origin: https://evil.example\r\nSec-WebSocket-Protocol: chat\r\n"));
+      EXPECT_EQ(status_of(read_head(fd)), 403);
+      ::close(fd);
+    }
+    {
+      int fd = tcp_connect(port);
+      send_all(fd, upgrade_request("Origin: https://good.example\r\nSec-WebSocket-Protocol: x, chat , chat.v2\r\n"));
+      auto head = read_head(fd);
+      EXPECT_EQ(status_of(head), 101) << head;
+      EXPECT_TRUE(head_has(head, "Sec-WebSocket-Protocol: chat.v2\r\n")) << head;
+      ::close(fd);
+    }
+    {
+      // No Origin (non-browser client): "" is passed, refused by this check.
+      int fd = tcp_connect(port);
+      send_all(fd, upgrade_request("Sec-WebSocket-Protocol: nope\r\n"));
+      EXPECT_EQ(status_of(read_head(fd)), 403);
+      ::close(fd);
+    }
+  });
+}
+
+TEST(WebSocketAttackHandshake, PipelinedFramesAfterTheRequest) {
+  ws_server s;
+  s.run([&](std::uint16_t port) {
+    std::string frames = make_frame(1, "one") + make_frame(2, "two") + make_frame(9, "p");
+    int fd = open_ws(port, frames);
+    ASSERT_GE(fd, 0);
+    auto a = read_frame(fd);
+    auto b = read_frame(fd);
+    auto c = read_frame(fd);
+    ASSERT_TRUE(a && b && c);
+    // The pong may come first (answered before the echo of "two" is sent) or after.
+    std::vector<frame_in> fs = {*a, *b, *c};
+    int texts = 0, bins = 0, pongs = 0;
+    for (auto& f : fs) {
+      if (f.opcode == 1 && f.payload == "one") ++texts;
+      if (f.opcode == 2 && f.payload == "two") ++bins;
+      if (f.opcode == 10 && f.payload == "p") ++pongs;
+    }
+    EXPECT_EQ(texts, 1);
+    EXPECT_EQ(bins, 1);
+    EXPECT_EQ(pongs, 1);
+    ::close(fd);
+  });
+}
+
+// ---------------------------------------------------------------------------------------
+// Frames: each case on a fresh connection after the upgrade.
+
+struct frame_case {
+  std::string name;
+  std::string bytes;            // sent after the upgrade
+  std::vector<int> close_codes;  // acceptable close codes from the server; empty: an echo is expected
+  std::vector<frame_in> replies;  // expected replies before anything else (when no close expected)
+  std::error_code receive_error{};  // expected end of the session's receive (when a close is expected)
+};
+
+std::string repeat(char c, std::size_t n) { return std::string(n, c); }
+
+frame_in reply(int op, std::string payload) {
+  frame_in f;
+  f.opcode = op;
+  f.fin = true;
+  f.payload = std::move(payload);
+  return f;
+}
+
+std::vector<frame_case> frame_cases() {
+  using E = http::websocket_errc;
+  std::vector<frame_case> v;
+  auto bad = [&](std::string n, std::string b, std::vector<int> codes, std::error_code e) {
+    v.push_back({n, std::move(b), std::move(codes), {}, e});
+  };
+  auto good = [&](std::string n, std::string b, std::vector<frame_in> r) { v.push_back({n, std::move(b), {}, std::move(r)}); };
+  const auto pe = make_error_code(E::protocol_error);
+  const auto iu = make_error_code(E::invalid_utf8);
+  const auto tb = make_error_code(E::message_too_big);
+  bad("unmasked", make_frame(1, "x", true, false), {1002}, pe);
+  bad("rsv1", make_frame(1, "x", true, true, 4), {1002}, pe);
+  bad("rsv3", make_frame(2, "x", true, true, 1), {1002}, pe);
+  bad("opcode 3", make_frame(3, "x"), {1002}, pe);
+  bad("opcode 11", make_frame(11, "x"), {1002}, pe);
+  bad("ping of 126", make_frame(9, repeat('p', 126)), {1002}, pe);
+  bad("fragmented ping", make_frame(9, "a", false), {1002}, pe);
+  bad("continuation without start", make_frame(0, "x"), {1002}, pe);
+  bad("text inside fragmented", make_frame(1, "a", false) + make_frame(1, "b"), {1002}, pe);
+  bad("binary inside fragmented text", make_frame(1, "a", false) + make_frame(2, "b"), {1002}, pe);
+  bad("close of 1 byte", make_frame(8, "\x03"), {1002}, pe);
+  for (int code : {0, 999, 1004, 1005, 1006, 1015, 1016, 1100, 2000, 2999, 5000, 65535}) {
+    bad("close code " + std::to_string(code), make_frame(8, close_payload(code)), {1002}, pe);
+  }
+  bad("close reason not UTF-8", make_frame(8, close_payload(1000, "\xc3\x28")), {1007}, iu);
+  bad("overlong slash", make_frame(1, "\xc0\xaf"), {1007}, iu);
+  bad("overlong 3-byte", make_frame(1, "\xe0\x80\xaf"), {1007}, iu);
+  bad("surrogate", make_frame(1, "a\xed\xa0\x80z"), {1007}, iu);
+  bad("above U+10FFFF", make_frame(1, "\xf4\x90\x80\x80"), {1007}, iu);
+  bad("0xFF byte", make_frame(1, "\xff"), {1007}, iu);
+  bad("truncated at the end", make_frame(1, "\xe2\x82"), {1007}, iu);
+  bad("truncated at the end of fragments", make_frame(1, "a\xe2", false) + make_frame(0, "\x82"), {1007}, iu);
+  bad("bad in a later fragment", make_frame(1, "ok", false) + make_frame(0, "\xc0\xaf", false), {1007}, iu);
+  bad("64-bit length, top bit set", make_frame(2, "", true, true, 0, 127, 0x8000000000000001ull), {1002, 1009},
+      {});
+  bad("frame one over max_frame_bytes", make_frame(2, repeat('f', 1025)), {1009}, tb);
+  bad("message one over max_message_bytes",
+      make_frame(2, repeat('m', 1024), false) + make_frame(0, repeat('m', 1024), false) + make_frame(0, "m"), {1009},
+      tb);
+  good("frame at max_frame_bytes", make_frame(2, repeat('f', 1024)), {reply(2, repeat('f', 1024))});
+  good("message at max_message_bytes", make_frame(2, repeat('m', 1024), false) + make_frame(0, repeat('m', 1024)),
+       {reply(2, repeat('m', 2048))});
+  good("length 125/126 boundaries", make_frame(2, repeat('a', 125)) + make_frame(2, repeat('b', 126)),
+       {reply(2, repeat('a', 125)), reply(2, repeat('b', 126))});
+  // Non-minimal length encodings (RFC 6455 5.2: a sender MUST use the minimal one); a
+  // lenient receiver may take them: the frame must then be read with its real length.
+  good("ping of 5 in 126-form length", make_frame(9, "hello", true, true, 0, 126) + make_frame(1, "n"),
+       {reply(10, "hello"), reply(1, "n")});
+  good("text of 5 in 127-form length", make_frame(1, "hello", true, true, 0, 127) + make_frame(1, "n"),
+       {reply(1, "hello"), reply(1, "n")});
+  good("ping of 125", make_frame(9, repeat('p', 125)), {reply(10, repeat('p', 125))});
+  good("empty text", make_frame(1, ""), {reply(1, "")});
+  good("euro split across fragments",
+       make_frame(1, "\xe2", false) + make_frame(0, "\x82", false) + make_frame(0, "\xac"), {reply(1, "\xe2\x82\xac")});
+  good("4-byte char split", make_frame(1, "x\xf0\x9f", false) + make_frame(0, "\x98\x80"),
+       {reply(1, "x\xf0\x9f\x98\x80")});
+  good("ping inside a fragmented message",
+       make_frame(1, "ab", false) + make_frame(9, "mid") + make_frame(0, "cd"), {reply(10, "mid"), reply(1, "abcd")});
+  good("empty fragments", make_frame(2, "", false) + make_frame(0, "", false) + make_frame(0, "z"), {reply(2, "z")});
+  good("unsolicited pong ignored", make_frame(10, "x") + make_frame(1, "t"), {reply(1, "t")});
+  good("non-BMP and U+FFFF text", make_frame(1, "\xef\xbf\xbf\xf4\x8f\xbf\xbf"),
+       {reply(1, "\xef\xbf\xbf\xf4\x8f\xbf\xbf")});
+  return v;
+}
+
+class WebSocketAttackFrames : public ::testing::TestWithParam<frame_case> {};
+
+TEST_P(WebSocketAttackFrames, ServerAnswersPerRfc) {
+  const frame_case& c = GetParam();
+  ws_server s;
+  s.opts.options.max_frame_bytes = 1024;
+  s.opts.options.max_message_bytes = 2048;
+  s.run([&](std::uint16_t port) {
+    int fd = open_ws(port);
+    ASSERT_GE(fd, 0);
+    send_all(fd, c.bytes);
+    if (!c.close_codes.empty()) {
+      const int code = read_close_code(fd);
+      bool ok = false;
+      for (int want : c.close_codes) ok = ok || code == want;
+      EXPECT_TRUE(ok) << "close code " << code;
+      EXPECT_TRUE(reaches_eof(fd)) << "the server must end the connection after its close frame";
+    } else {
+      for (const auto& want : c.replies) {
+        auto f = read_frame(fd);
+        ASSERT_TRUE(f) << "connection ended instead of a reply";
+        EXPECT_EQ(f->opcode, want.opcode);
+        EXPECT_TRUE(f->fin);
+        EXPECT_FALSE(f->masked);
+        EXPECT_EQ(f->rsv, 0);
+        EXPECT_EQ(f->payload, want.payload);
+      }
+      send_all(fd, make_frame(8, close_payload(1000)));
+      EXPECT_EQ(read_close_code(fd), 1000);
+      EXPECT_TRUE(reaches_eof(fd));
+    }
+    ::close(fd);
+    for (int i = 0; i < 2000 && s.sessions_ended.load() == 0; ++i) std::this_thread::sleep_for(5ms);
+  });
+  EXPECT_EQ(s.sessions_ended.load(), 1);
+  if (!c.close_codes.empty()) {
+    if (c.receive_error) {
+      EXPECT_EQ(s.end_error, c.receive_error) << s.end_error.message();
+    }
+    EXPECT_NE(s.end_close_code, 0);
+  } else {
+    EXPECT_EQ(s.end_error, make_error_code(http::websocket_errc::closed)) << s.end_error.message();
+    EXPECT_EQ(s.end_close_code, 1000);
+  }
+}
+
+std::string case_name(const ::testing::TestParamInfo<frame_case>& i) {
+  std::string n;
+  for (char ch : i.param.name) n.push_back(std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_');
+  return n;
+}
+
+INSTANTIATE_TEST_SUITE_P(All, WebSocketAttackFrames, ::testing::ValuesIn(frame_cases()), case_name);
+
+// ---------------------------------------------------------------------------------------
+// Close handshakes.
+
+TEST(WebSocketAttackClose, ValidAppCodesAreEchoed) {
+  for (int code : {1000, 1001, 1003, 1007, 1011, 1012, 1013, 1014, 3000, 4999}) {
+    SCOPED_TRACE(code);
+    ws_server s;
+    s.run([&](std::uint16_t port) {
+      int fd = open_ws(port);
+      ASSERT_GE(fd, 0);
+      send_all(fd, make_frame(8, close_payload(code, "r\xc3\xa9")));
+      EXPECT_EQ(read_close_code(fd), code);
+      EXPECT_TRUE(reaches_eof(fd));
+      ::close(fd);
+      for (int i = 0; i < 2000 && s.sessions_ended.load() == 0; ++i) std::this_thread::sleep_for(5ms);
+    });
+    EXPECT_EQ(s.end_error, make_error_code(http::websocket_errc::closed));
+    EXPECT_EQ(s.end_close_code, code);
+  }
+}
+
+TEST(WebSocketAttackClose, FramesAfterThePeersCloseAreIgnored) {
+  ws_server s;
+  s.run([&](std::uint16_t port) {
+    int fd = open_ws(port);
+    ASSERT_GE(fd, 0);
+    send_all(fd, make_frame(8, close_payload(1000)) + make_frame(1, "late") + make_frame(9, "late-ping"));
+    auto f = read_frame(fd);
+    ASSERT_TRUE(f);
+    EXPECT_EQ(f->opcode, 8) << "got opcode " << f->opcode << " payload " << f->payload;
+    EXPECT_TRUE(reaches_eof(fd));
+    ::close(fd);
+    for (int i = 0; i < 2000 && s.sessions_ended.load() == 0; ++i) std::this_thread::sleep_for(5ms);
+  });
+  EXPECT_EQ(s.messages, 0);
+  EXPECT_EQ(s.end_error, make_error_code(http::websocket_errc::closed));
+}
+
+TEST(WebSocketAttackClose, BothSidesCloseAtOnce) {
+  // The peer's close is already buffered when the session calls close(): close() must
+  // complete with the peer's frame (not wait for close_timeout) and succeed.
+  ws_server s;
+  std::chrono::steady_clock::duration took{};
+  result<void> closed = unexpected(std::errc::io_error);
+  s.opts.options.close_timeout = 10s;
+  s.session = [&](http::websocket& ws) -> task<void> {
+    (void)co_await sleep_for(100ms);  // the peer's close frame arrives meanwhile
+    auto t0 = std::chrono::steady_clock::now();
+    closed = co_await ws.close(3001, "bye");
+    took = std::chrono::steady_clock::now() - t0;
+  };
+  s.run([&](std::uint16_t port) {
+    int fd = open_ws(port, make_frame(8, close_payload(3002, "me too")));
+    ASSERT_GE(fd, 0);
+    const int code = read_close_code(fd);
+    EXPECT_TRUE(code == 3001 || code == 3002) << code;
+    EXPECT_TRUE(reaches_eof(fd));
+    ::close(fd);
+    for (int i = 0; i < 4000 && s.sessions_ended.load() == 0; ++i) std::this_thread::sleep_for(5ms);
+  });
+  EXPECT_TRUE(closed) << closed.error().message();
+  EXPECT_LT(took, 5s) << "close() waited for close_timeout although the peer's close had arrived";
+}
+
+// ---------------------------------------------------------------------------------------
+// Cancellation of receive at every point of a frame, then receiving on.
+
+TEST(WebSocketAttackCancel, StoppedReceivesLoseNothing) {
+  ws_server s;
+  std::vector<std::string> got;
+  int timeouts = 0;
+  std::error_code end;
+  s.session = [&](http::websocket& ws) -> task<void> {
+    for (;;) {
+      auto m = co_await with_timeout(ws.receive(), 7ms);
+      if (!m) {
+        if (m.error() == std::errc::timed_out || m.error() == std::errc::operation_canceled) {
+          ++timeouts;
+          continue;
+        }
+        end = m.error();
+        co_return;
+      }
+      got.emplace_back(m->data);
+      auto sent = co_await ws.send_text(m->data);
+      if (!sent) co_return;
+    }
+  };
+  s.run([&](std::uint16_t port) {
+    int fd = open_ws(port);
+    ASSERT_GE(fd, 0);
+    // A 200-byte message in 2 fragments, with a ping between them, 16-bit lengths: sent
+    // a byte or a few at a time with pauses, so the receive is stopped mid-header,
+    // mid-mask, mid-payload, between fragments and mid-control-frame.
+    std::string a = repeat('a', 130) + "\xe2";
+    std::string b = "\x82\xac" + repeat('b', 67);
+    std::string bytes = make_frame(1, a, false) + make_frame(9, "pp") + make_frame(0, b);
+    for (std::size_t i = 0; i < bytes.size();) {
+      const std::size_t n = i < 12 ? 1 : 29;
+      send_all(fd, std::string_view(bytes).substr(i, n));
+      i += n;
+      std::this_thread::sleep_for(12ms);
+    }
+    auto p = read_frame(fd);
+    ASSERT_TRUE(p);
+    EXPECT_EQ(p->opcode, 10);
+    EXPECT_EQ(p->payload, "pp");
+    auto e = read_frame(fd);
+    ASSERT_TRUE(e);
+    EXPECT_EQ(e->opcode, 1);
+    EXPECT_EQ(e->payload, a + b);
+    send_all(fd, make_frame(8, close_payload(1000)));
+    EXPECT_EQ(read_close_code(fd), 1000);
+    ::close(fd);
+    for (int i = 0; i < 2000 && s.sessions_ended.load() == 0; ++i) std::this_thread::sleep_for(5ms);
+  });
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_GT(timeouts, 3);
+  EXPECT_EQ(end, make_error_code(http::websocket_errc::closed)) << end.message();
+}
+
+// ---------------------------------------------------------------------------------------
+// Concurrent senders while the peer pings hard: frames never interleave.
+
+void concurrent_senders(std::size_t max_send_frame_bytes) {
+  ws_server s;
+  s.opts.options.max_send_frame_bytes = max_send_frame_bytes;
+  constexpr int senders = 4, per_sender = 30, pings = 300;
+  std::error_code send_err;
+  s.session = [&](http::websocket& ws) -> task<void> {
+    scope sc;
+    for (int k = 0; k < senders; ++k) {
+      sc.spawn([](http::websocket& w, int id, std::error_code& err) -> task<void> {
+        for (int i = 0; i < per_sender; ++i) {
+          std::string m(1000 + static_cast<std::size_t>(id * 7919 + i * 1237) % 30000, static_cast<char>('A' + id));
+          auto r = co_await w.send_binary(m);
+          if (!r) {
+            err = r.error();
+            co_return;
+          }
+        }
+      }(ws, k, send_err));
+    }
+    for (;;) {
+      auto m = co_await ws.receive();
+      if (!m) break;
+    }
+    co_await sc.join();
+  };
+  s.run([&](std::uint16_t port) {
+    int fd = open_ws(port);
+    ASSERT_GE(fd, 0);
+    std::thread pinger([&] {
+      for (int i = 0; i < pings; ++i) send_all(fd, make_frame(9, "ping" + std::to_string(i)));
+    });
+    int messages = 0, pongs = 0;
+    bool in_message = false;
+    char msg_char = 0;
+    std::size_t msg_len = 0;
+    bool bad = false;
+    while (!bad && (messages < senders * per_sender || pongs < pings)) {
+      auto f = read_frame(fd);
+      if (!f) {
+        ADD_FAILURE() << "connection ended after " << messages << " messages, " << pongs << " pongs";
+        break;
+      }
+      if (f->masked || f->rsv != 0) bad = true;
+      if (f->opcode == 10) {
+        if (f->payload != "ping" + std::to_string(pongs)) {
+          ADD_FAILURE() << "pong " << pongs << " has payload " << f->payload;
+          bad = true;
+        }
+        ++pongs;
+        continue;
+      }
+      if (f->opcode == 2) {
+        if (in_message) {
+          ADD_FAILURE() << "a new message began inside a fragmented one";
+          bad = true;
+        }
+        in_message = true;
+        msg_char = f->payload.empty() ? 0 : f->payload[0];
+        msg_len = 0;
+      } else if (f->opcode == 0) {
+        if (!in_message) {
+          ADD_FAILURE() << "continuation outside a message";
+          bad = true;
+        }
+      } else {
+        ADD_FAILURE() << "unexpected opcode " << f->opcode;
+        bad = true;
+      }
+      for (char ch : f->payload) {
+        if (ch != msg_char) {
+          ADD_FAILURE() << "bytes of two messages mixed in one frame";
+          bad = true;
+          break;
+        }
+      }
+      if (max_send_frame_bytes != 0 && f->payload.size() > max_send_frame_bytes) {
+        ADD_FAILURE() << "frame of " << f->payload.size() << " bytes";
+      }
+      msg_len += f->payload.size();
+      if (f->fin) {
+        in_message = false;
+        ++messages;
+        EXPECT_GE(msg_len, 1000u);
+      }
+    }
+    pinger.join();
+    send_all(fd, make_frame(8, close_payload(1000)));
+    read_close_code(fd);
+    ::close(fd);
+    for (int i = 0; i < 4000 && s.sessions_ended.load() == 0; ++i) std::this_thread::sleep_for(5ms);
+  });
+  EXPECT_FALSE(send_err) << send_err.message();
+}
+
+TEST(WebSocketAttackConcurrency, SendersAndPongsOneFrameEach) { concurrent_senders(0); }
+TEST(WebSocketAttackConcurrency, SendersAndPongsFragmented) { concurrent_senders(4096); }
+
+// ---------------------------------------------------------------------------------------
+// Stalled and broken peers.
+
+TEST(WebSocketAttackStall, SendTimeoutFiresOnAPeerThatStopsReading) {
+  ws_server s;
+  s.opts.options.send_timeout = 300ms;
+  std::atomic<bool> session_done{false};
+  std::error_code first, second;
+  int sent = 0;
+  s.session = [&](http::websocket& ws) -> task<void> {
+    const std::string big(256 * 1024, 'x');
+    for (int i = 0; i < 2000; ++i) {
+      auto r = co_await ws.send_binary(big);
+      if (!r) {
+        first = r.error();
+        break;
+      }
+      ++sent;
+    }
+    auto again = co_await ws.send_text("more");
+    if (!again) second = again.error();
+    session_done = true;
+  };
+  s.run([&](std::uint16_t port) {
+    int fd = open_ws(port);
+    ASSERT_GE(fd, 0);
+    for (int i = 0; i < 6000 && !session_done.load(); ++i) std::this_thread::sleep_for(10ms);
+    EXPECT_TRUE(session_done.load());
+    ::close(fd);
+  });
+  EXPECT_EQ(first, std::errc::timed_out) << first.message() << " after " << sent << " messages";
+  EXPECT_LT(sent, 2000);
+  EXPECT_EQ(second, std::errc::broken_pipe) << second.message();
+}
+
+TEST(WebSocketAttackStall, KeepAlivePingTimeout) {
+  ws_server s;
+  s.opts.options.ping_interval = 100ms;
+  s.opts.options.ping_timeout = 300ms;
+  s.run([&](std::uint16_t port) {
+    int fd = open_ws(port);
+    ASSERT_GE(fd, 0);
+    int pings = 0;
+    for (;;) {
+      auto f = read_frame(fd);
+      if (!f) break;
+      if (f->opcode == 9) ++pings;  // never answered
+    }
+    EXPECT_GE(pings, 1);
+    ::close(fd);
+    for (int i = 0; i < 2000 && s.sessions_ended.load() == 0; ++i) std::this_thread::sleep_for(5ms);
+  });
+  EXPECT_EQ(s.end_error, make_error_code(http::websocket_errc::ping_timeout)) << s.end_error.message();
+}
+
+TEST(WebSocketAttackStall, KeepAliveSurvivesAPeerThatAnswers) {
+  ws_server s;
+  s.opts.options.ping_interval = 50ms;
+  s.opts.options.ping_timeout = 3s;
+  s.run([&](std::uint16_t port) {
+    int fd = open_ws(port);
+    ASSERT_GE(fd, 0);
+    int pings = 0;
+    while (pings < 10) {
+      auto f = read_frame(fd);
+      ASSERT_TRUE(f);
+      if (f->opcode == 9) {
+        ++pings;
+        send_all(fd, make_frame(10, f->payload));
+      }
+    }
+    send_all(fd, make_frame(8, close_payload(1000)));
+    EXPECT_EQ(read_close_code(fd), 1000);
+    ::close(fd);
+    for (int i = 0; i < 2000 && s.sessions_ended.load() == 0; ++i) std::this_thread::sleep_for(5ms);
+  });
+  EXPECT_EQ(s.end_error, make_error_code(http::websocket_errc::closed)) << s.end_error.message();
+}
+
+TEST(WebSocketAttackStall, ResetPeerMidFrame) {
+  const std::size_t fds_before = ringio_test::open_fd_count();
+  {
+    ws_server s;
+    s.run([&](std::uint16_t port) {
+      int fd = open_ws(port);
+      ASSERT_GE(fd, 0);
+      std::string f = make_frame(2, repeat('r', 5000));
+      send_all(fd, std::string_view(f).substr(0, 2000));
+      std::this_thread::sleep_for(50ms);
+      linger lg{1, 0};
+      ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+      ::close(fd);
+      for (int i = 0; i < 2000 && s.sessions_ended.load() == 0; ++i) std::this_thread::sleep_for(5ms);
+      EXPECT_EQ(s.sessions_ended.load(), 1) << "session still running after the reset";
+    });
+    EXPECT_TRUE(s.end_error == std::errc::connection_reset ||
+                s.end_error == make_error_code(http::websocket_errc::connection_lost))
+        << s.end_error.message();
+    EXPECT_EQ(s.end_close_code, 1006);
+  }
+  EXPECT_EQ(ringio_test::open_fd_count(), fds_before);
+}
+
+TEST(WebSocketAttackStall, HalfCloseMidFrameIsConnectionLost) {
+  ws_server s;
+  s.run([&](std::uint16_t port) {
+    int fd = open_ws(port);
+    ASSERT_GE(fd, 0);
+    std::string f = make_frame(1, "hello world");
+    send_all(fd, std::string_view(f).substr(0, 5));
+    ::shutdown(fd, SHUT_WR);
+    EXPECT_TRUE(reaches_eof(fd));
+    ::close(fd);
+    for (int i = 0; i < 2000 && s.sessions_ended.load() == 0; ++i) std::this_thread::sleep_for(5ms);
+  });
+  EXPECT_EQ(s.end_error, make_error_code(http::websocket_errc::connection_lost)) << s.end_error.message();
+  EXPECT_EQ(s.end_close_code, 1006);
+}
+
+// ---------------------------------------------------------------------------------------
+// Drain with many websockets open: each gets 1001, nothing leaks.
+
+TEST(WebSocketAttackDrain, ManyOpenWebsocketsGet1001) {
+  const std::size_t fds_before = ringio_test::open_fd_count();
+  constexpr int n = 24;
+  {
+    ws_server s;
+    s.run([&](std::uint16_t port) {
+      std::vector<int> fds;
+      for (int i = 0; i < n; ++i) {
+        int fd = open_ws(port);
+        ASSERT_GE(fd, 0);
+        fds.push_back(fd);
+      }
+      // Half of them are in the middle of a frame when the drain comes.
+      const std::string partial = make_frame(1, "partial");
+      for (int i = 0; i < n; i += 2) send_all(fds[static_cast<std::size_t>(i)], partial.substr(0, 4));
+      std::this_thread::sleep_for(50ms);
+      s.stop_now = true;
+      int got1001 = 0;
+      for (std::size_t i = 0; i < fds.size(); ++i) {
+        const int fd = fds[i];
+        const int code = read_close_code(fd);
+        if (code == 1001) ++got1001;
+        if (i % 2 == 0) send_all(fd, partial.substr(4));  // the frame ends before our close
+        send_all(fd, make_frame(8, close_payload(1001)));
+        EXPECT_TRUE(reaches_eof(fd));
+        ::close(fd);
+      }
+      EXPECT_EQ(got1001, n);
+    });
+    EXPECT_EQ(s.sessions_ended.load(), n);
+  }
+  EXPECT_EQ(ringio_test::open_fd_count(), fds_before);
+}
+
+TEST(WebSocketAttackDrain, DrainWithPeersThatNeverAnswerTheClose) {
+  // Peers that neither read nor answer: the drain must still end (close_timeout bounds it).
+  const std::size_t fds_before = ringio_test::open_fd_count();
+  {
+    ws_server s;
+    s.opts.options.close_timeout = 300ms;
+    std::vector<int> fds;
+    auto t0 = std::chrono::steady_clock::now();
+    s.run([&](std::uint16_t port) {
+      for (int i = 0; i < 8; ++i) {
+        int fd = open_ws(port);
+        ASSERT_GE(fd, 0);
+        fds.push_back(fd);
+      }
+      t0 = std::chrono::steady_clock::now();
+      s.stop_now = true;
+    });
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 20s);
+    for (int fd : fds) ::close(fd);
+  }
+  EXPECT_EQ(ringio_test::open_fd_count(), fds_before);
+}
+
+// ---------------------------------------------------------------------------------------
+// The client against raw servers.
+
+std::string accept_of(std::string_view key) {
+  std::string k(key);
+  k += "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
+  unsigned char d[SHA_DIGEST_LENGTH];
+  SHA1(reinterpret_cast<const unsigned char*>(k.data()), k.size(), d);
+  unsigned char out[64];
+  const int n = EVP_EncodeBlock(out, d, SHA_DIGEST_LENGTH);
+  return std::string(reinterpret_cast<char*>(out), static_cast<std::size_t>(n));
+}
+
+std::string request_key(const std::string& head) {
+  std::string lower = head;
+  for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  auto p = lower.find("sec-websocket-key:");
+  if (p == std::string::npos) return {};
+  p += 18;
+  while (head[p] == ' ') ++p;
+  auto e = head.find("\r\n", p);
+  return head.substr(p, e - p);
+}
+
+// A raw server for one connection, in a thread; `serve(fd, key)` runs after the request.
+struct raw_server {
+  int lfd = -1;
+  std::uint16_t port = 0;
+  std::thread t;
+  explicit raw_server(std::function<void(int fd, const std::string& head)> serve) {
+    lfd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    ::listen(lfd, 8);
+    socklen_t len = sizeof a;
+    ::getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &len);
+    port = ntohs(a.sin_port);
+    t = std::thread([this, serve = std::move(serve)] {
+      int fd = ::accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC);
+      if (fd < 0) return;
+      timeval tv{20, 0};
+      ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+      ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+      serve(fd, read_head(fd));
+      ::close(fd);
+    });
+  }
+  ~raw_server() {
+    ::shutdown(lfd, SHUT_RDWR);
+    t.join();
+    ::close(lfd);
+  }
+  std::string url() const { return "ws://127.0.0.1:" + std::to_string(port) + "/ws"; }
+};
+
+std::string ok_101(const std::string& head, std::string_view extra = {}) {
+  return "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: " +
+         accept_of(request_key(head)) + "\r\n" + std::string(extra) + "\r\n";
+}
+
+std::string server_frame(int op, std::string_view payload, bool fin = true) { return make_frame(op, payload, fin, false); }
+
+template <class F>
+void client_run(F body) {
+  io_context ctx;
+  sync_wait(ctx, [&]() -> task<void> {
+    http::client c;
+    co_await body(c);
+  }());
+}
+
+TEST(WebSocketAttackClient, MasksEveryFrameAndGetsFramesSentWithThe101) {
+  std::vector<frame_in> seen;
+  std::string req_head;
+  raw_server srv([&](int fd, const std::string& head) {
+    req_head = head;
+    send_all(fd, ok_101(head) + server_frame(1, "early") + server_frame(2, "x", false) + server_frame(0, "y"));
+    for (;;) {
+      auto f = read_frame(fd);
+      if (!f) break;
+      seen.push_back(*f);
+      if (f->opcode == 8) {
+        send_all(fd, server_frame(8, close_payload(1000)));
+        ::shutdown(fd, SHUT_WR);
+        reaches_eof(fd);
+        break;
+      }
+    }
+  });
+  std::string a, b;
+  result<void> closed = unexpected(std::errc::io_error);
+  client_run([&](http::client& c) -> task<void> {
+    auto ws = co_await c.connect_websocket(srv.url());
+    if (!ws) {
+      ADD_FAILURE() << ws.error().message();
+      co_return;
+    }
+    auto m1 = co_await ws->receive();
+    if (m1) a = std::string(m1->data);
+    auto m2 = co_await ws->receive();
+    if (m2) b = std::string(m2->data);
+    (void)co_await ws->send_text("hello");
+    (void)co_await ws->send_binary(std::string(70000, 'z'));
+    (void)co_await ws->ping("pp");
+    closed = co_await ws->close(1000, "bye");
+  });
+  EXPECT_TRUE(head_has(req_head, "Sec-WebSocket-Version: 13")) << req_head;
+  EXPECT_EQ(request_key(req_head).size(), 24u);
+  EXPECT_EQ(a, "early");
+  EXPECT_EQ(b, "xy");
+  ASSERT_EQ(seen.size(), 4u);
+  for (auto& f : seen) {
+    EXPECT_TRUE(f.masked) << "opcode " << f.opcode;
+  }
+  EXPECT_EQ(seen[0].payload, "hello");
+  EXPECT_EQ(seen[1].payload.size(), 70000u);
+  EXPECT_EQ(seen[2].opcode, 9);
+  EXPECT_EQ(seen[3].close_code(), 1000);
+  EXPECT_TRUE(closed) << closed.error().message();
+}
+
+struct client_handshake_case {
+  const char* name;
+  std::function<std::string(const std::string& head)> answer;
+  http::websocket_errc want;
+};
+
+TEST(WebSocketAttackClient, BadHandshakesAreRefused) {
+  using E = http::websocket_errc;
+  const std::vector<client_handshake_case> cases = {
+      {"wrong accept",
+       [](const std::string&) {
+         return std::string("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                            "Sec-WebSocket-Accept: s3pPLMBiTxaQ9kN+hGZqr0sjGVM=\r\n\r\n");
+       },
+       E::bad_accept},
+      {"no accept",
+       [](const std::string&) {
+         return std::string("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n");
+       },
+       E::bad_accept},
+      {"200", [](const std::string&) { return std::string("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"); },
+       E::handshake_failed},
+      {"no Upgrade field",
+       [](const std::string& h) {
+         return "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: " +
+                accept_of(request_key(h)) + "\r\n\r\n";
+       },
+       E::handshake_failed},
+      {"no Connection field",
+       [](const std::string& h) {
+         return "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nSec-WebSocket-Accept: " +
+                accept_of(request_key(h)) + "\r\n\r\n";
+       },
+       E::handshake_failed},
+      {"subprotocol not offered", [](const std::string& h) { return ok_101(h, "Sec-WebSocket-Protocol: evil\r\n"); },
+       E::handshake_failed},
+      {"extension", [](const std::string& h) { return ok_101(h, "Sec-WebSocket-Extensions: permessage-deflate\r\n"); },
+       E::handshake_failed},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    raw_server srv([&](int fd, const std::string& head) {
+      send_all(fd, c.answer(head));
+      reaches_eof(fd);
+    });
+    std::error_code err;
+    client_run([&](http::client& cl) -> task<void> {
+      http::websocket_connect_options o;
+      o.subprotocols = {"chat"};
+      auto ws = co_await cl.connect_websocket(srv.url(), o);
+      if (ws) {
+        ADD_FAILURE() << "accepted";
+      } else {
+        err = ws.error();
+      }
+    });
+    EXPECT_EQ(err, make_error_code(c.want)) << err.message();
+  }
+}
+
+TEST(WebSocketAttackClient, MaskedFrameFromServerIs1002) {
+  int code = 0;
+  raw_server srv([&](int fd, const std::string& head) {
+    send_all(fd, ok_101(head) + make_frame(1, "masked", true, true));
+    code = read_close_code(fd);
+    reaches_eof(fd);
+  });
+  std::error_code err;
+  client_run([&](http::client& c) -> task<void> {
+    auto ws = co_await c.connect_websocket(srv.url());
+    if (!ws) {
+      ADD_FAILURE() << ws.error().message();
+      co_return;
+    }
+    auto m = co_await ws->receive();
+    if (!m) err = m.error();
+  });
+  EXPECT_EQ(err, make_error_code(http::websocket_errc::protocol_error)) << err.message();
+  EXPECT_EQ(code, 1002);
+}
+
+TEST(WebSocketAttackClient, ClientCloseAgainstAServerThatNeverAnswersIsBounded) {
+  raw_server srv([&](int fd, const std::string& head) {
+    send_all(fd, ok_101(head));
+    // Reads but never answers the close: the client's close_timeout must end it.
+    reaches_eof(fd);
+  });
+  result<void> closed;
+  std::chrono::steady_clock::duration took{};
+  client_run([&](http::client& c) -> task<void> {
+    http::websocket_connect_options o;
+    o.options.close_timeout = 300ms;
+    auto ws = co_await c.connect_websocket(srv.url(), o);
+    if (!ws) {
+      ADD_FAILURE() << ws.error().message();
+      co_return;
+    }
+    auto t0 = std::chrono::steady_clock::now();
+    closed = co_await ws->close();
+    took = std::chrono::steady_clock::now() - t0;
+  });
+  EXPECT_LT(took, 10s);
+}
+
+TEST(WebSocketAttackClient, DestroyedWhileReceiveAndSendAreStopped) {
+  // A receive and a send stopped by a scope, then the websocket destroyed: the peer sees
+  // the connection end, nothing leaks (ASan).
+  const std::size_t fds_before = ringio_test::open_fd_count();
+  bool peer_saw_end = false;
+  {
+    raw_server srv([&](int fd, const std::string& head) {
+      send_all(fd, ok_101(head));
+      // Never read: the client's big send stalls; wait for the end of the connection.
+      std::this_thread::sleep_for(300ms);
+      peer_saw_end = reaches_eof(fd);
+    });
+    client_run([&](http::client& c) -> task<void> {
+      auto ws = co_await c.connect_websocket(srv.url());
+      if (!ws) {
+        ADD_FAILURE() << ws.error().message();
+        co_return;
+      }
+      {
+        scope sc;
+        sc.spawn([](http::websocket& w) -> task<void> { (void)co_await w.receive(); }(*ws));
+        sc.spawn([](http::websocket& w) -> task<void> {
+          (void)co_await w.send_binary(std::string(32 * 1024 * 1024, 'q'));
+        }(*ws));
+        (void)co_await sleep_for(100ms);
+        sc.request_stop();
+        co_await sc.join();
+      }
+      auto r = co_await ws->send_text("after");
+      EXPECT_FALSE(r);
+      http::websocket gone = std::move(*ws);
+      EXPECT_FALSE(ws->valid());
+    });
+  }
+  EXPECT_TRUE(peer_saw_end);
+  EXPECT_EQ(ringio_test::open_fd_count(), fds_before);
+}
+
+
+// ---------------------------------------------------------------------------------------
+// The API's argument checks and states.
+
+TEST(WebSocketAttackApi, InvalidArgumentsSendNothing) {
+  ws_server s;
+  std::vector<std::error_code> errs;
+  std::error_code after_close_send, after_close_receive;
+  s.session = [&](http::websocket& ws) -> task<void> {
+    auto r1 = co_await ws.send_text("bad \xc0\xaf");
+    errs.push_back(r1 ? std::error_code{} : r1.error());
+    auto r2 = co_await ws.ping(std::string(126, 'p'));
+    errs.push_back(r2 ? std::error_code{} : r2.error());
+    for (std::uint16_t code : {0, 999, 1004, 1005, 1006, 1015, 1016, 2999, 5000}) {
+      auto r = co_await ws.close(code);
+      errs.push_back(r ? std::error_code{} : r.error());
+    }
+    auto r3 = co_await ws.close(1000, std::string(124, 'r'));
+    errs.push_back(r3 ? std::error_code{} : r3.error());
+    auto r4 = co_await ws.close(1000, "\xff");
+    errs.push_back(r4 ? std::error_code{} : r4.error());
+    auto ok = co_await ws.send_text("still open");
+    if (!ok) ADD_FAILURE() << "websocket broken by invalid arguments: " << ok.error().message();
+    auto c = co_await ws.close(4000, std::string(123, 'r'));
+    if (!c) ADD_FAILURE() << "close with a 123-byte reason: " << c.error().message();
+    auto a = co_await ws.send_text("x");
+    after_close_send = a ? std::error_code{} : a.error();
+    auto m = co_await ws.receive();
+    after_close_receive = m ? std::error_code{} : m.error();
+  };
+  s.run([&](std::uint16_t port) {
+    int fd = open_ws(port);
+    ASSERT_GE(fd, 0);
+    auto f = read_frame(fd);
+    ASSERT_TRUE(f);
+    EXPECT_EQ(f->opcode, 1);
+    EXPECT_EQ(f->payload, "still open") << "a frame of an invalid call went out";
+    auto c = read_frame(fd);
+    ASSERT_TRUE(c);
+    EXPECT_EQ(c->close_code(), 4000);
+    EXPECT_EQ(c->payload.size(), 125u);
+    send_all(fd, make_frame(8, close_payload(4000)));
+    EXPECT_TRUE(reaches_eof(fd));
+    ::close(fd);
+    for (int i = 0; i < 2000 && s.sessions_ended.load() == 0; ++i) std::this_thread::sleep_for(5ms);
+  });
+  ASSERT_EQ(errs.size(), 13u);
+  for (std::size_t i = 0; i < errs.size(); ++i) {
+    EXPECT_EQ(errs[i], std::errc::invalid_argument) << "call " << i << ": " << errs[i].message();
+  }
+  EXPECT_EQ(after_close_send, make_error_code(http::websocket_errc::closed)) << after_close_send.message();
+  EXPECT_EQ(after_close_receive, make_error_code(http::websocket_errc::closed)) << after_close_receive.message();
+}
+
+TEST(WebSocketAttackApi, SecondReceiveIsBusyAndCloseDuringReceive) {
+  ws_server s;
+  std::error_code second, first;
+  result<void> closed = unexpected(std::errc::io_error);
+  s.session = [&](http::websocket& ws) -> task<void> {
+    scope sc;
+    sc.spawn([](http::websocket& w, std::error_code& e) -> task<void> {
+      auto m = co_await w.receive();
+      e = m ? std::error_code{} : m.error();
+    }(ws, first));
+    (void)co_await sleep_for(20ms);
+    auto m2 = co_await ws.receive();
+    second = m2 ? std::error_code{} : m2.error();
+    closed = co_await ws.close(1000, "done");
+    co_await sc.join();
+  };
+  s.run([&](std::uint16_t port) {
+    int fd = open_ws(port);
+    ASSERT_GE(fd, 0);
+    EXPECT_EQ(read_close_code(fd), 1000);
+    send_all(fd, make_frame(8, close_payload(1000)));
+    EXPECT_TRUE(reaches_eof(fd));
+    ::close(fd);
+    for (int i = 0; i < 2000 && s.sessions_ended.load() == 0; ++i) std::this_thread::sleep_for(5ms);
+  });
+  EXPECT_EQ(second, make_error_code(http::websocket_errc::busy)) << second.message();
+  EXPECT_TRUE(closed) << closed.error().message();
+  EXPECT_EQ(first, make_error_code(http::websocket_errc::closed)) << first.message();
+}
+
+TEST(WebSocketAttackApi, SessionReturningLeavesA1000Close) {
+  ws_server s;
+  s.session = [&](http::websocket&) -> task<void> { co_return; };
+  s.run([&](std::uint16_t port) {
+    int fd = open_ws(port);
+    ASSERT_GE(fd, 0);
+    EXPECT_EQ(read_close_code(fd), 1000);
+    send_all(fd, make_frame(8, close_payload(1000)));
+    EXPECT_TRUE(reaches_eof(fd));
+    ::close(fd);
+  });
+}
+
+long rss_kib() {
+  FILE* f = std::fopen("/proc/self/status", "r");
+  if (!f) return 0;
+  char line[256];
+  long v = 0;
+  while (std::fgets(line, sizeof line, f))
+    if (std::strncmp(line, "VmRSS:", 6) == 0) v = std::atol(line + 6);
+  std::fclose(f);
+  return v;
+}
+
+TEST(WebSocketAttackStall, PingFloodFromAPeerThatNeverReads) {
+  // The peer sends pings as fast as it can and never reads the pongs: the server must not
+  // buffer pongs without bound; its receive must fail (a pong not taken within
+  // send_timeout) and the session end, while the peer's pings are still coming.
+  ws_server s;
+  s.opts.options.send_timeout = 300ms;
+  std::atomic<bool> stop_flood{false};
+  s.run([&](std::uint16_t port) {
+    int fd = open_ws(port);
+    ASSERT_GE(fd, 0);
+    timeval tv{0, 200000};
+    ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    const std::string ping = make_frame(9, std::string(125, 'p'));
+    std::string burst;
+    for (int i = 0; i < 64; ++i) burst += ping;
+    const auto t0 = std::chrono::steady_clock::now();
+    const long rss0 = rss_kib();
+    std::size_t sent_bytes = 0;
+    std::size_t off = 0;  // frames are never cut: a send timed out goes on where it stopped
+    while (s.sessions_ended.load() == 0 && std::chrono::steady_clock::now() - t0 < 10s) {
+      const auto n = ::send(fd, burst.data() + off, burst.size() - off, MSG_NOSIGNAL);
+      if (n > 0) {
+        off = (off + static_cast<std::size_t>(n)) % burst.size();
+        sent_bytes += static_cast<std::size_t>(n);
+      } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+        break;
+      }
+    }
+    if (off != 0) send_all(fd, std::string_view(burst).substr(off));
+    const long rss1 = rss_kib();
+    std::printf("flood: %zu bytes of pings taken in %lld ms, RSS %ld -> %ld KiB\n", sent_bytes,
+                static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                           std::chrono::steady_clock::now() - t0)
+                                           .count()),
+                rss0, rss1);
+    EXPECT_LT(rss1 - rss0, 256 * 1024) << "memory grew with the pongs never read";
+    stop_flood = true;
+    EXPECT_EQ(s.sessions_ended.load(), 1) << "the session still runs: send_timeout never fired for the pongs of a "
+                                             "peer that reads nothing (10 s, send_timeout 300 ms)";
+    if (s.sessions_ended.load() == 0) {
+      // What became of the pongs: read what the server has for us now.
+      const std::string last = make_frame(9, "last-ping") + make_frame(1, "probe");
+      send_all(fd, last);
+      int pongs = 0, last_pong = 0;
+      timeval rt{3, 0};
+      ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &rt, sizeof rt);
+      for (;;) {
+        auto f = read_frame(fd);
+        if (!f) break;
+        if (f->opcode == 10) ++pongs;
+        if (f->opcode == 10 && f->payload == "last-ping") ++last_pong;
+      }
+      for (int i = 0; i < 400 && s.sessions_ended.load() == 0; ++i) std::this_thread::sleep_for(5ms);
+      std::printf("after the flood: %d pongs came, %d for the last ping; a text then ended the session: %d (%s)\n",
+                  pongs, last_pong, s.sessions_ended.load(), s.end_error.message().c_str());
+    }
+    linger lg{1, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+    ::close(fd);
+  });
+  EXPECT_TRUE(s.end_error) << "receive ended without an error";
+}
+
+TEST(WebSocketAttackStall, LatestPingIsAnsweredAfterABacklog) {
+  // RFC 6455 5.5.2: "Upon receipt of a Ping frame, an endpoint MUST send a Pong frame in
+  // response"; 5.5.3 lets it answer only the most recently processed ping. A peer sends
+  // 40000 pings without reading for a while, then a last ping and a text: once it reads,
+  // it must get the pong of the last ping (and the echo).
+  ws_server s;
+  s.run([&](std::uint16_t port) {
+    int fd = open_ws(port);
+    ASSERT_GE(fd, 0);
+    std::thread sender([fd] {
+      std::string burst;
+      for (int i = 0; i < 400; ++i) burst += make_frame(9, "backlog-" + std::to_string(i) + std::string(100, '.'));
+      for (int k = 0; k < 100; ++k) send_all(fd, burst);
+      send_all(fd, make_frame(9, "last-ping") + make_frame(1, "end"));
+    });
+    std::this_thread::sleep_for(500ms);  // not reading meanwhile
+    bool last_pong = false, echo = false;
+    int pongs = 0;
+    timeval rt{5, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &rt, sizeof rt);
+    while (!(last_pong && echo)) {
+      auto f = read_frame(fd);
+      if (!f) break;
+      if (f->opcode == 10) ++pongs;
+      if (f->opcode == 10 && f->payload == "last-ping") last_pong = true;
+      if (f->opcode == 1 && f->payload == "end") echo = true;
+    }
+    sender.join();
+    std::printf("%d pongs\n", pongs);
+    EXPECT_TRUE(echo) << "no echo of the text sent after the pings";
+    EXPECT_TRUE(last_pong) << "no pong for the most recent ping (" << pongs << " pongs came)";
+    send_all(fd, make_frame(8, close_payload(1000)));
+    ::close(fd);
+  });
+}
+
+// ---------------------------------------------------------------------------------------
+// wss: a self-signed certificate made with the openssl command.
+
+struct cert_dir {
+  std::string dir, cert, key;
+  bool ok = false;
+  cert_dir() {
+    char tmpl[] = "/tmp/ws_attack_XXXXXX";
+    if (!::mkdtemp(tmpl)) return;
+    dir = tmpl;
+    cert = dir + "/cert.pem";
+    key = dir + "/key.pem";
+    const std::string cmd =
+        "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj /CN=localhost "
+        "-addext subjectAltName=IP:127.0.0.1,DNS:localhost -keyout " +
+        key + " -out " + cert + " >/dev/null 2>&1";
+    ok = std::system(cmd.c_str()) == 0;
+  }
+  ~cert_dir() {
+    if (!dir.empty()) {
+      (void)std::system(("rm -rf " + dir).c_str());
+    }
+  }
+};
+
+TEST(WebSocketAttackTls, WssEchoAndDrainWith1001) {
+  cert_dir certs;
+  ASSERT_TRUE(certs.ok) << "openssl req failed";
+  const std::size_t fds_before = ringio_test::open_fd_count();
+  {
+    tls::server_options so;
+    so.certificate_chain_file = certs.cert;
+    so.private_key_file = certs.key;
+    auto sctx = tls::context::server(so);
+    ASSERT_TRUE(sctx) << sctx.error().message();
+    http::router routes;
+    int ended = 0;
+    routes.get("/ws", [&](http::request& r) -> task<http::response> {
+      co_return http::accept_websocket(r, [&](http::websocket& ws) -> task<void> {
+        for (;;) {
+          auto m = co_await ws.receive();
+          if (!m) break;
+          auto sent = co_await ws.send_binary(m->data);
+          if (!sent) break;
+        }
+        ++ended;
+      });
+    });
+    io_context ctx;
+    http::server srv(routes);
+    auto listener = ringio_test::listen_loopback();
+    const std::uint16_t port = ringio_test::address_of(listener).port();
+    std::string echoed;
+    std::vector<std::uint16_t> codes;
+    sync_wait(ctx, [&]() -> task<void> {
+      std::stop_source stop;
+      scope sc;
+      sc.spawn(http::serve_tls(srv, *sctx, listener, stop.get_token()));
+      http::client_options co;
+      co.tls.ca_file = certs.cert;
+      co.tls.use_system_trust_store = false;
+      http::client c(co);
+      const std::string url = "wss://127.0.0.1:" + std::to_string(port) + "/ws";
+      std::vector<http::websocket> wss;
+      for (int i = 0; i < 6; ++i) {
+        auto ws = co_await c.connect_websocket(url);
+        if (!ws) {
+          ADD_FAILURE() << "connect " << i << ": " << ws.error().message();
+          break;
+        }
+        wss.push_back(std::move(*ws));
+      }
+      if (!wss.empty()) {
+        const std::string big(200000, 'B');
+        auto sent = co_await wss[0].send_binary(big);
+        EXPECT_TRUE(sent);
+        auto m = co_await wss[0].receive();
+        if (m) echoed = std::string(m->data);
+      }
+      stop.request_stop();  // the server drains: every websocket gets 1001
+      for (auto& ws : wss) {
+        auto m = co_await with_timeout(ws.receive(), 10s);
+        EXPECT_FALSE(m);
+        codes.push_back(ws.close_code());
+      }
+      co_await sc.join();
+    }());
+    EXPECT_EQ(echoed.size(), 200000u);
+    ASSERT_EQ(codes.size(), 6u);
+    for (auto code : codes) EXPECT_EQ(code, 1001);
+    EXPECT_EQ(ended, 6);
+  }
+  EXPECT_EQ(ringio_test::open_fd_count(), fds_before);
+}
+
+}  // namespace
