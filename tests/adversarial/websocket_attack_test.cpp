@@ -104,7 +104,6 @@ bool head_has(std::string head, std::string needle) {
   return head.find(needle) != std::string::npos;
 }
 
-constexpr std::string_view sample_key = "dGhlIHNhbXBsZSBub25jZQ==";
 constexpr std::string_view sample_accept = "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=";  // RFC 6455 section 1.3
 
 std::string upgrade_request(std::string_view extra = {}, std::string_view method = "GET",
@@ -879,6 +878,52 @@ TEST(WebSocketAttackStall, SendTimeoutFiresOnAPeerThatStopsReading) {
   EXPECT_EQ(second, std::errc::broken_pipe) << second.message();
 }
 
+TEST(WebSocketAttackStall, StoppedSendReportsOperationCanceled) {
+  // "Every operation obeys the awaiting task's stop token (operation_canceled)": a send
+  // stopped part-way (the peer reads nothing) must say so; only the sends after it fail
+  // with broken_pipe. Stopped by a scope's request_stop, and by with_timeout (timed_out).
+  ws_server s;
+  std::error_code by_scope, by_timeout, later;
+  std::atomic<bool> done{false};
+  s.session = [&](http::websocket& ws) -> task<void> {
+    {
+      scope sc;
+      sc.spawn([](http::websocket& w, std::error_code& e) -> task<void> {
+        auto r = co_await w.send_binary(std::string(16u << 20, 's'));
+        e = r ? std::error_code{} : r.error();
+      }(ws, by_scope));
+      (void)co_await sleep_for(200ms);
+      sc.request_stop();
+      co_await sc.join();
+    }
+    auto r = co_await with_timeout(ws.send_binary("x"), 1s);
+    later = r ? std::error_code{} : r.error();
+    done = true;
+  };
+  s.run([&](std::uint16_t port) {
+    int fd = open_ws(port);
+    ASSERT_GE(fd, 0);
+    for (int i = 0; i < 4000 && !done.load(); ++i) std::this_thread::sleep_for(5ms);
+    ::close(fd);
+  });
+  ws_server s2;
+  std::atomic<bool> done2{false};
+  s2.session = [&](http::websocket& ws) -> task<void> {
+    auto r = co_await with_timeout(ws.send_binary(std::string(16u << 20, 't')), 200ms);
+    by_timeout = r ? std::error_code{} : r.error();
+    done2 = true;
+  };
+  s2.run([&](std::uint16_t port) {
+    int fd = open_ws(port);
+    ASSERT_GE(fd, 0);
+    for (int i = 0; i < 4000 && !done2.load(); ++i) std::this_thread::sleep_for(5ms);
+    ::close(fd);
+  });
+  EXPECT_EQ(by_scope, std::errc::operation_canceled) << by_scope.message();
+  EXPECT_EQ(by_timeout, std::errc::timed_out) << by_timeout.message();
+  EXPECT_EQ(later, std::errc::broken_pipe) << later.message();
+}
+
 TEST(WebSocketAttackStall, KeepAlivePingTimeout) {
   ws_server s;
   s.opts.options.ping_interval = 100ms;
@@ -1493,6 +1538,161 @@ TEST(WebSocketAttackStall, LatestPingIsAnsweredAfterABacklog) {
     send_all(fd, make_frame(8, close_payload(1000)));
     ::close(fd);
   });
+}
+
+TEST(WebSocketAttackClose, NoFrameAfterTheCloseFrame) {
+  // RFC 6455 5.5.1: after sending a Close frame, the endpoint MUST NOT send any more data
+  // frames. Three tasks send messages in a loop while a fourth closes; the peer answers
+  // pings too.
+  ws_server s;
+  std::vector<std::error_code> after;
+  s.session = [&](http::websocket& ws) -> task<void> {
+    scope sc;
+    for (int k = 0; k < 3; ++k) {
+      sc.spawn([](http::websocket& w, int id, std::vector<std::error_code>& errs) -> task<void> {
+        for (int i = 0;; ++i) {
+          auto r = co_await w.send_binary(std::string(static_cast<std::size_t>(3000 + 977 * id + i % 5000), 'd'));
+          if (!r) {
+            errs.push_back(r.error());
+            co_return;
+          }
+        }
+      }(ws, k, after));
+    }
+    sc.spawn([](http::websocket& w) -> task<void> {
+      for (;;) {
+        auto m = co_await w.receive();
+        if (!m) co_return;
+      }
+    }(ws));
+    (void)co_await sleep_for(50ms);
+    auto c = co_await ws.close(1000, "enough");
+    EXPECT_TRUE(c) << c.error().message();
+    co_await sc.join();
+  };
+  s.run([&](std::uint16_t port) {
+    int fd = open_ws(port);
+    ASSERT_GE(fd, 0);
+    bool closed = false;
+    int after_close = 0, data = 0;
+    for (;;) {
+      auto f = read_frame(fd);
+      if (!f) break;
+      if (closed) {
+        ++after_close;
+        continue;
+      }
+      if (f->opcode == 8) {
+        closed = true;
+        EXPECT_EQ(f->close_code(), 1000);
+        send_all(fd, make_frame(8, close_payload(1000)));
+      } else {
+        ++data;
+      }
+    }
+    EXPECT_TRUE(closed);
+    EXPECT_GT(data, 0);
+    EXPECT_EQ(after_close, 0) << "frames after the close frame";
+    ::close(fd);
+    for (int i = 0; i < 2000 && s.sessions_ended.load() == 0; ++i) std::this_thread::sleep_for(5ms);
+  });
+  ASSERT_EQ(after.size(), 3u);
+  for (auto& e : after) {
+    EXPECT_EQ(e, make_error_code(http::websocket_errc::closed)) << e.message();
+  }
+}
+
+TEST(WebSocketAttackDrain, DrainWhileASendIsCutMidFrame) {
+  // The peer reads nothing; the session is in the middle of a 16 MiB frame when the
+  // server drains: no 1001 can go out (a frame is cut), the connection must simply end,
+  // serve() must return, nothing leaks.
+  const std::size_t fds_before = ringio_test::open_fd_count();
+  {
+    ws_server s;
+    std::error_code send_err;
+    std::atomic<bool> sending{false};
+    s.session = [&](http::websocket& ws) -> task<void> {
+      sending = true;
+      auto r = co_await ws.send_binary(std::string(16u << 20, 'z'));
+      send_err = r ? std::error_code{} : r.error();
+    };
+    s.run([&](std::uint16_t port) {
+      int fd = open_ws(port);
+      ASSERT_GE(fd, 0);
+      for (int i = 0; i < 2000 && !sending.load(); ++i) std::this_thread::sleep_for(5ms);
+      std::this_thread::sleep_for(100ms);
+      s.stop_now = true;
+      // Now read: the partial frame, then the end of the connection (never a close frame
+      // inside the cut frame: the bytes must end before 16 MiB).
+      std::size_t total = 0;
+      char buf[65536];
+      for (;;) {
+        auto n = ::recv(fd, buf, sizeof buf, 0);
+        if (n <= 0) break;
+        total += static_cast<std::size_t>(n);
+      }
+      EXPECT_LT(total, (16u << 20) + 10);
+      ::close(fd);
+    });
+    EXPECT_EQ(send_err, std::errc::operation_canceled) << send_err.message();
+    EXPECT_EQ(s.sessions_ended.load(), 1);
+  }
+  EXPECT_EQ(ringio_test::open_fd_count(), fds_before);
+}
+
+struct client_frame_case {
+  std::string name;
+  std::string frames;  // from the raw server after the 101
+  int close_code;      // what the client must answer with
+  http::websocket_errc err;
+};
+
+TEST(WebSocketAttackClient, ClientEnforcesLimitsAndUtf8) {
+  using E = http::websocket_errc;
+  const std::vector<client_frame_case> cases = {
+      {"frame over max_frame_bytes", server_frame(2, std::string(1025, 'x')), 1009, E::message_too_big},
+      {"message over max_message_bytes",
+       server_frame(2, std::string(1024, 'x'), false) + server_frame(0, std::string(1024, 'x'), false) +
+           server_frame(0, "x"),
+       1009, E::message_too_big},
+      {"bad UTF-8 across fragments", server_frame(1, "ok\xe2", false) + server_frame(0, "\x28\xa1"), 1007,
+       E::invalid_utf8},
+      {"surrogate", server_frame(1, "\xed\xb0\x80"), 1007, E::invalid_utf8},
+      {"close code 1006 on the wire", server_frame(8, close_payload(1006)), 1002, E::protocol_error},
+      {"continuation first", server_frame(0, "x"), 1002, E::protocol_error},
+      {"rsv2", make_frame(1, "x", true, false, 2), 1002, E::protocol_error},
+      {"64-bit length top bit", make_frame(2, "", true, false, 0, 127, 0x8000000000000000ull), 1002,
+       E::protocol_error},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    int code = 0;
+    raw_server srv([&](int fd, const std::string& head) {
+      send_all(fd, ok_101(head) + c.frames);
+      code = read_close_code(fd);
+      reaches_eof(fd);
+    });
+    std::error_code err;
+    client_run([&](http::client& cl) -> task<void> {
+      http::websocket_connect_options o;
+      o.options.max_frame_bytes = 1024;
+      o.options.max_message_bytes = 2048;
+      auto ws = co_await cl.connect_websocket(srv.url(), o);
+      if (!ws) {
+        ADD_FAILURE() << ws.error().message();
+        co_return;
+      }
+      auto m = co_await ws->receive();
+      err = m ? std::error_code{} : m.error();
+    });
+    if (c.name == std::string("64-bit length top bit")) {
+      EXPECT_TRUE(code == 1002 || code == 1009) << code;
+      EXPECT_TRUE(err);
+    } else {
+      EXPECT_EQ(code, c.close_code);
+      EXPECT_EQ(err, make_error_code(c.err)) << err.message();
+    }
+  }
 }
 
 // ---------------------------------------------------------------------------------------
