@@ -1790,4 +1790,210 @@ TEST(WebSocketAttackTls, WssEchoAndDrainWith1001) {
   EXPECT_EQ(ringio_test::open_fd_count(), fds_before);
 }
 
+// A TLS peer written with Python's ssl module over memory BIOs, so that it can send half
+// a TLS record and stall. argv: port, mode ("drain": stall and wait for the server's
+// close; "resume": stall, then send the rest of the record and read the echo).
+constexpr const char* stall_peer_py = R"PY(
+import socket, ssl, sys, time
+port, mode = int(sys.argv[1]), sys.argv[2]
+s = socket.create_connection(("127.0.0.1", port))
+s.settimeout(20)
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+ctx.check_hostname = False
+ctx.verify_mode = ssl.CERT_NONE
+inc, out = ssl.MemoryBIO(), ssl.MemoryBIO()
+o = ctx.wrap_bio(inc, out, server_hostname="localhost")
+def flush():
+    d = out.read()
+    if d: s.sendall(d)
+def pump():
+    d = s.recv(65536)
+    if not d: raise EOFError
+    inc.write(d)
+while True:
+    try:
+        o.do_handshake(); break
+    except ssl.SSLWantReadError:
+        flush(); pump()
+flush()
+o.write(b"GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
+flush()
+buf = b""
+def read_more():
+    global buf
+    while True:
+        try:
+            buf += o.read(65536); return
+        except ssl.SSLWantReadError:
+            pump()
+while b"\r\n\r\n" not in buf: read_more()
+head, buf = buf.split(b"\r\n\r\n", 1)
+print("status", head.split(b" ")[1].decode(), flush=True)
+payload = b"stalled-" * 100
+frame = bytes([0x82, 0x80 | 126, len(payload) >> 8, len(payload) & 255]) + b"\0\0\0\0" + payload
+o.write(frame)
+rec = out.read()
+s.sendall(rec[: len(rec) // 2])
+print("stalled", flush=True)
+def read_frame():
+    global buf
+    while len(buf) < 2: read_more()
+    n = buf[1] & 127; h = 2
+    if n == 126:
+        while len(buf) < 4: read_more()
+        n = (buf[2] << 8) | buf[3]; h = 4
+    while len(buf) < h + n: read_more()
+    op, p = buf[0] & 15, buf[h:h + n]
+    buf = buf[h + n:]
+    return op, p
+try:
+    if mode == "resume":
+        time.sleep(0.5)
+        s.sendall(rec[len(rec) // 2:])
+        op, p = read_frame()
+        print("echo", op, len(p), p == payload, flush=True)
+        o.write(bytes([0x88, 0x82, 0, 0, 0, 0, 0x03, 0xE8]))
+        flush()
+    else:
+        while True:
+            op, p = read_frame()
+            if op == 8:
+                print("close", (p[0] << 8 | p[1]) if len(p) >= 2 else 1005, flush=True)
+                break
+except (EOFError, ConnectionResetError, ssl.SSLError, socket.timeout) as e:
+    print("end", type(e).__name__, flush=True)
+try:
+    while s.recv(65536): pass
+except Exception:
+    pass
+print("eof", flush=True)
+)PY";
+
+std::vector<std::string> run_stall_peer(const std::string& dir, std::uint16_t port, const char* mode,
+                                        const std::function<void(const std::string&)>& on_line) {
+  const std::string script = dir + "/stall_peer.py";
+  if (FILE* f = std::fopen(script.c_str(), "w")) {
+    std::fputs(stall_peer_py, f);
+    std::fclose(f);
+  }
+  std::vector<std::string> lines;
+  const std::string cmd = "/usr/bin/python3 " + script + " " + std::to_string(port) + " " + mode + " 2>&1";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (!p) return lines;
+  char line[512];
+  while (std::fgets(line, sizeof line, p)) {
+    std::string l(line);
+    while (!l.empty() && (l.back() == '\n' || l.back() == '\r')) l.pop_back();
+    lines.push_back(l);
+    on_line(l);
+  }
+  ::pclose(p);
+  return lines;
+}
+
+struct tls_ws_server {
+  http::websocket_accept_options opts;
+  std::function<task<void>(http::websocket&)> session;
+  std::atomic<int> ended{0};
+  std::atomic<bool> stop_now{false};
+  void run(const cert_dir& certs, const std::function<void(std::uint16_t)>& peer) {
+    tls::server_options so;
+    so.certificate_chain_file = certs.cert;
+    so.private_key_file = certs.key;
+    so.kernel_tls = false;
+    auto sctx = tls::context::server(so);
+    ASSERT_TRUE(sctx) << sctx.error().message();
+    http::router routes;
+    routes.get("/ws", [this](http::request& r) -> task<http::response> {
+      http::websocket_session ss = [this](http::websocket& ws) -> task<void> {
+        co_await session(ws);
+        ended.fetch_add(1);
+      };
+      co_return http::accept_websocket(r, ss, opts);
+    });
+    io_context ctx;
+    http::server srv(routes);
+    auto listener = ringio_test::listen_loopback();
+    const std::uint16_t port = ringio_test::address_of(listener).port();
+    std::thread t([&] {
+      peer(port);
+      stop_now = true;
+    });
+    sync_wait(ctx, [&]() -> task<void> {
+      std::stop_source stop;
+      scope sc;
+      sc.spawn(http::serve_tls(srv, *sctx, listener, stop.get_token()));
+      while (!stop_now.load()) (void)co_await sleep_for(5ms);
+      stop.request_stop();
+      co_await sc.join();
+    }());
+    t.join();
+  }
+};
+
+TEST(WebSocketAttackTls, DrainWithAPeerStalledMidRecord) {
+  cert_dir certs;
+  ASSERT_TRUE(certs.ok);
+  const std::size_t fds_before = ringio_test::open_fd_count();
+  std::vector<std::string> lines;
+  std::error_code end;
+  {
+    tls_ws_server s;
+    s.opts.options.close_timeout = 500ms;
+    s.session = [&](http::websocket& ws) -> task<void> {
+      auto m = co_await ws.receive();
+      end = m ? std::error_code{} : m.error();
+    };
+    s.run(certs, [&](std::uint16_t port) {
+      lines = run_stall_peer(certs.dir, port, "drain", [&](const std::string& l) {
+        if (l == "stalled") {
+          std::this_thread::sleep_for(100ms);
+          s.stop_now = true;  // drain while the receive holds half a TLS record
+        }
+      });
+    });
+    EXPECT_EQ(s.ended.load(), 1);
+  }
+  std::string all;
+  for (auto& l : lines) all += l + "\n";
+  EXPECT_NE(all.find("status 101"), std::string::npos) << all;
+  EXPECT_NE(all.find("close 1001"), std::string::npos) << all;
+  EXPECT_NE(all.find("eof"), std::string::npos) << all;
+  EXPECT_EQ(end, std::errc::operation_canceled) << end.message();
+  EXPECT_EQ(ringio_test::open_fd_count(), fds_before);
+}
+
+TEST(WebSocketAttackTls, StoppedReceivesInsideATlsRecordLoseNothing) {
+  cert_dir certs;
+  ASSERT_TRUE(certs.ok);
+  std::vector<std::string> lines;
+  int timeouts = 0;
+  std::size_t got = 0;
+  {
+    tls_ws_server s;
+    s.session = [&](http::websocket& ws) -> task<void> {
+      for (;;) {
+        auto m = co_await with_timeout(ws.receive(), 20ms);
+        if (!m) {
+          if (m.error() == std::errc::timed_out) {
+            ++timeouts;
+            continue;
+          }
+          co_return;
+        }
+        got = m->data.size();
+        auto sent = co_await ws.send_binary(m->data);
+        if (!sent) co_return;
+      }
+    };
+    s.run(certs, [&](std::uint16_t port) { lines = run_stall_peer(certs.dir, port, "resume", [](const std::string&) {}); });
+  }
+  std::string all;
+  for (auto& l : lines) all += l + "\n";
+  EXPECT_NE(all.find("echo 2 800 True"), std::string::npos) << all;
+  EXPECT_EQ(got, 800u);
+  EXPECT_GT(timeouts, 3);
+}
+
 }  // namespace
