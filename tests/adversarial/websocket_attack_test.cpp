@@ -542,6 +542,18 @@ std::vector<frame_case> frame_cases() {
   bad("message one over max_message_bytes",
       make_frame(2, repeat('m', 1024), false) + make_frame(0, repeat('m', 1024), false) + make_frame(0, "m"), {1009},
       tb);
+  // Told by the header alone: no payload follows; the answer must not wait for it.
+  bad("header alone over max_frame_bytes", make_frame(2, "", true, true, 0, 0, 2000).substr(0, 14), {1009}, tb);
+  bad("header alone of 2^40", make_frame(2, "", true, true, 0, 0, 1ull << 40).substr(0, 14), {1009}, tb);
+  bad("header alone of 2^63-1", make_frame(2, "", true, true, 0, 0, 0x7fffffffffffffffull).substr(0, 14), {1009},
+      tb);
+  bad("fragment header alone over max_message_bytes",
+      make_frame(2, repeat('m', 1024), false) + make_frame(0, "", true, true, 0, 0, 1500).substr(0, 14), {1009}, tb);
+  good("text in 2048 one-byte fragments", [] {
+    std::string b = make_frame(1, "a", false);
+    for (int i = 1; i < 2047; ++i) b += make_frame(0, "a", false);
+    return b + make_frame(0, "a");
+  }(), {reply(1, repeat('a', 2048))});
   good("frame at max_frame_bytes", make_frame(2, repeat('f', 1024)), {reply(2, repeat('f', 1024))});
   good("message at max_message_bytes", make_frame(2, repeat('m', 1024), false) + make_frame(0, repeat('m', 1024)),
        {reply(2, repeat('m', 2048))});
@@ -1291,6 +1303,33 @@ TEST(WebSocketAttackClient, ClientCloseAgainstAServerThatNeverAnswersIsBounded) 
     auto t0 = std::chrono::steady_clock::now();
     closed = co_await ws->close();
     took = std::chrono::steady_clock::now() - t0;
+  });
+  EXPECT_LT(took, 10s);
+}
+
+TEST(WebSocketAttackClient, CloseAgainstAServerThatAnswersButKeepsTheConnection) {
+  // The server answers the close frame but never ends the TCP connection: close() waits
+  // for the end "for at most close_timeout".
+  raw_server srv([&](int fd, const std::string& head) {
+    send_all(fd, ok_101(head));
+    auto f = read_frame(fd);
+    if (f && f->opcode == 8) send_all(fd, server_frame(8, f->payload));
+    reaches_eof(fd);
+  });
+  std::chrono::steady_clock::duration took{};
+  result<void> closed = unexpected(std::errc::io_error);
+  client_run([&](http::client& c) -> task<void> {
+    http::websocket_connect_options o;
+    o.options.close_timeout = 300ms;
+    auto ws = co_await c.connect_websocket(srv.url(), o);
+    if (!ws) {
+      ADD_FAILURE() << ws.error().message();
+      co_return;
+    }
+    auto t0 = std::chrono::steady_clock::now();
+    closed = co_await ws->close(1000);
+    took = std::chrono::steady_clock::now() - t0;
+    EXPECT_EQ(ws->close_code(), 1000);
   });
   EXPECT_LT(took, 10s);
 }
