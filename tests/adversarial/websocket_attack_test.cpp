@@ -1334,6 +1334,58 @@ TEST(WebSocketAttackClient, CloseAgainstAServerThatAnswersButKeepsTheConnection)
   EXPECT_LT(took, 10s);
 }
 
+TEST(WebSocketAttackClient, SilentServersAreBoundedByTheClientTimeouts) {
+  // A server that reads the request and never answers (ws://), and one that never speaks
+  // TLS (wss://): head_timeout and tls_handshake_timeout bound connect_websocket.
+  for (const char* scheme : {"ws", "wss"}) {
+    SCOPED_TRACE(scheme);
+    std::atomic<bool> client_done{false};
+    raw_server srv([&](int fd, const std::string&) {
+      for (int i = 0; i < 4000 && !client_done.load(); ++i) std::this_thread::sleep_for(5ms);
+    });
+    std::error_code err;
+    std::chrono::steady_clock::duration took{};
+    {
+      io_context ctx;
+      sync_wait(ctx, [&]() -> task<void> {
+        http::client_options co;
+        co.head_timeout = 300ms;
+        co.tls_handshake_timeout = 300ms;
+        http::client c(co);
+        const auto t0 = std::chrono::steady_clock::now();
+        auto ws = co_await c.connect_websocket(std::string(scheme) + "://127.0.0.1:" + std::to_string(srv.port) + "/ws");
+        took = std::chrono::steady_clock::now() - t0;
+        if (ws) {
+          ADD_FAILURE() << "connected";
+        } else {
+          err = ws.error();
+        }
+      }());
+    }
+    client_done = true;
+    EXPECT_TRUE(err);
+    EXPECT_LT(took, 10s) << err.message();
+  }
+}
+
+TEST(WebSocketAttackClose, PeerClosesAndHalfClosesAtOnce) {
+  // The peer sends its close frame and ends its half of the connection in the same
+  // moment: the server still answers with its close frame, then ends.
+  ws_server s;
+  s.run([&](std::uint16_t port) {
+    int fd = open_ws(port);
+    ASSERT_GE(fd, 0);
+    send_all(fd, make_frame(8, close_payload(1000, "bye")));
+    ::shutdown(fd, SHUT_WR);
+    EXPECT_EQ(read_close_code(fd), 1000);
+    EXPECT_TRUE(reaches_eof(fd));
+    ::close(fd);
+    for (int i = 0; i < 2000 && s.sessions_ended.load() == 0; ++i) std::this_thread::sleep_for(5ms);
+  });
+  EXPECT_EQ(s.end_error, make_error_code(http::websocket_errc::closed)) << s.end_error.message();
+  EXPECT_EQ(s.end_close_code, 1000);
+}
+
 TEST(WebSocketAttackClient, DestroyedWhileReceiveAndSendAreStopped) {
   // A receive and a send stopped by a scope, then the websocket destroyed: the peer sees
   // the connection end, nothing leaks (ASan).
