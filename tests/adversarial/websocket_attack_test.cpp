@@ -524,6 +524,7 @@ std::vector<frame_case> frame_cases() {
   bad("text inside fragmented", make_frame(1, "a", false) + make_frame(1, "b"), {1002}, pe);
   bad("binary inside fragmented text", make_frame(1, "a", false) + make_frame(2, "b"), {1002}, pe);
   bad("close of 1 byte", make_frame(8, "\x03"), {1002}, pe);
+  bad("close of 126 bytes", make_frame(8, close_payload(1000, repeat('r', 124))), {1002}, pe);
   for (int code : {0, 999, 1004, 1005, 1006, 1015, 1016, 1100, 2000, 2999, 5000, 65535}) {
     bad("close code " + std::to_string(code), make_frame(8, close_payload(code)), {1002}, pe);
   }
@@ -954,6 +955,50 @@ TEST(WebSocketAttackStall, KeepAlivePingTimeout) {
     for (int i = 0; i < 2000 && s.sessions_ended.load() == 0; ++i) std::this_thread::sleep_for(5ms);
   });
   EXPECT_EQ(s.end_error, make_error_code(http::websocket_errc::ping_timeout)) << s.end_error.message();
+}
+
+TEST(WebSocketAttackStall, KeepAliveCountsBytesOfAFrameInProgress) {
+  // "gives up on a peer that sends nothing within ping_timeout": a peer trickling one big
+  // frame (a chunk every 40 ms, for about 2.5 s) never answers the pings but never falls
+  // silent either: the message must arrive, no ping_timeout.
+  ws_server s;
+  s.opts.options.ping_interval = 200ms;
+  s.opts.options.ping_timeout = 1s;
+  s.run([&](std::uint16_t port) {
+    int fd = open_ws(port);
+    ASSERT_GE(fd, 0);
+    std::atomic<bool> reading{true};
+    std::vector<frame_in> got;
+    std::thread reader([&] {
+      while (reading.load()) {
+        auto f = read_frame(fd);
+        if (!f) break;
+        got.push_back(*f);
+        if (f->opcode == 2 || f->opcode == 8) break;
+      }
+    });
+    const std::string frame = make_frame(2, repeat('k', 60 * 1000));
+    const std::size_t chunk = (frame.size() + 59) / 60;
+    for (std::size_t off = 0; off < frame.size(); off += chunk) {
+      send_all(fd, std::string_view(frame).substr(off, chunk));
+      std::this_thread::sleep_for(40ms);
+    }
+    reader.join();
+    int pings = 0;
+    bool echoed = false;
+    for (auto& f : got) {
+      if (f.opcode == 9) ++pings;
+      if (f.opcode == 2 && f.payload.size() == 60000) echoed = true;
+      if (f.opcode == 8) ADD_FAILURE() << "closed with " << f.close_code() << " while the peer was sending";
+    }
+    EXPECT_TRUE(echoed);
+    send_all(fd, make_frame(8, close_payload(1000)));
+    read_close_code(fd);
+    ::close(fd);
+    for (int i = 0; i < 2000 && s.sessions_ended.load() == 0; ++i) std::this_thread::sleep_for(5ms);
+  });
+  EXPECT_EQ(s.end_error, make_error_code(http::websocket_errc::closed)) << s.end_error.message();
+  EXPECT_EQ(s.messages, 1);
 }
 
 TEST(WebSocketAttackStall, KeepAliveSurvivesAPeerThatAnswers) {
