@@ -457,6 +457,33 @@ TEST(WebSocketAttackHandshake, OriginAndSubprotocol) {
   });
 }
 
+TEST(WebSocketAttackHandshake, ServerTimeoutsNoLongerApplyAfterThe101) {
+  // "After the 101 ... the HTTP server's idle and send timeouts no longer apply": a
+  // websocket silent for longer than idle_timeout/header_timeout/body_timeout, then a
+  // big message the peer reads slowly (longer than the server's send_timeout).
+  ws_server s;
+  s.server_opts.idle_timeout = 100ms;
+  s.server_opts.header_timeout = 100ms;
+  s.server_opts.body_timeout = 100ms;
+  s.server_opts.send_timeout = 100ms;
+  s.run([&](std::uint16_t port) {
+    int fd = open_ws(port);
+    ASSERT_GE(fd, 0);
+    std::this_thread::sleep_for(600ms);
+    const std::string mib(1u << 20, 'w');
+    send_all(fd, make_frame(2, mib, false) + make_frame(0, mib, false) + make_frame(0, mib, false) + make_frame(0, mib));
+    std::this_thread::sleep_for(600ms);  // the echo waits in the server's send
+    auto f = read_frame(fd);
+    ASSERT_TRUE(f) << "connection ended";
+    EXPECT_EQ(f->payload.size(), 4u << 20);
+    send_all(fd, make_frame(8, close_payload(1000)));
+    EXPECT_EQ(read_close_code(fd), 1000);
+    ::close(fd);
+    for (int i = 0; i < 2000 && s.sessions_ended.load() == 0; ++i) std::this_thread::sleep_for(5ms);
+  });
+  EXPECT_EQ(s.end_error, make_error_code(http::websocket_errc::closed)) << s.end_error.message();
+}
+
 TEST(WebSocketAttackHandshake, PipelinedFramesAfterTheRequest) {
   ws_server s;
   s.run([&](std::uint16_t port) {
