@@ -484,6 +484,33 @@ TEST(WebSocketAttackHandshake, ServerTimeoutsNoLongerApplyAfterThe101) {
   EXPECT_EQ(s.end_error, make_error_code(http::websocket_errc::closed)) << s.end_error.message();
 }
 
+TEST(WebSocketAttackHandshake, FieldsSplitOverSeveralLines) {
+  // RFC 6455 11.3.4: Sec-WebSocket-Protocol "MAY appear multiple times in an HTTP request
+  // (which is logically the same as a single ... field that contains all values)"; RFC
+  // 7230 3.2.2 likewise for the list fields Connection and Upgrade.
+  ws_server s;
+  s.opts.subprotocols = {"chat"};
+  s.run([&](std::uint16_t port) {
+    {
+      int fd = tcp_connect(port);
+      send_all(fd, upgrade_request("Sec-WebSocket-Protocol: other\r\nSec-WebSocket-Protocol: chat\r\n"));
+      auto head = read_head(fd);
+      EXPECT_EQ(status_of(head), 101) << head;
+      EXPECT_TRUE(head_has(head, "Sec-WebSocket-Protocol: chat\r\n")) << "second Sec-WebSocket-Protocol line ignored:\n"
+                                                                       << head;
+      ::close(fd);
+    }
+    {
+      int fd = tcp_connect(port);
+      send_all(fd, upgrade_request({}, "GET", "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n",
+                                   "Sec-WebSocket-Version: 13\r\n", "Connection: keep-alive\r\nConnection: Upgrade\r\n"));
+      auto head = read_head(fd);
+      EXPECT_EQ(status_of(head), 101) << "Connection split over two lines:\n" << head;
+      ::close(fd);
+    }
+  });
+}
+
 TEST(WebSocketAttackHandshake, PipelinedFramesAfterTheRequest) {
   ws_server s;
   s.run([&](std::uint16_t port) {
@@ -1456,6 +1483,65 @@ TEST(WebSocketAttackClose, PeerClosesAndHalfClosesAtOnce) {
   });
   EXPECT_EQ(s.end_error, make_error_code(http::websocket_errc::closed)) << s.end_error.message();
   EXPECT_EQ(s.end_close_code, 1000);
+}
+
+TEST(WebSocketAttackClient, UrlsAndTheRequestTarget) {
+  // The query goes in the request target; a fragment is not allowed in a WebSocket URI
+  // (RFC 6455 3: "Fragment identifiers ... MUST NOT be used on these URIs"); other
+  // schemes are bad_url.
+  std::string request_line;
+  {
+    raw_server srv([&](int fd, const std::string& head) {
+      request_line = head.substr(0, head.find("\r\n"));
+      send_all(fd, ok_101(head));
+      reaches_eof(fd);
+    });
+    client_run([&](http::client& c) -> task<void> {
+      auto ws = co_await c.connect_websocket("ws://127.0.0.1:" + std::to_string(srv.port) + "/ws/a%20b?x=1&y=2");
+      EXPECT_TRUE(ws) << (ws ? "" : ws.error().message());
+    });
+  }
+  EXPECT_EQ(request_line, "GET /ws/a%20b?x=1&y=2 HTTP/1.1");
+  std::vector<std::error_code> errs;
+  client_run([&](http::client& c) -> task<void> {
+    for (const char* u : {"http://127.0.0.1:1/ws", "ftp://127.0.0.1/", "ws://", "wss://127.0.0.1:99999/ws"}) {
+      auto ws = co_await c.connect_websocket(u);
+      errs.push_back(ws ? std::error_code{} : ws.error());
+    }
+  });
+  ASSERT_EQ(errs.size(), 4u);
+  for (std::size_t i = 0; i < errs.size(); ++i) {
+    EXPECT_EQ(errs[i], make_error_code(http::websocket_errc::bad_url)) << i << ": " << errs[i].message();
+  }
+}
+
+TEST(WebSocketAttackClient, FragmentInTheUrl) {
+  // RFC 6455 section 3: "Fragment identifiers are meaningless in the context of
+  // WebSocket URIs and MUST NOT be used on these URIs" (the WHATWG WebSocket constructor
+  // throws on one). connect_websocket must refuse it (bad_url), and in no case put
+  // '#' in the request target (RFC 7230 5.3: no fragment in a request-target).
+  std::string request_line;
+  std::error_code err;
+  {
+    raw_server srv([&](int fd, const std::string& head) {
+      request_line = head.substr(0, head.find("\r\n"));
+      send_all(fd, ok_101(head));
+      reaches_eof(fd);
+    });
+    client_run([&](http::client& c) -> task<void> {
+      auto ws = co_await c.connect_websocket("ws://127.0.0.1:" + std::to_string(srv.port) + "/ws?q=1#frag");
+      err = ws ? std::error_code{} : ws.error();
+    });
+    if (!err) {
+      // It connected: the raw server got a request; otherwise unblock its accept.
+    } else {
+      int fd = tcp_connect(srv.port);
+      if (fd >= 0) ::close(fd);
+    }
+  }
+  EXPECT_EQ(request_line.find('#'), std::string::npos) << request_line;
+  EXPECT_EQ(err, make_error_code(http::websocket_errc::bad_url))
+      << (err ? err.message() : "connected, request line: " + request_line);
 }
 
 TEST(WebSocketAttackClient, DestroyedWhileReceiveAndSendAreStopped) {
