@@ -1544,6 +1544,44 @@ TEST(WebSocketAttackClient, FragmentInTheUrl) {
       << (err ? err.message() : "connected, request line: " + request_line);
 }
 
+TEST(WebSocketAttackClient, PongAndEmptyCloseFromTheServer) {
+  frame_in pong, reply_close;
+  raw_server srv([&](int fd, const std::string& head) {
+    send_all(fd, ok_101(head) + server_frame(9, "abc") + server_frame(8, ""));
+    if (auto f = read_frame(fd)) pong = *f;
+    if (auto f = read_frame(fd)) reply_close = *f;
+    ::shutdown(fd, SHUT_WR);
+    reaches_eof(fd);
+  });
+  std::error_code err, again, send_after;
+  std::uint16_t code = 0;
+  client_run([&](http::client& c) -> task<void> {
+    auto ws = co_await c.connect_websocket(srv.url());
+    if (!ws) {
+      ADD_FAILURE() << ws.error().message();
+      co_return;
+    }
+    auto m = co_await ws->receive();
+    err = m ? std::error_code{} : m.error();
+    code = ws->close_code();
+    auto m2 = co_await ws->receive();
+    again = m2 ? std::error_code{} : m2.error();
+    auto sa = co_await ws->send_text("late");
+    send_after = sa ? std::error_code{} : sa.error();
+    EXPECT_FALSE(ws->is_open());
+  });
+  EXPECT_EQ(pong.opcode, 10);
+  EXPECT_TRUE(pong.masked);
+  EXPECT_EQ(pong.payload, "abc");
+  EXPECT_EQ(reply_close.opcode, 8);
+  EXPECT_TRUE(reply_close.masked);
+  EXPECT_TRUE(reply_close.payload.empty() || reply_close.close_code() == 1000) << reply_close.close_code();
+  EXPECT_EQ(err, make_error_code(http::websocket_errc::closed)) << err.message();
+  EXPECT_EQ(again, make_error_code(http::websocket_errc::closed)) << again.message();
+  EXPECT_EQ(send_after, make_error_code(http::websocket_errc::closed)) << send_after.message();
+  EXPECT_EQ(code, 1005);
+}
+
 TEST(WebSocketAttackClient, DestroyedWhileReceiveAndSendAreStopped) {
   // A receive and a send stopped by a scope, then the websocket destroyed: the peer sees
   // the connection end, nothing leaks (ASan).
