@@ -1045,7 +1045,7 @@ TEST(WebSocketAttackStall, KeepAliveCountsBytesOfAFrameInProgress) {
       if (f.opcode == 2 && f.payload.size() == 60000) echoed = true;
       if (f.opcode == 8) ADD_FAILURE() << "closed with " << f.close_code() << " while the peer was sending";
     }
-    EXPECT_TRUE(echoed);
+    EXPECT_TRUE(echoed) << pings << " keep-alive pings came";
     send_all(fd, make_frame(8, close_payload(1000)));
     read_close_code(fd);
     ::close(fd);
