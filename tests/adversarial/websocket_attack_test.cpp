@@ -951,7 +951,7 @@ TEST(WebSocketAttackStall, StoppedSendReportsOperationCanceled) {
   // with broken_pipe. Stopped by a scope's request_stop, and by with_timeout (timed_out).
   ws_server s;
   std::error_code by_scope, by_timeout, later;
-  std::atomic<bool> done{false};
+  std::atomic<bool> done{false}, peer_got_bytes{false};
   s.session = [&](http::websocket& ws) -> task<void> {
     {
       scope sc;
@@ -959,7 +959,8 @@ TEST(WebSocketAttackStall, StoppedSendReportsOperationCanceled) {
         auto r = co_await w.send_binary(std::string(16u << 20, 's'));
         e = r ? std::error_code{} : r.error();
       }(ws, by_scope));
-      (void)co_await sleep_for(200ms);
+      for (int i = 0; i < 2000 && !peer_got_bytes.load(); ++i) (void)co_await sleep_for(5ms);
+      (void)co_await sleep_for(20ms);  // the send is part-way through its frame now
       sc.request_stop();
       co_await sc.join();
     }
@@ -970,6 +971,8 @@ TEST(WebSocketAttackStall, StoppedSendReportsOperationCanceled) {
   s.run([&](std::uint16_t port) {
     int fd = open_ws(port);
     ASSERT_GE(fd, 0);
+    std::string first(65536, '\0');
+    peer_got_bytes = read_exact(fd, first.data(), first.size());  // then reads nothing
     for (int i = 0; i < 4000 && !done.load(); ++i) std::this_thread::sleep_for(5ms);
     ::close(fd);
   });
@@ -1587,11 +1590,15 @@ TEST(WebSocketAttackClient, DestroyedWhileReceiveAndSendAreStopped) {
   // the connection end, nothing leaks (ASan).
   const std::size_t fds_before = ringio_test::open_fd_count();
   bool peer_saw_end = false;
+  std::atomic<bool> got_bytes{false}, stopped{false};
   {
     raw_server srv([&](int fd, const std::string& head) {
       send_all(fd, ok_101(head));
-      // Never read: the client's big send stalls; wait for the end of the connection.
-      std::this_thread::sleep_for(300ms);
+      // Reads the first bytes of the big frame, then nothing: the client's send stalls
+      // part-way; then waits for the end of the connection.
+      std::string first(65536, '\0');
+      got_bytes = read_exact(fd, first.data(), first.size());
+      for (int i = 0; i < 4000 && !stopped.load(); ++i) std::this_thread::sleep_for(5ms);
       peer_saw_end = reaches_eof(fd);
     });
     client_run([&](http::client& c) -> task<void> {
@@ -1606,11 +1613,13 @@ TEST(WebSocketAttackClient, DestroyedWhileReceiveAndSendAreStopped) {
         sc.spawn([](http::websocket& w) -> task<void> {
           (void)co_await w.send_binary(std::string(32 * 1024 * 1024, 'q'));
         }(*ws));
-        (void)co_await sleep_for(100ms);
+        for (int i = 0; i < 2000 && !got_bytes.load(); ++i) (void)co_await sleep_for(5ms);
+        (void)co_await sleep_for(20ms);
         sc.request_stop();
         co_await sc.join();
+        stopped = true;
       }
-      auto r = co_await ws->send_text("after");
+      auto r = co_await ws->send_text("after");  // a frame was cut: broken_pipe
       EXPECT_FALSE(r);
       http::websocket gone = std::move(*ws);
       EXPECT_FALSE(ws->valid());
