@@ -3,6 +3,20 @@
 // the public API only: raw blocking-socket peers (in a thread of their own) against a
 // ringio server's accept_websocket, and raw servers against client::connect_websocket.
 // Every assertion is RFC 6455 or docs/websocket.md; a failing test is a defect.
+//
+// Failing when written (main at 96a6827), each a defect:
+//   WebSocketAttackHandshake.DuplicateKeyIsRefused — two Sec-WebSocket-Key fields get 101
+//     (RFC 6455 11.3.1: the field MUST NOT appear more than once).
+//   WebSocketAttackStall.SendTimeoutFiresOnAPeerThatStopsReading — the send that hits
+//     send_timeout fails with broken_pipe, not timed_out.
+//   WebSocketAttackStall.StoppedSendReportsOperationCanceled — a send stopped part-way
+//     (scope stop, with_timeout) fails with broken_pipe, not operation_canceled/timed_out.
+//   WebSocketAttackDrain.DrainWhileASendIsCutMidFrame — same, for the server's drain.
+//   WebSocketAttackStall.PingFloodFromAPeerThatNeverReads — once a pong misses
+//     send_timeout, receive() goes on forever: it reads (GB of) pings, answers none, never
+//     fails; the session learns nothing until it sends itself.
+//   WebSocketAttackClient.FragmentInTheUrl — "ws://host/p#frag" is taken (fragment
+//     dropped) instead of bad_url (RFC 6455 section 3).
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -257,6 +271,8 @@ struct ws_server {
   std::atomic<int> sessions_ended{0};
   // Set by the peer: the server stops (drains) once this is true, then the peer thread is joined.
   std::atomic<bool> stop_now{false};
+  // srv.connections() as the loop thread last read it (every 5 ms while run() runs).
+  std::atomic<std::size_t> connections_now{0};
 
   task<void> echo(http::websocket& ws) {
     for (;;) {
@@ -307,7 +323,10 @@ struct ws_server {
       std::stop_source stop;
       scope sc;
       sc.spawn(srv.serve(listener, stop.get_token()));
-      while (!stop_now.load()) (void)co_await sleep_for(5ms);
+      while (!stop_now.load()) {
+        connections_now = srv.connections();
+        (void)co_await sleep_for(5ms);
+      }
       stop.request_stop();
       co_await sc.join();
     }());
@@ -1157,6 +1176,39 @@ TEST(WebSocketAttackDrain, ManyOpenWebsocketsGet1001) {
     EXPECT_EQ(s.sessions_ended.load(), n);
   }
   EXPECT_EQ(ringio_test::open_fd_count(), fds_before);
+}
+
+TEST(WebSocketAttackDrain, ConnectionCountAfterWebsocketsEndEveryWay) {
+  // Websockets ended by a close handshake, a reset, a half-close mid-frame and a
+  // protocol error: the server's connection count goes back to 0 while it keeps serving.
+  ws_server s;
+  s.run([&](std::uint16_t port) {
+    for (int round = 0; round < 3; ++round) {
+      int a = open_ws(port), b = open_ws(port), c = open_ws(port), d = open_ws(port);
+      ASSERT_TRUE(a >= 0 && b >= 0 && c >= 0 && d >= 0);
+      for (int i = 0; i < 2000 && s.connections_now.load() < 4; ++i) std::this_thread::sleep_for(5ms);
+      EXPECT_EQ(s.connections_now.load(), 4u);
+      send_all(a, make_frame(8, close_payload(1000)));
+      read_close_code(a);
+      reaches_eof(a);
+      ::close(a);
+      linger lg{1, 0};
+      ::setsockopt(b, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+      send_all(b, make_frame(2, repeat('x', 100)).substr(0, 50));
+      ::close(b);
+      send_all(c, make_frame(2, repeat('x', 100)).substr(0, 50));
+      ::shutdown(c, SHUT_WR);
+      reaches_eof(c);
+      ::close(c);
+      send_all(d, make_frame(3, "bad"));
+      read_close_code(d);
+      reaches_eof(d);
+      ::close(d);
+      for (int i = 0; i < 2000 && s.connections_now.load() != 0; ++i) std::this_thread::sleep_for(5ms);
+      EXPECT_EQ(s.connections_now.load(), 0u) << "round " << round;
+    }
+  });
+  EXPECT_EQ(s.sessions_ended.load(), 12);
 }
 
 TEST(WebSocketAttackDrain, DrainWithPeersThatNeverAnswerTheClose) {
