@@ -15,6 +15,9 @@
 //   WebSocketAttackStall.PingFloodFromAPeerThatNeverReads — once a pong misses
 //     send_timeout, receive() goes on forever: it reads (GB of) pings, answers none, never
 //     fails; the session learns nothing until it sends itself.
+//   WebSocketAttackClose.CloseDuringReceiveWithAPeerThatNeverAnswers — close() while a
+//     receive() waits: a peer that never answers holds that receive (and the session)
+//     for ever; close_timeout does not apply.
 //   WebSocketAttackClient.FragmentInTheUrl — "ws://host/p#frag" is taken (fragment
 //     dropped) instead of bad_url (RFC 6455 section 3).
 #include <arpa/inet.h>
@@ -1940,6 +1943,42 @@ TEST(WebSocketAttackStall, LatestPingIsAnsweredAfterABacklog) {
     send_all(fd, make_frame(8, close_payload(1000)));
     ::close(fd);
   });
+}
+
+TEST(WebSocketAttackClose, CloseDuringReceiveWithAPeerThatNeverAnswers) {
+  // close() while a receive() waits only sends; "the close handshake (the peer's close
+  // frame, then the end of the connection) must be over within close_timeout": with a
+  // peer that never answers (but keeps the connection open and sends nothing), the
+  // waiting receive must end within about close_timeout, not hang.
+  ws_server s;
+  s.opts.options.close_timeout = 300ms;
+  std::error_code recv_err;
+  std::chrono::steady_clock::duration took{};
+  std::atomic<bool> done{false};
+  s.session = [&](http::websocket& ws) -> task<void> {
+    scope sc;
+    sc.spawn([](http::websocket& w, std::error_code& e) -> task<void> {
+      auto m = co_await w.receive();
+      e = m ? std::error_code{} : m.error();
+    }(ws, recv_err));
+    (void)co_await sleep_for(20ms);
+    const auto t0 = std::chrono::steady_clock::now();
+    auto c = co_await ws.close(1000);
+    EXPECT_TRUE(c) << c.error().message();
+    co_await sc.join();
+    took = std::chrono::steady_clock::now() - t0;
+    done = true;
+  };
+  s.run([&](std::uint16_t port) {
+    int fd = open_ws(port);
+    ASSERT_GE(fd, 0);
+    EXPECT_EQ(read_close_code(fd), 1000);
+    for (int i = 0; i < 1000 && !done.load(); ++i) std::this_thread::sleep_for(5ms);  // up to 5 s
+    EXPECT_TRUE(done.load()) << "the receive still waits 5 s after close() with close_timeout 300 ms";
+    ::close(fd);
+  });
+  EXPECT_LT(took, 4s) << "(it ended only when the peer closed its socket)";
+  EXPECT_TRUE(recv_err) << "receive succeeded";
 }
 
 TEST(WebSocketAttackClose, NoFrameAfterTheCloseFrame) {
