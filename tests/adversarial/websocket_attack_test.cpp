@@ -18,6 +18,9 @@
 //   WebSocketAttackClose.CloseDuringReceiveWithAPeerThatNeverAnswers — close() while a
 //     receive() waits: a peer that never answers holds that receive (and the session)
 //     for ever; close_timeout does not apply.
+//   WebSocketAttackStall.KeepAliveWithShortStoppedReceives — receives stopped every
+//     ping_interval: the connection ends with ping_timeout although no ping was ever
+//     sent (the peer got no byte).
 //   WebSocketAttackClient.FragmentInTheUrl — "ws://host/p#frag" is taken (fragment
 //     dropped) instead of bad_url (RFC 6455 section 3).
 #include <arpa/inet.h>
@@ -1080,6 +1083,45 @@ TEST(WebSocketAttackStall, KeepAliveCountsBytesOfAFrameInProgress) {
   });
   EXPECT_EQ(s.end_error, make_error_code(http::websocket_errc::closed)) << s.end_error.message();
   EXPECT_EQ(s.messages, 1);
+}
+
+TEST(WebSocketAttackStall, KeepAliveWithShortStoppedReceives) {
+  // "receive() sends a ping when nothing has arrived for [ping_interval]": nothing
+  // arriving is about the connection, not about one receive() call. A session that
+  // receives with a timeout of ping_interval in a loop (a common pattern: poll, do other
+  // work) against a silent peer that never answers: a ping must go out before
+  // ping_timeout ends it. (With 50 ms polls the same failure shows about 1 run in 5.)
+  ws_server s;
+  s.opts.options.ping_interval = 100ms;
+  s.opts.options.ping_timeout = 300ms;
+  std::error_code end;
+  int polls = 0;
+  s.session = [&](http::websocket& ws) -> task<void> {
+    for (int i = 0; i < 100; ++i) {  // 10 s of polls at most
+      auto m = co_await with_timeout(ws.receive(), 100ms);
+      if (!m && m.error() == std::errc::timed_out) {
+        ++polls;
+        continue;
+      }
+      end = m ? std::error_code{} : m.error();
+      co_return;
+    }
+  };
+  int pings = 0;
+  s.run([&](std::uint16_t port) {
+    int fd = open_ws(port);
+    ASSERT_GE(fd, 0);
+    timeval tv{15, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    for (;;) {
+      auto f = read_frame(fd);
+      if (!f) break;
+      if (f->opcode == 9) ++pings;
+    }
+    ::close(fd);
+  });
+  EXPECT_GE(pings, 1) << "no keep-alive ping reached the peer in " << polls << " polls of 100 ms, yet: " << end.message();
+  EXPECT_EQ(end, make_error_code(http::websocket_errc::ping_timeout)) << end.message() << " after " << polls << " polls";
 }
 
 TEST(WebSocketAttackStall, KeepAliveSurvivesAPeerThatAnswers) {
