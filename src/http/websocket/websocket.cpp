@@ -12,6 +12,7 @@
 
 #include "client/client_connection.hpp"
 #include "core/sys.hpp"
+#include "ringio/stop.hpp"
 #include "ringio/time/timeout.hpp"
 #include "ringio/tls/error.hpp"
 #include "websocket_state.hpp"
@@ -75,8 +76,8 @@ task<result<std::size_t>> read_some(websocket_state& s, clock::time_point deadli
   co_return n;
 }
 
-task<result<std::size_t>> write_all(websocket_state& s, const unsigned char* data, std::size_t size) {
-  const clock::time_point deadline = clock::now() + s.opts.send_timeout;
+task<result<std::size_t>> write_all(websocket_state& s, const unsigned char* data, std::size_t size,
+                                     clock::time_point deadline) {
   const_buffer b(data, size);
   if (s.secure != nullptr) {
     auto n = co_await s.secure->send_all(b, deadline);
@@ -125,10 +126,16 @@ task<result<void>> send_frame(websocket_state& s, ws_opcode op, std::string_view
     const bool fin = offset + part.size() == payload.size();
     const std::size_t size = build_frame(s, offset == 0 ? op : ws_opcode::continuation, fin, part);
     if (size == 0) co_return unexpected(std::make_error_code(std::errc::io_error));  // no random mask key
-    auto sent = co_await write_all(s, s.out.get(), size);
+    const clock::time_point deadline = clock::now() + s.opts.send_timeout;
+    auto sent = co_await write_all(s, s.out.get(), size, deadline);
     if (!sent || *sent != size) {
       s.write_failed = true;  // a frame cut short: nothing may follow it
-      co_return unexpected(sent ? std::make_error_code(std::errc::broken_pipe) : sent.error());
+      if (!sent) co_return unexpected(sent.error());
+      // Part of it went out: say why it stopped (a stop, send_timeout, the peer).
+      const std::stop_token stop = co_await current_stop_token();
+      if (stop.stop_requested()) co_return unexpected(std::make_error_code(std::errc::operation_canceled));
+      if (clock::now() >= deadline) co_return unexpected(std::make_error_code(std::errc::timed_out));
+      co_return unexpected(std::make_error_code(std::errc::broken_pipe));
     }
     offset += part.size();
   } while (offset < payload.size());
@@ -274,7 +281,12 @@ task<result<websocket_message>> receive_until(websocket_state& s, clock::time_po
       if (h.opcode == ws_opcode::ping) {
         if (!s.close_sent) {
           auto sent = co_await send_frame(s, ws_opcode::pong, data);
-          (void)sent;  // a failed send shows in the next send or receive
+          if (!sent && s.write_failed) {  // no answer can go out any more: the connection is lost
+            s.failed = true;
+            s.close_code = websocket::abnormal_closure;
+            co_return unexpected(sent.error());
+          }
+          if (!sent) co_return unexpected(sent.error());  // stopped while waiting to write
         }
         continue;
       }
@@ -302,6 +314,11 @@ task<result<websocket_message>> receive_until(websocket_state& s, clock::time_po
                                  : detail::max_frame_header;
     reserve_input(s, want);
     clock::time_point deadline = hard_deadline;
+    bool close_due = false;
+    if (s.close_deadline != clock::time_point{} && (deadline == clock::time_point{} || s.close_deadline < deadline)) {
+      deadline = s.close_deadline;
+      close_due = true;
+    }
     bool keep_alive_due = false;
     if (s.opts.ping_interval.count() > 0) {
       const clock::time_point due =
@@ -309,20 +326,35 @@ task<result<websocket_message>> receive_until(websocket_state& s, clock::time_po
       if (deadline == clock::time_point{} || due < deadline) {
         deadline = due;
         keep_alive_due = true;
+        close_due = false;
       }
     }
     auto n = co_await read_some(s, deadline);
     if (!n) {
+      const std::stop_token stop = co_await current_stop_token();
+      if (n.error() == std::errc::timed_out && (keep_alive_due || close_due) && stop.stop_requested())
+        co_return unexpected(std::make_error_code(std::errc::operation_canceled));  // our caller's stop, not ours
+      if (n.error() == std::errc::timed_out && close_due) {  // the peer never answered close()
+        s.failed = true;
+        s.close_code = websocket::abnormal_closure;
+        co_return unexpected(errc(websocket_errc::closed));
+      }
       if (n.error() == std::errc::timed_out && keep_alive_due) {
         if (s.ping_outstanding) {
           s.failed = true;
           s.close_code = websocket::abnormal_closure;
           co_return unexpected(errc(websocket_errc::ping_timeout));
         }
-        s.ping_outstanding = true;
-        s.ping_sent = clock::now();
+        const clock::time_point sent_at = clock::now();
         auto sent = co_await send_frame(s, ws_opcode::ping, {});
-        (void)sent;
+        if (!sent && s.write_failed) {
+          s.failed = true;
+          s.close_code = websocket::abnormal_closure;
+          co_return unexpected(sent.error());
+        }
+        if (!sent) co_return unexpected(sent.error());  // stopped while waiting to write
+        s.ping_outstanding = true;  // only a ping that went out is waited for
+        s.ping_sent = sent_at;
         continue;
       }
       if (n.error() == tls::tls_errc::truncated) {
@@ -418,7 +450,10 @@ task<result<void>> websocket::close(std::uint16_t code, std::string_view reason)
   if (s.close_received || s.failed) co_return unexpected(errc(websocket_errc::closed));
   auto sent = co_await send_close_frame(s, code, reason);
   if (!sent) co_return sent;
-  if (s.receiving) co_return result<void>{};  // that receive sees the answer
+  if (s.receiving) {  // that receive sees the answer, or gives up after close_timeout
+    s.close_deadline = clock::now() + s.opts.close_timeout;
+    co_return result<void>{};
+  }
   const clock::time_point deadline = clock::now() + s.opts.close_timeout;
   for (;;) {
     auto m = co_await receive_until(s, deadline);

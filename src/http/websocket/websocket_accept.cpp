@@ -70,6 +70,9 @@ response accept_websocket(const request& req, websocket_session session, const w
   }
   const std::string_view key = req.header("sec-websocket-key");
   if (!detail::valid_websocket_key(key)) return refuse(400);
+  std::size_t keys = 0;  // RFC 6455 section 11.3.1: the field appears once
+  for (const header& h : req.headers()) keys += iequals(h.name, "sec-websocket-key") ? 1 : 0;
+  if (keys != 1) return refuse(400);
   if (opts.check_origin && !opts.check_origin(req.header("origin"))) return refuse(403);
   std::string chosen;
   for (const std::string& ours : opts.subprotocols) {

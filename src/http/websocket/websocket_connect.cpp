@@ -22,6 +22,7 @@ std::string as_http_url(std::string_view text) {
   const std::size_t colon = text.find("://");
   if (colon == std::string_view::npos) return {};
   const std::string_view scheme = text.substr(0, colon);
+  if (text.find('#') != std::string_view::npos) return {};  // RFC 6455 section 3: no fragment
   if (iequals(scheme, "ws")) return "http" + std::string(text.substr(colon));
   if (iequals(scheme, "wss")) return "https" + std::string(text.substr(colon));
   return {};

@@ -51,6 +51,8 @@ struct websocket_state {
   std::size_t out_capacity = 0;
   bool write_failed = false;
   bool close_sent = false;
+  // close() while a receive waits: that receive gives up at this time ({}: none).
+  std::chrono::steady_clock::time_point close_deadline{};
   unsigned char mask_pool[64] = {};  // random mask keys (client), refilled when used up
   std::size_t mask_used = sizeof(mask_pool);
 
