@@ -1164,6 +1164,98 @@ TEST_P(http_details_attack, MoreFragmentPlaces) {
   }
 }
 
+// A discarded body trickled forever: closed once body_timeout passes.
+TEST_P(http_details_attack, TrickledDiscardBoundedByBodyTimeout) {
+  test_server s(GetParam(), {.body_timeout = 1500ms, .linger_timeout = 1000ms});
+  client c(s.port());
+  ASSERT_TRUE(c.send(post_cl("/get", 60'000)));
+  auto r = c.read_response();
+  ASSERT_TRUE(r.ok);
+  EXPECT_EQ(r.status, 405);
+  const auto t0 = clk::now();
+  while (clk::now() - t0 < 20s && s.srv().connections() != 0) {
+    if (!c.send("x")) break;
+    std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_TRUE(s.wait_connections(0, 5s));
+  EXPECT_LT(clk::now() - t0, 12s);
+}
+
+// Connection: close with no unread input: closed at once, no linger (linger_timeout 20 s).
+TEST_P(http_details_attack, NoLingerWithoutUnreadInput) {
+  test_server s(GetParam(), {.linger_timeout = 20'000ms});
+  client c(s.port());
+  ASSERT_TRUE(c.send(get("/get", "Connection: close\r\n")));
+  auto r = c.read_response();
+  ASSERT_TRUE(r.ok);
+  auto e = c.read_to_end(30s);
+  EXPECT_TRUE(e.eof);
+  EXPECT_LT(e.took, 5s) << "lingered without unread input";
+  EXPECT_TRUE(s.wait_connections(0, 5s));
+}
+
+// The default bound (64 KiB) exactly, Content-Length and one 64 KiB chunk, each
+// followed in the same write by a request: kept and served.
+TEST_P(http_details_attack, DefaultBoundExactlyWithPipelinedRequest) {
+  test_server s(GetParam());
+  client c(s.port());
+  ASSERT_TRUE(c.send(post_cl("/get", 65536) + std::string(65536, 'k') + get() + chunked_head("/nope") +
+                     chunked_body(65536, 65536) + get() + chunked_head("/nope") + chunked_body(65536, 1000) + get()));
+  for (int i = 0; i < 3; ++i) {
+    auto r1 = c.read_response();
+    ASSERT_TRUE(r1.ok) << i;
+    EXPECT_EQ(r1.status, i == 0 ? 405 : 404);
+    auto r2 = c.read_response();
+    ASSERT_TRUE(r2.ok) << i << ": the request after a body of exactly 64 KiB was not answered";
+    EXPECT_EQ(r2.status, 200);
+    EXPECT_EQ(r2.body, "hello");
+  }
+}
+
+// The cap: a body of exactly max_body_bytes (< discard_body_bytes) is still discarded.
+TEST_P(http_details_attack, DiscardAtCapExactlyKept) {
+  test_server s(GetParam(), {.max_body_bytes = 100, .discard_body_bytes = 10'000});
+  client c(s.port());
+  ASSERT_TRUE(c.send(post_cl("/get", 100) + std::string(100, 'x') + get()));
+  auto r1 = c.read_response();
+  ASSERT_TRUE(r1.ok);
+  EXPECT_FALSE(connection_close(r1)) << r1.head;
+  auto r2 = c.read_response();
+  ASSERT_TRUE(r2.ok);
+  EXPECT_EQ(r2.status, 200);
+}
+
+// Expect: 100-continue with the body sent at once and a request behind it: the answer
+// says close, the request behind is not served.
+TEST_P(http_details_attack, ExpectContinueWithBodyAndPipelinedRequest) {
+  test_server s(GetParam());
+  client c(s.port());
+  ASSERT_TRUE(c.send(post_cl("/get", 5, "Expect: 100-continue\r\n") + "abcde" + get("/secret")));
+  auto r1 = c.read_response();
+  ASSERT_TRUE(r1.ok);
+  EXPECT_EQ(r1.status, 405);
+  EXPECT_TRUE(connection_close(r1));
+  auto e = c.read_to_end(10s);
+  EXPECT_EQ(e.data, "");
+  EXPECT_EQ(e.err, 0) << std::strerror(e.err);
+  EXPECT_EQ(s.secret_hits.load(), 0);
+}
+
+// HTTP/1.0 with keep-alive and a small body on a route that does not take it: kept.
+TEST_P(http_details_attack, Http10KeepAliveDiscard) {
+  test_server s(GetParam());
+  client c(s.port());
+  ASSERT_TRUE(c.send("POST /get HTTP/1.0\r\nConnection: keep-alive\r\nContent-Length: 3\r\n\r\nabc"
+                     "GET /get HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"));
+  auto r1 = c.read_response();
+  ASSERT_TRUE(r1.ok);
+  EXPECT_EQ(r1.status, 405);
+  EXPECT_FALSE(connection_close(r1)) << r1.head;
+  auto r2 = c.read_response();
+  ASSERT_TRUE(r2.ok);
+  EXPECT_EQ(r2.status, 200);
+}
+
 // ================================================================ HTTPS port
 
 class https_details_attack : public ::testing::TestWithParam<backend_kind> {};
@@ -1385,6 +1477,34 @@ TEST_P(https_details_attack, GracefulStopWithPlainHttpLingerersIsBounded) {
   if (done) {
     EXPECT_LT(s.done_at() - t0, 10s);
   }
+}
+
+// The wait for the first byte counts against handshake_timeout: a first byte late
+// (2.5 s of 3.5 s) and then a handshake dribbled in: the connection ends at ~3.5 s
+// after connect, not 2.5 + 3.5.
+TEST_P(https_details_attack, FirstByteWaitCountsAgainstHandshakeTimeout) {
+  test_server s(GetParam(), {}, true, {"http/1.1"}, 3500ms);
+  client c(s.port());
+  const auto t0 = clk::now();
+  std::this_thread::sleep_for(2500ms);
+  const std::string hello("\x16\x03\x01\x00\xc8", 5);
+  bool ended = false;
+  for (char ch : hello + std::string(195, '\x01')) {
+    if (!c.send(std::string(1, ch))) {
+      ended = true;
+      break;
+    }
+    pollfd p{c.fd(), POLLIN | POLLRDHUP, 0};
+    if (::poll(&p, 1, 100) > 0) {
+      ended = true;
+      break;
+    }
+    if (clk::now() - t0 > 15s) break;
+  }
+  const auto took = clk::now() - t0;
+  EXPECT_TRUE(ended);
+  EXPECT_LT(took, 5s) << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
+                      << " ms: the handshake got a fresh timeout after the first byte";
 }
 
 std::vector<backend_kind> backends() { return {backend_kind::uring, backend_kind::epoll}; }
