@@ -1256,6 +1256,37 @@ TEST_P(http_details_attack, Http10KeepAliveDiscard) {
   EXPECT_EQ(r2.status, 200);
 }
 
+// After the early answer (405) to a body it discards, the server never sends a second
+// response for the same request (413 past max_body_bytes, 400 on bad framing, 408 on
+// a stall): the client would take it for the answer to its next request.
+TEST_P(http_details_attack, NoSecondResponseAfterEarlyAnswer) {
+  test_server s(GetParam(), {.max_body_bytes = 100, .idle_timeout = 1000ms, .body_timeout = 1500ms,
+                             .discard_body_bytes = 10'000, .linger_timeout = 1000ms});
+  struct probe {
+    const char* what;
+    std::string bytes;
+  };
+  const std::vector<probe> probes = {
+      {"chunked past max_body_bytes", chunked_head("/get") + chunked_body(300, 50)},
+      {"bad chunk framing", chunked_head("/get") + "3\r\nhello\r\n0\r\n\r\n"},
+      {"bad chunk size", chunked_head("/get") + "zz\r\nhello\r\n0\r\n\r\n"},
+      {"overflowing chunk size", chunked_head("/get") + "10000000000000000005\r\nhello\r\n0\r\n\r\n"},
+      {"bad trailer", chunked_head("/get") + "0\r\nbad trailer\r\n\r\n"},
+      {"stalled chunked", chunked_head("/get") + "5\r\nab"},
+      {"stalled content-length", post_cl("/get", 50) + "ab"},
+  };
+  for (const auto& p : probes) {
+    client c(s.port());
+    ASSERT_TRUE(c.send(p.bytes));
+    auto r1 = c.read_response();
+    ASSERT_TRUE(r1.ok) << p.what;
+    EXPECT_EQ(r1.status, 405) << p.what;
+    auto e = c.read_to_end(20s);
+    EXPECT_TRUE(e.eof) << p.what;
+    EXPECT_EQ(e.data, "") << p.what << ": a second response after the early answer";
+  }
+}
+
 // ================================================================ HTTPS port
 
 class https_details_attack : public ::testing::TestWithParam<backend_kind> {};
