@@ -1538,6 +1538,127 @@ TEST_P(https_details_attack, FirstByteWaitCountsAgainstHandshakeTimeout) {
                       << " ms: the handshake got a fresh timeout after the first byte";
 }
 
+// A graceful stop with a silent client on the HTTPS port (handshake_timeout 20 s): the
+// connection has sent nothing, like an idle keep-alive one; the stop must not wait for
+// the handshake timeout (nginx closes such connections at a graceful stop).
+TEST_P(https_details_attack, GracefulStopWithSilentClientIsBounded) {
+  test_server s(GetParam(), {}, true, {"http/1.1"}, 20s);
+  client c(s.port());
+  std::this_thread::sleep_for(200ms);
+  const auto t0 = clk::now();
+  s.graceful_stop();
+  const bool done = s.wait_done(30s);
+  EXPECT_TRUE(done);
+  if (done) {
+    EXPECT_LT(s.done_at() - t0, 8s) << std::chrono::duration_cast<std::chrono::milliseconds>(s.done_at() - t0).count()
+                                    << " ms: the drain waited for a silent client's handshake timeout";
+  }
+}
+
+// Over TLS, a 413 with a large body still coming: the client reads the 413.
+TEST_P(https_details_attack, TlsErrorWithUnreadBodyIsDelivered) {
+  test_server s(GetParam(), {.max_body_bytes = 1024}, true);
+  constexpr const char* py = R"PY(
+import socket, ssl, sys, threading
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT); ctx.check_hostname = False; ctx.verify_mode = ssl.CERT_NONE
+ok = 0
+for round in range(3):
+    t = ctx.wrap_socket(socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=10))
+    def sender():
+        try:
+            t.sendall(b'POST /post HTTP/1.1\r\nHost: x\r\nContent-Length: 600000\r\n\r\n')
+            t.sendall(b'q' * 600000)
+        except Exception:
+            pass
+    th = threading.Thread(target=sender); th.start()
+    data = b''
+    try:
+        while b'\r\n\r\n' not in data:
+            d = t.recv(65536)
+            if not d: break
+            data += d
+    except Exception as e:
+        print('EXC', type(e).__name__, e)
+    th.join()
+    if data.startswith(b'HTTP/1.1 413'): ok += 1
+    else: print('round', round, repr(data[:80]))
+print('ok', ok)
+)PY";
+  const std::string out = run_python(py, std::to_string(s.port()));
+  EXPECT_NE(out.find("ok 3"), std::string::npos) << out;
+}
+
+// A graceful stop with an idle plain connection that never sent a byte: closes at once.
+TEST_P(http_details_attack, GracefulStopWithNeverSpokeClient) {
+  test_server s(GetParam());
+  client c(s.port());
+  std::this_thread::sleep_for(200ms);
+  const auto t0 = clk::now();
+  s.graceful_stop();
+  const bool done = s.wait_done(30s);
+  EXPECT_TRUE(done);
+  if (done) {
+    EXPECT_LT(s.done_at() - t0, 8s);
+  }
+}
+
+// Waits until this process has `n` descriptors open; false when not within `limit`.
+bool wait_fds(std::size_t n, clk::duration limit) {
+  const auto deadline = clk::now() + limit;
+  while (ringio_test::open_fd_count() != n && clk::now() < deadline) std::this_thread::sleep_for(10ms);
+  return ringio_test::open_fd_count() == n;
+}
+
+// Failed handshakes of every kind, while the server runs: no descriptor stays open.
+TEST_P(https_details_attack, FailedHandshakesDoNotLeakWhileServing) {
+  test_server s(GetParam(), {.linger_timeout = 500ms}, true, {"http/1.1"}, 1s);
+  const std::size_t base = ringio_test::open_fd_count();
+  for (int i = 0; i < 5; ++i) {
+    (void)run_python(tls_client_py, std::to_string(s.port()) + " h2");
+    {
+      client c(s.port());
+      (void)c.send(std::string("\x16\x03\x01\x00\x05hello", 10));
+      (void)c.read_to_end(10s);
+    }
+    {
+      client c(s.port());
+      (void)c.send(std::string("\x16\x03\x01", 3));
+      c.reset();
+    }
+    {
+      client c(s.port());
+      (void)c.send("GET / HTTP/1.1\r\n");
+      c.reset();
+    }
+    {
+      client c(s.port());  // silent
+      (void)c.read_to_end(10s);
+    }
+  }
+  EXPECT_TRUE(wait_fds(base, 10s)) << ringio_test::open_fd_count() << " descriptors open, " << base << " before";
+}
+
+// A hard stop with plain-HTTP clients lingering on the HTTPS port (linger 60 s): at once.
+TEST_P(https_details_attack, HardStopCutsPlainHttpLingerers) {
+  test_server s(GetParam(), {.linger_timeout = 60'000ms}, true);
+  std::vector<std::unique_ptr<client>> cs;
+  for (int i = 0; i < 20; ++i) {
+    cs.push_back(std::make_unique<client>(s.port()));
+    ASSERT_TRUE(cs.back()->send(post_cl("/post", 1'000'000) + std::string(50, 'x')));
+  }
+  for (auto& c : cs) {
+    auto r = c->read_response();
+    ASSERT_TRUE(r.ok);
+  }
+  const auto t0 = clk::now();
+  s.hard_stop();
+  const bool done = s.wait_done(30s);
+  EXPECT_TRUE(done);
+  if (done) {
+    EXPECT_LT(s.done_at() - t0, 5s);
+  }
+}
+
 std::vector<backend_kind> backends() { return {backend_kind::uring, backend_kind::epoll}; }
 
 INSTANTIATE_TEST_SUITE_P(, http_details_attack, ::testing::ValuesIn(backends()), ringio_test::backend_param_name);
