@@ -1287,6 +1287,84 @@ TEST_P(http_details_attack, NoSecondResponseAfterEarlyAnswer) {
   }
 }
 
+// One chunk announcing 1 GiB, streamed: the connection closes once the bound is passed
+// (plus the bounded linger), the answer intact, long before the chunk ends.
+TEST_P(http_details_attack, HugeChunkStreamedIntoDiscardIsCut) {
+  test_server s(GetParam(), {.linger_timeout = 1000ms});
+  client c(s.port());
+  ASSERT_TRUE(c.send(chunked_head("/get") + "40000000\r\n"));
+  auto r1 = c.read_response();
+  ASSERT_TRUE(r1.ok);
+  EXPECT_EQ(r1.status, 405);
+  const int fl = ::fcntl(c.fd(), F_GETFL);
+  ::fcntl(c.fd(), F_SETFL, fl | O_NONBLOCK);
+  const std::string chunk(16 * 1024, 'c');
+  const auto t0 = clk::now();
+  std::size_t sent = 0;
+  while (clk::now() - t0 < 30s && s.srv().connections() != 0) {
+    const ssize_t n = ::send(c.fd(), chunk.data(), chunk.size(), MSG_NOSIGNAL);
+    if (n > 0) sent += static_cast<std::size_t>(n);
+    else if (n < 0 && errno != EAGAIN) break;
+    else std::this_thread::sleep_for(1ms);
+  }
+  EXPECT_TRUE(s.wait_connections(0, 10s)) << "still connected after " << sent << " bytes of one chunk";
+  EXPECT_LT(sent, std::size_t{64} * 1024 * 1024);
+}
+
+// OPTIONS and 405 on pattern and prefix routes.
+TEST_P(http_details_attack, OptionsOnPatternAndPrefixRoutes) {
+  http::router routes;
+  routes.get("/items/{id}", [](http::request&) -> task<http::response> { co_return http::response::borrowed(200, "i"); });
+  routes.put("/items/{id}", [](http::request&) -> task<http::response> { co_return http::response::borrowed(200, "p"); });
+  routes.prefix(http::method::post, "/up/", [](http::request&) -> task<http::response> {
+    co_return http::response::borrowed(200, "u");
+  });
+  http::server srv(routes);
+  io_context ctx(io_context_options{.backend = GetParam(), .quiet = true});
+  auto l = ringio_test::listen_loopback();
+  const auto port = ringio_test::address_of(l).port();
+  std::stop_source stop;
+  std::string got;
+  std::thread cl([&] {
+    client c(port);
+    (void)c.send("OPTIONS /items/7 HTTP/1.1\r\nHost: x\r\n\r\n"
+                 "DELETE /items/7 HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc"
+                 "OPTIONS /up/a/b HTTP/1.1\r\nHost: x\r\n\r\n"
+                 "GET /up/a HTTP/1.1\r\nHost: x\r\n\r\n"
+                 "OPTIONS /items/ HTTP/1.1\r\nHost: x\r\n\r\n");
+    for (int i = 0; i < 5; ++i) {
+      auto r = c.read_response();
+      got += std::to_string(r.status) + "[" + r.header("allow") + "] ";
+    }
+    post(ctx, [&] { stop.request_stop(); });
+  });
+  sync_wait(ctx, srv.serve(l, stop.get_token()));
+  cl.join();
+  EXPECT_EQ(got,
+            "200[GET, HEAD, PUT, OPTIONS] 405[GET, HEAD, PUT, OPTIONS] 200[POST, OPTIONS] 405[POST, OPTIONS] 404[] ");
+}
+
+// Content-Length far over the bound (900 kB, under linger_bytes): the 405 with
+// Connection: close arrives whole while the client sends all of it; then a clean end.
+TEST_P(http_details_attack, LargeContentLengthOverBoundAnswerNotReset) {
+  test_server s(GetParam());
+  for (int round = 0; round < 3; ++round) {
+    client c(s.port());
+    std::thread sender([&] {
+      (void)c.send(post_cl("/get", 900'000));
+      (void)c.send(std::string(900'000, 'b'));
+    });
+    auto r = c.read_response();
+    sender.join();
+    ASSERT_TRUE(r.ok) << "round " << round;
+    EXPECT_EQ(r.status, 405);
+    EXPECT_TRUE(connection_close(r));
+    auto e = c.read_to_end(10s);
+    EXPECT_TRUE(e.eof);
+    EXPECT_EQ(e.err, 0) << std::strerror(e.err);
+  }
+}
+
 // ================================================================ HTTPS port
 
 class https_details_attack : public ::testing::TestWithParam<backend_kind> {};
