@@ -1394,6 +1394,55 @@ TEST_P(http_details_attack, EarlyAnswerKeepsPipelineOrder) {
   EXPECT_TRUE(c.quiet_for(300ms));
 }
 
+std::size_t rss_bytes() {
+  long pages = 0, resident = 0;
+  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+    std::fclose(f);
+  }
+  return static_cast<std::size_t>(resident) * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+}
+
+// A client that pipelines small discarded bodies and never reads its answers: the
+// server must stop reading when its answers cannot go out (the discard path is no
+// way around the backpressure), not buffer answers without bound.
+TEST_P(http_details_attack, DiscardPathKeepsBackpressure) {
+  test_server s(GetParam(), {.send_timeout = 60'000ms});
+  client c(s.port());
+  int small = 4096;
+  ::setsockopt(c.fd(), SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+  std::string batch;
+  for (int i = 0; i < 2000; ++i) batch += post_cl("/nope", 1) + "x";
+  const std::size_t rss0 = rss_bytes();
+  std::atomic<std::size_t> sent{0};
+  std::atomic<bool> stop{false};
+  const int fl = ::fcntl(c.fd(), F_GETFL);
+  ::fcntl(c.fd(), F_SETFL, fl | O_NONBLOCK);
+  std::thread sender([&] {
+    std::size_t off = 0;
+    while (!stop.load() && sent.load() < std::size_t{400} * 1024 * 1024) {
+      const ssize_t n = ::send(c.fd(), batch.data() + off, batch.size() - off, MSG_NOSIGNAL);
+      if (n > 0) {
+        sent += static_cast<std::size_t>(n);
+        off = (off + static_cast<std::size_t>(n)) % batch.size();
+      } else if (n < 0 && errno != EAGAIN) {
+        break;
+      } else {
+        std::this_thread::sleep_for(5ms);
+      }
+    }
+  });
+  std::this_thread::sleep_for(4s);
+  const std::size_t rss1 = rss_bytes();
+  stop.store(true);
+  sender.join();
+  const std::size_t grown = rss1 > rss0 ? rss1 - rss0 : 0;
+  EXPECT_LT(grown, std::size_t{64} * 1024 * 1024)
+      << "RSS grew by " << (grown >> 20) << " MiB while the client sent " << (sent.load() >> 20)
+      << " MiB of discarded requests without reading";
+  EXPECT_LT(sent.load(), std::size_t{64} * 1024 * 1024) << "the server kept reading without sending";
+}
+
 // ================================================================ HTTPS port
 
 class https_details_attack : public ::testing::TestWithParam<backend_kind> {};
