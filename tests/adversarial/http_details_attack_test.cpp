@@ -1443,6 +1443,30 @@ TEST_P(http_details_attack, DiscardPathKeepsBackpressure) {
   EXPECT_LT(sent.load(), std::size_t{64} * 1024 * 1024) << "the server kept reading without sending";
 }
 
+// A drain during a slow request with pipelined requests and a body behind it: the
+// answer says Connection: close and arrives intact (linger, no reset); nothing behind
+// it is served.
+TEST_P(http_details_attack, DrainWithPipelinedInputLingers) {
+  test_server s(GetParam());
+  client c(s.port());
+  std::string tail;
+  for (int i = 0; i < 2000; ++i) tail += get("/secret");
+  ASSERT_TRUE(c.send(get("/slow") + tail));
+  std::this_thread::sleep_for(100ms);
+  s.graceful_stop();
+  auto r = c.read_response();
+  ASSERT_TRUE(r.ok);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "slow");
+  EXPECT_TRUE(connection_close(r)) << r.head;
+  auto e = c.read_to_end(10s);
+  EXPECT_TRUE(e.eof);
+  EXPECT_EQ(e.data, "");
+  EXPECT_EQ(e.err, 0) << std::strerror(e.err);
+  EXPECT_EQ(s.secret_hits.load(), 0);
+  EXPECT_TRUE(s.wait_done(10s));
+}
+
 // ================================================================ HTTPS port
 
 class https_details_attack : public ::testing::TestWithParam<backend_kind> {};
@@ -1813,6 +1837,61 @@ TEST_P(https_details_attack, HardStopCutsPlainHttpLingerers) {
   if (done) {
     EXPECT_LT(s.done_at() - t0, 5s);
   }
+}
+
+// The ClientHello split after its first byte (a second later), then byte by byte: the
+// peek at the first byte must not disturb the handshake.
+TEST_P(https_details_attack, ClientHelloSplitAfterFirstByte) {
+  test_server s(GetParam(), {}, true, {"http/1.1"}, 10s);
+  constexpr const char* py = R"PY(
+import socket, ssl, sys, time
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT); ctx.check_hostname = False; ctx.verify_mode = ssl.CERT_NONE
+ctx.set_alpn_protocols(['http/1.1'])
+inc, out = ssl.MemoryBIO(), ssl.MemoryBIO()
+o = ctx.wrap_bio(inc, out, server_hostname='localhost')
+s = socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=10)
+s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+first = [True]
+def flush():
+    data = out.read()
+    if not data: return
+    if first[0]:
+        first[0] = False
+        s.sendall(data[:1]); time.sleep(1.0)
+        for b in data[1:8]:
+            s.sendall(bytes([b])); time.sleep(0.05)
+        s.sendall(data[8:])
+    else:
+        s.sendall(data)
+try:
+    while True:
+        try:
+            o.do_handshake(); flush(); break
+        except ssl.SSLWantReadError:
+            flush()
+            d = s.recv(65536)
+            if not d:
+                print('EOF during handshake'); sys.exit()
+            inc.write(d)
+    o.write(b'GET /get HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'); flush()
+    resp = b''
+    while True:
+        try:
+            r = o.read(65536)
+            if not r: break
+            resp += r
+        except ssl.SSLWantReadError:
+            d = s.recv(65536)
+            if not d: break
+            inc.write(d)
+        except ssl.SSLZeroReturnError:
+            break
+    print('RESP', o.selected_alpn_protocol(), resp.split(b'\r\n')[0].decode())
+except Exception as e:
+    print('EXC', type(e).__name__, e)
+)PY";
+  const std::string out = run_python(py, std::to_string(s.port()));
+  EXPECT_NE(out.find("RESP http/1.1 HTTP/1.1 200"), std::string::npos) << out;
 }
 
 std::vector<backend_kind> backends() {
