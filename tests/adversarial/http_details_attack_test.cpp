@@ -1467,6 +1467,20 @@ TEST_P(http_details_attack, DrainWithPipelinedInputLingers) {
   EXPECT_TRUE(s.wait_done(10s));
 }
 
+// The plain-HTTP reference for the TLS test below: clients that have not sent a byte
+// count against max_connections, and the next one gets 503.
+TEST_P(http_details_attack, SilentClientsCountAgainstMaxConnections) {
+  test_server s(GetParam(), {.max_connections = 2});
+  std::vector<std::unique_ptr<client>> cs;
+  for (int i = 0; i < 2; ++i) cs.push_back(std::make_unique<client>(s.port()));
+  EXPECT_TRUE(s.wait_connections(2, 5s)) << s.srv().connections();
+  client c(s.port());
+  ASSERT_TRUE(c.send(get()));
+  auto r = c.read_response();
+  ASSERT_TRUE(r.ok);
+  EXPECT_EQ(r.status, 503);
+}
+
 // ================================================================ HTTPS port
 
 class https_details_attack : public ::testing::TestWithParam<backend_kind> {};
@@ -1892,6 +1906,22 @@ except Exception as e:
 )PY";
   const std::string out = run_python(py, std::to_string(s.port()));
   EXPECT_NE(out.find("RESP http/1.1 HTTP/1.1 200"), std::string::npos) << out;
+}
+
+// max_connections and connections() against TLS clients still in their handshake:
+// silent clients hold descriptors for up to handshake_timeout; are they counted?
+TEST_P(https_details_attack, SilentHandshakesAndMaxConnections) {
+  test_server s(GetParam(), {.max_connections = 2}, true, {"http/1.1"}, 20s);
+  std::vector<std::unique_ptr<client>> cs;
+  for (int i = 0; i < 2; ++i) cs.push_back(std::make_unique<client>(s.port()));
+  std::this_thread::sleep_for(500ms);
+  const std::size_t counted = s.srv().connections();
+  const std::string out = run_python(tls_client_py, std::to_string(s.port()) + " http/1.1");
+  std::printf("connections() with 2 silent TLS clients: %zu; a real client then: %s\n", counted, out.c_str());
+  // Documented: max_connections bounds the connections served at once; the next get 503.
+  EXPECT_GE(counted, 2u) << "TLS connections in their handshake are not counted by connections()";
+  EXPECT_EQ(out.find("OK http/1.1 HTTP/1.1 200"), std::string::npos)
+      << "with max_connections 2 and 2 open TLS connections a third is served (plain HTTP: 503): " << out;
 }
 
 std::vector<backend_kind> backends() {
