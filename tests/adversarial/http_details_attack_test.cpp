@@ -1481,6 +1481,54 @@ TEST_P(http_details_attack, SilentClientsCountAgainstMaxConnections) {
   EXPECT_EQ(r.status, 503);
 }
 
+// The 503 at the connection limit, to a client sending a large body: delivered whole.
+TEST_P(http_details_attack, LimitAnswerWithLargeBodyNotReset) {
+  test_server s(GetParam(), {.max_connections = 1});
+  client holder(s.port());
+  ASSERT_TRUE(s.wait_connections(1, 5s));
+  for (int round = 0; round < 3; ++round) {
+    client c(s.port());
+    std::thread sender([&] {
+      (void)c.send(post_cl("/post", 500'000));
+      (void)c.send(std::string(500'000, 'l'));
+    });
+    auto r = c.read_response();
+    sender.join();
+    ASSERT_TRUE(r.ok) << "round " << round << ": the 503 was destroyed";
+    EXPECT_EQ(r.status, 503);
+  }
+}
+
+// A head trickled past header_timeout, the client going on trickling: 408 intact, then
+// the connection ends within the linger bound.
+TEST_P(http_details_attack, HeaderTimeoutThenTrickleLingerBounded) {
+  test_server s(GetParam(), {.header_timeout = 1000ms, .linger_timeout = 1000ms});
+  client c(s.port());
+  ASSERT_TRUE(c.send("GET /get HTTP/1.1\r\nHost: x\r\nX-Slow: "));
+  const auto t0 = clk::now();
+  std::string got;
+  bool ended = false;
+  while (clk::now() - t0 < 20s) {
+    if (!c.send("a")) {
+      ended = true;
+      break;
+    }
+    pollfd p{c.fd(), POLLIN, 0};
+    if (::poll(&p, 1, 100) > 0) {
+      char b[4096];
+      const ssize_t n = ::recv(c.fd(), b, sizeof b, 0);
+      if (n <= 0) {
+        ended = true;
+        break;
+      }
+      got.append(b, static_cast<std::size_t>(n));
+    }
+  }
+  EXPECT_TRUE(ended);
+  EXPECT_TRUE(got.starts_with("HTTP/1.1 408")) << got;
+  EXPECT_LT(clk::now() - t0, 10s);
+}
+
 // ================================================================ HTTPS port
 
 class https_details_attack : public ::testing::TestWithParam<backend_kind> {};
