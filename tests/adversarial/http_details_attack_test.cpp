@@ -10,6 +10,8 @@
 //   its early answer (405/404) to end: body_timeout for a trickling client, idle_timeout
 //   for a silent one, although the answer is out ("busy ones after their current
 //   response"; "a drain never waits longer than the bounded linger").
+// - DrainOfServeConnectionDuringDiscardIsBounded: the same through server::drain() and
+//   serve_connection.
 // - GracefulStopWithSilentClientIsBounded (HTTPS): a graceful stop waits for a silent
 //   client's whole handshake_timeout (nginx closes connections awaiting their first
 //   byte at a graceful stop; the plain server closes such a connection at once).
@@ -1542,6 +1544,41 @@ TEST_P(http_details_attack, HeaderTimeoutThenTrickleLingerBounded) {
   EXPECT_TRUE(ended);
   EXPECT_TRUE(got.starts_with("HTTP/1.1 408")) << got;
   EXPECT_LT(clk::now() - t0, 10s);
+}
+
+// server::drain() for a connection served through serve_connection, while it discards
+// a body after its early answer (client silent; idle_timeout 15 s): the connection
+// should end within the bounded linger, not at idle_timeout.
+TEST_P(http_details_attack, DrainOfServeConnectionDuringDiscardIsBounded) {
+  http::router routes;
+  routes.get("/get", [](http::request&) -> task<http::response> { co_return http::response::borrowed(200, "hello"); });
+  http::server srv(routes, {.idle_timeout = 15'000ms, .linger_timeout = 2000ms});
+  io_context ctx(io_context_options{.backend = GetParam(), .quiet = true});
+  auto l = ringio_test::listen_loopback();
+  const auto port = ringio_test::address_of(l).port();
+  std::atomic<bool> drained{false};
+  clk::time_point t0{};
+  std::thread cl([&] {
+    client c(port);
+    (void)c.send(post_cl("/get", 60'000) + "abc");
+    auto r = c.read_response();
+    EXPECT_TRUE(r.ok);
+    EXPECT_EQ(r.status, 405);
+    t0 = clk::now();
+    srv.drain();
+    drained.store(true);
+    (void)c.read_to_end(40s);
+  });
+  sync_wait(ctx, [&]() -> task<void> {
+    auto s = co_await l.accept();
+    if (s) co_await srv.serve_connection(std::move(*s));
+  }());
+  const auto end = clk::now();
+  cl.join();
+  const auto took = end - t0;
+  EXPECT_TRUE(drained.load());
+  EXPECT_LT(took, 8s) << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
+                      << " ms from drain() to the end of a connection discarding a body";
 }
 
 // ================================================================ HTTPS port
