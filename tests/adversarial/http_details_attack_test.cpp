@@ -56,6 +56,7 @@
 #include "support/backend_test.hpp"
 #include "support/fd_count.hpp"
 #include "support/loopback.hpp"
+#include "support/sanitizer.hpp"
 
 using namespace ringio;
 using namespace std::chrono_literals;
@@ -1454,9 +1455,13 @@ TEST_P(http_details_attack, DiscardPathKeepsBackpressure) {
   stop.store(true);
   sender.join();
   const std::size_t grown = rss1 > rss0 ? rss1 - rss0 : 0;
-  EXPECT_LT(grown, std::size_t{64} * 1024 * 1024)
-      << "RSS grew by " << (grown >> 20) << " MiB while the client sent " << (sent.load() >> 20)
-      << " MiB of discarded requests without reading";
+  // Under a sanitizer the frame cache is bypassed and freed memory sits in quarantine:
+  // RSS says nothing there; the bytes the server accepted still do.
+  if (!ringio_test::under_sanitizer) {
+    EXPECT_LT(grown, std::size_t{64} * 1024 * 1024)
+        << "RSS grew by " << (grown >> 20) << " MiB while the client sent " << (sent.load() >> 20)
+        << " MiB of discarded requests without reading";
+  }
   EXPECT_LT(sent.load(), std::size_t{64} * 1024 * 1024) << "the server kept reading without sending";
 }
 
@@ -1852,30 +1857,42 @@ TEST_P(https_details_attack, GracefulStopWithSilentClientIsBounded) {
 // Over TLS, a 413 with a large body still coming: the client reads the 413.
 TEST_P(https_details_attack, TlsErrorWithUnreadBodyIsDelivered) {
   test_server s(GetParam(), {.max_body_bytes = 1024}, true);
+  // One thread (an SSL object must not be read and written from two threads at once).
   constexpr const char* py = R"PY(
-import socket, ssl, sys, threading
+import socket, ssl, sys, select
 ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT); ctx.check_hostname = False; ctx.verify_mode = ssl.CERT_NONE
 ok = 0
 for round in range(3):
     t = ctx.wrap_socket(socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=10))
-    def sender():
-        try:
-            t.sendall(b'POST /post HTTP/1.1\r\nHost: x\r\nContent-Length: 600000\r\n\r\n')
-            t.sendall(b'q' * 600000)
-        except Exception:
-            pass
-    th = threading.Thread(target=sender); th.start()
+    t.setblocking(False)
+    out = b'POST /post HTTP/1.1\r\nHost: x\r\nContent-Length: 600000\r\n\r\n' + b'q' * 600000
     data = b''
-    try:
-        while b'\r\n\r\n' not in data:
-            d = t.recv(65536)
-            if not d: break
-            data += d
-    except Exception as e:
-        print('EXC', type(e).__name__, e)
-    th.join()
+    note = ''
+    while True:
+        r, w, _ = select.select([t], [t] if out else [], [], 10)
+        if not r and not w and not t.pending():
+            note = 'timeout'; break
+        if w and out:
+            try:
+                n = t.send(out[:16384]); out = out[n:]
+            except (ssl.SSLWantWriteError, ssl.SSLWantReadError):
+                pass
+            except OSError as e:
+                note += 'send:' + type(e).__name__ + ' '; out = b''
+        if r or t.pending():
+            try:
+                d = t.recv(65536)
+                if not d:
+                    note += 'eof'; break
+                data += d
+                if b'\r\n\r\n' in data: break
+            except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
+                pass
+            except OSError as e:
+                note += 'recv:' + type(e).__name__ + ' ' + str(e); break
     if data.startswith(b'HTTP/1.1 413'): ok += 1
-    else: print('round', round, repr(data[:80]))
+    else: print('round', round, repr(data[:80]), note, 'unsent', len(out))
+    t.close()
 print('ok', ok)
 )PY";
   const std::string out = run_python(py, std::to_string(s.port()));
