@@ -84,6 +84,15 @@ const certs& test_certs() {
     EXPECT_EQ(std::system(cmd.c_str()), 0);
     return r;
   }();
+  static const bool cleanup = [] {
+    std::atexit([] {
+      std::remove(test_certs().cert.c_str());
+      std::remove(test_certs().key.c_str());
+      ::rmdir(test_certs().dir.c_str());
+    });
+    return true;
+  }();
+  (void)cleanup;
   return c;
 }
 
