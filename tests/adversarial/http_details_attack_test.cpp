@@ -20,13 +20,12 @@
 //   client that has sent nothing and answers the next one 503).
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <atomic>
 #include <cerrno>
@@ -113,8 +112,8 @@ struct parsed_response {
 
 struct end_result {
   std::string data;
-  int err = 0;          // errno of the failing recv (ECONNRESET...), 0 on a clean EOF
-  bool eof = false;     // the connection ended (EOF or error)
+  int err = 0;       // errno of the failing recv (ECONNRESET...), 0 on a clean EOF
+  bool eof = false;  // the connection ended (EOF or error)
   bool timed_out = false;
   clk::duration took{};
 };
@@ -329,7 +328,8 @@ class test_server {
  public:
   explicit test_server(backend_kind backend, http::server_options opts = {}, bool use_tls = false,
                        std::vector<std::string> alpn = {"http/1.1"}, std::chrono::nanoseconds handshake_timeout = 10s) {
-    routes_.get("/get", [](http::request&) -> task<http::response> { co_return http::response::borrowed(200, "hello"); });
+    routes_.get("/get",
+                [](http::request&) -> task<http::response> { co_return http::response::borrowed(200, "hello"); });
     routes_.post("/post", [](http::request& r) -> task<http::response> {
       co_return http::response::text(200, std::to_string(r.body().size()));
     });
@@ -342,7 +342,8 @@ class test_server {
       (void)slept;
       co_return http::response::borrowed(200, "slow");
     });
-    routes_.get("/a%23b", [](http::request&) -> task<http::response> { co_return http::response::borrowed(200, "enc"); });
+    routes_.get("/a%23b",
+                [](http::request&) -> task<http::response> { co_return http::response::borrowed(200, "enc"); });
     srv_ = std::make_unique<http::server>(routes_, std::move(opts));
     if (use_tls) {
       auto c = tls::context::server({.certificate_chain_file = test_certs().cert,
@@ -403,10 +404,8 @@ class test_server {
  private:
   task<void> body(stream_listener& l) {
     scope s(hard_.get_token());
-    if (tls_.valid())
-      s.spawn(http::serve_tls(*srv_, tls_, l, graceful_.get_token()));
-    else
-      s.spawn(srv_->serve(l, graceful_.get_token()));
+    if (tls_.valid()) s.spawn(http::serve_tls(*srv_, tls_, l, graceful_.get_token()));
+    else s.spawn(srv_->serve(l, graceful_.get_token()));
     co_await s.join();
   }
 
@@ -450,7 +449,9 @@ std::string chunked_body(std::size_t total, std::size_t chunk = 4096) {
   return b;
 }
 
-bool connection_close(const parsed_response& r) { return lower(r.header("connection")).find("close") != std::string::npos; }
+bool connection_close(const parsed_response& r) {
+  return lower(r.header("connection")).find("close") != std::string::npos;
+}
 
 class http_details_attack : public ::testing::TestWithParam<backend_kind> {};
 
@@ -564,8 +565,8 @@ TEST_P(http_details_attack, RequestHiddenInDiscardedBodyIsNotServed) {
 TEST_P(http_details_attack, ChunkedWithExtensionsAndTrailersDiscarded) {
   test_server s(GetParam());
   client c(s.port());
-  ASSERT_TRUE(c.send(chunked_head("/get") + "5;ext=1;q=\"a b\"\r\nhello\r\n3\r\nabc\r\n0\r\nX-Trailer: 1\r\nY: 2\r\n\r\n" +
-                     get()));
+  ASSERT_TRUE(c.send(chunked_head("/get") +
+                     "5;ext=1;q=\"a b\"\r\nhello\r\n3\r\nabc\r\n0\r\nX-Trailer: 1\r\nY: 2\r\n\r\n" + get()));
   auto r1 = c.read_response();
   ASSERT_TRUE(r1.ok);
   EXPECT_EQ(r1.status, 405);
@@ -606,8 +607,16 @@ TEST_P(http_details_attack, ChunkedAtBoundKeptPastBoundCloses) {
 // A chunk size that overflows 64 bits, or is just huge, hiding a request behind it.
 TEST_P(http_details_attack, ChunkSizeOverflowAndHugeChunkNeverSmuggle) {
   test_server s(GetParam());
-  const char* sizes[] = {"10000000000000000005", "fffffffffffffffff", "ffffffffffffffff", "7fffffffffffffff",
-                         "ffffffff", "0x5", "-5", "+5", " 5", "5 "};
+  const char* sizes[] = {"10000000000000000005",
+                         "fffffffffffffffff",
+                         "ffffffffffffffff",
+                         "7fffffffffffffff",
+                         "ffffffff",
+                         "0x5",
+                         "-5",
+                         "+5",
+                         " 5",
+                         "5 "};
   for (const char* sz : sizes) {
     client c(s.port());
     ASSERT_TRUE(c.send(chunked_head("/get") + sz + "\r\nhello\r\n0\r\n\r\n" + get("/secret")));
@@ -638,8 +647,8 @@ TEST_P(http_details_attack, ContentLengthWithTransferEncodingIs400) {
   test_server s(GetParam());
   client c(s.port());
   const std::string hidden = get("/secret");
-  ASSERT_TRUE(c.send("POST /get HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n" +
-                     hidden));
+  ASSERT_TRUE(c.send(
+      "POST /get HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n" + hidden));
   auto r1 = c.read_response();
   ASSERT_TRUE(r1.ok);
   EXPECT_EQ(r1.status, 400);
@@ -736,7 +745,8 @@ TEST_P(http_details_attack, BodyOnGetRouteAndHeadAndOptionsWithBodies) {
   ASSERT_TRUE(c.send("GET /get HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nabcde" +
                      std::string("HEAD /get HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nxyz") +
                      "OPTIONS /get HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\nGET " +
-                     "OPTIONS /get HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nab\r\n0\r\n\r\n" + get()));
+                     "OPTIONS /get HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nab\r\n0\r\n\r\n" +
+                     get()));
   auto r1 = c.read_response();
   ASSERT_TRUE(r1.ok);
   EXPECT_EQ(r1.status, 200);
@@ -814,12 +824,13 @@ TEST_P(http_details_attack, FragmentsAre400EncodedHashIsNot) {
 TEST_P(http_details_attack, OptionsAndAllow) {
   test_server s(GetParam());
   client c(s.port());
-  ASSERT_TRUE(c.send("OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n"
-                     "OPTIONS /get HTTP/1.1\r\nHost: x\r\n\r\n"
-                     "OPTIONS /nope HTTP/1.1\r\nHost: x\r\n\r\n"
-                     "DELETE /get HTTP/1.1\r\nHost: x\r\n\r\n"
-                     "OPTIONS http://x/post HTTP/1.1\r\nHost: x\r\n\r\n"
-                     "GET * HTTP/1.1\r\nHost: x\r\n\r\n"));
+  ASSERT_TRUE(
+      c.send("OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n"
+             "OPTIONS /get HTTP/1.1\r\nHost: x\r\n\r\n"
+             "OPTIONS /nope HTTP/1.1\r\nHost: x\r\n\r\n"
+             "DELETE /get HTTP/1.1\r\nHost: x\r\n\r\n"
+             "OPTIONS http://x/post HTTP/1.1\r\nHost: x\r\n\r\n"
+             "GET * HTTP/1.1\r\nHost: x\r\n\r\n"));
   auto star = c.read_response();
   ASSERT_TRUE(star.ok);
   EXPECT_EQ(star.status, 200);
@@ -921,8 +932,8 @@ TEST_P(http_details_attack, LingerBoundedByTimeAgainstTrickle) {
   }
   const auto took = clk::now() - t0;
   EXPECT_TRUE(cut) << "a trickling client kept the linger for 20 s";
-  EXPECT_LT(took, 8s) << "linger_timeout 1 s, took " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
-                      << " ms";
+  EXPECT_LT(took, 8s) << "linger_timeout 1 s, took "
+                      << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms";
 }
 
 // The linger is bounded in bytes: a client that floods is cut after linger_bytes,
@@ -1034,7 +1045,8 @@ TEST_P(http_details_attack, HardStopCutsLingerAtOnce) {
 // A graceful stop while a connection is discarding a slow body (no linger involved):
 // bounded too (idle_timeout 30 s, body_timeout 60 s by default).
 TEST_P(http_details_attack, GracefulStopDuringDiscardIsBounded) {
-  GTEST_SKIP() << "open defect (issue 26): a graceful stop waits for a discarded body until body_timeout, not the bounded linger";
+  GTEST_SKIP() << "open defect (issue 26): a graceful stop waits for a discarded body until body_timeout, not the "
+                  "bounded linger";
   test_server s(GetParam(), {.body_timeout = 15'000ms, .linger_timeout = 2000ms});
   client c(s.port());
   ASSERT_TRUE(c.send(post_cl("/get", 60'000) + "abc"));
@@ -1281,8 +1293,9 @@ TEST_P(http_details_attack, ExpectContinueWithBodyAndPipelinedRequest) {
 TEST_P(http_details_attack, Http10KeepAliveDiscard) {
   test_server s(GetParam());
   client c(s.port());
-  ASSERT_TRUE(c.send("POST /get HTTP/1.0\r\nConnection: keep-alive\r\nContent-Length: 3\r\n\r\nabc"
-                     "GET /get HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"));
+  ASSERT_TRUE(
+      c.send("POST /get HTTP/1.0\r\nConnection: keep-alive\r\nContent-Length: 3\r\n\r\nabc"
+             "GET /get HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"));
   auto r1 = c.read_response();
   ASSERT_TRUE(r1.ok);
   EXPECT_EQ(r1.status, 405);
@@ -1296,8 +1309,11 @@ TEST_P(http_details_attack, Http10KeepAliveDiscard) {
 // response for the same request (413 past max_body_bytes, 400 on bad framing, 408 on
 // a stall): the client would take it for the answer to its next request.
 TEST_P(http_details_attack, NoSecondResponseAfterEarlyAnswer) {
-  test_server s(GetParam(), {.max_body_bytes = 100, .idle_timeout = 1000ms, .body_timeout = 1500ms,
-                             .discard_body_bytes = 10'000, .linger_timeout = 1000ms});
+  test_server s(GetParam(), {.max_body_bytes = 100,
+                             .idle_timeout = 1000ms,
+                             .body_timeout = 1500ms,
+                             .discard_body_bytes = 10'000,
+                             .linger_timeout = 1000ms});
   struct probe {
     const char* what;
     std::string bytes;
@@ -1350,11 +1366,12 @@ TEST_P(http_details_attack, HugeChunkStreamedIntoDiscardIsCut) {
 // OPTIONS and 405 on pattern and prefix routes.
 TEST_P(http_details_attack, OptionsOnPatternAndPrefixRoutes) {
   http::router routes;
-  routes.get("/items/{id}", [](http::request&) -> task<http::response> { co_return http::response::borrowed(200, "i"); });
-  routes.put("/items/{id}", [](http::request&) -> task<http::response> { co_return http::response::borrowed(200, "p"); });
-  routes.prefix(http::method::post, "/up/", [](http::request&) -> task<http::response> {
-    co_return http::response::borrowed(200, "u");
-  });
+  routes.get("/items/{id}",
+             [](http::request&) -> task<http::response> { co_return http::response::borrowed(200, "i"); });
+  routes.put("/items/{id}",
+             [](http::request&) -> task<http::response> { co_return http::response::borrowed(200, "p"); });
+  routes.prefix(http::method::post, "/up/",
+                [](http::request&) -> task<http::response> { co_return http::response::borrowed(200, "u"); });
   http::server srv(routes);
   io_context ctx(io_context_options{.backend = GetParam(), .quiet = true});
   auto l = ringio_test::listen_loopback();
@@ -1363,11 +1380,12 @@ TEST_P(http_details_attack, OptionsOnPatternAndPrefixRoutes) {
   std::string got;
   std::thread cl([&] {
     client c(port);
-    (void)c.send("OPTIONS /items/7 HTTP/1.1\r\nHost: x\r\n\r\n"
-                 "DELETE /items/7 HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc"
-                 "OPTIONS /up/a/b HTTP/1.1\r\nHost: x\r\n\r\n"
-                 "GET /up/a HTTP/1.1\r\nHost: x\r\n\r\n"
-                 "OPTIONS /items/ HTTP/1.1\r\nHost: x\r\n\r\n");
+    (void)c.send(
+        "OPTIONS /items/7 HTTP/1.1\r\nHost: x\r\n\r\n"
+        "DELETE /items/7 HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc"
+        "OPTIONS /up/a/b HTTP/1.1\r\nHost: x\r\n\r\n"
+        "GET /up/a HTTP/1.1\r\nHost: x\r\n\r\n"
+        "OPTIONS /items/ HTTP/1.1\r\nHost: x\r\n\r\n");
     for (int i = 0; i < 5; ++i) {
       auto r = c.read_response();
       got += std::to_string(r.status) + "[" + r.header("allow") + "] ";
@@ -1664,9 +1682,10 @@ TEST_P(https_details_attack, SilentClientClosedAtHandshakeTimeout) {
 // 0x16 then garbage: not answered in plain text, ends within the handshake timeout.
 TEST_P(https_details_attack, HandshakeByteThenGarbage) {
   test_server s(GetParam(), {}, true, {"http/1.1"}, 2s);
-  for (const std::string& g : {std::string("\x16garbage garbage garbage\r\n\r\n"),
-                               std::string("\x16\x03\x01\x00\x05hello", 10) + std::string(200, 'g'),
-                               std::string("\x16\x03\x01\xff\xff", 5) + std::string(100, 'g'), std::string("\x16", 1)}) {
+  for (const std::string& g :
+       {std::string("\x16garbage garbage garbage\r\n\r\n"),
+        std::string("\x16\x03\x01\x00\x05hello", 10) + std::string(200, 'g'),
+        std::string("\x16\x03\x01\xff\xff", 5) + std::string(100, 'g'), std::string("\x16", 1)}) {
     client c(s.port());
     ASSERT_TRUE(c.send(g));
     auto e = c.read_to_end(20s);
@@ -1730,9 +1749,8 @@ TEST_P(https_details_attack, ServerWithoutAlpnServesClientOfferingIt) {
 // A server ALPN list with an empty protocol name (RFC 7301: not allowed): the context
 // is refused, or at least the server still works for a client offering http/1.1.
 TEST_P(https_details_attack, EmptyAlpnNameInServerList) {
-  auto c = tls::context::server({.certificate_chain_file = test_certs().cert,
-                                 .private_key_file = test_certs().key,
-                                 .alpn = {"", "http/1.1"}});
+  auto c = tls::context::server(
+      {.certificate_chain_file = test_certs().cert, .private_key_file = test_certs().key, .alpn = {"", "http/1.1"}});
   if (!c) SUCCEED() << "refused: " << c.error().message();
   if (c) {
     test_server s(GetParam(), {}, true, {"", "http/1.1"});
@@ -2041,7 +2059,8 @@ except Exception as e:
 // max_connections and connections() against TLS clients still in their handshake:
 // silent clients hold descriptors for up to handshake_timeout; are they counted?
 TEST_P(https_details_attack, SilentHandshakesAndMaxConnections) {
-  GTEST_SKIP() << "open defect (issue 26): connections in their TLS handshake are not counted by connections() nor bounded by max_connections";
+  GTEST_SKIP() << "open defect (issue 26): connections in their TLS handshake are not counted by connections() nor "
+                  "bounded by max_connections";
   test_server s(GetParam(), {.max_connections = 2}, true, {"http/1.1"}, 20s);
   std::vector<std::unique_ptr<client>> cs;
   for (int i = 0; i < 2; ++i) cs.push_back(std::make_unique<client>(s.port()));

@@ -77,7 +77,7 @@ task<result<std::size_t>> read_some(websocket_state& s, clock::time_point deadli
 }
 
 task<result<std::size_t>> write_all(websocket_state& s, const unsigned char* data, std::size_t size,
-                                     clock::time_point deadline) {
+                                    clock::time_point deadline) {
   const_buffer b(data, size);
   if (s.secure != nullptr) {
     auto n = co_await s.secure->send_all(b, deadline);
@@ -334,7 +334,7 @@ task<result<websocket_message>> receive_until(websocket_state& s, clock::time_po
       const std::stop_token stop = co_await current_stop_token();
       if (n.error() == std::errc::timed_out && (keep_alive_due || close_due) && stop.stop_requested())
         co_return unexpected(std::make_error_code(std::errc::operation_canceled));  // our caller's stop, not ours
-      if (n.error() == std::errc::timed_out && close_due) {  // the peer never answered close()
+      if (n.error() == std::errc::timed_out && close_due) {                         // the peer never answered close()
         s.failed = true;
         s.close_code = websocket::abnormal_closure;
         co_return unexpected(errc(websocket_errc::closed));
@@ -353,7 +353,7 @@ task<result<websocket_message>> receive_until(websocket_state& s, clock::time_po
           co_return unexpected(sent.error());
         }
         if (!sent) co_return unexpected(sent.error());  // stopped while waiting to write
-        s.ping_outstanding = true;  // only a ping that went out is waited for
+        s.ping_outstanding = true;                      // only a ping that went out is waited for
         s.ping_sent = sent_at;
         continue;
       }
