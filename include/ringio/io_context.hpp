@@ -222,6 +222,10 @@ class io_context {
   void outside_work_ended() noexcept { --outside_work_; }
   /// Whether a task waits for another thread (spawn_on, outside work).
   [[nodiscard]] bool waits_outside() const noexcept { return foreign_ != nullptr || outside_work_ != 0; }
+  /// What the destructor does first, ahead of it: cancels everything in flight and runs
+  /// until all of it has completed; the context stays usable for posts (they run when
+  /// it is destroyed). For code that must end several loops before freeing any.
+  void shut_down() noexcept { shutdown(); }
   /// Cancels every event operation waiting on this loop (a channel receive, an event or
   /// mutex wait...): each completes with operation_canceled (loop thread only).
   void cancel_waiting_events() noexcept;

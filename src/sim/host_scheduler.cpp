@@ -68,7 +68,12 @@ sim_host& host_scheduler::add(std::string name, const socket_address& address,
         }
         ref.program_done = true;
         while (!ref.released) ref.fiber->suspend();  // parked: no turns until run() ends
-        ctx.reset();                                 // its shutdown takes turns like any loop
+        if (ctx) ctx->shut_down();  // cancels and drains, in turns like any loop
+        ref.shut_down = true;
+        // No context is freed before every host's has drained: a host that shuts down
+        // may still post to another (a stop, a wake-up).
+        while (!ref.may_destroy) ref.fiber->suspend();
+        ctx.reset();
       },
       host_stack_bytes);
   hosts_.push_back(std::move(h));
@@ -80,6 +85,7 @@ sim_host& host_scheduler::add(std::string name, const socket_address& address,
 void host_scheduler::take_turn(sim_host& h) {
   h.worked = false;
   h.idle = false;
+  const bool was_drained = h.shut_down;
   running_ = &h;
   net_.set_current_host(h.id);
   io_context* const outer_ctx = exchange_current_context(h.current);
@@ -96,7 +102,7 @@ void host_scheduler::take_turn(sim_host& h) {
     h.worked = true;
     net_.note("host %u (%s) returned%s", h.id, h.name.c_str(), h.error ? " with an exception" : "");
   }
-  if (h.fiber->finished()) h.worked = true;
+  if (h.fiber->finished() || h.shut_down != was_drained) h.worked = true;  // its context moved on
   if (h.worked) net_.mix(h.id);  // the order of the turns that did something
 }
 
@@ -106,7 +112,9 @@ void host_scheduler::end_turn(sim_host& h) { h.fiber->suspend(); }
 // Returns whether any of them did something.
 // Whether a host takes turns: its program runs, or its context is being destroyed.
 bool host_scheduler::active(const sim_host& h) noexcept {
-  return !h.fiber->finished() && (!h.program_done || h.released);
+  if (h.fiber->finished()) return false;
+  if (!h.program_done) return true;
+  return h.released && (!h.shut_down || h.may_destroy);
 }
 
 bool host_scheduler::round() {
@@ -186,13 +194,18 @@ void host_scheduler::run() {
       clients_left |= h->client && !h->program_done;
     }
     if (!left) {
-      // Every program has returned: the hosts' contexts go away, in turns as well.
-      bool parked = false;
+      // Every program has returned: the hosts' contexts drain, in turns as well; once
+      // all have, they are freed.
+      const bool all_drained =
+          std::all_of(hosts_.begin(), hosts_.end(), [](const auto& o) { return o->fiber->finished() || o->shut_down; });
+      bool waiting = false;
       for (const auto& h : hosts_) {
-        parked |= !h->fiber->finished() && !h->released;
+        if (h->fiber->finished()) continue;
+        waiting = true;
         h->released = true;
+        if (all_drained) h->may_destroy = true;
       }
-      if (!parked) break;
+      if (!waiting) break;
       continue;
     }
     if (any_client && !clients_left && !stopping) {
