@@ -68,7 +68,7 @@ sim_host& host_scheduler::add(std::string name, const socket_address& address,
         }
         ref.program_done = true;
         while (!ref.released) ref.fiber->suspend();  // parked: no turns until run() ends
-        if (ctx) ctx->shut_down();  // cancels and drains, in turns like any loop
+        if (ctx) ctx->shut_down();                   // cancels and drains, in turns like any loop
         ref.shut_down = true;
         // No context is freed before every host's has drained: a host that shuts down
         // may still post to another (a stop, a wake-up).
@@ -103,7 +103,7 @@ void host_scheduler::take_turn(sim_host& h) {
     net_.note("host %u (%s) returned%s", h.id, h.name.c_str(), h.error ? " with an exception" : "");
   }
   if (h.fiber->finished() || h.shut_down != was_drained) h.worked = true;  // its context moved on
-  if (h.worked) net_.mix(h.id);  // the order of the turns that did something
+  if (h.worked) net_.mix(h.id);                                            // the order of the turns that did something
 }
 
 void host_scheduler::end_turn(sim_host& h) { h.fiber->suspend(); }

@@ -39,8 +39,8 @@ struct sim_host {
   // it or set an event it waited on) until every host is done and run() releases it.
   bool program_done = false;
   bool released = false;
-  bool shut_down = false;     // its context has cancelled and drained everything
-  bool may_destroy = false;   // every host's has: the contexts are freed
+  bool shut_down = false;    // its context has cancelled and drained everything
+  bool may_destroy = false;  // every host's has: the contexts are freed
   bool done_noted = false;
 
   // Between turns (set by the host's loop when it hands the turn back).
