@@ -99,7 +99,7 @@ test-bench-runner: deps-test
 # applies it, the check (part of `make test`) fails on any difference. clang-tidy
 # (.clang-tidy: a bugprone/performance subset) over the library's sources, with the
 # sanitizer build's compile commands (clang's flags).
-FORMAT_FILES = $(shell git ls-files '*.cpp' '*.hpp' '*.h' 2>/dev/null)
+FORMAT_FILES = $(shell git ls-files '*.cpp' '*.hpp' '*.h' 2>/dev/null || find apps bench examples fuzz include src tests -name '*.cpp' -o -name '*.hpp' -o -name '*.h' | grep -v '/target/\|/node_modules/')
 format: deps-test
 	clang-format-16 -i $(FORMAT_FILES)
 
