@@ -94,7 +94,9 @@ class websocket {
   [[nodiscard]] task<result<void>> ping(std::string_view payload = {});
   /// Starts the close handshake with `code` (1000-1003, 1007-1014 or 3000-4999) and
   /// `reason` (UTF-8, at most 123 bytes; else invalid_argument). While a receive() is in
-  /// flight it only sends the close frame: that receive sees the peer's answer. Else it
+  /// flight it sends the close frame and waits (at most close_timeout) for that receive
+  /// to see the peer's answer; if it still waits then, the connection is ended under it
+  /// (it fails with connection_lost). Else it
   /// waits for the peer's close frame (dropping messages that arrive first) and the end
   /// of the connection, for at most close_timeout. Errors: websocket_errc::closed when
   /// a close frame was sent before, send errors.

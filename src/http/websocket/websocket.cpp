@@ -13,6 +13,7 @@
 #include "client/client_connection.hpp"
 #include "core/sys.hpp"
 #include "ringio/stop.hpp"
+#include "ringio/time/sleep.hpp"
 #include "ringio/time/timeout.hpp"
 #include "ringio/tls/error.hpp"
 #include "websocket_state.hpp"
@@ -450,8 +451,18 @@ task<result<void>> websocket::close(std::uint16_t code, std::string_view reason)
   if (s.close_received || s.failed) co_return unexpected(errc(websocket_errc::closed));
   auto sent = co_await send_close_frame(s, code, reason);
   if (!sent) co_return sent;
-  if (s.receiving) {  // that receive sees the answer, or gives up after close_timeout
+  if (s.receiving) {
+    // That receive sees the answer. Its read may have no deadline to shorten: if it
+    // still waits after close_timeout, the connection is ended under it.
     s.close_deadline = clock::now() + s.opts.close_timeout;
+    while (s.receiving && clock::now() < s.close_deadline) {
+      auto slept = co_await sleep_for(std::chrono::milliseconds(10));
+      if (!slept) co_return unexpected(slept.error());
+    }
+    if (s.receiving) {
+      stream_socket& tcp = s.secure != nullptr ? s.secure->socket() : *s.socket;
+      (void)::ringio::detail::sys::shutdown(tcp.native_handle(), SHUT_RDWR);
+    }
     co_return result<void>{};
   }
   const clock::time_point deadline = clock::now() + s.opts.close_timeout;
