@@ -257,7 +257,8 @@ task<bool> connection::serve_requests(bool receive_first) {
       // The router's own small answer: sent now, then the body is read and dropped.
       (void)write_fixed(resp, keep);
       if (!co_await send_out()) co_return false;
-      int status = co_await read_body(head.size, request_size, discard_limit, false);
+      // A drain ends the discard (plain connections; the answer is out already).
+      int status = co_await read_body(head.size, request_size, discard_limit, false, idle_token);
       if (status == 408) ++stats_.body_timeouts;
       if (status != 0) {  // over the bound or malformed: close (the answer is out); gone or stalled: end
         if (status > 0 && status != 408) co_await close_gracefully(true);
@@ -296,7 +297,7 @@ task<bool> connection::serve_requests(bool receive_first) {
 }
 
 task<int> connection::read_body(std::size_t head_size, std::size_t& request_size, std::size_t max_body,
-                                bool may_continue) {
+                                bool may_continue, std::stop_token stop) {
   const server_options& o = core_.opts;
   if (w_->req.content_length_ > static_cast<std::int64_t>(max_body)) co_return 413;
   // RFC 9110 10.1.1: an HTTP/1.1 client waiting for 100 Continue gets it before we read.
@@ -331,7 +332,7 @@ task<int> connection::read_body(std::size_t head_size, std::size_t& request_size
       auto op = tls_->recv(free_space(), limit, tls::recv_wait::with_buffer);
       n = co_await op;
     } else {
-      n = co_await with_deadline(sock_.recv(free_space()), limit);
+      n = co_await with_deadline(sock_.recv(free_space()).with_stop(stop), limit);
     }
     if (!n) co_return n.error() == std::errc::timed_out ? 408 : -1;
     if (*n == 0) co_return -1;

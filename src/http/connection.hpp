@@ -113,7 +113,8 @@ class connection : public sweep_hook {
 
   /// Reads the request's body (at most `max_body` bytes) after its head; 0, a status to
   /// answer with, or -1 (the client left).
-  task<int> read_body(std::size_t head_size, std::size_t& request_size, std::size_t max_body, bool may_continue);
+  task<int> read_body(std::size_t head_size, std::size_t& request_size, std::size_t max_body, bool may_continue,
+                      std::stop_token stop = {});
   /// Whether the client sent bytes that were not received yet.
   bool unread_input() noexcept;
   void write_head(const response& r, framing f, std::uint64_t length, bool keep);

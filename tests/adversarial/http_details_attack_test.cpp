@@ -1045,8 +1045,6 @@ TEST_P(http_details_attack, HardStopCutsLingerAtOnce) {
 // A graceful stop while a connection is discarding a slow body (no linger involved):
 // bounded too (idle_timeout 30 s, body_timeout 60 s by default).
 TEST_P(http_details_attack, GracefulStopDuringDiscardIsBounded) {
-  GTEST_SKIP() << "open defect (issue 26): a graceful stop waits for a discarded body until body_timeout, not the "
-                  "bounded linger";
   test_server s(GetParam(), {.body_timeout = 15'000ms, .linger_timeout = 2000ms});
   client c(s.port());
   ASSERT_TRUE(c.send(post_cl("/get", 60'000) + "abc"));
@@ -1075,7 +1073,6 @@ TEST_P(http_details_attack, GracefulStopDuringDiscardIsBounded) {
 // A graceful stop while a connection discards a body whose client went silent:
 // the answer is out, so the drain must not wait for idle_timeout (30 s).
 TEST_P(http_details_attack, GracefulStopDuringSilentDiscardIsBounded) {
-  GTEST_SKIP() << "open defect (issue 26): a graceful stop waits for a silent discarded body until idle_timeout";
   test_server s(GetParam(), {.idle_timeout = 15'000ms, .linger_timeout = 2000ms});
   client c(s.port());
   ASSERT_TRUE(c.send(post_cl("/get", 60'000) + "abc"));
@@ -1584,7 +1581,6 @@ TEST_P(http_details_attack, HeaderTimeoutThenTrickleLingerBounded) {
 // a body after its early answer (client silent; idle_timeout 15 s): the connection
 // should end within the bounded linger, not at idle_timeout.
 TEST_P(http_details_attack, DrainOfServeConnectionDuringDiscardIsBounded) {
-  GTEST_SKIP() << "open defect (issue 26): drain() waits for a discarded body until its timeout";
   http::router routes;
   routes.get("/get", [](http::request&) -> task<http::response> { co_return http::response::borrowed(200, "hello"); });
   http::server srv(routes, {.idle_timeout = 15'000ms, .linger_timeout = 2000ms});
