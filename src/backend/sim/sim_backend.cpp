@@ -183,16 +183,22 @@ bool sim_backend::serve_network() noexcept {
 }
 
 // Real descriptors with waiters, and the wake-up eventfd: poll(2) for `timeout_ms`.
-bool sim_backend::serve_real(int timeout_ms) noexcept {
-  std::vector<pollfd> fds{{wake_fd_, POLLIN, 0}};
+// The wake-up eventfd, then every real descriptor with waiters and what they wait for.
+void sim_backend::list_real_waits(std::vector<pollfd>& out) const {
+  out.push_back({wake_fd_, POLLIN, 0});
   for (std::size_t i = 0; i < fds_.size(); ++i) {
-    int fd = static_cast<int>(i);
+    const int fd = static_cast<int>(i);
     if (net_.is_virtual(fd)) continue;
     short ev = 0;
     if (fds_[i].readers.head != nullptr) ev |= POLLIN;
     if (fds_[i].writers.head != nullptr) ev |= POLLOUT;
-    if (ev != 0) fds.push_back({fd, ev, 0});
+    if (ev != 0) out.push_back({fd, ev, 0});
   }
+}
+
+bool sim_backend::serve_real(int timeout_ms) noexcept {
+  std::vector<pollfd> fds;
+  list_real_waits(fds);
   if (fds.size() == 1 && timeout_ms == 0) {
     std::uint64_t v;
     return ::read(wake_fd_, &v, sizeof v) > 0;
@@ -344,17 +350,7 @@ void sim_backend::poll_as_host(bool block, std::int64_t wake_at_ns) {
     h.next_at = next;
     h.waits_real = waits_on_real() || ctx_.outside_work_pending();
     h.real_fds.clear();
-    if (h.waits_real) {
-      h.real_fds.push_back({wake_fd_, POLLIN, 0});
-      for (std::size_t i = 0; i < fds_.size(); ++i) {
-        const int fd = static_cast<int>(i);
-        if (net_.is_virtual(fd)) continue;
-        short ev = 0;
-        if (fds_[i].readers.head != nullptr) ev |= POLLIN;
-        if (fds_[i].writers.head != nullptr) ev |= POLLOUT;
-        if (ev != 0) h.real_fds.push_back({fd, ev, 0});
-      }
-    }
+    if (h.waits_real) list_real_waits(h.real_fds);
     h.idle = true;
     hosts_.end_turn(h);
   }

@@ -8,6 +8,8 @@
 // of other code) are watched with poll(2).
 #pragma once
 
+#include <poll.h>
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -61,6 +63,7 @@ class sim_backend final : public backend {
   [[nodiscard]] bool waits_on_real() const noexcept;
   void fail_all() noexcept;
   void poll_as_host(bool block, std::int64_t wake_at_ns);
+  void list_real_waits(std::vector<pollfd>& out) const;
 
   io_context& ctx_;
   loop_state& st_;
