@@ -650,7 +650,9 @@ void uring_backend::dispatch(std::uint64_t ud, int res, unsigned flags) noexcept
       if ((res == -ENOENT || res == -EALREADY) && op->outstanding > 1) cancel_again(*op);
       break;
     case ud_tag_link:
-      if (res == -ETIME) {
+      // -ETIME: the deadline passed and cancelled the operation. Some operations'
+      // cancel paths (WAITID, 6.7) report how many they cancelled instead: 1.
+      if (res == -ETIME || res > 0) {
         op->timed_out = true;
       } else if ((res == -ENOENT || res == -EALREADY) && op->outstanding > 1) {
         op->timed_out = true;  // the deadline passed; its cancel missed (as above)
