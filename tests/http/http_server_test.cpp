@@ -266,8 +266,8 @@ TEST(HttpServerTls, EchoesWebSocketMessagesOverTls) {
     if (line.find(", https,") != std::string::npos) https_port = port;
   }
   ASSERT_NE(https_port, 0);
-  for (const std::string url : {"wss://127.0.0.1:" + std::to_string(https_port) + "/ws/echo",
-                                "ws://127.0.0.1:" + std::to_string(http_port) + "/ws/echo"}) {
+  for (const std::string& url : {"wss://127.0.0.1:" + std::to_string(https_port) + "/ws/echo",
+                                 "ws://127.0.0.1:" + std::to_string(http_port) + "/ws/echo"}) {
     child_process echo({python, ws_client, "echo", url, cert});
     auto line = echo.read_line(30s);
     EXPECT_EQ(echo.wait(30s), std::optional<int>(0)) << url << ": " << echo.stderr_text();

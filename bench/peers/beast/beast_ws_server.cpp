@@ -9,8 +9,9 @@
 //   beast_ws_server --mode echo --port P [--threads N] [--host ADDR]
 #include <sys/socket.h>
 
-#include <utility>  // Boost 1.74's awaitable.hpp uses std::exchange without it
-
+// clang-format off
+#include <utility>  // before Boost: 1.74's awaitable.hpp uses std::exchange without it
+// clang-format on
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/websocket.hpp>
