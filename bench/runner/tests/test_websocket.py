@@ -7,7 +7,7 @@ import stat
 import tempfile
 import unittest
 
-from runner import clients, main, memload, scenarios, servers, targets
+from runner import clients, main, memload, plots, report, scenarios, servers, targets
 from runner.tests.test_plan import fake_layout
 
 WS_RESULT = ('1 line of text\nRESULT {"tool":"ws_bench","messages":30000,"messages_per_s":30000.0,"seconds":1.0,'
@@ -31,6 +31,11 @@ class WebSocketScenarioTest(unittest.TestCase):
         self.assertEqual(scenarios.label("ws-echo", full[3]), "connections=1000 length=16384")
         self.assertEqual(scenarios.unit_of("ws-echo", full[0]), ("msg/s", "message"))
         self.assertEqual(scenarios.client_of("ws-idle", idle[0]), "httpmem")
+
+    def test_every_scenario_can_be_plotted_and_tabled(self):
+        self.assertLessEqual(set(scenarios.SCENARIOS), set(plots.X))
+        self.assertEqual(plots.UNIT["ws-echo"], "msg/s")
+        self.assertEqual(report.LOADED["ws-idle"], "RSS all idle")
 
     def test_quick_run_leaves_out_ws_idle_only(self):
         quick = main.parse_args([])
