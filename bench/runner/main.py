@@ -19,12 +19,19 @@ scenarios: """ + ", ".join(scenarios.ORDER) + """
 Results go to bench/results/<timestamp>/ (report.md, results.json, *.png)."""
 
 
+WS_SCENARIOS = ["ws-echo", "ws-idle"]
+WS_DEFAULT_SERVERS = ["ringio-uring", "tokio-percore", "beast"]
+
+
 def parse_args(argv):
     ap = argparse.ArgumentParser(prog="bench/run", description="Side-by-side benchmark of ringio and its peers.",
                                  epilog=USAGE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     g = ap.add_mutually_exclusive_group()
     g.add_argument("--quick", action="store_true", help="small matrix, about 8 minutes on 2 cores (default)")
     g.add_argument("--full", action="store_true", help="the full grids of the issue")
+    g.add_argument("--websocket", action="store_true",
+                   help="only the WebSocket scenarios, full grids: --full --scenarios " + ",".join(WS_SCENARIOS)
+                        + " --servers " + ",".join(WS_DEFAULT_SERVERS) + " (each overridable)")
     ap.add_argument("--servers", help="comma-separated servers (default: all)")
     ap.add_argument("--scenarios", help="comma-separated scenarios (default: all)")
     ap.add_argument("--repeats", type=int, default=3, help="timed runs per server and cell (default 3)")
@@ -39,8 +46,13 @@ def parse_args(argv):
                     help="keep only grid cells whose KEY is one of the values (repeatable), "
                          "e.g. --where connections=50,1000")
     a = ap.parse_args(argv)
+    if a.websocket:
+        a.full = True
+        a.servers = a.servers or ",".join(WS_DEFAULT_SERVERS)
+        a.scenarios = a.scenarios or ",".join(WS_SCENARIOS)
     a.servers = _names(ap, a.servers, servers.KNOWN, "server", servers.ORDER)
-    a.scenarios = _names(ap, a.scenarios, scenarios.ORDER, "scenario")
+    a.scenarios = _names(ap, a.scenarios, scenarios.ORDER, "scenario",
+                         [s for s in scenarios.ORDER if a.full or s not in scenarios.FULL_ONLY])
     if a.repeats < 1:
         ap.error("--repeats must be at least 1")
     a.where_filter = {}
@@ -235,7 +247,7 @@ def list_all(a, layout, ncpus, server_cpus, nofile, ports):
     log("servers:")
     for s in a.servers:
         modes = []
-        for m in ("echo", "pong", "http", "http-static", "https"):
+        for m in ("echo", "pong", "http", "http-static", "https", "ws"):
             if servers.supports(s, m):
                 try:
                     servers.check(layout, s, m)
