@@ -10,7 +10,7 @@ common=(build-essential cmake ninja-build pkg-config liburing-dev libgtest-dev
         clang-16 libclang-rt-16-dev python3 libboost-dev libboost-context-dev doxygen
         libssl-dev openssl)
 # prometheus and python3-prometheus-client check the /metrics page (tests/http/metrics_app_test.cpp).
-test_only=(chromium curl clang-format-16 clang-tidy-16 python3-websockets prometheus python3-prometheus-client)
+test_only=(chromium curl clang-format-16 clang-tidy-16 python3-websockets prometheus python3-prometheus-client tmux)
 bench_only=(libasio-dev libbenchmark-dev python3-venv wrk apache2-utils nginx-light
             cargo-web rustc-web linux-perf procps)
 
