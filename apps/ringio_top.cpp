@@ -134,6 +134,15 @@ int fail_read(const std::string& error) {
   return 1;
 }
 
+// The column `key` sorts by: a column's key, or '<' and '>' for its neighbours.
+std::optional<top::column> column_after_key(top::column current, char key) {
+  const int at = static_cast<int>(current);
+  const int last = static_cast<int>(top::columns.size()) - 1;
+  if (key == '<') return static_cast<top::column>(at == 0 ? last : at - 1);
+  if (key == '>') return static_cast<top::column>(at == last ? 0 : at + 1);
+  return top::column_for_key(key);
+}
+
 int run_interactive(source& src, top::render_options opts, int interval_ms, std::optional<pid_t> pid) {
   std::string error;
   auto before = src.read(error);
@@ -168,14 +177,15 @@ int run_interactive(source& src, top::render_options opts, int interval_ms, std:
     }
     auto key = term.read_key(static_cast<int>(left * 1000) + 1);
     if (!key) continue;
-    const int current = static_cast<int>(opts.sort);
-    const int last = static_cast<int>(top::columns.size()) - 1;
     if (*key == 'q' || *key == 'Q') break;
-    if (*key == 'r') opts.reversed = !opts.reversed;
-    else if (*key == '<') opts.sort = static_cast<top::column>(current == 0 ? last : current - 1);
-    else if (*key == '>') opts.sort = static_cast<top::column>(current == last ? 0 : current + 1);
-    else if (auto c = top::column_for_key(*key)) opts.sort = *c;
-    else continue;
+    if (*key == 'r') {
+      opts.reversed = !opts.reversed;
+    } else if (auto next = column_after_key(opts.sort, *key)) {
+      if (*next != opts.sort) opts.reversed = false;  // each column starts in its own order
+      opts.sort = *next;
+    } else {
+      continue;
+    }
     redraw();
   }
   return 0;
