@@ -93,7 +93,7 @@ ringio::task<page_or_error> fetch_page(ringio::http::client& client, const std::
   co_return page_or_error{std::move(response->body), {}};
 }
 
-// Reads the page once; "" in `error` when it worked.
+// Reads the page: the scrape, or nullopt with the reason in `error`.
 class source {
  public:
   source(std::string url, std::optional<pid_t> pid) : url_(std::move(url)), pid_(pid) {}
