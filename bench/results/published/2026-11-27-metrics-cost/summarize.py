@@ -42,14 +42,23 @@ def fmt(v, key):
     return f"{v:.2f}"
 
 
+def quartiles(v):
+    q = statistics.quantiles(v, n=4) if len(v) > 1 else [v[0], v[0], v[0]]
+    return q[0], q[2]
+
+
 def table(runs, nrounds):
+    """One row per cell and figure; the verdict: is the median with metrics on worse
+    than the median off beyond off's spread (min–max), and beyond its interquartile
+    range; and in how many rounds is on's median worse than off's."""
     cells = []
     for r in runs:
         c = (r["scenario"], r["cell_label"])
         if c not in cells:
             cells.append(c)
-    lines = ["| cell | figure | metrics on: median (min–max) | metrics off: median (min–max) | on/off | "
-             "per-round on/off | on worse beyond off's spread? |", "|---|---|---|---|---|---|---|"]
+    lines = ["| cell | figure | metrics on: median (IQR) [min–max] | metrics off: median (IQR) [min–max] | "
+             "on/off | per-round on/off | rounds on worse | on worse beyond off's min–max? | beyond off's IQR? |",
+             "|---|---|---|---|---|---|---|---|---|"]
     verdicts = []
     for scen, label in cells:
         mine = [r for r in runs if (r["scenario"], r["cell_label"]) == (scen, label)]
@@ -60,6 +69,7 @@ def table(runs, nrounds):
             if not vals[ON] or not vals[OFF]:
                 continue
             med = {s: statistics.median(v) for s, v in vals.items()}
+            iqr = {s: quartiles(v) for s, v in vals.items()}
             per_round = []
             for i in range(1, nrounds + 1):
                 on = [value(r, key) for r in mine if r["subject"] == ON and r["round"] == i]
@@ -67,16 +77,22 @@ def table(runs, nrounds):
                 if on and off:
                     per_round.append(statistics.median(on) / statistics.median(off))
             if higher_worse:
-                worse = med[ON] > max(vals[OFF])
+                worse, worse_iqr = med[ON] > max(vals[OFF]), med[ON] > iqr[OFF][1]
+                rounds_worse = sum(1 for x in per_round if x > 1)
             else:
-                worse = med[ON] < min(vals[OFF])
-            verdicts.append(worse)
+                worse, worse_iqr = med[ON] < min(vals[OFF]), med[ON] < iqr[OFF][0]
+                rounds_worse = sum(1 for x in per_round if x < 1)
+            verdicts.append((worse, worse_iqr))
             name = "server CPU µs/op" if key == "server_us" else (
                 "GiB/s" if key == "throughput" else "req/s")
-            lines.append(f"| {scen} {label} | {name} | {fmt(med[ON], key)} ({fmt(min(vals[ON]), key)}–"
-                         f"{fmt(max(vals[ON]), key)}) | {fmt(med[OFF], key)} ({fmt(min(vals[OFF]), key)}–"
-                         f"{fmt(max(vals[OFF]), key)}) | {med[ON] / med[OFF]:.3f} | "
-                         f"{', '.join(f'{x:.3f}' for x in per_round)} | {'yes' if worse else 'no'} |")
+
+            def show(s):
+                v = vals[s]
+                return (f"{fmt(med[s], key)} ({fmt(iqr[s][0], key)}–{fmt(iqr[s][1], key)}) "
+                        f"[{fmt(min(v), key)}–{fmt(max(v), key)}]")
+            lines.append(f"| {scen} {label} | {name} | {show(ON)} | {show(OFF)} | {med[ON] / med[OFF]:.3f} | "
+                         f"{', '.join(f'{x:.3f}' for x in per_round)} | {rounds_worse} of {len(per_round)} | "
+                         f"{'yes' if worse else 'no'} | {'yes' if worse_iqr else 'no'} |")
     return lines, verdicts
 
 
@@ -93,8 +109,9 @@ def main():
             f"Runs: {n[ON]} with metrics on (`{ON}`: loop timing, `--metrics-port 0`), {n[OFF]} off "
             f"(`{OFF}`: `RINGIO_LOOP_TIMING=0`), alternating in every repeat. Started {res['started']}.", ""]
     text += lines
-    text += ["", f"Cells and figures where metrics on is worse beyond the spread of off: "
-                 f"{sum(verdicts)} of {len(verdicts)}.", ""]
+    text += ["", f"Cells and figures where the median with metrics on is worse beyond off's min–max: "
+                 f"{sum(w for w, _ in verdicts)} of {len(verdicts)}; beyond off's interquartile range: "
+                 f"{sum(w for _, w in verdicts)} of {len(verdicts)}.", ""]
     with open(os.path.join(out, "summary.md"), "w") as f:
         f.write("\n".join(text))
     print("\n".join(text))
