@@ -6,7 +6,7 @@
 set -e
 cd "$(dirname "$0")/../../../.."
 out=bench/results/published/2026-11-27-metrics-cost
-rounds=${ROUNDS:-3}
+rounds=${ROUNDS:-10}
 for r in $(seq 1 "$rounds"); do
   bench/run --quick --metrics-cost --scenarios pingpong,echo,http-wrk --repeats 20 \
     --no-syscalls --no-plots --build-dir build/dev --out "$out/round-$r"

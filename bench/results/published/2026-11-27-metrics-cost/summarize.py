@@ -22,6 +22,7 @@ def load(dirs):
             res = json.load(f)
         for r in res["runs"]:
             r["round"] = i + 1
+            r.pop("server_line", None)  # the same in every run: kept once, in backend_lines
         base = base or res
         runs += [r for r in res["runs"] if r.get("ok") and r.get("kind") == "measure"]
     base["runs"] = runs
@@ -100,7 +101,7 @@ def main():
     out, dirs = sys.argv[1], sys.argv[2:]
     res = load(dirs)
     with open(os.path.join(out, "results.json"), "w") as f:
-        json.dump(res, f, indent=1)
+        json.dump(res, f, separators=(",", ":"))
     subprocess.run([sys.executable, os.path.join(os.path.dirname(__file__), "../../../run"), "--report-from", out,
                     "--no-plots"], check=True, stdout=subprocess.DEVNULL)
     lines, verdicts = table(res["runs"], len(dirs))
