@@ -33,6 +33,8 @@ def parse_args(argv):
                    help="only the WebSocket scenarios, full grids: --full --scenarios " + ",".join(WS_SCENARIOS)
                         + " --servers " + ",".join(WS_DEFAULT_SERVERS) + " (each overridable)")
     ap.add_argument("--servers", help="comma-separated servers (default: all)")
+    ap.add_argument("--metrics-cost", action="store_true",
+                    help="servers: ringio with its metrics on and off (" + ",".join(servers.METRICS_COST) + ")")
     ap.add_argument("--scenarios", help="comma-separated scenarios (default: all)")
     ap.add_argument("--repeats", type=int, default=3, help="timed runs per server and cell (default 3)")
     ap.add_argument("--seconds", type=float, help="length of each timed run (default: quick 1, full 5)")
@@ -46,6 +48,7 @@ def parse_args(argv):
                     help="keep only grid cells whose KEY is one of the values (repeatable), "
                          "e.g. --where connections=50,1000")
     a = ap.parse_args(argv)
+<<<<<<< HEAD
     if a.websocket:
         a.full = True
         a.servers = a.servers or ",".join(WS_DEFAULT_SERVERS)
@@ -53,6 +56,13 @@ def parse_args(argv):
     a.servers = _names(ap, a.servers, servers.KNOWN, "server", servers.ORDER)
     a.scenarios = _names(ap, a.scenarios, scenarios.ORDER, "scenario",
                          [s for s in scenarios.ORDER if a.full or s not in scenarios.FULL_ONLY])
+=======
+    if a.metrics_cost and a.servers:
+        ap.error("--metrics-cost chooses the servers: give it or --servers, not both")
+    a.servers = _names(ap, a.servers, servers.KNOWN, "server",
+                       servers.METRICS_COST if a.metrics_cost else servers.ORDER)
+    a.scenarios = _names(ap, a.scenarios, scenarios.ORDER, "scenario")
+>>>>>>> top
     if a.repeats < 1:
         ap.error("--repeats must be at least 1")
     a.where_filter = {}
@@ -78,9 +88,9 @@ def log(msg):
     print(msg, flush=True)
 
 
-def baseline_of(scenario):
+def baseline_of(scenario, subjects=()):
     scen = scenarios.SCENARIOS.get(scenario)
-    return scen.subject_clients[0] if scen and scen.subjects_are_clients else servers.BASELINE
+    return scen.subject_clients[0] if scen and scen.subjects_are_clients else servers.baseline(subjects)
 
 
 def make_plan(a, layout, ncpus, server_cpus, nofile, ports):
@@ -218,8 +228,8 @@ def progress(rec, scen):
 
 def finish(res, outdir, bench_dir, want_plots):
     """Summary, targets, results.json, plots and report.md."""
-    res["summary"] = stats.summarize(res["runs"], baseline_of)
-    res["baselines"] = {s: baseline_of(s) for s in res["scenarios"]}
+    res["summary"] = stats.summarize(res["runs"], lambda s: baseline_of(s, res.get("servers", ())))
+    res["baselines"] = {s: baseline_of(s, res.get("servers", ())) for s in res["scenarios"]}
     res["targets"] = targets.evaluate(res["summary"], res["skipped"], res["mode"] == "full",
                                      res["scenarios"], res["servers"])
     os.makedirs(outdir, exist_ok=True)

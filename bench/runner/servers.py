@@ -45,7 +45,16 @@ VARIANTS = {  # name -> (backend, extra server arguments, modes that take them)
     "ringio-uring-zc-copy": ("uring", ["--send-zc", "16384", "--no-sendfile"], {"http"}),
     # Min-wait batching: the loop waits up to 50 us to take completions in one batch.
     "ringio-uring-minwait": ("uring", ["--min-wait", "50"], {"echo", "pong", "http"}),
+    # Metrics on and off (docs/operations.md): the loop's counters are always kept;
+    # "on" also times the loop (the default) and serves GET /metrics on a port of its
+    # own, "off" turns the loop timing off (RINGIO_LOOP_TIMING=0) and serves nothing.
+    "ringio-uring-metrics": ("uring", ["--metrics-port", "0"], {"echo", "pong", "http"}),
+    "ringio-uring-nometrics": ("uring", [], {"echo", "pong", "http"}),
 }
+# Environment a variant's server starts with, on top of the runner's.
+VARIANT_ENV = {"ringio-uring-nometrics": {"RINGIO_LOOP_TIMING": "0"}}
+# --metrics-cost: the pair that measures what the metrics cost.
+METRICS_COST = ["ringio-uring-metrics", "ringio-uring-nometrics"]
 # The seed io_uring executor's own pong (bench/peers/uring_exec/build.sh builds it from
 # its sources); pong mode only. It accepts a fixed number of sessions, so it is given
 # far more than a run opens and stopped by PID like the others.
@@ -65,6 +74,14 @@ RINGIO_MAX_CONNECTIONS = 10000  # http_server's default --max-connections
 HEADROOM = 64  # connections a server may see beyond a cell's (the readiness probe, stragglers)
 
 
+def baseline(subjects=()):
+    """The server the others are compared with: ringio-uring, or with metrics on
+    and off but not ringio-uring, metrics off."""
+    if BASELINE not in subjects and METRICS_COST[1] in subjects:
+        return METRICS_COST[1]
+    return BASELINE
+
+
 class Unavailable(Exception):
     """This server cannot serve this mode here; the message says why."""
 
@@ -80,6 +97,7 @@ class ServerSpec:
     tmpdir: str = None
     notes: list = field(default_factory=list)
     kill_only: bool = False  # ignores SIGTERM (blocks it): stopped with SIGKILL at once
+    env: dict = field(default_factory=dict)  # set in the server's environment
 
 
 @dataclass
@@ -209,7 +227,7 @@ def spec(layout, name, mode, port, cell, tmpdir, static_root=None, tls_files=Non
         else:
             argv = [path, "--port", str(port), "--threads", str(threads), "--backend", backend] + extra
             argv += _http_args(mode, cell, static_root)
-        return ServerSpec(name, mode, argv, path)
+        return ServerSpec(name, mode, argv, path, env=dict(VARIANT_ENV.get(name, {})))
     if name == URING_EXEC:
         # <port> <threads> <blocksize> <sessions>; it prints nothing until it ends, and
         # it blocks every signal but SIGINT, which it does not act on either.

@@ -408,6 +408,7 @@ void uring_backend::poll(bool block, std::int64_t wake_at_ns) {
   } else {
     r = block ? io_uring_submit_and_wait(&ring_, 1) : io_uring_submit_and_get_events(&ring_);
   }
+  if (st_.timing) st_.kernel_return_ns = monotonic_ns();  // the completions that follow are run time
   ++st_.stats.kernel_waits;
   ++st_.counters.kernel_waits;
   if (r < 0) enter_failed(r);
