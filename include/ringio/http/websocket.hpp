@@ -23,7 +23,8 @@ namespace ringio::http {
 /// @cond INTERNAL
 namespace detail {
 struct websocket_state;
-}
+struct deflate_agreement;
+}  // namespace detail
 /// @endcond
 
 /// One WebSocket connection (see the top of this file). Use it from tasks of one loop.
@@ -71,9 +72,12 @@ class websocket {
   [[nodiscard]] static websocket server(upgraded_connection& conn, websocket_options opts = {},
                                         std::string subprotocol = {});
   /// @cond INTERNAL
+  /// The server side with permessage-deflate as agreed by accept_websocket.
+  [[nodiscard]] static websocket server(upgraded_connection& conn, websocket_options opts, std::string subprotocol,
+                                        const detail::deflate_agreement& deflate);
   /// The client side over a connection of http::client, handshake done.
   [[nodiscard]] static websocket client(detail::connection_ptr conn, std::string_view received, websocket_options opts,
-                                        std::string subprotocol);
+                                        std::string subprotocol, const detail::deflate_agreement& deflate);
   /// @endcond
 
   /// Receives the next whole message (its data valid until the next receive() or
@@ -113,6 +117,8 @@ class websocket {
   [[nodiscard]] std::uint16_t close_code() const noexcept;
   /// The reason that came with the peer's close code (may be empty).
   [[nodiscard]] std::string_view close_reason() const noexcept;
+  /// Whether permessage-deflate (RFC 7692) was agreed in the handshake.
+  [[nodiscard]] bool compressed() const noexcept;
   /// The subprotocol agreed in the handshake, or "".
   [[nodiscard]] std::string_view subprotocol() const noexcept;
   /// The options (valid() must be true).

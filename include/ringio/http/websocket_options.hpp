@@ -5,6 +5,8 @@
 #include <chrono>
 #include <cstddef>
 
+#include "ringio/http/websocket_deflate_options.hpp"
+
 namespace ringio::http {
 
 /// Limits and timeouts of a websocket, server or client side. Every field has a default.
@@ -29,6 +31,9 @@ struct websocket_options {
   /// The close handshake (the peer's close frame, then the end of the connection) must
   /// be over within this.
   std::chrono::milliseconds close_timeout{5'000};
+  /// permessage-deflate (RFC 7692): offered by a client, accepted by a server, when
+  /// enabled. max_message_bytes bounds a compressed message's inflated size.
+  websocket_deflate_options deflate{};
 };
 
 }  // namespace ringio::http

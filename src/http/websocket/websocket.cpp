@@ -89,7 +89,7 @@ task<result<std::size_t>> write_all(websocket_state& s, const unsigned char* dat
 }
 
 // Copies one frame into s.out, masked on the client side; its size.
-std::size_t build_frame(websocket_state& s, ws_opcode op, bool fin, std::string_view payload) {
+std::size_t build_frame(websocket_state& s, ws_opcode op, bool fin, std::string_view payload, bool rsv1) {
   const std::size_t need = detail::max_frame_header + payload.size();
   if (s.out_capacity < need) {
     s.out_capacity = std::max(need, std::size_t{256});
@@ -104,7 +104,7 @@ std::size_t build_frame(websocket_state& s, ws_opcode op, bool fin, std::string_
     mask = s.mask_pool + s.mask_used;
     s.mask_used += 4;
   }
-  const std::size_t head = detail::encode_frame_header(s.out.get(), op, fin, payload.size(), mask);
+  const std::size_t head = detail::encode_frame_header(s.out.get(), op, fin, payload.size(), mask, rsv1);
   if (!payload.empty()) std::memcpy(s.out.get() + head, payload.data(), payload.size());
   if (mask != nullptr) detail::apply_mask(s.out.get() + head, payload.size(), mask);
   return head + payload.size();
@@ -118,6 +118,14 @@ task<result<void>> send_frame(websocket_state& s, ws_opcode op, std::string_view
   if (s.close_sent) co_return unexpected(errc(websocket_errc::closed));
   if (s.write_failed) co_return unexpected(std::make_error_code(std::errc::broken_pipe));
   if (op == ws_opcode::close) s.close_sent = true;
+  // Compressed under the lock: the peer inflates messages in the order they go out.
+  bool compressed = false;
+  if (s.deflate && !detail::is_control(op) && s.deflate->can_compress() && payload.size() >= s.opts.deflate.threshold) {
+    const std::string_view deflated = s.deflate->compress(payload);
+    if (deflated.data() == nullptr) co_return unexpected(std::make_error_code(std::errc::not_enough_memory));
+    payload = deflated;
+    compressed = true;
+  }
   const std::size_t piece = s.opts.max_send_frame_bytes == 0 || detail::is_control(op)
                                 ? payload.size()
                                 : std::min(payload.size(), s.opts.max_send_frame_bytes);
@@ -125,7 +133,8 @@ task<result<void>> send_frame(websocket_state& s, ws_opcode op, std::string_view
   do {
     const std::string_view part = payload.substr(offset, piece);
     const bool fin = offset + part.size() == payload.size();
-    const std::size_t size = build_frame(s, offset == 0 ? op : ws_opcode::continuation, fin, part);
+    const std::size_t size =
+        build_frame(s, offset == 0 ? op : ws_opcode::continuation, fin, part, compressed && offset == 0);
     if (size == 0) co_return unexpected(std::make_error_code(std::errc::io_error));  // no random mask key
     const clock::time_point deadline = clock::now() + s.opts.send_timeout;
     auto sent = co_await write_all(s, s.out.get(), size, deadline);
@@ -223,10 +232,41 @@ websocket_message::kind kind_of(ws_opcode op) noexcept {
 // A data frame's payload; true when it completes a message (in `out`).
 enum class data_step { more, message, protocol_error, too_big, bad_utf8 };
 
+// A frame of a compressed message: inflated into the codec's buffer, never past
+// max_message_bytes (a bomb stops there), the new text checked as it comes.
+data_step take_compressed_frame(websocket_state& s, const detail::frame_header& h, std::string_view data,
+                                websocket_message& out) {
+  detail::deflate_codec& z = *s.deflate;
+  if (h.opcode != ws_opcode::continuation) {
+    s.in_message = true;
+    s.message_op = h.opcode;
+    s.utf8.reset();
+    z.begin_message();
+  }
+  const std::size_t before = z.inflated().size();
+  using st = detail::deflate_codec::inflate_status;
+  const st r =
+      z.inflate(reinterpret_cast<const unsigned char*>(data.data()), data.size(), h.fin, s.opts.max_message_bytes);
+  if (r == st::too_big) return data_step::too_big;
+  if (r == st::bad_data) return data_step::protocol_error;
+  const std::string_view fresh = z.inflated().substr(before);
+  const bool text = s.message_op == ws_opcode::text;
+  if (text && !s.utf8.feed(reinterpret_cast<const unsigned char*>(fresh.data()), fresh.size()))
+    return data_step::bad_utf8;
+  if (!h.fin) return data_step::more;
+  if (text && !s.utf8.complete()) return data_step::bad_utf8;
+  s.in_message = false;
+  z.end_message();
+  out = {kind_of(s.message_op), z.inflated()};
+  return data_step::message;
+}
+
 data_step take_data_frame(websocket_state& s, const detail::frame_header& h, std::string_view data,
                           websocket_message& out) {
   const bool first = h.opcode != ws_opcode::continuation;
   if (first == s.in_message) return data_step::protocol_error;  // a new message inside one, or a stray continuation
+  if (first) s.message_compressed = h.rsv1;
+  if (s.message_compressed) return take_compressed_frame(s, h, data, out);
   if (first && h.fin) {  // a whole message in one frame: delivered from the receive buffer
     if (data.size() > s.opts.max_message_bytes) return data_step::too_big;
     if (h.opcode == ws_opcode::text && !detail::is_valid_utf8(data)) return data_step::bad_utf8;
@@ -268,7 +308,7 @@ task<result<websocket_message>> receive_until(websocket_state& s, clock::time_po
     // A frame longer than a whole message may be is refused before its payload arrives.
     const std::size_t limit = std::min(s.opts.max_frame_bytes, s.opts.max_message_bytes);
     const detail::frame_check check =
-        detail::parse_frame_header(s.in.get() + s.begin, s.end - s.begin, !s.client, limit, h);
+        detail::parse_frame_header(s.in.get() + s.begin, s.end - s.begin, !s.client, limit, h, s.deflate != nullptr);
     if (check == detail::frame_check::protocol_error)
       co_return co_await fail(s, websocket::protocol_error, websocket_errc::protocol_error);
     if (check == detail::frame_check::too_big)
@@ -381,8 +421,9 @@ task<result<websocket_message>> receive_until(websocket_state& s, clock::time_po
 }
 
 std::unique_ptr<websocket_state> make_state(bool client, std::string_view received, websocket_options opts,
-                                            std::string subprotocol) {
+                                            std::string subprotocol, const detail::deflate_agreement& deflate) {
   auto s = std::make_unique<websocket_state>();
+  if (deflate.enabled) s->deflate = std::make_unique<detail::deflate_codec>(deflate, opts.deflate.level);
   s->client = client;
   s->opts = opts;
   s->subprotocol = std::move(subprotocol);
@@ -402,15 +443,20 @@ websocket& websocket::operator=(websocket&& other) noexcept = default;
 websocket::~websocket() = default;
 
 websocket websocket::server(upgraded_connection& conn, websocket_options opts, std::string subprotocol) {
-  auto s = make_state(false, conn.received, opts, std::move(subprotocol));
+  return server(conn, opts, std::move(subprotocol), detail::deflate_agreement{});
+}
+
+websocket websocket::server(upgraded_connection& conn, websocket_options opts, std::string subprotocol,
+                            const detail::deflate_agreement& deflate) {
+  auto s = make_state(false, conn.received, opts, std::move(subprotocol), deflate);
   s->socket = conn.socket;
   s->secure = conn.secure;
   return websocket(std::move(s));
 }
 
 websocket websocket::client(detail::connection_ptr conn, std::string_view received, websocket_options opts,
-                            std::string subprotocol) {
-  auto s = make_state(true, received, opts, std::move(subprotocol));
+                            std::string subprotocol, const detail::deflate_agreement& deflate) {
+  auto s = make_state(true, received, opts, std::move(subprotocol), deflate);
   if (conn->secure) {
     s->secure = &*conn->secure;
   } else {
@@ -483,6 +529,8 @@ std::uint16_t websocket::close_code() const noexcept { return s_ != nullptr ? s_
 std::string_view websocket::close_reason() const noexcept {
   return s_ != nullptr ? std::string_view(s_->close_reason) : std::string_view();
 }
+
+bool websocket::compressed() const noexcept { return s_ != nullptr && s_->deflate != nullptr; }
 
 std::string_view websocket::subprotocol() const noexcept {
   return s_ != nullptr ? std::string_view(s_->subprotocol) : std::string_view();

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "frame_header.hpp"
+#include "permessage_deflate.hpp"
 #include "ringio/http/response_stream.hpp"
 #include "ringio/http/websocket_options.hpp"
 #include "ringio/net/stream_socket.hpp"
@@ -29,6 +30,7 @@ struct websocket_state {
   bool client = false;
   websocket_options opts;
   std::string subprotocol;
+  std::unique_ptr<deflate_codec> deflate;  // permessage-deflate agreed: its zlib streams
 
   // Receiving: unparsed bytes are in[begin, end).
   std::unique_ptr<unsigned char[]> in;
@@ -38,7 +40,8 @@ struct websocket_state {
   std::string message;  // a fragmented message being joined
   ws_opcode message_op = ws_opcode::continuation;
   bool in_message = false;
-  bool message_delivered = false;  // `message` was returned: cleared by the next receive
+  bool message_delivered = false;   // `message` was returned: cleared by the next receive
+  bool message_compressed = false;  // the message being received is inflated by `deflate`
   utf8_validator utf8;
   bool receiving = false;
   std::chrono::steady_clock::time_point last_input;
