@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <new>
 #include <stdexcept>
 #include <vector>
 
@@ -125,6 +126,11 @@ bool read_params(const extension& e, deflate_params& out) {
 
 int clamp_bits(int bits, int low) noexcept { return std::clamp(bits, low, 15); }
 
+// zlib allocates through operator new like the rest of the library (and the allocation
+// tests see it): once per stream, at its start.
+voidpf z_alloc(voidpf, uInt items, uInt size) { return ::operator new(std::size_t{items} * size, std::nothrow); }
+void z_free(voidpf, voidpf p) { ::operator delete(p); }
+
 }  // namespace
 
 std::string deflate_offer(const websocket_deflate_options& o) {
@@ -199,6 +205,8 @@ deflate_codec::deflate_codec(const deflate_agreement& agreed, int level)
     : z_(std::make_unique<streams>()),
       send_reset_(agreed.send_no_context_takeover),
       receive_reset_(agreed.receive_no_context_takeover) {
+  z_->inflater.zalloc = z_->deflater.zalloc = z_alloc;
+  z_->inflater.zfree = z_->deflater.zfree = z_free;
   // The inflater takes the largest window: it inflates whatever window the peer used.
   if (inflateInit2(&z_->inflater, -15) != Z_OK) throw std::bad_alloc();
   if (level > 0 && agreed.send_window_bits >= 9) {
