@@ -507,7 +507,7 @@ TEST_P(WebSocketDeflateConformance, ManyMessagesOfManySizes) {
     EXPECT_TRUE(ws->compressed());
     std::mt19937 rng(seed);
     std::string m;
-    for (std::size_t size : {16u, 64u, 256u, 1024u, 4096u, 8192u, 16384u, 32768u, 65536u, 131072u}) {
+    for (std::size_t size : {0u, 1u, 16u, 64u, 256u, 1024u, 4096u, 8192u, 16384u, 32768u, 65536u, 131072u}) {
       const int count = size <= 4096 ? 100 : 20;
       for (int i = 0; i < count; ++i) {
         m.resize(size);

@@ -227,6 +227,10 @@ deflate_codec::~deflate_codec() {
 }
 
 std::string_view deflate_codec::compress(std::string_view message) {
+  // An empty message is an empty stored block (RFC 7692 section 7.2.3.6): zlib has
+  // nothing to flush a second time.
+  static constexpr char empty_block[1] = {0};
+  if (message.empty()) return {empty_block, 1};
   z_stream& z = z_->deflater;
   const std::size_t bound = deflateBound(&z, message.size()) + 16;
   if (deflated_.size() < bound) deflated_.resize(bound);
