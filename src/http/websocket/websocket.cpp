@@ -148,6 +148,15 @@ task<result<void>> send_frame(websocket_state& s, ws_opcode op, std::string_view
       co_return unexpected(std::make_error_code(std::errc::broken_pipe));
     }
     offset += part.size();
+    if (offset < payload.size()) {
+      // A stop (a drain) between the frames of a message cuts it there: the rest never
+      // goes, and neither does anything else.
+      const std::stop_token stop = co_await current_stop_token();
+      if (stop.stop_requested()) {
+        s.write_failed = true;
+        co_return unexpected(std::make_error_code(std::errc::operation_canceled));
+      }
+    }
   } while (offset < payload.size());
   co_return result<void>{};
 }
