@@ -1155,6 +1155,81 @@ TEST(WebSocketAttackStall, KeepAliveSurvivesAPeerThatAnswers) {
   EXPECT_EQ(s.end_error, make_error_code(http::websocket_errc::closed)) << s.end_error.message();
 }
 
+// Keep-alive does not need a receive(): a session that only sends learns of a peer that
+// answers no ping (its next send fails with ping_timeout, and the connection ends).
+TEST(WebSocketAttackStall, KeepAliveFindsADeadPeerOfASessionThatOnlySends) {
+  ws_server s;
+  s.opts.options.ping_interval = 50ms;
+  s.opts.options.ping_timeout = 200ms;
+  std::error_code send_err;
+  int sent = 0;
+  s.session = [&](http::websocket& ws) -> task<void> {
+    for (int i = 0; i < 500; ++i) {  // 10 s at most
+      auto r = co_await ws.send_text("tick");
+      if (!r) {
+        send_err = r.error();
+        co_return;
+      }
+      ++sent;
+      (void)co_await sleep_for(20ms);
+    }
+  };
+  s.run([&](std::uint16_t port) {
+    int fd = open_ws(port);
+    ASSERT_GE(fd, 0);
+    int pings = 0;
+    for (;;) {  // reads everything, answers nothing, until the server ends the connection
+      auto f = read_frame(fd);
+      if (!f) break;
+      if (f->opcode == 9) ++pings;
+    }
+    EXPECT_GE(pings, 1);
+    ::close(fd);
+    for (int i = 0; i < 2000 && s.sessions_ended.load() == 0; ++i) std::this_thread::sleep_for(5ms);
+  });
+  EXPECT_EQ(send_err, make_error_code(http::websocket_errc::ping_timeout)) << send_err.message();
+  EXPECT_LT(sent, 500) << "the session sent for 10 s to a peer that never answered";
+}
+
+// ... and keeps a peer that answers, although the pongs are never read by a receive().
+TEST(WebSocketAttackStall, KeepAliveOfASessionThatOnlySendsSurvivesAPeerThatAnswers) {
+  ws_server s;
+  s.opts.options.ping_interval = 50ms;
+  s.opts.options.ping_timeout = 300ms;
+  std::error_code send_err;
+  s.session = [&](http::websocket& ws) -> task<void> {
+    for (int i = 0; i < 75; ++i) {  // 1.5 s: many times ping_timeout
+      auto r = co_await ws.send_text("tick");
+      if (!r) {
+        send_err = r.error();
+        co_return;
+      }
+      (void)co_await sleep_for(20ms);
+    }
+    (void)co_await ws.send_text("done");
+  };
+  s.run([&](std::uint16_t port) {
+    int fd = open_ws(port);
+    ASSERT_GE(fd, 0);
+    int pings = 0;
+    for (;;) {
+      auto f = read_frame(fd);
+      ASSERT_TRUE(f) << "the connection ended";
+      if (f->opcode == 9) {
+        ++pings;
+        send_all(fd, make_frame(10, f->payload));
+      }
+      if (f->opcode == 1 && f->payload == "done") break;
+    }
+    EXPECT_GE(pings, 3);
+    EXPECT_EQ(read_close_code(fd), 1000);  // the session returned: closed with 1000
+    send_all(fd, make_frame(8, close_payload(1000)));
+    ::close(fd);
+    for (int i = 0; i < 2000 && s.sessions_ended.load() == 0; ++i) std::this_thread::sleep_for(5ms);
+  });
+  EXPECT_FALSE(send_err) << send_err.message();
+}
+
 TEST(WebSocketAttackStall, ResetPeerMidFrame) {
   const std::size_t fds_before = ringio_test::open_fd_count();
   {

@@ -64,7 +64,8 @@ class websocket {
   /// Moves the connection while no operation is in flight.
   websocket& operator=(websocket&& other) noexcept;
   /// Closes the connection if this side owns it (client side) without a close
-  /// handshake: close() first for a clean end.
+  /// handshake: close() first for a clean end. The keep-alive task is stopped (on the
+  /// client side it holds the connection until it has ended, on the loop).
   ~websocket();
 
   /// The server side over `conn` (after a 101 response; accept_websocket does it),
@@ -78,6 +79,11 @@ class websocket {
   /// The client side over a connection of http::client, handshake done.
   [[nodiscard]] static websocket client(detail::connection_ptr conn, std::string_view received, websocket_options opts,
                                         std::string subprotocol, const detail::deflate_agreement& deflate);
+  /// Starts the keep-alive task on the current io_context (with ping_interval set):
+  /// pings go out and a silent peer is given up while no receive() waits.
+  void start_keep_alive();
+  /// Stops the keep-alive task and waits until it has ended (whatever the caller's stop).
+  task<void> stop_keep_alive();
   /// @endcond
 
   /// Receives the next whole message (its data valid until the next receive() or
@@ -125,8 +131,9 @@ class websocket {
   [[nodiscard]] const websocket_options& options() const noexcept;
 
  private:
-  explicit websocket(std::unique_ptr<detail::websocket_state> s) noexcept;
-  std::unique_ptr<detail::websocket_state> s_;
+  explicit websocket(std::shared_ptr<detail::websocket_state> s) noexcept;
+  void release() noexcept;
+  std::shared_ptr<detail::websocket_state> s_;  // shared with the keep-alive task
 };
 
 }  // namespace ringio::http

@@ -4,6 +4,8 @@
 // and the close handshake.
 #include "ringio/http/websocket.hpp"
 
+#include <linux/tcp.h>  // tcp_info with tcpi_bytes_received
+#include <netinet/in.h>
 #include <openssl/rand.h>
 #include <sys/socket.h>
 
@@ -12,6 +14,7 @@
 
 #include "client/client_connection.hpp"
 #include "core/sys.hpp"
+#include "ringio/io_context.hpp"
 #include "ringio/stop.hpp"
 #include "ringio/time/sleep.hpp"
 #include "ringio/time/timeout.hpp"
@@ -115,6 +118,7 @@ std::size_t build_frame(websocket_state& s, ws_opcode op, bool fin, std::string_
 task<result<void>> send_frame(websocket_state& s, ws_opcode op, std::string_view payload) {
   auto lock = co_await s.write_lock.lock();
   if (!lock) co_return unexpected(lock.error());
+  if (s.keepalive_expired) co_return unexpected(errc(websocket_errc::ping_timeout));
   if (s.close_sent) co_return unexpected(errc(websocket_errc::closed));
   if (s.write_failed) co_return unexpected(std::make_error_code(std::errc::broken_pipe));
   if (op == ws_opcode::close) s.close_sent = true;
@@ -140,6 +144,7 @@ task<result<void>> send_frame(websocket_state& s, ws_opcode op, std::string_view
     auto sent = co_await write_all(s, s.out.get(), size, deadline);
     if (!sent || *sent != size) {
       s.write_failed = true;  // a frame cut short: nothing may follow it
+      if (s.keepalive_expired) co_return unexpected(errc(websocket_errc::ping_timeout));  // ended under us
       if (!sent) co_return unexpected(sent.error());
       // Part of it went out: say why it stopped (a stop, send_timeout, the peer).
       const std::stop_token stop = co_await current_stop_token();
@@ -304,6 +309,7 @@ data_step take_data_frame(websocket_state& s, const detail::frame_header& h, std
 // Receives the next message, answering control frames; `hard_deadline` (none: {})
 // bounds it (timed_out).
 task<result<websocket_message>> receive_until(websocket_state& s, clock::time_point hard_deadline) {
+  if (s.keepalive_expired) co_return unexpected(errc(websocket_errc::ping_timeout));
   if (s.close_received || s.failed) co_return unexpected(errc(websocket_errc::closed));
   if (s.receiving) co_return unexpected(errc(websocket_errc::busy));
   s.receiving = true;
@@ -380,6 +386,7 @@ task<result<websocket_message>> receive_until(websocket_state& s, clock::time_po
       }
     }
     auto n = co_await read_some(s, deadline);
+    if (s.keepalive_expired) co_return unexpected(errc(websocket_errc::ping_timeout));  // ended under us
     if (!n) {
       const std::stop_token stop = co_await current_stop_token();
       if (n.error() == std::errc::timed_out && (keep_alive_due || close_due) && stop.stop_requested())
@@ -429,9 +436,69 @@ task<result<websocket_message>> receive_until(websocket_state& s, clock::time_po
   }
 }
 
-std::unique_ptr<websocket_state> make_state(bool client, std::string_view received, websocket_options opts,
+// How many bytes the kernel has received from the peer (TCP_INFO), read by the websocket
+// or not; 0 when unknown.
+std::uint64_t kernel_bytes_received(websocket_state& s) noexcept {
+  const stream_socket& tcp = s.secure != nullptr ? s.secure->socket() : *s.socket;
+  tcp_info info{};
+  socklen_t size = sizeof(info);
+  if (::getsockopt(tcp.native_handle(), IPPROTO_TCP, TCP_INFO, &info, &size) != 0) return 0;
+  return info.tcpi_bytes_received;
+}
+
+// Keep-alive while no receive() waits (receive() does it itself meanwhile): a ping
+// after ping_interval without input, and the peer given up when nothing arrives within
+// ping_timeout after it. Input is what the kernel received (its byte count grew),
+// read or not, so a session that only sends needs no receive() for pongs to count.
+task<void> keep_alive(websocket_state& s) {
+  std::uint64_t seen = kernel_bytes_received(s);
+  clock::time_point heard = clock::now();
+  for (;;) {
+    if (s.close_sent || s.close_received || s.failed || s.write_failed) co_return;
+    const clock::time_point now = clock::now();
+    const std::uint64_t bytes = kernel_bytes_received(s);
+    if (bytes != seen) {  // the peer sent something since we last looked
+      seen = bytes;
+      heard = now;
+      s.ping_outstanding = false;
+    }
+    heard = std::max(heard, s.last_input);
+    const clock::time_point due = s.ping_outstanding ? s.ping_sent + s.opts.ping_timeout : heard + s.opts.ping_interval;
+    if (s.receiving || now < due) {
+      auto slept = co_await sleep_until(s.receiving ? now + s.opts.ping_interval : due);
+      if (!slept) co_return;  // stopped: the websocket is going
+      continue;
+    }
+    if (s.ping_outstanding) {  // silent since the ping: the connection ends under any operation
+      s.keepalive_expired = true;
+      s.failed = true;
+      s.close_code = websocket::abnormal_closure;
+      const stream_socket& tcp = s.secure != nullptr ? s.secure->socket() : *s.socket;
+      (void)::ringio::detail::sys::shutdown(tcp.native_handle(), SHUT_RDWR);
+      co_return;
+    }
+    auto sent = co_await send_frame(s, ws_opcode::ping, {});
+    if (!sent) co_return;
+    s.ping_outstanding = true;
+    s.ping_sent = now;
+  }
+}
+
+task<void> run_keeper(std::shared_ptr<websocket_state> s) {
+  const std::stop_token token = s->keeper_stop.get_token();
+  task<void> t = keep_alive(*s);
+  ringio::detail::token_awaiter<void> op{t, &token};
+  co_await op;
+  s->keeper_running = false;
+}
+
+task<void> wait_for_keeper(websocket_state& s) {
+  while (s.keeper_running) (void)co_await sleep_for(std::chrono::milliseconds(1));
+}
+
+std::shared_ptr<websocket_state> make_state(bool client, std::string_view received, websocket_options opts,
                                             std::string subprotocol, const detail::deflate_agreement& deflate) {
-  auto s = std::make_unique<websocket_state>();
+  auto s = std::make_shared<websocket_state>();
   if (deflate.enabled) s->deflate = std::make_unique<detail::deflate_codec>(deflate, opts.deflate.level);
   s->client = client;
   s->opts = opts;
@@ -446,10 +513,39 @@ std::unique_ptr<websocket_state> make_state(bool client, std::string_view receiv
 }  // namespace
 
 websocket::websocket() noexcept = default;
-websocket::websocket(std::unique_ptr<detail::websocket_state> s) noexcept : s_(std::move(s)) {}
+websocket::websocket(std::shared_ptr<detail::websocket_state> s) noexcept : s_(std::move(s)) {}
 websocket::websocket(websocket&& other) noexcept = default;
-websocket& websocket::operator=(websocket&& other) noexcept = default;
-websocket::~websocket() = default;
+
+websocket& websocket::operator=(websocket&& other) noexcept {
+  if (this != &other) {
+    release();
+    s_ = std::move(other.s_);
+  }
+  return *this;
+}
+
+websocket::~websocket() { release(); }
+
+void websocket::release() noexcept {
+  if (s_) s_->keeper_stop.request_stop();  // the keeper ends on the loop, dropping its share
+  s_.reset();
+}
+
+void websocket::start_keep_alive() {
+  io_context* loop = io_context::current();
+  if (!s_ || s_->opts.ping_interval.count() <= 0 || s_->keeper_running || loop == nullptr) return;
+  s_->keeper_running = true;
+  loop->spawn(run_keeper(s_));
+}
+
+task<void> websocket::stop_keep_alive() {
+  if (!s_) co_return;
+  s_->keeper_stop.request_stop();
+  const std::stop_token never;  // waits whatever the caller's stop: the keeper uses the stream
+  task<void> wait = wait_for_keeper(*s_);
+  ringio::detail::token_awaiter<void> op{wait, &never};
+  co_await op;
+}
 
 websocket websocket::server(upgraded_connection& conn, websocket_options opts, std::string subprotocol) {
   return server(conn, opts, std::move(subprotocol), detail::deflate_agreement{});

@@ -25,6 +25,7 @@ struct stop_on {
 task<void> run_session(upgraded_connection& conn, const websocket_session& session, const websocket_options& opts,
                        std::string subprotocol, detail::deflate_agreement deflate) {
   websocket ws = websocket::server(conn, opts, std::move(subprotocol), deflate);
+  ws.start_keep_alive();
   {
     std::stop_source inner;
     const std::stop_token own = co_await current_stop_token();
@@ -39,6 +40,7 @@ task<void> run_session(upgraded_connection& conn, const websocket_session& sessi
     auto closed = co_await ws.close(conn.drain.stop_requested() ? websocket::going_away : websocket::normal_closure);
     (void)closed;
   }
+  co_await ws.stop_keep_alive();  // before the connection ends: it uses the stream
 }
 
 // Whether the client offered `name` in a Sec-WebSocket-Protocol field (exact match:

@@ -155,7 +155,9 @@ task<result<websocket>> client::connect_websocket(std::string_view url_text, con
   auto chosen = check_upgrade_response(head, key, opts, deflate);
   if (!chosen) co_return unexpected(chosen.error());
   const std::string_view early(c.buffer.get() + *head_size, c.end - *head_size);
-  co_return websocket::client(std::move(*conn), early, opts.options, std::move(*chosen), deflate);
+  websocket ws = websocket::client(std::move(*conn), early, opts.options, std::move(*chosen), deflate);
+  ws.start_keep_alive();
+  co_return ws;
 }
 
 task<result<websocket>> client::connect_websocket(std::string_view url_text) {

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <stop_token>
 #include <string>
 
 #include "frame_header.hpp"
@@ -47,6 +48,10 @@ struct websocket_state {
   std::chrono::steady_clock::time_point last_input;
   bool ping_outstanding = false;
   std::chrono::steady_clock::time_point ping_sent;
+  // Keep-alive while no receive waits: a task of the loop, stopped by keeper_stop.
+  std::stop_source keeper_stop;
+  bool keeper_running = false;
+  bool keepalive_expired = false;  // the keeper gave the peer up (ping_timeout)
 
   // Sending: one frame at a time, built in out.
   mutex write_lock;
