@@ -10,7 +10,9 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
+#include <optional>
 
 #include "client/client_connection.hpp"
 #include "core/sys.hpp"
@@ -437,12 +439,14 @@ task<result<websocket_message>> receive_until(websocket_state& s, clock::time_po
 }
 
 // How many bytes the kernel has received from the peer (TCP_INFO), read by the websocket
-// or not; 0 when unknown.
-std::uint64_t kernel_bytes_received(websocket_state& s) noexcept {
+// or not; nothing when it cannot tell (not TCP).
+std::optional<std::uint64_t> kernel_bytes_received(websocket_state& s) noexcept {
   const stream_socket& tcp = s.secure != nullptr ? s.secure->socket() : *s.socket;
   tcp_info info{};
   socklen_t size = sizeof(info);
-  if (::getsockopt(tcp.native_handle(), IPPROTO_TCP, TCP_INFO, &info, &size) != 0) return 0;
+  if (::getsockopt(tcp.native_handle(), IPPROTO_TCP, TCP_INFO, &info, &size) != 0 ||
+      size < offsetof(tcp_info, tcpi_bytes_received) + sizeof(info.tcpi_bytes_received))
+    return std::nullopt;
   return info.tcpi_bytes_received;
 }
 
@@ -450,13 +454,16 @@ std::uint64_t kernel_bytes_received(websocket_state& s) noexcept {
 // after ping_interval without input, and the peer given up when nothing arrives within
 // ping_timeout after it. Input is what the kernel received (its byte count grew),
 // read or not, so a session that only sends needs no receive() for pongs to count.
+// Where the kernel cannot tell (not TCP), keep-alive runs only within receive().
 task<void> keep_alive(websocket_state& s) {
-  std::uint64_t seen = kernel_bytes_received(s);
+  const std::optional<std::uint64_t> first = kernel_bytes_received(s);
+  if (!first) co_return;
+  std::uint64_t seen = *first;
   clock::time_point heard = clock::now();
   for (;;) {
     if (s.close_sent || s.close_received || s.failed || s.write_failed) co_return;
     const clock::time_point now = clock::now();
-    const std::uint64_t bytes = kernel_bytes_received(s);
+    const std::uint64_t bytes = kernel_bytes_received(s).value_or(seen);
     if (bytes != seen) {  // the peer sent something since we last looked
       seen = bytes;
       heard = now;
