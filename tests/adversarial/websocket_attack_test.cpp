@@ -31,6 +31,7 @@
 #include <openssl/sha.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <atomic>
 #include <chrono>
@@ -2267,6 +2268,96 @@ TEST(WebSocketAttackClient, ClientEnforcesLimitsAndUtf8) {
       EXPECT_EQ(code, c.close_code);
       EXPECT_EQ(err, make_error_code(c.err)) << err.message();
     }
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// permessage-deflate, client side: a raw server that agrees to it and then breaks it.
+
+// Raw deflate of `data` with a sync flush, the trailing 00 00 ff ff cut (RFC 7692 7.2.1).
+std::string deflated(std::string_view data) {
+  z_stream z{};
+  if (deflateInit2(&z, 9, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK) return {};
+  std::string out(deflateBound(&z, data.size()) + 64, '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  z.avail_in = static_cast<uInt>(data.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  (void)deflate(&z, Z_SYNC_FLUSH);
+  out.resize(out.size() - z.avail_out - 4);
+  deflateEnd(&z);
+  return out;
+}
+
+TEST(WebSocketAttackClient, ClientEnforcesTheCompressionRules) {
+  using E = http::websocket_errc;
+  const std::string bomb = deflated(std::string(128u << 20, '\0'));  // 128 MiB in ~128 KB
+  const std::vector<client_frame_case> cases = {
+      {"bomb in one frame", make_frame(2, bomb, true, false, 4), 1009, E::message_too_big},
+      {"bomb in fragments",
+       make_frame(2, std::string_view(bomb).substr(0, 1000), false, false, 4) +
+           server_frame(0, std::string_view(bomb).substr(1000, 1000), false) +
+           server_frame(0, std::string_view(bomb).substr(2000)),
+       1009, E::message_too_big},
+      {"rsv1 on a continuation",
+       make_frame(1, deflated("hello").substr(0, 2), false, false, 4) +
+           make_frame(0, deflated("hello").substr(2), true, false, 4),
+       1002, E::protocol_error},
+      {"rsv1 on a ping", make_frame(9, "p", true, false, 4), 1002, E::protocol_error},
+      {"rsv1 on a close", make_frame(8, close_payload(1000), true, false, 4), 1002, E::protocol_error},
+      {"not deflate data", make_frame(2, "\xff\xff\xff\xff\x01", true, false, 4), 1002, E::protocol_error},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    int code = 0;
+    raw_server srv([&](int fd, const std::string& head) {
+      send_all(fd, ok_101(head, "Sec-WebSocket-Extensions: permessage-deflate\r\n") + c.frames);
+      code = read_close_code(fd);
+      reaches_eof(fd);
+    });
+    std::error_code err;
+    client_run([&](http::client& cl) -> task<void> {
+      http::websocket_connect_options o;
+      o.options.max_frame_bytes = 1 << 20;
+      o.options.max_message_bytes = 1 << 20;
+      o.options.deflate.enabled = true;
+      auto ws = co_await cl.connect_websocket(srv.url(), o);
+      if (!ws) {
+        ADD_FAILURE() << ws.error().message();
+        co_return;
+      }
+      EXPECT_TRUE(ws->compressed());
+      auto m = co_await ws->receive();
+      err = m ? std::error_code{} : m.error();
+    });
+    EXPECT_EQ(code, c.close_code);
+    EXPECT_EQ(err, make_error_code(c.err)) << err.message();
+  }
+}
+
+TEST(WebSocketAttackClient, ClientRefusesBadCompressionAnswers) {
+  const std::vector<std::pair<std::string, bool>> answers = {
+      {"permessage-deflate; server_max_window_bits=16", true},
+      {"permessage-deflate; client_max_window_bits", true},
+      {"permessage-deflate; bogus=1", true},
+      {"permessage-deflate, permessage-deflate", true},
+      {"x-webkit-deflate-frame", true},
+      {"permessage-deflate", false},  // not offered
+  };
+  for (const auto& [answer, offer] : answers) {
+    SCOPED_TRACE(answer + (offer ? " (offered)" : " (not offered)"));
+    raw_server srv([&](int fd, const std::string& head) {
+      send_all(fd, ok_101(head, "Sec-WebSocket-Extensions: " + answer + "\r\n"));
+      reaches_eof(fd);
+    });
+    std::error_code err;
+    client_run([&](http::client& cl) -> task<void> {
+      http::websocket_connect_options o;
+      o.options.deflate.enabled = offer;
+      auto ws = co_await cl.connect_websocket(srv.url(), o);
+      err = ws ? std::error_code{} : ws.error();
+    });
+    EXPECT_EQ(err, make_error_code(http::websocket_errc::handshake_failed)) << err.message();
   }
 }
 
