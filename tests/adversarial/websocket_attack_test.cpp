@@ -2335,6 +2335,80 @@ TEST(WebSocketAttackClient, ClientEnforcesTheCompressionRules) {
   }
 }
 
+// Raw inflate of one message's payload (the tail 00 00 ff ff put back); "" on failure.
+std::string inflated(std::string data) {
+  data.append("\x00\x00\xff\xff", 4);
+  z_stream z{};
+  if (inflateInit2(&z, -15) != Z_OK) return {};
+  std::string out(1 << 20, '\0');
+  z.next_in = reinterpret_cast<Bytef*>(data.data());
+  z.avail_in = static_cast<uInt>(data.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  const int r = inflate(&z, Z_SYNC_FLUSH);
+  out.resize(out.size() - z.avail_out);
+  inflateEnd(&z);
+  return r == Z_OK || r == Z_STREAM_END ? out : std::string();
+}
+
+// What the client sends with the extension agreed: long messages compressed, RSV1 on the
+// first frame only, short ones (under the threshold) and control frames as they are.
+TEST(WebSocketAttackClient, ClientCompressesWithRsv1OnTheFirstFrame) {
+  std::vector<frame_in> seen;
+  raw_server srv([&](int fd, const std::string& head) {
+    EXPECT_NE(head.find("Sec-WebSocket-Extensions: permessage-deflate; client_max_window_bits\r\n"), std::string::npos)
+        << head;
+    send_all(fd, ok_101(head, "Sec-WebSocket-Extensions: permessage-deflate; client_no_context_takeover\r\n"));
+    for (;;) {
+      auto f = read_frame(fd);
+      if (!f) break;
+      seen.push_back(*f);
+      if (f->opcode == 8) {
+        send_all(fd, server_frame(8, close_payload(1000)));
+        ::shutdown(fd, SHUT_WR);
+        reaches_eof(fd);
+        break;
+      }
+    }
+  });
+  const std::string text = repeat('c', 50'000);
+  client_run([&](http::client& c) -> task<void> {
+    http::websocket_connect_options o;
+    o.options.deflate.enabled = true;
+    o.options.max_send_frame_bytes = 40;  // the compressed message goes in several frames
+    auto ws = co_await c.connect_websocket(srv.url(), o);
+    if (!ws) {
+      ADD_FAILURE() << ws.error().message();
+      co_return;
+    }
+    (void)co_await ws->send_text(text);
+    (void)co_await ws->send_text(text);  // the same again: no context taken over, same bytes
+    (void)co_await ws->send_text("short");
+    (void)co_await ws->ping("pp");
+    (void)co_await ws->close(1000);
+  });
+  // Join the frames of each message.
+  std::vector<std::pair<int, std::string>> messages;  // first frame's rsv, payload
+  for (const frame_in& f : seen) {
+    EXPECT_TRUE(f.masked);
+    if (f.opcode == 0) {
+      EXPECT_EQ(f.rsv, 0) << "RSV1 on a continuation";
+      if (!messages.empty()) messages.back().second += f.payload;
+    } else if (f.opcode == 1) {
+      messages.emplace_back(f.rsv, f.payload);
+    } else {
+      EXPECT_EQ(f.rsv, 0) << "RSV1 on control frame " << f.opcode;
+    }
+  }
+  ASSERT_EQ(messages.size(), 3u);
+  EXPECT_EQ(messages[0].first, 4);
+  EXPECT_LT(messages[0].second.size(), 1000u);
+  EXPECT_EQ(inflated(messages[0].second), text);
+  EXPECT_EQ(messages[1].second, messages[0].second) << "context taken over despite client_no_context_takeover";
+  EXPECT_EQ(messages[2].first, 0);
+  EXPECT_EQ(messages[2].second, "short");
+}
+
 TEST(WebSocketAttackClient, ClientRefusesBadCompressionAnswers) {
   const std::vector<std::pair<std::string, bool>> answers = {
       {"permessage-deflate; server_max_window_bits=16", true},
