@@ -1468,9 +1468,13 @@ struct raw_server {
       ::close(fd);
     });
   }
-  ~raw_server() {
+  // Waits for the peer's thread: what it recorded may be read after this.
+  void join() {
     ::shutdown(lfd, SHUT_RDWR);
-    t.join();
+    if (t.joinable()) t.join();
+  }
+  ~raw_server() {
+    join();
     ::close(lfd);
   }
   std::string url() const { return "ws://127.0.0.1:" + std::to_string(port) + "/ws"; }
@@ -1622,6 +1626,7 @@ TEST(WebSocketAttackClient, MaskedFrameFromServerIs1002) {
     auto m = co_await ws->receive();
     if (!m) err = m.error();
   });
+  srv.join();
   EXPECT_EQ(err, make_error_code(http::websocket_errc::protocol_error)) << err.message();
   EXPECT_EQ(code, 1002);
 }
@@ -1814,6 +1819,7 @@ TEST(WebSocketAttackClient, PongAndEmptyCloseFromTheServer) {
     send_after = sa ? std::error_code{} : sa.error();
     EXPECT_FALSE(ws->is_open());
   });
+  srv.join();
   EXPECT_EQ(pong.opcode, 10);
   EXPECT_TRUE(pong.masked);
   EXPECT_EQ(pong.payload, "abc");
@@ -2261,6 +2267,7 @@ TEST(WebSocketAttackClient, ClientEnforcesLimitsAndUtf8) {
       auto m = co_await ws->receive();
       err = m ? std::error_code{} : m.error();
     });
+    srv.join();
     if (c.name == std::string("64-bit length top bit")) {
       EXPECT_TRUE(code == 1002 || code == 1009) << code;
       EXPECT_TRUE(err);
@@ -2330,6 +2337,7 @@ TEST(WebSocketAttackClient, ClientEnforcesTheCompressionRules) {
       auto m = co_await ws->receive();
       err = m ? std::error_code{} : m.error();
     });
+    srv.join();
     EXPECT_EQ(code, c.close_code);
     EXPECT_EQ(err, make_error_code(c.err)) << err.message();
   }
@@ -2387,6 +2395,7 @@ TEST(WebSocketAttackClient, ClientCompressesWithRsv1OnTheFirstFrame) {
     (void)co_await ws->ping("pp");
     (void)co_await ws->close(1000);
   });
+  srv.join();
   // Join the frames of each message.
   std::vector<std::pair<int, std::string>> messages;  // first frame's rsv, payload
   for (const frame_in& f : seen) {
