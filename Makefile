@@ -74,7 +74,8 @@ test-tsan: build-tsan
 # libFuzzer targets (fuzz/, ASan+UBSan, clang-16), each replaying its whole corpus and
 # then fuzzing for FUZZ_SECONDS; a crash fails the run and joins the corpus as a
 # regression case (scripts/run-fuzz.sh, docs/testing.md).
-FUZZ_TARGETS = http_request_fuzz http_path_fuzz http_chunked_fuzz http_response_fuzz websocket_frame_fuzz
+FUZZ_TARGETS = http_request_fuzz http_path_fuzz http_chunked_fuzz http_response_fuzz websocket_frame_fuzz \
+  websocket_deflate_fuzz
 FUZZ_SECONDS ?= 12
 build-fuzz: deps-test
 	cmake -S . -B build/fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \

@@ -47,7 +47,7 @@ if(RINGIO_WITH_TLS)
   ringio_pkgconfig(ringio_tls ringio-tls "ringio TLS streams (OpenSSL 3)"
                    "ringio = ${PROJECT_VERSION}, openssl >= 3")
   ringio_pkgconfig(ringio_http ringio-http "ringio HTTP/1.1 server and client"
-                   "ringio-tls = ${PROJECT_VERSION}")
+                   "ringio-tls = ${PROJECT_VERSION}, zlib")
   ringio_pkgconfig(ringio_https ringio-https "ringio http::server behind TLS"
                    "ringio-http = ${PROJECT_VERSION}")
 endif()

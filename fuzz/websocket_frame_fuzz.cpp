@@ -2,14 +2,17 @@
 // Fuzzes the WebSocket frame codec and the UTF-8 validator as a receiving websocket
 // uses them.
 //
-// Input layout: byte 0 picks the side (bit 0: server, which expects masked frames) and
-// the frame limit (bits 1-3: 2^(4 + 2k) bytes); the rest is a stream of frames.
+// Input layout: byte 0 picks the side (bit 0: server, which expects masked frames), the
+// frame limit (bits 1-3: 2^(4 + 2k) bytes) and whether permessage-deflate was agreed
+// (bit 4: RSV1 allowed on the first frame of a data message); the rest is a stream of
+// frames.
 //
 // Checks, for each frame parsed from the stream in turn:
 //  - a header is parsed the same whether the bytes come whole or with the header alone;
 //    any shorter prefix is incomplete or, once the error shows in it, the same error;
 //  - header_size is 2, 4 or 10, plus 4 with a mask, and never past the bytes given;
 //    control frames are final and at most 125 bytes; the payload is within the limit;
+//    RSV1 only where allowed, and never on a continuation or control frame;
 //  - encoding the parsed fields and parsing them again gives the same fields;
 //  - unmasking in two pieces at any split equals unmasking whole, and masking again
 //    restores the bytes;
@@ -32,8 +35,9 @@ void check(bool ok) {
 }
 
 bool same(const frame_header& a, const frame_header& b) {
-  return a.opcode == b.opcode && a.fin == b.fin && a.masked == b.masked && a.payload_length == b.payload_length &&
-         a.header_size == b.header_size && (!a.masked || std::memcmp(a.mask, b.mask, 4) == 0);
+  return a.opcode == b.opcode && a.fin == b.fin && a.rsv1 == b.rsv1 && a.masked == b.masked &&
+         a.payload_length == b.payload_length && a.header_size == b.header_size &&
+         (!a.masked || std::memcmp(a.mask, b.mask, 4) == 0);
 }
 
 void check_payload(const unsigned char* data, std::size_t size, const frame_header& h) {
@@ -62,14 +66,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (size < 1) return 0;
   const bool server = (data[0] & 1) != 0;
   const std::uint64_t limit = std::uint64_t{1} << (4 + 2 * ((data[0] >> 1) & 7));
+  const bool rsv1 = (data[0] & 0x10) != 0;
   const unsigned char* at = data + 1;
   std::size_t left = size - 1;
   while (left > 0) {
     frame_header h;
-    const frame_check r = parse_frame_header(at, left, server, limit, h);
+    const frame_check r = parse_frame_header(at, left, server, limit, h, rsv1);
     for (std::size_t n = 0; n < left && n < max_frame_header; ++n) {
       frame_header p;
-      const frame_check pr = parse_frame_header(at, n, server, limit, p);
+      const frame_check pr = parse_frame_header(at, n, server, limit, p, rsv1);
       check(pr == frame_check::incomplete || pr == r);
       if (pr == frame_check::complete) check(same(p, h));
     }
@@ -80,11 +85,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     check(h.masked == server);
     check(h.payload_length <= limit);
     if (is_control(h.opcode)) check(h.fin && h.payload_length <= 125);
+    if (h.rsv1) check(rsv1 && !is_control(h.opcode) && h.opcode != ws_opcode::continuation);
     unsigned char again[max_frame_header];
-    const std::size_t n = encode_frame_header(again, h.opcode, h.fin, h.payload_length, h.masked ? h.mask : nullptr);
+    const std::size_t n =
+        encode_frame_header(again, h.opcode, h.fin, h.payload_length, h.masked ? h.mask : nullptr, h.rsv1);
     frame_header g;
-    check(parse_frame_header(again, n, server, limit, g) == frame_check::complete);
-    check(g.opcode == h.opcode && g.fin == h.fin && g.payload_length == h.payload_length && n <= h.header_size);
+    check(parse_frame_header(again, n, server, limit, g, rsv1) == frame_check::complete);
+    check(g.opcode == h.opcode && g.fin == h.fin && g.rsv1 == h.rsv1 && g.payload_length == h.payload_length &&
+          n <= h.header_size);
     at += h.header_size;
     left -= h.header_size;
     const std::size_t payload = h.payload_length < left ? static_cast<std::size_t>(h.payload_length) : left;

@@ -4,11 +4,12 @@
 # Usage: scripts/install-deps.sh test|bench
 set -euo pipefail
 
+# zlib1g-dev: permessage-deflate of ringio::http (WebSocket compression).
 # libclang-rt-16-dev carries the sanitizer runtimes and libFuzzer
 # (libclang_rt.fuzzer-x86_64.a) for the sanitizer builds and the fuzz targets.
 common=(build-essential cmake ninja-build pkg-config liburing-dev libgtest-dev
         clang-16 libclang-rt-16-dev python3 libboost-dev libboost-context-dev doxygen
-        libssl-dev openssl)
+        libssl-dev openssl zlib1g-dev)
 # prometheus and python3-prometheus-client check the /metrics page (tests/http/metrics_app_test.cpp);
 # tmux drives ringio-top's live view (tests/apps/ringio_top_test.py).
 test_only=(chromium curl clang-format-16 clang-tidy-16 python3-websockets prometheus python3-prometheus-client tmux)

@@ -57,14 +57,15 @@ task<long> exchange(http::websocket& ws, int rounds, bool count) {
   co_return ringio_test::allocations.load();
 }
 
-}  // namespace
-
-TEST(WebSocketAllocation, EchoedMessagesAllocateNothing) {
-#if defined(RINGIO_SANITIZED)
-  GTEST_SKIP() << "sanitizer builds bypass the coroutine frame cache: each task allocates its frame";
-#endif
+// Echoes over a ringio server and client with `deflate` on both sides; the allocations
+// over 1000 messages once the buffers have grown.
+long echo_allocations(const http::websocket_deflate_options& deflate) {
+  http::websocket_accept_options accept;
+  accept.options.deflate = deflate;
   http::router routes;
-  routes.get("/ws", [](http::request& r) -> task<http::response> { co_return http::accept_websocket(r, echo); });
+  routes.get("/ws", [&accept](http::request& r) -> task<http::response> {
+    co_return http::accept_websocket(r, echo, accept);
+  });
   http::server server(routes);
   auto listener = ringio_test::listen_loopback();
   const std::string url = "ws://127.0.0.1:" + std::to_string(ringio_test::address_of(listener).port()) + "/ws";
@@ -76,10 +77,13 @@ TEST(WebSocketAllocation, EchoedMessagesAllocateNothing) {
     serving.spawn(server.serve(listener, stop.get_token()));
     {
       http::client client;
-      auto ws = co_await client.connect_websocket(url);
+      http::websocket_connect_options o;
+      o.options.deflate = deflate;
+      auto ws = co_await client.connect_websocket(url, o);
       if (!ws) {
         ADD_FAILURE() << ws.error().message();
       } else {
+        EXPECT_EQ(ws->compressed(), deflate.enabled);
         (void)co_await exchange(*ws, 50, false);  // the buffers grow
         counted = co_await exchange(*ws, 500, true);
         (void)co_await ws->close();
@@ -88,5 +92,30 @@ TEST(WebSocketAllocation, EchoedMessagesAllocateNothing) {
     stop.request_stop();
     co_await serving.join();
   }());
-  EXPECT_EQ(counted, 0) << "allocations over 1000 echoed messages";
+  return counted;
+}
+
+}  // namespace
+
+TEST(WebSocketAllocation, EchoedMessagesAllocateNothing) {
+#if defined(RINGIO_SANITIZED)
+  GTEST_SKIP() << "sanitizer builds bypass the coroutine frame cache: each task allocates its frame";
+#endif
+  EXPECT_EQ(echo_allocations({}), 0) << "allocations over 1000 echoed messages";
+}
+
+// permessage-deflate: the zlib streams are made once per connection, the compressed
+// and inflated buffers kept; with and without context takeover.
+TEST(WebSocketAllocation, CompressedMessagesAllocateNothing) {
+#if defined(RINGIO_SANITIZED)
+  GTEST_SKIP() << "sanitizer builds bypass the coroutine frame cache: each task allocates its frame";
+#endif
+  for (bool no_context : {false, true}) {
+    SCOPED_TRACE(no_context ? "no context takeover" : "context takeover");
+    http::websocket_deflate_options d;
+    d.enabled = true;
+    d.no_context_takeover = no_context;
+    d.peer_no_context_takeover = no_context;
+    EXPECT_EQ(echo_allocations(d), 0) << "allocations over 1000 echoed compressed messages";
+  }
 }

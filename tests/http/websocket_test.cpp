@@ -586,6 +586,35 @@ TEST(WebSocketClientTimeouts, KeepAlivePingTimesOutOnASilentPeer) {
   }());
 }
 
+// Keep-alive needs no receive(): a client that only sends finds a server that answers
+// no ping (the /quiet session never reads) through its next send.
+TEST(WebSocketClientTimeouts, KeepAliveWithoutAReceiveFindsASilentPeer) {
+  ws_server server(false);
+  io_context ctx(io_context_options{.quiet = true});
+  sync_wait(ctx, [&]() -> task<void> {
+    http::client client;
+    http::websocket_connect_options o;
+    o.options.ping_interval = 50ms;
+    o.options.ping_timeout = 100ms;
+    auto ws = co_await client.connect_websocket(server.url("/quiet"), o);
+    if (!ws) {
+      ADD_FAILURE() << ws.error().message();
+      co_return;
+    }
+    const auto start = std::chrono::steady_clock::now();
+    std::error_code err;
+    while (!err && std::chrono::steady_clock::now() - start < 10s) {
+      auto sent = co_await ws->send_text("tick");
+      if (!sent) err = sent.error();
+      (void)co_await sleep_for(10ms);
+    }
+    EXPECT_EQ(err, websocket_errc::ping_timeout) << err.message();
+    EXPECT_EQ(ws->close_code(), websocket::abnormal_closure);
+    auto m = co_await ws->receive();
+    EXPECT_EQ(m.error(), websocket_errc::ping_timeout);
+  }());
+}
+
 // A receive stopped part-way through a frame loses nothing: the next one gets the
 // whole message. The server side is a raw socket that sends the frame in two halves.
 TEST(WebSocketClientTimeouts, StoppedReceiveKeepsAPartialFrame) {

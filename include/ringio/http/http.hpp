@@ -24,3 +24,4 @@
 #include "ringio/http/websocket.hpp"
 #include "ringio/http/websocket_accept.hpp"
 #include "ringio/http/websocket_connect_options.hpp"
+#include "ringio/http/websocket_deflate_options.hpp"

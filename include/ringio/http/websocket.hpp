@@ -23,7 +23,8 @@ namespace ringio::http {
 /// @cond INTERNAL
 namespace detail {
 struct websocket_state;
-}
+struct deflate_agreement;
+}  // namespace detail
 /// @endcond
 
 /// One WebSocket connection (see the top of this file). Use it from tasks of one loop.
@@ -31,15 +32,18 @@ struct websocket_state;
 /// One receive() may run at a time; sends (send_text, send_binary, ping, close) may run
 /// while it waits, from other tasks: frames go out whole, one after the other, pongs
 /// and close replies of the receiving side included. receive() answers pings, records
-/// pongs, sends keep-alive pings (websocket_options::ping_interval), and on the peer's
-/// close frame replies and ends the connection. A protocol violation by the peer is
+/// pongs, and on the peer's close frame replies and ends the connection. Keep-alive
+/// pings (websocket_options::ping_interval) go out whether a receive() waits or not.
+/// With permessage-deflate agreed (websocket_options::deflate), messages are compressed
+/// and inflated on the way. A protocol violation by the peer is
 /// answered with a close frame carrying 1002, 1007 or 1009 and fails the receive.
 ///
 /// Cancellation: every operation obeys the awaiting task's stop token
 /// (operation_canceled). A stopped receive() loses nothing: a partly received frame or
 /// message stays buffered for the next one. A send stopped part-way leaves a frame cut
 /// in the middle: the websocket then sends nothing more (broken_pipe), as after a send
-/// error or send_timeout.
+/// error or send_timeout. The server's drain cuts a send in progress the same way
+/// (operation_canceled).
 class websocket {
  public:
   /// Close codes of RFC 6455 section 7.4.1 (others: 3000-4999 for applications).
@@ -63,7 +67,8 @@ class websocket {
   /// Moves the connection while no operation is in flight.
   websocket& operator=(websocket&& other) noexcept;
   /// Closes the connection if this side owns it (client side) without a close
-  /// handshake: close() first for a clean end.
+  /// handshake: close() first for a clean end. The keep-alive task is stopped (on the
+  /// client side it holds the connection until it has ended, on the loop).
   ~websocket();
 
   /// The server side over `conn` (after a 101 response; accept_websocket does it),
@@ -71,9 +76,17 @@ class websocket {
   [[nodiscard]] static websocket server(upgraded_connection& conn, websocket_options opts = {},
                                         std::string subprotocol = {});
   /// @cond INTERNAL
+  /// The server side with permessage-deflate as agreed by accept_websocket.
+  [[nodiscard]] static websocket server(upgraded_connection& conn, websocket_options opts, std::string subprotocol,
+                                        const detail::deflate_agreement& deflate);
   /// The client side over a connection of http::client, handshake done.
   [[nodiscard]] static websocket client(detail::connection_ptr conn, std::string_view received, websocket_options opts,
-                                        std::string subprotocol);
+                                        std::string subprotocol, const detail::deflate_agreement& deflate);
+  /// Starts the keep-alive task on the current io_context (with ping_interval set):
+  /// pings go out and a silent peer is given up while no receive() waits.
+  void start_keep_alive();
+  /// Stops the keep-alive task and waits until it has ended (whatever the caller's stop).
+  task<void> stop_keep_alive();
   /// @endcond
 
   /// Receives the next whole message (its data valid until the next receive() or
@@ -81,11 +94,14 @@ class websocket {
   /// (close_code() and close_reason() tell the peer's code and reason, and every later
   /// call fails the same way), connection_lost, protocol_error, invalid_utf8,
   /// message_too_big, ping_timeout, busy, socket errors. Cancellation: see the class.
+  /// A compressed message is inflated within websocket_options::max_message_bytes.
   [[nodiscard]] task<result<websocket_message>> receive();
   /// Sends a text message: one frame, or frames of websocket_options::max_send_frame_bytes,
   /// all before any other frame. Errors: std::errc::invalid_argument when `text`
   /// is not UTF-8 (nothing sent), websocket_errc::closed after a close frame was sent,
-  /// broken_pipe after a failed send, timed_out (send_timeout), socket errors.
+  /// broken_pipe after a failed send, timed_out (send_timeout), ping_timeout once
+  /// keep-alive gave the peer up, socket errors. Compressed when permessage-deflate was
+  /// agreed and it is at least websocket_deflate_options::threshold bytes long.
   [[nodiscard]] task<result<void>> send_text(std::string_view text);
   /// Sends a binary message (framed as send_text). Errors as send_text.
   [[nodiscard]] task<result<void>> send_binary(std::string_view data);
@@ -113,14 +129,17 @@ class websocket {
   [[nodiscard]] std::uint16_t close_code() const noexcept;
   /// The reason that came with the peer's close code (may be empty).
   [[nodiscard]] std::string_view close_reason() const noexcept;
+  /// Whether permessage-deflate (RFC 7692) was agreed in the handshake.
+  [[nodiscard]] bool compressed() const noexcept;
   /// The subprotocol agreed in the handshake, or "".
   [[nodiscard]] std::string_view subprotocol() const noexcept;
   /// The options (valid() must be true).
   [[nodiscard]] const websocket_options& options() const noexcept;
 
  private:
-  explicit websocket(std::unique_ptr<detail::websocket_state> s) noexcept;
-  std::unique_ptr<detail::websocket_state> s_;
+  explicit websocket(std::shared_ptr<detail::websocket_state> s) noexcept;
+  void release() noexcept;
+  std::shared_ptr<detail::websocket_state> s_;  // shared with the keep-alive task
 };
 
 }  // namespace ringio::http

@@ -5,6 +5,8 @@
 #include <chrono>
 #include <cstddef>
 
+#include "ringio/http/websocket_deflate_options.hpp"
+
 namespace ringio::http {
 
 /// Limits and timeouts of a websocket, server or client side. Every field has a default.
@@ -17,11 +19,12 @@ struct websocket_options {
   /// Messages sent longer than this go out as several frames of at most this many
   /// payload bytes (also the most the send buffer holds). Zero: one frame each.
   std::size_t max_send_frame_bytes = 0;
-  /// Keep-alive: while receive() waits and nothing has arrived for this long, a ping
-  /// is sent. Zero: no keep-alive pings.
+  /// Keep-alive: when nothing has arrived for this long, a ping is sent, by a waiting
+  /// receive() or else by the websocket's keep-alive task (docs/websocket.md). Zero:
+  /// no keep-alive pings.
   std::chrono::milliseconds ping_interval{0};
   /// Keep-alive: a peer that sends nothing for this long after a keep-alive ping is
-  /// given up (receive() fails with websocket_errc::ping_timeout).
+  /// given up (receive() and sends fail with websocket_errc::ping_timeout).
   std::chrono::milliseconds ping_timeout{10'000};
   /// Each frame sent must be taken by the peer within this (timed_out; the websocket
   /// can send nothing more).
@@ -29,6 +32,9 @@ struct websocket_options {
   /// The close handshake (the peer's close frame, then the end of the connection) must
   /// be over within this.
   std::chrono::milliseconds close_timeout{5'000};
+  /// permessage-deflate (RFC 7692): offered by a client, accepted by a server, when
+  /// enabled. max_message_bytes bounds a compressed message's inflated size.
+  websocket_deflate_options deflate{};
 };
 
 }  // namespace ringio::http

@@ -12,13 +12,17 @@ bool known_opcode(unsigned op) noexcept { return op <= 2 || (op >= 8 && op <= 10
 }  // namespace
 
 frame_check parse_frame_header(const unsigned char* data, std::size_t size, bool expect_masked,
-                               std::uint64_t max_payload, frame_header& out) noexcept {
+                               std::uint64_t max_payload, frame_header& out, bool allow_rsv1) noexcept {
   if (size < 2) return frame_check::incomplete;
   const unsigned b0 = data[0], b1 = data[1];
-  if ((b0 & 0x70u) != 0) return frame_check::protocol_error;  // RSV1-3: no extension was agreed
+  if ((b0 & 0x30u) != 0) return frame_check::protocol_error;  // RSV2-3: no extension uses them
   const unsigned op = b0 & 0x0fu;
   if (!known_opcode(op)) return frame_check::protocol_error;
   out.opcode = static_cast<ws_opcode>(op);
+  out.rsv1 = (b0 & 0x40u) != 0;
+  // RFC 7692 section 6: RSV1 marks the first frame of a compressed data message only.
+  if (out.rsv1 && (!allow_rsv1 || out.opcode == ws_opcode::continuation || is_control(out.opcode)))
+    return frame_check::protocol_error;
   out.fin = (b0 & 0x80u) != 0;
   out.masked = (b1 & 0x80u) != 0;
   if (out.masked != expect_masked) return frame_check::protocol_error;
@@ -48,8 +52,8 @@ frame_check parse_frame_header(const unsigned char* data, std::size_t size, bool
 }
 
 std::size_t encode_frame_header(unsigned char* out, ws_opcode op, bool fin, std::uint64_t payload_length,
-                                const unsigned char* mask) noexcept {
-  out[0] = static_cast<unsigned char>((fin ? 0x80u : 0u) | static_cast<unsigned>(op));
+                                const unsigned char* mask, bool rsv1) noexcept {
+  out[0] = static_cast<unsigned char>((fin ? 0x80u : 0u) | (rsv1 ? 0x40u : 0u) | static_cast<unsigned>(op));
   const unsigned char mask_bit = mask != nullptr ? 0x80 : 0;
   std::size_t at = 2;
   if (payload_length < 126) {

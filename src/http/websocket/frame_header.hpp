@@ -20,6 +20,7 @@ struct frame_header {
   ws_opcode opcode = ws_opcode::continuation;
   bool fin = false;
   bool masked = false;
+  bool rsv1 = false;  // "compressed" under permessage-deflate (RFC 7692); else never set
   std::uint8_t mask[4] = {};
   std::uint64_t payload_length = 0;
   std::size_t header_size = 0;  // bytes before the payload
@@ -39,14 +40,18 @@ enum class frame_check : std::uint8_t {
 /// Parses the header at the start of [data, data + size). `expect_masked`: the server
 /// side, where every frame must be masked (the client side rejects masked frames).
 /// Payloads over `max_payload` are too_big; control frames must be final and carry at
-/// most 125 bytes.
+/// most 125 bytes. `allow_rsv1`: permessage-deflate was agreed, so RSV1 may be set on
+/// the first frame of a data message (never on a continuation or control frame); else
+/// any reserved bit is a protocol error.
 [[nodiscard]] frame_check parse_frame_header(const unsigned char* data, std::size_t size, bool expect_masked,
-                                             std::uint64_t max_payload, frame_header& out) noexcept;
+                                             std::uint64_t max_payload, frame_header& out,
+                                             bool allow_rsv1 = false) noexcept;
 
 /// Writes the header of a frame into `out` (max_frame_header bytes) and returns its
-/// size; `mask` (4 bytes) or nullptr for an unmasked frame.
+/// size; `mask` (4 bytes) or nullptr for an unmasked frame; `rsv1` sets RSV1 (the
+/// first frame of a compressed message).
 [[nodiscard]] std::size_t encode_frame_header(unsigned char* out, ws_opcode op, bool fin, std::uint64_t payload_length,
-                                              const unsigned char* mask) noexcept;
+                                              const unsigned char* mask, bool rsv1 = false) noexcept;
 
 /// XORs [data, data + size) with `mask`, starting `offset` bytes into the payload (the
 /// same call masks and unmasks).

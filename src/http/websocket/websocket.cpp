@@ -4,14 +4,19 @@
 // and the close handshake.
 #include "ringio/http/websocket.hpp"
 
+#include <linux/tcp.h>  // tcp_info with tcpi_bytes_received
+#include <netinet/in.h>
 #include <openssl/rand.h>
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
+#include <optional>
 
 #include "client/client_connection.hpp"
 #include "core/sys.hpp"
+#include "ringio/io_context.hpp"
 #include "ringio/stop.hpp"
 #include "ringio/time/sleep.hpp"
 #include "ringio/time/timeout.hpp"
@@ -89,7 +94,7 @@ task<result<std::size_t>> write_all(websocket_state& s, const unsigned char* dat
 }
 
 // Copies one frame into s.out, masked on the client side; its size.
-std::size_t build_frame(websocket_state& s, ws_opcode op, bool fin, std::string_view payload) {
+std::size_t build_frame(websocket_state& s, ws_opcode op, bool fin, std::string_view payload, bool rsv1) {
   const std::size_t need = detail::max_frame_header + payload.size();
   if (s.out_capacity < need) {
     s.out_capacity = std::max(need, std::size_t{256});
@@ -104,7 +109,7 @@ std::size_t build_frame(websocket_state& s, ws_opcode op, bool fin, std::string_
     mask = s.mask_pool + s.mask_used;
     s.mask_used += 4;
   }
-  const std::size_t head = detail::encode_frame_header(s.out.get(), op, fin, payload.size(), mask);
+  const std::size_t head = detail::encode_frame_header(s.out.get(), op, fin, payload.size(), mask, rsv1);
   if (!payload.empty()) std::memcpy(s.out.get() + head, payload.data(), payload.size());
   if (mask != nullptr) detail::apply_mask(s.out.get() + head, payload.size(), mask);
   return head + payload.size();
@@ -115,9 +120,18 @@ std::size_t build_frame(websocket_state& s, ws_opcode op, bool fin, std::string_
 task<result<void>> send_frame(websocket_state& s, ws_opcode op, std::string_view payload) {
   auto lock = co_await s.write_lock.lock();
   if (!lock) co_return unexpected(lock.error());
+  if (s.keepalive_expired) co_return unexpected(errc(websocket_errc::ping_timeout));
   if (s.close_sent) co_return unexpected(errc(websocket_errc::closed));
   if (s.write_failed) co_return unexpected(std::make_error_code(std::errc::broken_pipe));
   if (op == ws_opcode::close) s.close_sent = true;
+  // Compressed under the lock: the peer inflates messages in the order they go out.
+  bool compressed = false;
+  if (s.deflate && !detail::is_control(op) && s.deflate->can_compress() && payload.size() >= s.opts.deflate.threshold) {
+    const std::string_view deflated = s.deflate->compress(payload);
+    if (deflated.data() == nullptr) co_return unexpected(std::make_error_code(std::errc::not_enough_memory));
+    payload = deflated;
+    compressed = true;
+  }
   const std::size_t piece = s.opts.max_send_frame_bytes == 0 || detail::is_control(op)
                                 ? payload.size()
                                 : std::min(payload.size(), s.opts.max_send_frame_bytes);
@@ -125,12 +139,14 @@ task<result<void>> send_frame(websocket_state& s, ws_opcode op, std::string_view
   do {
     const std::string_view part = payload.substr(offset, piece);
     const bool fin = offset + part.size() == payload.size();
-    const std::size_t size = build_frame(s, offset == 0 ? op : ws_opcode::continuation, fin, part);
+    const std::size_t size =
+        build_frame(s, offset == 0 ? op : ws_opcode::continuation, fin, part, compressed && offset == 0);
     if (size == 0) co_return unexpected(std::make_error_code(std::errc::io_error));  // no random mask key
     const clock::time_point deadline = clock::now() + s.opts.send_timeout;
     auto sent = co_await write_all(s, s.out.get(), size, deadline);
     if (!sent || *sent != size) {
       s.write_failed = true;  // a frame cut short: nothing may follow it
+      if (s.keepalive_expired) co_return unexpected(errc(websocket_errc::ping_timeout));  // ended under us
       if (!sent) co_return unexpected(sent.error());
       // Part of it went out: say why it stopped (a stop, send_timeout, the peer).
       const std::stop_token stop = co_await current_stop_token();
@@ -139,6 +155,15 @@ task<result<void>> send_frame(websocket_state& s, ws_opcode op, std::string_view
       co_return unexpected(std::make_error_code(std::errc::broken_pipe));
     }
     offset += part.size();
+    if (offset < payload.size()) {
+      // A stop (a drain) between the frames of a message cuts it there: the rest never
+      // goes, and neither does anything else.
+      const std::stop_token stop = co_await current_stop_token();
+      if (stop.stop_requested()) {
+        s.write_failed = true;
+        co_return unexpected(std::make_error_code(std::errc::operation_canceled));
+      }
+    }
   } while (offset < payload.size());
   co_return result<void>{};
 }
@@ -223,10 +248,41 @@ websocket_message::kind kind_of(ws_opcode op) noexcept {
 // A data frame's payload; true when it completes a message (in `out`).
 enum class data_step { more, message, protocol_error, too_big, bad_utf8 };
 
+// A frame of a compressed message: inflated into the codec's buffer, never past
+// max_message_bytes (a bomb stops there), the new text checked as it comes.
+data_step take_compressed_frame(websocket_state& s, const detail::frame_header& h, std::string_view data,
+                                websocket_message& out) {
+  detail::deflate_codec& z = *s.deflate;
+  if (h.opcode != ws_opcode::continuation) {
+    s.in_message = true;
+    s.message_op = h.opcode;
+    s.utf8.reset();
+    z.begin_message();
+  }
+  const std::size_t before = z.inflated().size();
+  using st = detail::deflate_codec::inflate_status;
+  const st r =
+      z.inflate(reinterpret_cast<const unsigned char*>(data.data()), data.size(), h.fin, s.opts.max_message_bytes);
+  if (r == st::too_big) return data_step::too_big;
+  if (r == st::bad_data) return data_step::protocol_error;
+  const std::string_view fresh = z.inflated().substr(before);
+  const bool text = s.message_op == ws_opcode::text;
+  if (text && !s.utf8.feed(reinterpret_cast<const unsigned char*>(fresh.data()), fresh.size()))
+    return data_step::bad_utf8;
+  if (!h.fin) return data_step::more;
+  if (text && !s.utf8.complete()) return data_step::bad_utf8;
+  s.in_message = false;
+  z.end_message();
+  out = {kind_of(s.message_op), z.inflated()};
+  return data_step::message;
+}
+
 data_step take_data_frame(websocket_state& s, const detail::frame_header& h, std::string_view data,
                           websocket_message& out) {
   const bool first = h.opcode != ws_opcode::continuation;
   if (first == s.in_message) return data_step::protocol_error;  // a new message inside one, or a stray continuation
+  if (first) s.message_compressed = h.rsv1;
+  if (s.message_compressed) return take_compressed_frame(s, h, data, out);
   if (first && h.fin) {  // a whole message in one frame: delivered from the receive buffer
     if (data.size() > s.opts.max_message_bytes) return data_step::too_big;
     if (h.opcode == ws_opcode::text && !detail::is_valid_utf8(data)) return data_step::bad_utf8;
@@ -255,6 +311,7 @@ data_step take_data_frame(websocket_state& s, const detail::frame_header& h, std
 // Receives the next message, answering control frames; `hard_deadline` (none: {})
 // bounds it (timed_out).
 task<result<websocket_message>> receive_until(websocket_state& s, clock::time_point hard_deadline) {
+  if (s.keepalive_expired) co_return unexpected(errc(websocket_errc::ping_timeout));
   if (s.close_received || s.failed) co_return unexpected(errc(websocket_errc::closed));
   if (s.receiving) co_return unexpected(errc(websocket_errc::busy));
   s.receiving = true;
@@ -268,7 +325,7 @@ task<result<websocket_message>> receive_until(websocket_state& s, clock::time_po
     // A frame longer than a whole message may be is refused before its payload arrives.
     const std::size_t limit = std::min(s.opts.max_frame_bytes, s.opts.max_message_bytes);
     const detail::frame_check check =
-        detail::parse_frame_header(s.in.get() + s.begin, s.end - s.begin, !s.client, limit, h);
+        detail::parse_frame_header(s.in.get() + s.begin, s.end - s.begin, !s.client, limit, h, s.deflate != nullptr);
     if (check == detail::frame_check::protocol_error)
       co_return co_await fail(s, websocket::protocol_error, websocket_errc::protocol_error);
     if (check == detail::frame_check::too_big)
@@ -331,6 +388,7 @@ task<result<websocket_message>> receive_until(websocket_state& s, clock::time_po
       }
     }
     auto n = co_await read_some(s, deadline);
+    if (s.keepalive_expired) co_return unexpected(errc(websocket_errc::ping_timeout));  // ended under us
     if (!n) {
       const std::stop_token stop = co_await current_stop_token();
       if (n.error() == std::errc::timed_out && (keep_alive_due || close_due) && stop.stop_requested())
@@ -380,9 +438,75 @@ task<result<websocket_message>> receive_until(websocket_state& s, clock::time_po
   }
 }
 
-std::unique_ptr<websocket_state> make_state(bool client, std::string_view received, websocket_options opts,
-                                            std::string subprotocol) {
-  auto s = std::make_unique<websocket_state>();
+// How many bytes the kernel has received from the peer (TCP_INFO), read by the websocket
+// or not; nothing when it cannot tell (not TCP).
+std::optional<std::uint64_t> kernel_bytes_received(websocket_state& s) noexcept {
+  const stream_socket& tcp = s.secure != nullptr ? s.secure->socket() : *s.socket;
+  tcp_info info{};
+  socklen_t size = sizeof(info);
+  if (::getsockopt(tcp.native_handle(), IPPROTO_TCP, TCP_INFO, &info, &size) != 0 ||
+      size < offsetof(tcp_info, tcpi_bytes_received) + sizeof(info.tcpi_bytes_received))
+    return std::nullopt;
+  return info.tcpi_bytes_received;
+}
+
+// Keep-alive while no receive() waits (receive() does it itself meanwhile): a ping
+// after ping_interval without input, and the peer given up when nothing arrives within
+// ping_timeout after it. Input is what the kernel received (its byte count grew),
+// read or not, so a session that only sends needs no receive() for pongs to count.
+// Where the kernel cannot tell (not TCP), keep-alive runs only within receive().
+task<void> keep_alive(websocket_state& s) {
+  const std::optional<std::uint64_t> first = kernel_bytes_received(s);
+  if (!first) co_return;
+  std::uint64_t seen = *first;
+  clock::time_point heard = clock::now();
+  for (;;) {
+    if (s.close_sent || s.close_received || s.failed || s.write_failed) co_return;
+    const clock::time_point now = clock::now();
+    const std::uint64_t bytes = kernel_bytes_received(s).value_or(seen);
+    if (bytes != seen) {  // the peer sent something since we last looked
+      seen = bytes;
+      heard = now;
+      s.ping_outstanding = false;
+    }
+    heard = std::max(heard, s.last_input);
+    const clock::time_point due = s.ping_outstanding ? s.ping_sent + s.opts.ping_timeout : heard + s.opts.ping_interval;
+    if (s.receiving || now < due) {
+      auto slept = co_await sleep_until(s.receiving ? now + s.opts.ping_interval : due);
+      if (!slept) co_return;  // stopped: the websocket is going
+      continue;
+    }
+    if (s.ping_outstanding) {  // silent since the ping: the connection ends under any operation
+      s.keepalive_expired = true;
+      s.failed = true;
+      s.close_code = websocket::abnormal_closure;
+      const stream_socket& tcp = s.secure != nullptr ? s.secure->socket() : *s.socket;
+      (void)::ringio::detail::sys::shutdown(tcp.native_handle(), SHUT_RDWR);
+      co_return;
+    }
+    auto sent = co_await send_frame(s, ws_opcode::ping, {});
+    if (!sent) co_return;
+    s.ping_outstanding = true;
+    s.ping_sent = now;
+  }
+}
+
+task<void> run_keeper(std::shared_ptr<websocket_state> s) {
+  const std::stop_token token = s->keeper_stop.get_token();
+  task<void> t = keep_alive(*s);
+  ringio::detail::token_awaiter<void> op{t, &token};
+  co_await op;
+  s->keeper_running = false;
+}
+
+task<void> wait_for_keeper(websocket_state& s) {
+  while (s.keeper_running) (void)co_await sleep_for(std::chrono::milliseconds(1));
+}
+
+std::shared_ptr<websocket_state> make_state(bool client, std::string_view received, websocket_options opts,
+                                            std::string subprotocol, const detail::deflate_agreement& deflate) {
+  auto s = std::make_shared<websocket_state>();
+  if (deflate.enabled) s->deflate = std::make_unique<detail::deflate_codec>(deflate, opts.deflate.level);
   s->client = client;
   s->opts = opts;
   s->subprotocol = std::move(subprotocol);
@@ -396,21 +520,55 @@ std::unique_ptr<websocket_state> make_state(bool client, std::string_view receiv
 }  // namespace
 
 websocket::websocket() noexcept = default;
-websocket::websocket(std::unique_ptr<detail::websocket_state> s) noexcept : s_(std::move(s)) {}
+websocket::websocket(std::shared_ptr<detail::websocket_state> s) noexcept : s_(std::move(s)) {}
 websocket::websocket(websocket&& other) noexcept = default;
-websocket& websocket::operator=(websocket&& other) noexcept = default;
-websocket::~websocket() = default;
+
+websocket& websocket::operator=(websocket&& other) noexcept {
+  if (this != &other) {
+    release();
+    s_ = std::move(other.s_);
+  }
+  return *this;
+}
+
+websocket::~websocket() { release(); }
+
+void websocket::release() noexcept {
+  if (s_) s_->keeper_stop.request_stop();  // the keeper ends on the loop, dropping its share
+  s_.reset();
+}
+
+void websocket::start_keep_alive() {
+  io_context* loop = io_context::current();
+  if (!s_ || s_->opts.ping_interval.count() <= 0 || s_->keeper_running || loop == nullptr) return;
+  s_->keeper_running = true;
+  loop->spawn(run_keeper(s_));
+}
+
+task<void> websocket::stop_keep_alive() {
+  if (!s_) co_return;
+  s_->keeper_stop.request_stop();
+  const std::stop_token never;  // waits whatever the caller's stop: the keeper uses the stream
+  task<void> wait = wait_for_keeper(*s_);
+  ringio::detail::token_awaiter<void> op{wait, &never};
+  co_await op;
+}
 
 websocket websocket::server(upgraded_connection& conn, websocket_options opts, std::string subprotocol) {
-  auto s = make_state(false, conn.received, opts, std::move(subprotocol));
+  return server(conn, opts, std::move(subprotocol), detail::deflate_agreement{});
+}
+
+websocket websocket::server(upgraded_connection& conn, websocket_options opts, std::string subprotocol,
+                            const detail::deflate_agreement& deflate) {
+  auto s = make_state(false, conn.received, opts, std::move(subprotocol), deflate);
   s->socket = conn.socket;
   s->secure = conn.secure;
   return websocket(std::move(s));
 }
 
 websocket websocket::client(detail::connection_ptr conn, std::string_view received, websocket_options opts,
-                            std::string subprotocol) {
-  auto s = make_state(true, received, opts, std::move(subprotocol));
+                            std::string subprotocol, const detail::deflate_agreement& deflate) {
+  auto s = make_state(true, received, opts, std::move(subprotocol), deflate);
   if (conn->secure) {
     s->secure = &*conn->secure;
   } else {
@@ -483,6 +641,8 @@ std::uint16_t websocket::close_code() const noexcept { return s_ != nullptr ? s_
 std::string_view websocket::close_reason() const noexcept {
   return s_ != nullptr ? std::string_view(s_->close_reason) : std::string_view();
 }
+
+bool websocket::compressed() const noexcept { return s_ != nullptr && s_->deflate != nullptr; }
 
 std::string_view websocket::subprotocol() const noexcept {
   return s_ != nullptr ? std::string_view(s_->subprotocol) : std::string_view();

@@ -6,6 +6,7 @@
 #include <stop_token>
 
 #include "handshake.hpp"
+#include "permessage_deflate.hpp"
 #include "ringio/detail/clock.hpp"
 #include "ringio/stop.hpp"
 #include "ringio/time/timeout.hpp"
@@ -22,8 +23,9 @@ struct stop_on {
 // Runs `session` until it returns, its waits stopped by the server's drain as well as
 // by the connection's own stop; then closes a websocket it left open.
 task<void> run_session(upgraded_connection& conn, const websocket_session& session, const websocket_options& opts,
-                       std::string subprotocol) {
-  websocket ws = websocket::server(conn, opts, std::move(subprotocol));
+                       std::string subprotocol, detail::deflate_agreement deflate) {
+  websocket ws = websocket::server(conn, opts, std::move(subprotocol), deflate);
+  ws.start_keep_alive();
   {
     std::stop_source inner;
     const std::stop_token own = co_await current_stop_token();
@@ -38,6 +40,7 @@ task<void> run_session(upgraded_connection& conn, const websocket_session& sessi
     auto closed = co_await ws.close(conn.drain.stop_requested() ? websocket::going_away : websocket::normal_closure);
     (void)closed;
   }
+  co_await ws.stop_keep_alive();  // before the connection ends: it uses the stream
 }
 
 // Whether the client offered `name` in a Sec-WebSocket-Protocol field (exact match:
@@ -81,14 +84,18 @@ response accept_websocket(const request& req, websocket_session session, const w
       break;
     }
   }
+  std::string extensions;
+  detail::deflate_agreement deflate;
+  if (!detail::accept_deflate_offer(req.headers(), opts.options.deflate, extensions, deflate)) extensions.clear();
   response r = response::upgrade(
-      [session = std::move(session), options = opts.options, chosen](upgraded_connection& conn) -> task<void> {
-        co_await run_session(conn, session, options, chosen);
+      [session = std::move(session), options = opts.options, chosen, deflate](upgraded_connection& conn) -> task<void> {
+        co_await run_session(conn, session, options, chosen, deflate);
       });
   r.set_header("Upgrade", "websocket");
   r.set_header("Connection", "Upgrade");
   r.set_header("Sec-WebSocket-Accept", detail::websocket_accept_value(key));
   if (!chosen.empty()) r.set_header("Sec-WebSocket-Protocol", chosen);
+  if (!extensions.empty()) r.set_header("Sec-WebSocket-Extensions", extensions);
   return r;
 }
 

@@ -6,6 +6,7 @@
 
 #include "client/client_connection.hpp"
 #include "handshake.hpp"
+#include "permessage_deflate.hpp"
 #include "ringio/detail/clock.hpp"
 #include "ringio/http/client.hpp"
 #include "ringio/http/response_head.hpp"
@@ -51,6 +52,8 @@ void build_upgrade_request(std::string& out, const url& t, std::string_view key,
     append_field(out, "Sec-WebSocket-Protocol", list);
   }
   if (!o.origin.empty()) append_field(out, "Origin", o.origin);
+  if (o.options.deflate.enabled)
+    append_field(out, "Sec-WebSocket-Extensions", detail::deflate_offer(o.options.deflate));
   if (!user_agent.empty()) append_field(out, "User-Agent", user_agent);
   out.append("\r\n");
 }
@@ -79,12 +82,18 @@ bool offered(const websocket_connect_options& o, std::string_view chosen) noexce
   return false;
 }
 
-// The subprotocol the server chose, after checking its 101 response to `key`.
+// The subprotocol the server chose, after checking its 101 response to `key`; the
+// extension agreed in `deflate`.
 result<std::string> check_upgrade_response(const response_head& head, std::string_view key,
-                                           const websocket_connect_options& o) {
+                                           const websocket_connect_options& o, detail::deflate_agreement& deflate) {
   if (head.status != 101 || !detail::header_has_token(head.headers, "upgrade", "websocket") ||
-      !detail::header_has_token(head.headers, "connection", "upgrade") ||
-      head.headers.contains("sec-websocket-extensions"))
+      !detail::header_has_token(head.headers, "connection", "upgrade"))
+    return unexpected(errc(websocket_errc::handshake_failed));
+  std::string extensions;
+  for (const header& h : head.headers) {
+    if (iequals(h.name, "sec-websocket-extensions")) extensions.append(extensions.empty() ? "" : ",").append(h.value);
+  }
+  if (!detail::check_deflate_answer(extensions, o.options.deflate, o.options.deflate.enabled, deflate))
     return unexpected(errc(websocket_errc::handshake_failed));
   if (head.headers.get("sec-websocket-accept") != detail::websocket_accept_value(key))
     return unexpected(errc(websocket_errc::bad_accept));
@@ -142,10 +151,13 @@ task<result<websocket>> client::connect_websocket(std::string_view url_text, con
   auto head_size =
       co_await exchange_heads(c, ringio::detail::deadline_after(opts_.head_timeout), opts_.max_head_bytes, head);
   if (!head_size) co_return unexpected(head_size.error());
-  auto chosen = check_upgrade_response(head, key, opts);
+  detail::deflate_agreement deflate;
+  auto chosen = check_upgrade_response(head, key, opts, deflate);
   if (!chosen) co_return unexpected(chosen.error());
   const std::string_view early(c.buffer.get() + *head_size, c.end - *head_size);
-  co_return websocket::client(std::move(*conn), early, opts.options, std::move(*chosen));
+  websocket ws = websocket::client(std::move(*conn), early, opts.options, std::move(*chosen), deflate);
+  ws.start_keep_alive();
+  co_return ws;
 }
 
 task<result<websocket>> client::connect_websocket(std::string_view url_text) {

@@ -9,9 +9,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <stop_token>
 #include <string>
 
 #include "frame_header.hpp"
+#include "permessage_deflate.hpp"
 #include "ringio/http/response_stream.hpp"
 #include "ringio/http/websocket_options.hpp"
 #include "ringio/net/stream_socket.hpp"
@@ -29,6 +31,7 @@ struct websocket_state {
   bool client = false;
   websocket_options opts;
   std::string subprotocol;
+  std::unique_ptr<deflate_codec> deflate;  // permessage-deflate agreed: its zlib streams
 
   // Receiving: unparsed bytes are in[begin, end).
   std::unique_ptr<unsigned char[]> in;
@@ -38,12 +41,17 @@ struct websocket_state {
   std::string message;  // a fragmented message being joined
   ws_opcode message_op = ws_opcode::continuation;
   bool in_message = false;
-  bool message_delivered = false;  // `message` was returned: cleared by the next receive
+  bool message_delivered = false;   // `message` was returned: cleared by the next receive
+  bool message_compressed = false;  // the message being received is inflated by `deflate`
   utf8_validator utf8;
   bool receiving = false;
   std::chrono::steady_clock::time_point last_input;
   bool ping_outstanding = false;
   std::chrono::steady_clock::time_point ping_sent;
+  // Keep-alive while no receive waits: a task of the loop, stopped by keeper_stop.
+  std::stop_source keeper_stop;
+  bool keeper_running = false;
+  bool keepalive_expired = false;  // the keeper gave the peer up (ping_timeout)
 
   // Sending: one frame at a time, built in out.
   mutex write_lock;
