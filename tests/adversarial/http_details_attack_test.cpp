@@ -4,20 +4,9 @@
 // and OPTIONS. Clients are blocking sockets on the test thread (and python3 for TLS);
 // the server runs on its own thread and loop.
 //
-// Failing (defects shown; every backend):
-// - GracefulStopDuringDiscardIsBounded, GracefulStopDuringSilentDiscardIsBounded: a
-//   graceful stop (serve's stop token) waits for a body the server is discarding after
-//   its early answer (405/404) to end: body_timeout for a trickling client, idle_timeout
-//   for a silent one, although the answer is out ("busy ones after their current
-//   response"; "a drain never waits longer than the bounded linger").
-// - DrainOfServeConnectionDuringDiscardIsBounded: the same through server::drain() and
-//   serve_connection.
-// - GracefulStopWithSilentClientIsBounded (HTTPS): a graceful stop waits for a silent
-//   client's whole handshake_timeout (nginx closes connections awaiting their first
-//   byte at a graceful stop; the plain server closes such a connection at once).
-// - SilentHandshakesAndMaxConnections (HTTPS): TLS connections in their handshake are
-//   not counted by connections() nor bounded by max_connections (plain HTTP counts a
-//   client that has sent nothing and answers the next one 503).
+// Also the graceful stop against connections that have no request in progress (a body
+// discarded after its answer, plain and TLS; a TLS client silent in its handshake),
+// max_connections against TLS handshakes, and an upgrade answered during a drain.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -2059,7 +2048,7 @@ except Exception as e:
 }
 
 // max_connections and connections() against TLS clients still in their handshake:
-// silent clients hold descriptors for up to handshake_timeout; are they counted?
+// silent clients hold descriptors for up to handshake_timeout, so they count.
 TEST_P(https_details_attack, SilentHandshakesAndMaxConnections) {
   test_server s(GetParam(), {.max_connections = 2}, true, {"http/1.1"}, 20s);
   std::vector<std::unique_ptr<client>> cs;
