@@ -2081,6 +2081,40 @@ TEST_P(https_details_attack, GracefulStopWithHalfAClientHelloIsBounded) {
   EXPECT_TRUE(c.read_to_end(10s).eof);
 }
 
+// server::drain() from another thread while serve_tls_connection waits for a silent
+// client's handshake (handshake_timeout 20 s): the connection ends at once.
+TEST_P(https_details_attack, DrainFromAnotherThreadEndsHandshake) {
+  http::router routes;
+  http::server srv(routes);
+  auto made = tls::context::server(
+      {.certificate_chain_file = test_certs().cert, .private_key_file = test_certs().key, .handshake_timeout = 20s});
+  ASSERT_TRUE(made) << made.error().message();
+  const tls::context tls_ctx = std::move(*made);
+  io_context ctx(io_context_options{.backend = GetParam(), .quiet = true});
+  auto l = ringio_test::listen_loopback();
+  const auto port = ringio_test::address_of(l).port();
+  std::atomic<clk::time_point> drained_at{};
+  std::thread cl([&] {
+    client c(port);
+    const auto counted = clk::now() + 10s;
+    while (srv.connections() == 0 && clk::now() < counted) std::this_thread::sleep_for(5ms);
+    EXPECT_EQ(srv.connections(), 1u);
+    drained_at.store(clk::now());
+    srv.drain();
+    EXPECT_TRUE(c.read_to_end(30s).eof);
+  });
+  sync_wait(ctx, [&]() -> task<void> {
+    auto s = co_await l.accept();
+    if (s) co_await http::serve_tls_connection(srv, tls_ctx, std::move(*s));
+  }());
+  const auto end = clk::now();
+  cl.join();
+  EXPECT_EQ(srv.connections(), 0u);
+  EXPECT_LT(end - drained_at.load(), 8s)
+      << std::chrono::duration_cast<std::chrono::milliseconds>(end - drained_at.load()).count()
+      << " ms from drain() to the end of a connection in its handshake";
+}
+
 // A flood of silent TLS clients against max_connections 4: connections() counts them
 // from accept and never passes the limit; the ones over it are closed at once, before
 // any handshake; when the silent ones leave, their places are free for a real client.
