@@ -250,14 +250,22 @@ task<bool> connection::serve_requests(bool receive_first) {
       log_handler_error("unknown exception");
     }
     if (threw) resp = response::borrowed(500, reason_phrase(500));
+    bool keep = w_->req.keep_alive_ && !resp.close_ && !idle_token.stop_requested() && (!refused || discard);
+    if (resp.is_upgrade() && !(keep && w_->req.version_minor_ == 1)) {
+      // No 101 to HTTP/1.0 nor with Connection: close: 400. During a drain the server is
+      // stopping and takes on no new upgraded connection: 503 (with Connection: close,
+      // as every answer during a drain), as over the connection limit.
+      const bool draining = w_->req.version_minor_ == 1 && w_->req.keep_alive_ && !resp.close_;
+      const int status = draining ? 503 : 400;
+      resp = response::borrowed(status, reason_phrase(status));
+    }
     stats_.note_status(resp.status());
 
-    bool keep = w_->req.keep_alive_ && !resp.close_ && !idle_token.stop_requested() && (!refused || discard);
     if (refused && keep) {
       // The router's own small answer: sent now, then the body is read and dropped.
       (void)write_fixed(resp, keep);
       if (!co_await send_out()) co_return false;
-      // A drain ends the discard (plain connections; the answer is out already).
+      // A drain ends the discard (the answer is out already).
       int status = co_await read_body(head.size, request_size, discard_limit, false, idle_token);
       if (status == 408) ++stats_.body_timeouts;
       if (status != 0) {  // over the bound or malformed: close (the answer is out); gone or stalled: end
@@ -277,7 +285,6 @@ task<bool> connection::serve_requests(bool receive_first) {
       co_await run_upgrade(resp);
       co_return false;  // the connection belonged to the upgrade handler
     }
-    if (resp.is_upgrade()) resp = response::borrowed(400, reason_phrase(400));  // no 101 to HTTP/1.0
     bool written = write_fixed(resp, keep);
     if (!written) written = co_await write_special(resp, keep);
     stats_.note_latency(clock::now() - began);
@@ -328,7 +335,10 @@ task<int> connection::read_body(std::size_t head_size, std::size_t& request_size
     // A stall (idle_timeout) or the whole body taking too long (body_timeout): 408.
     const clock::time_point limit = std::min(body_deadline, clock::now() + o.idle_timeout);
     result<std::size_t> n;
-    if (tls_ != nullptr) {
+    if (tls_ != nullptr && stop.stop_possible()) {
+      auto op = secure_recv(free_space(), stop, limit);  // `stop` stops it as the task's own stop does
+      n = co_await op;
+    } else if (tls_ != nullptr) {
       auto op = tls_->recv(free_space(), limit, tls::recv_wait::with_buffer);
       n = co_await op;
     } else {

@@ -112,7 +112,8 @@ class connection : public sweep_hook {
   task<bool> serve_requests(bool receive_first);
 
   /// Reads the request's body (at most `max_body` bytes) after its head; 0, a status to
-  /// answer with, or -1 (the client left).
+  /// answer with, or -1 (the client left, or `stop` was stopped: over TLS, a `stop` that
+  /// can be stopped replaces the task's own, which must then be forwarded to it).
   task<int> read_body(std::size_t head_size, std::size_t& request_size, std::size_t max_body, bool may_continue,
                       std::stop_token stop = {});
   /// Whether the client sent bytes that were not received yet.

@@ -4,20 +4,9 @@
 // and OPTIONS. Clients are blocking sockets on the test thread (and python3 for TLS);
 // the server runs on its own thread and loop.
 //
-// Failing (defects shown; every backend):
-// - GracefulStopDuringDiscardIsBounded, GracefulStopDuringSilentDiscardIsBounded: a
-//   graceful stop (serve's stop token) waits for a body the server is discarding after
-//   its early answer (405/404) to end: body_timeout for a trickling client, idle_timeout
-//   for a silent one, although the answer is out ("busy ones after their current
-//   response"; "a drain never waits longer than the bounded linger").
-// - DrainOfServeConnectionDuringDiscardIsBounded: the same through server::drain() and
-//   serve_connection.
-// - GracefulStopWithSilentClientIsBounded (HTTPS): a graceful stop waits for a silent
-//   client's whole handshake_timeout (nginx closes connections awaiting their first
-//   byte at a graceful stop; the plain server closes such a connection at once).
-// - SilentHandshakesAndMaxConnections (HTTPS): TLS connections in their handshake are
-//   not counted by connections() nor bounded by max_connections (plain HTTP counts a
-//   client that has sent nothing and answers the next one 503).
+// Also the graceful stop against connections that have no request in progress (a body
+// discarded after its answer, plain and TLS; a TLS client silent in its handshake),
+// max_connections against TLS handshakes, and an upgrade answered during a drain.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -342,6 +331,12 @@ class test_server {
       (void)slept;
       co_return http::response::borrowed(200, "slow");
     });
+    routes_.get("/ws-slow", [this](http::request& r) -> task<http::response> {
+      ws_entered.fetch_add(1);
+      auto slept = co_await sleep_for(std::chrono::milliseconds(1000));
+      (void)slept;
+      co_return http::accept_websocket(r, [](http::websocket&) -> task<void> { co_return; });
+    });
     routes_.get("/a%23b",
                 [](http::request&) -> task<http::response> { co_return http::response::borrowed(200, "enc"); });
     srv_ = std::make_unique<http::server>(routes_, std::move(opts));
@@ -400,6 +395,7 @@ class test_server {
   }
 
   std::atomic<int> secret_hits{0};
+  std::atomic<int> ws_entered{0};  // handlers of /ws-slow begun
 
  private:
   task<void> body(stream_listener& l) {
@@ -1867,7 +1863,6 @@ TEST_P(https_details_attack, FirstByteWaitCountsAgainstHandshakeTimeout) {
 // connection has sent nothing, like an idle keep-alive one; the stop must not wait for
 // the handshake timeout (nginx closes such connections at a graceful stop).
 TEST_P(https_details_attack, GracefulStopWithSilentClientIsBounded) {
-  GTEST_SKIP() << "open defect (issue 26): a graceful stop waits out a silent TLS client's handshake_timeout";
   test_server s(GetParam(), {}, true, {"http/1.1"}, 20s);
   client c(s.port());
   std::this_thread::sleep_for(200ms);
@@ -2053,10 +2048,8 @@ except Exception as e:
 }
 
 // max_connections and connections() against TLS clients still in their handshake:
-// silent clients hold descriptors for up to handshake_timeout; are they counted?
+// silent clients hold descriptors for up to handshake_timeout, so they count.
 TEST_P(https_details_attack, SilentHandshakesAndMaxConnections) {
-  GTEST_SKIP() << "open defect (issue 26): connections in their TLS handshake are not counted by connections() nor "
-                  "bounded by max_connections";
   test_server s(GetParam(), {.max_connections = 2}, true, {"http/1.1"}, 20s);
   std::vector<std::unique_ptr<client>> cs;
   for (int i = 0; i < 2; ++i) cs.push_back(std::make_unique<client>(s.port()));
@@ -2068,6 +2061,151 @@ TEST_P(https_details_attack, SilentHandshakesAndMaxConnections) {
   EXPECT_GE(counted, 2u) << "TLS connections in their handshake are not counted by connections()";
   EXPECT_EQ(out.find("OK http/1.1 HTTP/1.1 200"), std::string::npos)
       << "with max_connections 2 and 2 open TLS connections a third is served (plain HTTP: 503): " << out;
+}
+
+// A graceful stop with a client that sent part of its ClientHello and went silent
+// (handshake_timeout 20 s): ended at once, like one that sent nothing.
+TEST_P(https_details_attack, GracefulStopWithHalfAClientHelloIsBounded) {
+  test_server s(GetParam(), {}, true, {"http/1.1"}, 20s);
+  client c(s.port());
+  ASSERT_TRUE(c.send(std::string("\x16\x03\x01", 3)));
+  std::this_thread::sleep_for(200ms);
+  const auto t0 = clk::now();
+  s.graceful_stop();
+  const bool done = s.wait_done(30s);
+  EXPECT_TRUE(done);
+  if (done) {
+    EXPECT_LT(s.done_at() - t0, 8s) << std::chrono::duration_cast<std::chrono::milliseconds>(s.done_at() - t0).count()
+                                    << " ms: the drain waited for a handshake in progress";
+  }
+  EXPECT_TRUE(c.read_to_end(10s).eof);
+}
+
+// server::drain() from another thread while serve_tls_connection waits for a silent
+// client's handshake (handshake_timeout 20 s): the connection ends at once.
+TEST_P(https_details_attack, DrainFromAnotherThreadEndsHandshake) {
+  http::router routes;
+  http::server srv(routes);
+  auto made = tls::context::server(
+      {.certificate_chain_file = test_certs().cert, .private_key_file = test_certs().key, .handshake_timeout = 20s});
+  ASSERT_TRUE(made) << made.error().message();
+  const tls::context tls_ctx = std::move(*made);
+  io_context ctx(io_context_options{.backend = GetParam(), .quiet = true});
+  auto l = ringio_test::listen_loopback();
+  const auto port = ringio_test::address_of(l).port();
+  std::atomic<clk::time_point> drained_at{};
+  std::thread cl([&] {
+    client c(port);
+    const auto counted = clk::now() + 10s;
+    while (srv.connections() == 0 && clk::now() < counted) std::this_thread::sleep_for(5ms);
+    EXPECT_EQ(srv.connections(), 1u);
+    drained_at.store(clk::now());
+    srv.drain();
+    EXPECT_TRUE(c.read_to_end(30s).eof);
+  });
+  sync_wait(ctx, [&]() -> task<void> {
+    auto s = co_await l.accept();
+    if (s) co_await http::serve_tls_connection(srv, tls_ctx, std::move(*s));
+  }());
+  const auto end = clk::now();
+  cl.join();
+  EXPECT_EQ(srv.connections(), 0u);
+  EXPECT_LT(end - drained_at.load(), 8s)
+      << std::chrono::duration_cast<std::chrono::milliseconds>(end - drained_at.load()).count()
+      << " ms from drain() to the end of a connection in its handshake";
+}
+
+// A flood of silent TLS clients against max_connections 4: connections() counts them
+// from accept and never passes the limit; the ones over it are closed at once, before
+// any handshake; when the silent ones leave, their places are free for a real client.
+TEST_P(https_details_attack, HandshakeFloodIsBoundedByMaxConnections) {
+  test_server s(GetParam(), {.max_connections = 4}, true, {"http/1.1"}, 20s);
+  std::vector<std::unique_ptr<client>> held;
+  for (int i = 0; i < 4; ++i) held.push_back(std::make_unique<client>(s.port()));
+  EXPECT_TRUE(s.wait_connections(4, 10s)) << s.srv().connections();
+  for (int i = 0; i < 16; ++i) {
+    client over(s.port());
+    const end_result e = over.read_to_end(5s);
+    ASSERT_TRUE(e.eof) << "a connection over the limit was kept";
+    EXPECT_TRUE(e.data.empty());
+    EXPECT_LE(s.srv().connections(), 4u);
+  }
+  EXPECT_EQ(s.srv().connections(), 4u);
+  held.clear();
+  EXPECT_TRUE(s.wait_connections(0, 10s)) << s.srv().connections();
+  const std::string out = run_python(tls_client_py, std::to_string(s.port()) + " http/1.1");
+  EXPECT_NE(out.find("OK http/1.1 HTTP/1.1 200"), std::string::npos) << out;
+}
+
+// Over TLS, a graceful stop while the server discards a refused body whose client went
+// silent (idle_timeout 15 s): the answer is out, so the drain ends the discard at once,
+// as on plain HTTP (GracefulStopDuringSilentDiscardIsBounded).
+TEST_P(https_details_attack, GracefulStopDuringSilentDiscardIsBounded) {
+  test_server s(GetParam(), {.idle_timeout = 15'000ms, .linger_timeout = 2000ms}, true);
+  constexpr const char* py = R"PY(
+import socket, ssl, sys
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT); ctx.check_hostname = False; ctx.verify_mode = ssl.CERT_NONE
+t = ctx.wrap_socket(socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=25))
+t.sendall(b'POST /get HTTP/1.1\r\nHost: x\r\nContent-Length: 60000\r\n\r\nabc')
+data = b''
+try:
+    while b'\r\n\r\n' not in data:
+        d = t.recv(65536)
+        if not d: break
+        data += d
+    print('GOT', data.split(b'\r\n')[0].decode())
+    while True:
+        d = t.recv(65536)
+        if not d:
+            print('EOF'); break
+except Exception as e:
+    print('EXC', type(e).__name__, e)
+)PY";
+  std::string out;
+  std::thread peer([&] { out = run_python(py, std::to_string(s.port())); });
+  const auto answered = clk::now() + 20s;
+  while (s.srv().metrics().responses_by_class[3] == 0 && clk::now() < answered) std::this_thread::sleep_for(5ms);
+  EXPECT_EQ(s.srv().metrics().responses_by_class[3], 1u);
+  std::this_thread::sleep_for(200ms);  // the 405 is out; the server now discards the body
+  const auto t0 = clk::now();
+  s.graceful_stop();
+  const bool done = s.wait_done(40s);
+  peer.join();
+  EXPECT_TRUE(done);
+  if (done) {
+    EXPECT_LT(s.done_at() - t0, 8s) << std::chrono::duration_cast<std::chrono::milliseconds>(s.done_at() - t0).count()
+                                    << " ms to drain a TLS connection discarding a body whose client is silent";
+  }
+  EXPECT_NE(out.find("GOT HTTP/1.1 405"), std::string::npos) << out;
+}
+
+// An upgrade request whose handler is still running when the server drains: no 101 (the
+// server is stopping), but 503 with Connection: close, as the server refuses work during
+// a drain; not 400 (the request was valid). Without a drain the same route gives 101.
+TEST_P(http_details_attack, UpgradeDuringDrainGets503) {
+  test_server s(GetParam());
+  const std::string upgrade =
+      "GET /ws-slow HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+      "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n";
+  {
+    client c(s.port());
+    ASSERT_TRUE(c.send(upgrade));
+    auto r = c.read_response(true);
+    ASSERT_TRUE(r.ok);
+    EXPECT_EQ(r.status, 101);
+  }
+  client c(s.port());
+  ASSERT_TRUE(c.send(upgrade));
+  const auto entered = clk::now() + 10s;
+  while (s.ws_entered.load() < 2 && clk::now() < entered) std::this_thread::sleep_for(5ms);
+  ASSERT_EQ(s.ws_entered.load(), 2);
+  s.graceful_stop();  // the handler sleeps for 1 s more
+  auto r = c.read_response();
+  ASSERT_TRUE(r.ok);
+  EXPECT_EQ(r.status, 503) << r.head;
+  EXPECT_TRUE(connection_close(r)) << r.head;
+  EXPECT_TRUE(c.read_to_end(10s).eof);
+  EXPECT_TRUE(s.wait_done(10s));
 }
 
 // ALPN over TLS 1.2: no overlap is the same fatal alert; overlap and no ALPN are served.

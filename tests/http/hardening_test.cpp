@@ -450,11 +450,18 @@ TEST_P(HttpHardening, ConnectionLimitRefusesWith503AndSaysSoInTheLog) {
   ASSERT_TRUE(a->exchange(get_request("/")));
   ASSERT_TRUE(b.exchange(get_request("/")));
   {
+#ifdef RINGIO_HTTP_TEST_TLS
+    // Over HTTPS a connection counts from accept; one over the limit is closed before
+    // its handshake (a 503 would need the handshake that the limit bounds).
+    http_client over(port());
+    EXPECT_FALSE(over.connected());
+#else
     http_client over(port());
     auto r = over.read_reply();  // refused before it even sends a request
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, 503);
     EXPECT_TRUE(over.closed_by_peer());
+#endif
   }
   auto lines = log_lines();
   ASSERT_FALSE(lines.empty());

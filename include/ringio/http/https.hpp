@@ -18,8 +18,11 @@ namespace ringio::http {
 /// handshake_timeout; a client that sends nothing or a bad handshake is closed when it
 /// fails; one whose first byte cannot start a TLS handshake record, such as plain HTTP,
 /// gets a plain-text `400 Bad Request` with Connection: close, then a lingering close
-/// as in server_options::linger_timeout), then `srv` serves the decrypted requests with all its limits and
-/// timeouts. The server's connection code reads and writes through the TLS stream
+/// as in server_options::linger_timeout), then `srv` serves the decrypted requests with
+/// all its limits and timeouts. The connection counts in srv.connections() and against
+/// server_options::max_connections from the start: one over the limit is closed at once,
+/// before any handshake (and a log line says so). A drain (server::drain()) ends a
+/// connection still in its handshake at once. The server's connection code reads and writes through the TLS stream
 /// directly (no copy through a socket pair): between requests it waits with a receive
 /// into its loop's shared pool, so an idle connection holds no record buffer; file
 /// bodies are read in chunks and encrypted (no sendfile). When the connection ends

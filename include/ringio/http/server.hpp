@@ -54,7 +54,8 @@ struct server_options {
   /// time (for comparison, or where sendfile is not wanted).
   bool sendfile = true;
   /// Connections served at once by this server (all threads); the next ones get 503
-  /// and a log line.
+  /// and a log line. Over HTTPS (serve_tls) a connection counts from accept, its
+  /// handshake included; the next ones are closed before their handshake.
   std::size_t max_connections = 10'000;
   /// A request body that no route takes (404, 405, OPTIONS) is read and thrown away
   /// after the answer, and the connection goes on, when it is announced (Content-Length)
@@ -105,11 +106,12 @@ class server {
   [[nodiscard]] task<void> serve(stream_listener& listener, std::stop_token stop = {});
 
   /// Begins a graceful stop of every connection of this server (also what serve()
-  /// does on stop): idle keep-alive connections close now, busy ones after their
-  /// current response. Thread-safe; cannot be undone.
+  /// does on stop): idle keep-alive connections and HTTPS connections still in their
+  /// handshake close now, busy ones after their current response (an upgrade answered
+  /// meanwhile gets 503). Thread-safe; cannot be undone.
   void drain() noexcept;
 
-  /// Connections being served now.
+  /// Connections being served now (over HTTPS, those in their handshake too).
   [[nodiscard]] std::size_t connections() const noexcept;
 
   /// What the server counted so far (requests by status class, latency, bytes,

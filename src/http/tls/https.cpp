@@ -9,11 +9,15 @@
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
+#include <optional>
+#include <stop_token>
+#include <string>
 #include <utility>
 
 #include "connection.hpp"
 #include "ringio/log.hpp"
 #include "ringio/serve.hpp"
+#include "ringio/stop.hpp"
 #include "ringio/time/timeout.hpp"
 #include "ringio/tls/stream.hpp"
 #include "server_core.hpp"
@@ -26,44 +30,61 @@ constexpr std::byte tls_handshake_record{0x16};
 }  // namespace
 
 task<void> serve_tls_connection(server& srv, const tls::context& ctx, stream_socket s) {
-  // A TLS client speaks first, with a handshake record (content type 22). Anything else
-  // is most likely plain HTTP sent to the wrong port: a plain-text 400 says so (as nginx
-  // does), where a failed handshake would only close.
-  const auto begun = std::chrono::steady_clock::now();
-  const std::chrono::nanoseconds limit = ctx.handshake_timeout();  // 0 or less: no bound
-  std::byte first{};
-  result<std::size_t> peeked;
-  if (limit > std::chrono::nanoseconds::zero()) {
-    peeked = co_await with_timeout(s.recv(mutable_buffer(&first, 1), MSG_PEEK), limit);
-  } else {
-    peeked = co_await s.recv(mutable_buffer(&first, 1), MSG_PEEK);
-  }
-  if (!peeked || *peeked == 0) co_return;
-  if (first != tls_handshake_record) {
-    detail::connection conn(*srv.core_, std::move(s));
-    co_await conn.refuse_plain_http();
-    co_return;
-  }
-  auto t = tls::stream::server(ctx, std::move(s));
-  if (!t) co_return;
-  // The handshake gets what is left of the context's handshake timeout.
-  const auto spent = std::chrono::steady_clock::now() - begun;
-  const auto left = limit > std::chrono::nanoseconds::zero()
-                        ? std::max<std::chrono::nanoseconds>(limit - spent, std::chrono::milliseconds(1))
-                        : limit;
-  auto hs = co_await t->handshake(left);
-  if (!hs) {
-    if (log_enabled(log_level::debug))
-      log(log_level::debug, "https: handshake failed: %s", hs.error().message().c_str());
-    co_return;
-  }
+  // Counted from accept: a flood of handshakes is bounded by max_connections like plain
+  // connections. One over the limit is closed at once: a 503 would first need the very
+  // handshake that the limit is there to bound.
   detail::server_core& core = *srv.core_;
-  detail::connection conn(core, *t);
   if (!core.admit()) {
-    co_await conn.refuse();
+    core.log_limited(core.last_limit_log, "https: connection limit reached (" +
+                                              std::to_string(core.opts.max_connections) +
+                                              " open); closing new connections before their handshake");
     co_return;
   }
   detail::admission held(core);
+  // Until the connection code runs, a drain ends the connection at once (no request is in
+  // progress), as does the task's own stop.
+  std::stop_source before_request;
+  const std::stop_token outer = co_await current_stop_token();
+  const std::stop_token hs_token = before_request.get_token();
+  std::optional<tls::stream> t;
+  {
+    std::stop_callback<detail::forward_stop> on_outer(outer, detail::forward_stop{&before_request});
+    std::stop_callback<detail::forward_stop> on_drain(core.drain_token(), detail::forward_stop{&before_request});
+    // A TLS client speaks first, with a handshake record (content type 22). Anything else
+    // is most likely plain HTTP sent to the wrong port: a plain-text 400 says so (as nginx
+    // does), where a failed handshake would only close.
+    const auto begun = std::chrono::steady_clock::now();
+    const std::chrono::nanoseconds limit = ctx.handshake_timeout();  // 0 or less: no bound
+    std::byte first{};
+    result<std::size_t> peeked;
+    if (limit > std::chrono::nanoseconds::zero()) {
+      peeked = co_await with_timeout(s.recv(mutable_buffer(&first, 1), MSG_PEEK).with_stop(hs_token), limit);
+    } else {
+      peeked = co_await s.recv(mutable_buffer(&first, 1), MSG_PEEK).with_stop(hs_token);
+    }
+    if (!peeked || *peeked == 0) co_return;
+    if (first != tls_handshake_record) {
+      detail::connection conn(core, std::move(s));
+      co_await conn.refuse_plain_http();
+      co_return;
+    }
+    auto made = tls::stream::server(ctx, std::move(s));
+    if (!made) co_return;
+    t.emplace(std::move(*made));
+    // The handshake gets what is left of the context's handshake timeout.
+    const auto spent = std::chrono::steady_clock::now() - begun;
+    const auto left = limit > std::chrono::nanoseconds::zero()
+                          ? std::max<std::chrono::nanoseconds>(limit - spent, std::chrono::milliseconds(1))
+                          : limit;
+    detail::under_token<result<void>> handshake{t->handshake(left), &hs_token};
+    auto hs = co_await handshake;
+    if (!hs) {
+      if (log_enabled(log_level::debug))
+        log(log_level::debug, "https: handshake failed: %s", hs.error().message().c_str());
+      co_return;
+    }
+  }
+  detail::connection conn(core, *t);
   co_await conn.run();
   // Connection: close, the idle timeout, a drain, the client's close_notify: close_notify
   // (not after a send timeout or a stop). The socket closes with the stream.
