@@ -7,11 +7,11 @@
 
 #include <exception>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <type_traits>
 #include <utility>
 
+#include "ringio/detail/blocking_home.hpp"
 #include "ringio/detail/op_base.hpp"
 #include "ringio/detail/remote_item.hpp"
 #include "ringio/result.hpp"
@@ -21,13 +21,6 @@ class blocking_pool;
 }
 
 namespace ringio::detail {
-
-/// The loop a job reports back to, shared by its jobs: `ctx` becomes null (under `mu`)
-/// when the loop is destroyed, after which a finishing job frees itself on its thread.
-struct blocking_home {
-  std::mutex mu;
-  io_context* ctx = nullptr;
-};
 
 struct blocking_job {
   remote_item item;              ///< posted to the home loop when the function returned
