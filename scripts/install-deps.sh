@@ -12,7 +12,10 @@ common=(build-essential cmake ninja-build pkg-config liburing-dev libgtest-dev
         libssl-dev openssl zlib1g-dev)
 # prometheus and python3-prometheus-client check the /metrics page (tests/http/metrics_app_test.cpp);
 # tmux drives ringio-top's live view (tests/apps/ringio_top_test.py).
-test_only=(chromium curl clang-format-16 clang-tidy-16 python3-websockets prometheus python3-prometheus-client tmux)
+# libhiredis-dev and redis-server: a C library that brings its own descriptor, driven
+# through wait_readable/wait_writable (tests/integration/hiredis_async_test.cpp).
+test_only=(chromium curl clang-format-16 clang-tidy-16 python3-websockets prometheus python3-prometheus-client tmux
+  libhiredis-dev redis-server)
 bench_only=(libasio-dev libbenchmark-dev python3-venv wrk apache2-utils nginx-light
             cargo-web rustc-web linux-perf procps)
 
@@ -37,6 +40,9 @@ export DEBIAN_FRONTEND=noninteractive
 # their own instances.
 if [[ " ${missing[*]} " == *" nginx-light "* ]]; then
   "${sudo[@]}" service nginx stop >/dev/null 2>&1 || true
+fi
+if [[ " ${missing[*]} " == *" redis-server "* ]]; then
+  "${sudo[@]}" service redis-server stop >/dev/null 2>&1 || true
 fi
 if [[ " ${missing[*]} " == *" prometheus "* ]]; then
   "${sudo[@]}" service prometheus stop >/dev/null 2>&1 || true

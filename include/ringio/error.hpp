@@ -19,6 +19,7 @@ enum class errc {
   end_of_stream,          ///< the peer closed its side before a whole message arrived
   closed,                 ///< the channel or broadcast was closed (and, for receivers, drained)
   lagged,                 ///< a broadcast receiver fell behind and missed values
+  queue_full,             ///< a bounded queue (a blocking_pool's) had no room
 };
 
 /// The category of ringio::errc values ("ringio").

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "ringio/backend_kind.hpp"
+#include "ringio/blocking/blocking_pool_options.hpp"
 #include "ringio/detail/context_service.hpp"
 #include "ringio/loop_metrics.hpp"
 #include "ringio/task.hpp"
@@ -97,6 +98,9 @@ struct io_context_options {
   /// CLOCK_MONOTONIC reads per loop iteration. The counters of loop_metrics are kept
   /// either way. RINGIO_LOOP_TIMING=0 in the environment turns it off too.
   bool loop_timing = true;
+  /// Threads and queue bound of the context's default blocking_pool (spawn_blocking),
+  /// made on its first use.
+  blocking_pool_options blocking{};
 };
 
 /// Counters of one loop (updated by its thread; read them on that thread or after it
@@ -250,6 +254,11 @@ class io_context {
   }
   /// Pushes an item to be run on the loop's thread; safe from any thread.
   void post_remote(detail::remote_item& item) noexcept;
+  /// Runs, now, the items of the inbox whose run function is `run`; the others stay
+  /// queued (loop thread). For a module that stops posting as the context is destroyed.
+  void drain_posts(void (*run)(detail::remote_item&, io_context&) noexcept) noexcept;
+  /// io_context_options::blocking as given.
+  [[nodiscard]] const blocking_pool_options& blocking_options() const noexcept { return blocking_options_; }
   /// The loop's internal state (backends use it; not part of the API).
   detail::loop_state& state() noexcept { return *state_; }
   /// Runs the loop until done(arg) returns true (stop() does not interrupt it).
@@ -290,6 +299,7 @@ class io_context {
     std::unique_ptr<detail::context_service> object;
   };
   std::vector<service_entry> services_;  // see service()
+  blocking_pool_options blocking_options_;
 };
 
 }  // namespace ringio

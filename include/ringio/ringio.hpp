@@ -3,6 +3,8 @@
 #pragma once
 
 #include "ringio/backend_kind.hpp"
+#include "ringio/blocking/blocking_pool.hpp"
+#include "ringio/blocking/spawn_blocking.hpp"
 #include "ringio/broadcast.hpp"
 #include "ringio/buffer.hpp"
 #include "ringio/channel.hpp"

@@ -31,6 +31,8 @@ class category final : public std::error_category {
         return "closed";
       case errc::lagged:
         return "the receiver fell behind and missed values";
+      case errc::queue_full:
+        return "the queue is full";
     }
     return "unknown ringio error";
   }

@@ -108,6 +108,7 @@ io_context::io_context(io_context_options opts)
       event_deadlines_(std::make_unique<detail::timer_heap>()),
       checks_(std::make_unique<detail::timer_heap>()) {
   state_->timing = loop_timing_enabled(opts);
+  blocking_options_ = opts.blocking;
   backend_choice choice = choose_backend(opts);
   kind_ = choice.kind;
   if (kind_ == backend_kind::sim) {
@@ -429,6 +430,29 @@ void io_context::drain_remote() noexcept {
     ++state_->counters.posts_received;
     fifo->run(*fifo, *this);
     fifo = next;
+  }
+}
+
+void io_context::drain_posts(void (*run)(detail::remote_item&, io_context&) noexcept) noexcept {
+  detail::remote_item* list = state_->inbox.exchange(nullptr, std::memory_order_acquire);
+  detail::remote_item* others = nullptr;  // oldest first
+  detail::remote_item* mine = nullptr;    // oldest first
+  while (list != nullptr) {
+    detail::remote_item* next = list->next;
+    detail::remote_item*& to = list->run == run ? mine : others;
+    list->next = to;
+    to = list;
+    list = next;
+  }
+  while (others != nullptr) {  // back onto the stack, oldest first: newest on top again
+    detail::remote_item* next = others->next;
+    post_remote(*others);
+    others = next;
+  }
+  while (mine != nullptr) {
+    detail::remote_item* next = mine->next;
+    mine->run(*mine, *this);
+    mine = next;
   }
 }
 

@@ -53,6 +53,14 @@ result<file> file::open(const std::string& path, int flags, int mode) {
   return file(detail::fd_handle(fd));
 }
 
+result<file> file::adopt(int fd) {
+  struct stat st;
+  if (::fstat(fd, &st) < 0) return unexpected(errno_code(-errno));
+  if (S_ISDIR(st.st_mode)) return unexpected(std::make_error_code(std::errc::is_a_directory));
+  if (!S_ISREG(st.st_mode)) return unexpected(std::make_error_code(std::errc::invalid_argument));
+  return file(detail::fd_handle(fd));
+}
+
 result<std::uint64_t> file::size() const {
   struct stat st;
   if (::fstat(fd_.get(), &st) < 0) return unexpected(errno_code(-errno));

@@ -59,6 +59,12 @@ class file {
 
   /// open(2), synchronously. flags: O_RDONLY, O_WRONLY | O_CREAT | O_TRUNC, ...
   static result<file> open(const std::string& path, int flags = O_RDONLY, int mode = 0644);
+  /// Takes ownership of `fd`, a regular file opened by other code. Checked first (fstat):
+  /// not open (bad_file_descriptor), a directory (is_a_directory), anything else that
+  /// is not a regular file (invalid_argument: pipes and sockets have no offsets); on an
+  /// error the descriptor is left as it was and stays the caller's. On success the file
+  /// owns it (closes it when destroyed); its flags (O_APPEND, O_NONBLOCK...) are kept.
+  static result<file> adopt(int fd);
 
   /// Reads up to buf.size() bytes at `offset`; 0 means end of file. Errors: what
   /// pread(2) reports; operation_canceled on stop (io_uring; the readiness backends read

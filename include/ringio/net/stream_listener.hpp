@@ -69,6 +69,14 @@ class stream_listener {
   /// Creates, binds and listens. Errors: address_in_use, permission_denied,
   /// address_not_available, and the parse errors of socket_address.
   static result<stream_listener> bind(const socket_address& at, listen_options opts = {});
+  /// Takes ownership of `fd`, a listening stream socket opened by other code (TCP or
+  /// Unix; one inherited from a supervisor, systemd's socket activation). Checked
+  /// first: not a socket (not_a_socket), not a stream socket (wrong_protocol_type),
+  /// another family (address_family_not_supported), not listening (invalid_argument),
+  /// not open (bad_file_descriptor); on an error the descriptor is left as it was and
+  /// stays the caller's. On success the listener owns it (closes it when destroyed) and
+  /// switches its O_NONBLOCK flag as its backend needs.
+  static result<stream_listener> adopt(int fd);
 
   /// Accepts the next connection. A cancel that loses the race still delivers the
   /// accepted socket (it is never leaked). EMFILE/ENFILE are reported as errors; the

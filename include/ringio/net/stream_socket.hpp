@@ -48,6 +48,16 @@ class stream_socket {
   /// the same as connect(to). Errors of the bind come back from the
   /// await: address_not_available, address_in_use, address_family_not_supported, ...
   [[nodiscard]] static detail::connect_op connect(const socket_address& to, const socket_address& from) noexcept;
+  /// Takes ownership of `fd`, a connected stream socket opened by other code (TCP or
+  /// Unix; a C library's, an inherited one). Checked first: not a socket
+  /// (not_a_socket), not a stream socket (wrong_protocol_type), another family
+  /// (address_family_not_supported), a listening socket (invalid_argument), not
+  /// connected (not_connected), not open (bad_file_descriptor); on an error the
+  /// descriptor is left as it was and stays the caller's. On success the socket owns it
+  /// (closes it when destroyed; do not close it elsewhere) and manages its O_NONBLOCK
+  /// flag (cleared now: ringio's sockets are blocking for io_uring, and the readiness
+  /// backends pass MSG_DONTWAIT).
+  static result<stream_socket> adopt(int fd);
 
   /// Receives up to buf.size() bytes. 0 means the peer closed its sending side.
   [[nodiscard]] detail::recv_op recv(mutable_buffer buf, int flags = 0) noexcept {
