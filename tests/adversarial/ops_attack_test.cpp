@@ -289,6 +289,7 @@ TEST(OpsDoctorAttack, SetupDeniedWithEaccesIsOtherAndNamesTheError) {
   ASSERT_TRUE(b != nullptr && b->kind == json_value::type::object) << r.out;
   EXPECT_EQ(text_at(*b, "kind"), "other") << r.out;
   EXPECT_NE(text_at(*b, "error").find("io_uring_setup: Permission denied"), std::string::npos) << r.out;
+  EXPECT_EQ(text_at(*b, "cause").find("EPERM"), std::string::npos) << "the call failed with EACCES, not EPERM";
   EXPECT_FALSE(text_at(*b, "fix").empty());
   EXPECT_EQ(text_at(v, "backend"), "epoll") << r.out;
   EXPECT_FALSE(v.get("uring_usable")->flag);
