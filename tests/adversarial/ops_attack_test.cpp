@@ -649,6 +649,46 @@ TEST_P(OpsLoopMetricsAttack, TimeoutIsOneFailureNotAlsoACancellation) {
   EXPECT_EQ(m.ops_cancelled[io] - before.ops_cancelled[io], 0u) << "the deadline is counted twice";
 }
 
+ringio::task<void> recv_in_time(socket_pair& p) {
+  std::array<char, 8> in{};
+  (void)co_await p.a.send(ringio::const_buffer("x", 1));
+  auto r = co_await ringio::with_timeout(p.b.recv(ringio::mutable_buffer(in.data(), in.size())), 5s);
+  EXPECT_TRUE(r);
+}
+
+// A receive that completes before its with_timeout deadline: nothing failed, nothing
+// was cancelled by anyone (the deadline's timer is the runtime's own business).
+TEST_P(OpsLoopMetricsAttack, DeadlineNotReachedIsNoCancellation) {
+  socket_pair p;
+  const ringio::loop_metrics before = ctx().metrics();
+  run(recv_in_time(p));
+  const ringio::loop_metrics m = ctx().metrics();
+  EXPECT_EQ(m.ops_failed[io] - before.ops_failed[io], 0u);
+  EXPECT_EQ(m.ops_cancelled[io] - before.ops_cancelled[io], 0u);
+  std::printf("with_timeout won by the receive: timer started %llu, cancelled %llu\n",
+              static_cast<unsigned long long>(m.ops_started[timer] - before.ops_started[timer]),
+              static_cast<unsigned long long>(m.ops_cancelled[timer] - before.ops_cancelled[timer]));
+}
+
+// The runtime's sum is the sum of its loops (quiet loops: nothing moves between reads).
+TEST(OpsRuntimeMetricsAttack, RuntimeSumEqualsItsLoops) {
+  ringio::runtime rt({.threads = 3, .context = {.quiet = true}});
+  rt.run_on_each([](ringio::io_context&, unsigned i) -> ringio::task<void> {
+    for (unsigned k = 0; k <= i; ++k) (void)co_await ringio::sleep_for(1ms);
+  });
+  std::this_thread::sleep_for(50ms);
+  ringio::loop_metrics sum;
+  for (unsigned i = 0; i < rt.size(); ++i) sum += rt.context(i).metrics();
+  const ringio::loop_metrics whole = rt.metrics();
+  for (std::size_t k = 0; k < ringio::loop_metrics::kinds; ++k) {
+    EXPECT_EQ(whole.ops_started[k], sum.ops_started[k]) << k;
+    EXPECT_EQ(whole.ops_completed[k], sum.ops_completed[k]) << k;
+  }
+  EXPECT_GE(whole.ops_completed[timer], 6u);
+  EXPECT_EQ(whole.tasks_alive, sum.tasks_alive);
+  rt.stop();
+}
+
 ringio::task<void> sleeper() { (void)co_await ringio::sleep_for(20ms); }
 ringio::task<void> spawn_and_look(ringio::io_context& ctx, std::uint64_t& seen) {
   for (int i = 0; i < 5; ++i) ctx.spawn(sleeper());
@@ -999,6 +1039,9 @@ struct served_runtime {
     routes.get("/", [](ringio::http::request&) -> ringio::task<ringio::http::response> {
       co_return ringio::http::response::borrowed(200, "hello");
     });
+    routes.post("/upload", [](ringio::http::request&) -> ringio::task<ringio::http::response> {
+      co_return ringio::http::response::borrowed(200, "taken");
+    });
     routes.get("/moved", [](ringio::http::request&) -> ringio::task<ringio::http::response> {
       co_return ringio::http::response::borrowed(301, "");
     });
@@ -1179,6 +1222,32 @@ TEST(OpsHttpMetricsAttack, InProcessPageAndScrapesWhileTheRuntimeStops) {
     done = true;
     for (auto& t : scrapers) t.join();
   }
+}
+
+// The errors the server answers itself: 413 (a body over max_body_bytes) and 503 (over
+// max_connections), counted under their classes; the refused connection never counts
+// as active, and everything returns to 0.
+TEST(OpsHttpMetricsAttack, ServerAnsweredErrorsCounted) {
+  ringio::http::server_options o;
+  o.max_body_bytes = 10;
+  o.max_connections = 1;
+  served_runtime s(1, o);
+  int holder = connect_loopback(s.port);
+  ASSERT_NE(exchange_raw(holder, "GET / HTTP/1.1\r\nHost: t\r\n\r\n").find(" 200 "), std::string::npos);
+  auto refused = http_get(s.port, "/");
+  ASSERT_TRUE(refused.has_value());
+  EXPECT_EQ(refused->status, 503);
+  auto m = s.srv->metrics();
+  EXPECT_EQ(m.connections_active, 1u);
+  std::string big = exchange_raw(holder, "POST /upload HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\n");
+  EXPECT_NE(big.find(" 413 "), std::string::npos) << big;
+  ::close(holder);
+  m = s.wait_for([](const auto& m) { return m.connections_active == 0 && m.responses_by_class[3] == 1; });
+  EXPECT_EQ(m.responses_by_class[1], 1u);
+  EXPECT_EQ(m.responses_by_class[3], 1u);  // 413
+  EXPECT_EQ(m.responses_by_class[4], 1u);  // 503
+  EXPECT_EQ(m.connections_active, 0u);
+  EXPECT_EQ(m.connections_idle, 0u);
 }
 
 // A loop destroyed (io_context's destructor, runtime::stop()) while a spawned
