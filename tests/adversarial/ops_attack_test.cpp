@@ -31,6 +31,7 @@
 #include <stdexcept>
 #include <stop_token>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -556,6 +557,29 @@ TEST(OpsDoctorAttack, LibraryCallUnderSeccompInAForkedChild) {
   int st = 0;
   ::waitpid(pid, &st, 0);
   EXPECT_EQ(got, "seccomp|0|epoll");
+}
+
+// An io_context that cannot get all its descriptors (RLIMIT_NOFILE just above what is
+// open) throws std::system_error or starts; it does not touch a half-built backend.
+// Each limit in a child with only stdin, stdout and stderr open: under UBSan a bad
+// member call aborts the child.
+TEST(OpsDoctorAttack, IoContextUnderTinyOpenFileLimitFailsCleanly) {
+  for (rlim_t n : {4, 5, 6, 7, 8}) {
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      for (int fd = 3; fd < 1024; ++fd) ::close(fd);
+      rlimit l{n, n};
+      if (::setrlimit(RLIMIT_NOFILE, &l) != 0) ::_exit(3);
+      try {
+        ringio::io_context ctx(ringio::io_context_options{.quiet = true});
+      } catch (const std::system_error&) {
+      }
+      ::_exit(0);
+    }
+    int st = -1;
+    ::waitpid(pid, &st, 0);
+    EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "RLIMIT_NOFILE " << n << ": child status " << st;
+  }
 }
 
 // ---------------------------------------------------------------------------------
