@@ -31,6 +31,12 @@ class category final : public std::error_category {
         return "closed";
       case errc::lagged:
         return "the receiver fell behind and missed values";
+      case errc::not_a_listener:
+        return "not a listening stream socket";
+      case errc::invalid_listen_fds:
+        return "malformed socket activation environment (LISTEN_PID, LISTEN_FDS, LISTEN_FDNAMES)";
+      case errc::invalid_handover:
+        return "malformed listener handover message";
     }
     return "unknown ringio error";
   }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "ringio/net/stream_listener.hpp"
 
+#include <fcntl.h>
 #include <liburing.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -82,6 +83,27 @@ result<stream_listener> stream_listener::bind(const socket_address& at, listen_o
   if (::ringio::detail::sys::bind(s, at.native(), at.size()) < 0) return fail();
   if (::ringio::detail::sys::listen(s, opts.backlog) < 0) return fail();
   return stream_listener(std::move(fd), opts.direct_descriptors);
+}
+
+result<stream_listener> stream_listener::adopt(int fd) {
+  const int flags = ::fcntl(fd, F_GETFD);
+  if (flags < 0) return unexpected(errno_code(-errno));
+  int type = 0;
+  int listening = 0;
+  socklen_t len = sizeof type;
+  if (::ringio::detail::sys::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0) {
+    if (errno == ENOTSOCK) return unexpected(errc::not_a_listener);
+    return unexpected(errno_code(-errno));
+  }
+  len = sizeof listening;
+  if (::ringio::detail::sys::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) < 0)
+    return unexpected(errno_code(-errno));
+  if (type != SOCK_STREAM || listening == 0) return unexpected(errc::not_a_listener);
+  if ((flags & FD_CLOEXEC) == 0 && ::fcntl(fd, F_SETFD, flags | FD_CLOEXEC) < 0) return unexpected(errno_code(-errno));
+  // The handle tracks O_NONBLOCK: io_uring wants the listener blocking and switches it.
+  const int status = ::fcntl(fd, F_GETFL);
+  if (status < 0) return unexpected(errno_code(-errno));
+  return stream_listener(detail::fd_handle(fd, (status & O_NONBLOCK) != 0), false);
 }
 
 void stream_listener::cancel() noexcept {

@@ -70,6 +70,13 @@ class stream_listener {
   /// address_not_available, and the parse errors of socket_address.
   static result<stream_listener> bind(const socket_address& at, listen_options opts = {});
 
+  /// Takes over `fd`, a socket that is already listening (inherited through socket
+  /// activation, received from another process, or bound by other code), and sets
+  /// FD_CLOEXEC on it. The listener owns it from then on. Errors (the descriptor is
+  /// then left open and still the caller's): bad_file_descriptor for a descriptor that
+  /// is not open, errc::not_a_listener for anything but a listening stream socket.
+  static result<stream_listener> adopt(int fd);
+
   /// Accepts the next connection. A cancel that loses the race still delivers the
   /// accepted socket (it is never leaked). EMFILE/ENFILE are reported as errors; the
   /// listener stays usable and accepting again later succeeds once fds are free. With
