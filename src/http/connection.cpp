@@ -91,6 +91,11 @@ void connection::on_tick(std::chrono::milliseconds elapsed) noexcept {
     return;
   }
   stalled_ += elapsed;
+  if (const std::int64_t grace = core_.closing_grace_ms();
+      grace >= 0 && phase_ == phase::idle && stalled_.count() >= grace && !idle_.stop_requested()) {
+    idle_.request_stop();  // a gentle drain: idle for its grace period
+    return;
+  }
   if (phase_ == phase::idle && stalled_ >= o.idle_timeout && !idle_.stop_requested()) {
     ++stats_.idle_timeouts;
     idle_.request_stop();
@@ -252,7 +257,8 @@ task<bool> connection::serve_requests(bool receive_first) {
     if (threw) resp = response::borrowed(500, reason_phrase(500));
     stats_.note_status(resp.status());
 
-    bool keep = w_->req.keep_alive_ && !resp.close_ && !idle_token.stop_requested() && (!refused || discard);
+    bool keep = w_->req.keep_alive_ && !resp.close_ && !idle_token.stop_requested() && !core_.closing() &&
+                (!refused || discard);
     if (refused && keep) {
       // The router's own small answer: sent now, then the body is read and dropped.
       (void)write_fixed(resp, keep);
