@@ -14,8 +14,10 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <regex>
@@ -38,7 +40,8 @@ constexpr const char* echo_server = ECHO_SERVER_PATH;
 constexpr const char* churn_bench = CHURN_BENCH_PATH;
 constexpr const char* echo_bench = ECHO_BENCH_PATH;
 constexpr const char* wrk_path = "/usr/bin/wrk";
-constexpr const char* nginx_path = "/usr/sbin/nginx";
+// RINGIO_NGINX names another nginx binary (one unpacked without installing, say).
+const char* const nginx_path = std::getenv("RINGIO_NGINX") != nullptr ? std::getenv("RINGIO_NGINX") : "/usr/sbin/nginx";
 constexpr int restarts = 3;
 
 // A temporary directory, removed with everything in it.
@@ -415,7 +418,7 @@ TEST(EchoServerRestart, HandoverThreeTimesKeepsOpenConnectionsUntilTheyClose) {
   std::string out = rest_of_stdout(bench, 60s);
   EXPECT_EQ(bench.wait(20s), 0) << out << bench.stderr_text();
   EXPECT_EQ(json_field(out, "errors"), 0U) << out;
-  EXPECT_EQ(json_field(out, "verify_errors"), 0U) << out;
+  EXPECT_NE(out.find(" 0 bad replies"), std::string::npos) << out;
   for (auto& old : draining) EXPECT_EQ(old->wait(30s), 0) << old->stderr_text();
   server->signal(SIGTERM);
   EXPECT_EQ(server->wait(30s), 0);
@@ -455,7 +458,10 @@ TEST(NginxOverRestartedUpstreams, ThreeRestartsOneUpstreamAtATimeFailNoRequest) 
       << "  fastcgi_temp_path " << dir.path << "/fastcgi;\n  uwsgi_temp_path " << dir.path << "/uwsgi;\n"
       << "  scgi_temp_path " << dir.path << "/scgi;\n"
       << "  upstream ringio {\n    server 127.0.0.1:" << upstream_port[0] << ";\n    server 127.0.0.1:"
-      << upstream_port[1] << ";\n    keepalive 16;\n  }\n"
+      << upstream_port[1] << ";\n    keepalive 16;\n"
+      // nginx closes an idle upstream connection before a draining server would (1 s):
+      // a connection is then never closed by the server while nginx sends on it.
+      << "    keepalive_timeout 500ms;\n  }\n"
       << "  server {\n    listen 127.0.0.1:" << port << ";\n"
       << "    location / {\n      proxy_pass http://ringio;\n      proxy_http_version 1.1;\n"
       << "      proxy_set_header Connection \"\";\n"
@@ -482,7 +488,9 @@ TEST(NginxOverRestartedUpstreams, ThreeRestartsOneUpstreamAtATimeFailNoRequest) 
   auto report = stop_wrk(*wrk);
   EXPECT_GT(report.requests, 0U) << report.text;
   EXPECT_EQ(report.socket_errors, 0U) << report.text;
-  EXPECT_EQ(report.non_2xx, 0U) << report.text;
+  std::ifstream log_file(dir.path + "/error.log");
+  const std::string nginx_log((std::istreambuf_iterator<char>(log_file)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(report.non_2xx, 0U) << report.text << "nginx's error log:\n" << nginx_log;
   nginx.signal(SIGQUIT);
   EXPECT_TRUE(nginx.wait(30s));
   for (auto& s : upstream) {
