@@ -5,11 +5,11 @@
 
 #include <atomic>
 #include <cstdio>
-#include <optional>
-#include <vector>
 #include <exception>
+#include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "common/cli.hpp"
 #include "common/handover.hpp"
@@ -135,9 +135,8 @@ int run_server(server_config cfg, ringio::connection_handler handler, std::stop_
     if (successors) successors->close();  // no successor from now on
     if (app_on_stop) app_on_stop(signal_number);
   };
-  cfg.options.on_listening = [&successors, &stop_all, &loops_running,
-                              announce = std::move(cfg.options.on_listening)](const ringio::socket_address& bound,
-                                                                              ringio::runtime& loops) {
+  cfg.options.on_listening = [&successors, &stop_all, &loops_running, announce = std::move(cfg.options.on_listening)](
+                                 const ringio::socket_address& bound, ringio::runtime& loops) {
     loops_running = loops.size();
     // The predecessor stops first, and the handover socket is ours, before the
     // start-up line says that this process serves.

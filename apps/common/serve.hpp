@@ -7,10 +7,10 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <vector>
 #include <set>
 #include <stop_token>
 #include <string>
+#include <vector>
 
 #include "ringio/net/socket_address.hpp"
 #include "ringio/net/stream_listener.hpp"

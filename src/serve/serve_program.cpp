@@ -35,8 +35,7 @@ struct forward_stop {
 // File table slots per loop for serve_options::direct_descriptors.
 constexpr unsigned default_direct_table = 65536;
 
-result<std::vector<stream_listener>> bind_listeners(const socket_address& address, unsigned count,
-                                                    bool share_port) {
+result<std::vector<stream_listener>> bind_listeners(const socket_address& address, unsigned count, bool share_port) {
   // Listeners sharing a port with SO_REUSEPORT would also let a second server join
   // silently: check first that the port is free with a plain bind (unless joining is
   // what is asked for).

@@ -81,7 +81,8 @@ std::string rest_of_stdout(child_process& p, std::chrono::milliseconds timeout) 
   std::string all;
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < deadline) {
-    auto l = p.read_line(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()));
+    auto l =
+        p.read_line(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()));
     if (!l) break;
     all += *l + "\n";
   }
@@ -109,9 +110,9 @@ wrk_report parse_wrk(const std::string& text) {
 
 // wrk against `port` until stopped (SIGINT makes it report).
 std::unique_ptr<child_process> start_wrk(std::uint16_t port, int connections) {
-  return std::make_unique<child_process>(std::vector<std::string>{
-      wrk_path, "-t2", "-c" + std::to_string(connections), "-d120s", "--timeout", "10s",
-      "http://127.0.0.1:" + std::to_string(port) + "/"});
+  return std::make_unique<child_process>(std::vector<std::string>{wrk_path, "-t2", "-c" + std::to_string(connections),
+                                                                  "-d120s", "--timeout", "10s",
+                                                                  "http://127.0.0.1:" + std::to_string(port) + "/"});
 }
 
 wrk_report stop_wrk(child_process& wrk) {
@@ -123,8 +124,8 @@ wrk_report stop_wrk(child_process& wrk) {
 
 // Replaces `current` by a server started with `argv` that takes over from it, and waits
 // for the old one to drain and exit 0. Returns the failure, empty on success.
-std::string restart(std::unique_ptr<child_process>& current, const std::vector<std::string>& argv,
-                    std::uint16_t port, bool signal_old) {
+std::string restart(std::unique_ptr<child_process>& current, const std::vector<std::string>& argv, std::uint16_t port,
+                    bool signal_old) {
   std::string line, why;
   auto next = start(argv, &line, &why);
   if (!next) return "the new server did not start: " + why;
@@ -155,9 +156,9 @@ TEST_P(HttpServerRestart, HandoverThreeTimesUnderWrkFailsNoRequest) {
   auto wrk = start_wrk(port, 32);
   std::this_thread::sleep_for(500ms);
   for (int i = 0; i < restarts; ++i) {
-    auto failure = restart(server,
-                           {http_server, "--port", std::to_string(port), "--threads", threads, "--handover-socket", sock},
-                           port, false);
+    auto failure =
+        restart(server, {http_server, "--port", std::to_string(port), "--threads", threads, "--handover-socket", sock},
+                port, false);
     ASSERT_TRUE(failure.empty()) << "restart " << i + 1 << ": " << failure;
     std::this_thread::sleep_for(300ms);
   }
@@ -375,8 +376,9 @@ TEST(EchoServerRestart, HandoverThreeTimesUnderConnectionChurnFailsNoSession) {
                        "--timeout", "8", "--verify"});
   std::this_thread::sleep_for(500ms);
   for (int i = 0; i < restarts; ++i) {
-    auto failure = restart(
-        server, {echo_server, "--port", std::to_string(port), "--threads", "2", "--handover-socket", sock}, port, false);
+    auto failure =
+        restart(server, {echo_server, "--port", std::to_string(port), "--threads", "2", "--handover-socket", sock},
+                port, false);
     ASSERT_TRUE(failure.empty()) << "restart " << i + 1 << ": " << failure;
   }
   std::string out = rest_of_stdout(churn, 60s);
@@ -457,8 +459,9 @@ TEST(NginxOverRestartedUpstreams, ThreeRestartsOneUpstreamAtATimeFailNoRequest) 
       << "  client_body_temp_path " << dir.path << "/body;\n  proxy_temp_path " << dir.path << "/proxy;\n"
       << "  fastcgi_temp_path " << dir.path << "/fastcgi;\n  uwsgi_temp_path " << dir.path << "/uwsgi;\n"
       << "  scgi_temp_path " << dir.path << "/scgi;\n"
-      << "  upstream ringio {\n    server 127.0.0.1:" << upstream_port[0] << ";\n    server 127.0.0.1:"
-      << upstream_port[1] << ";\n    keepalive 16;\n"
+      << "  upstream ringio {\n    server 127.0.0.1:" << upstream_port[0]
+      << ";\n    server 127.0.0.1:" << upstream_port[1]
+      << ";\n    keepalive 16;\n"
       // nginx closes an idle upstream connection before a draining server would (1 s):
       // a connection is then never closed by the server while nginx sends on it.
       << "    keepalive_timeout 500ms;\n  }\n"
@@ -478,9 +481,9 @@ TEST(NginxOverRestartedUpstreams, ThreeRestartsOneUpstreamAtATimeFailNoRequest) 
   std::this_thread::sleep_for(500ms);
   for (int i = 0; i < restarts; ++i) {
     const int u = i % 2;
-    auto failure = restart(upstream[u],
-                           {http_server, "--port", std::to_string(upstream_port[u]), "--handover-socket", sock[u]},
-                           upstream_port[u], false);
+    auto failure =
+        restart(upstream[u], {http_server, "--port", std::to_string(upstream_port[u]), "--handover-socket", sock[u]},
+                upstream_port[u], false);
     ASSERT_TRUE(failure.empty()) << "restart " << i + 1 << " (upstream " << u << "): " << failure;
     std::this_thread::sleep_for(300ms);
   }

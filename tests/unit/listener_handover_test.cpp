@@ -2,6 +2,8 @@
 // Listeners from elsewhere: stream_listener::adopt, the SCM_RIGHTS handover between two
 // ends of a Unix socket, and socket activation's environment (LISTEN_PID, LISTEN_FDS,
 // LISTEN_FDNAMES) with every malformed form rejected.
+#include "ringio/net/listener_handover.hpp"
+
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -19,7 +21,6 @@
 
 #include "ringio/error.hpp"
 #include "ringio/net/inherited_listeners.hpp"
-#include "ringio/net/listener_handover.hpp"
 #include "ringio/net/stream_listener.hpp"
 
 using namespace ringio;
@@ -177,10 +178,10 @@ TEST(ListenerHandover, MalformedMessagesAreRejectedAndTheirDescriptorsClosed) {
     std::size_t bytes;
   };
   const bad_case cases[] = {
-      {"wrong magic", "NOTRIGHT", 1, 1, 1, 16},   {"unknown version", good, 2, 1, 1, 16},
-      {"count zero", good, 1, 0, 1, 16},          {"count above fds", good, 1, 2, 1, 16},
-      {"count below fds", good, 1, 1, 2, 16},     {"no descriptors", good, 1, 1, 0, 16},
-      {"short header", good, 1, 1, 1, 10},        {"count too large", good, 1, 1000, 1, 16},
+      {"wrong magic", "NOTRIGHT", 1, 1, 1, 16}, {"unknown version", good, 2, 1, 1, 16},
+      {"count zero", good, 1, 0, 1, 16},        {"count above fds", good, 1, 2, 1, 16},
+      {"count below fds", good, 1, 1, 2, 16},   {"no descriptors", good, 1, 1, 0, 16},
+      {"short header", good, 1, 1, 1, 10},      {"count too large", good, 1, 1000, 1, 16},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.what);
@@ -255,12 +256,18 @@ TEST_F(ListenFds, MalformedVariablesAreErrorsAndAreUnset) {
     const char* names;
   };
   const bad_case cases[] = {
-      {"pid not a number", "12x", "1", nullptr},  {"pid empty", "", "1", nullptr},
-      {"pid zero", "0", "1", nullptr},            {"pid negative", "-5", "1", nullptr},
-      {"fds missing", me.c_str(), nullptr, nullptr}, {"fds not a number", me.c_str(), "one", nullptr},
-      {"fds zero", me.c_str(), "0", nullptr},     {"fds negative", me.c_str(), "-1", nullptr},
-      {"fds with space", me.c_str(), " 1", nullptr}, {"fds huge", me.c_str(), "99999999999", nullptr},
-      {"too few names", me.c_str(), "2", "a"},    {"too many names", me.c_str(), "1", "a:b"},
+      {"pid not a number", "12x", "1", nullptr},
+      {"pid empty", "", "1", nullptr},
+      {"pid zero", "0", "1", nullptr},
+      {"pid negative", "-5", "1", nullptr},
+      {"fds missing", me.c_str(), nullptr, nullptr},
+      {"fds not a number", me.c_str(), "one", nullptr},
+      {"fds zero", me.c_str(), "0", nullptr},
+      {"fds negative", me.c_str(), "-1", nullptr},
+      {"fds with space", me.c_str(), " 1", nullptr},
+      {"fds huge", me.c_str(), "99999999999", nullptr},
+      {"too few names", me.c_str(), "2", "a"},
+      {"too many names", me.c_str(), "1", "a:b"},
       {"empty name", me.c_str(), "2", "a:"},
   };
   for (const auto& c : cases) {

@@ -53,7 +53,7 @@ class accept_next_op : public io_operation<accept_next_op> {
 
  private:
   static bool uses_multishot() noexcept;
-  bool take_ready() noexcept;  // a connection or an error is already queued
+  bool take_ready() noexcept;                 // a connection or an error is already queued
   bool stopped_without_multishot() noexcept;  // after stop(), on a readiness backend
   bool wait(bool suspended) noexcept;
   fd_handle direct_handle() const noexcept;
