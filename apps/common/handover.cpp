@@ -36,10 +36,11 @@ bool unix_address(const std::string& path, sockaddr_un& a) {
   return true;
 }
 
-// One byte, up to `timeout`: the byte, or 0 on EOF, error or timeout.
-char read_byte(int fd, std::chrono::milliseconds timeout) {
-  pollfd p{fd, POLLIN, 0};
-  if (::poll(&p, 1, static_cast<int>(timeout.count())) <= 0) return 0;
+// One byte, up to `timeout` (or until `wake` is readable): the byte, or 0 on EOF,
+// error, timeout or wake-up.
+char read_byte(int fd, std::chrono::milliseconds timeout, int wake = -1) {
+  pollfd p[2] = {{fd, POLLIN, 0}, {wake, POLLIN, 0}};
+  if (::poll(p, wake >= 0 ? 2 : 1, static_cast<int>(timeout.count())) <= 0 || p[1].revents != 0) return 0;
   char c = 0;
   return ::recv(fd, &c, 1, 0) == 1 ? c : 0;
 }
@@ -141,7 +142,7 @@ bool handover::answer(int client) {
                 sent.error().message().c_str());
     return false;
   }
-  if (read_byte(client, ready_wait) != ready_byte) {
+  if (read_byte(client, ready_wait, wake_[0]) != ready_byte) {
     ringio::log(ringio::log_level::warning, "handover: the new process did not start; serving on");
     return false;
   }

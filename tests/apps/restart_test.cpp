@@ -357,6 +357,82 @@ TEST(HttpServerHandoverCli, AHandoverSocketWithNobodyBehindItIsReplaced) {
   EXPECT_EQ(server->wait(30s), 0);
 }
 
+// A blocking client connection with a receive timeout.
+struct raw_client {
+  int fd = -1;
+  explicit raw_client(std::uint16_t port) {
+    auto at = ringio::socket_address::loopback(port);
+    fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    timeval tv{10, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    if (::connect(fd, at.native(), at.size()) != 0) {
+      ::close(fd);
+      fd = -1;
+    }
+  }
+  ~raw_client() {
+    if (fd >= 0) ::close(fd);
+  }
+  raw_client(const raw_client&) = delete;
+  raw_client& operator=(const raw_client&) = delete;
+  // One keep-alive GET / and its response head ("" on failure).
+  std::string get() {
+    const std::string req = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+    if (::send(fd, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size())) return {};
+    std::string got;
+    char buf[1024];
+    while (got.find("Hello world!") == std::string::npos) {
+      ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) return {};
+      got.append(buf, static_cast<std::size_t>(n));
+    }
+    return got;
+  }
+  // Whether the server closes the connection within the receive timeout.
+  bool closed_by_server() {
+    char c;
+    return ::recv(fd, &c, 1, 0) == 0;
+  }
+};
+
+TEST(HttpServerHandoverDrain, ResponsesCloseTheirConnectionsAndIdleOnesCloseAfterAGrace) {
+  temp_dir dir;
+  const std::string sock = dir.path + "/handover.sock";
+  std::string line, why;
+  auto server = start({http_server, "--port", "0", "--handover-socket", sock, "--drain-timeout", "30"}, &line, &why);
+  ASSERT_TRUE(server) << why;
+  const std::uint16_t port = port_of(line);
+  raw_client busy(port), idle(port);
+  ASSERT_GE(busy.fd, 0);
+  ASSERT_GE(idle.fd, 0);
+  std::string first = busy.get();
+  ASSERT_NE(first.find("200 OK"), std::string::npos) << first;
+  EXPECT_EQ(first.find("Connection: close"), std::string::npos) << first;
+  ASSERT_NE(idle.get().find("200 OK"), std::string::npos);
+  // A successor takes over; the old process keeps both connections for now.
+  auto next = start({http_server, "--port", std::to_string(port), "--handover-socket", sock}, &line, &why);
+  ASSERT_TRUE(next) << why;
+  // Answered by the old process: once its drain has begun (a moment after it stopped
+  // accepting) the response says Connection: close, and the connection closes.
+  std::string last;
+  for (int i = 0; i < 200; ++i) {
+    last = busy.get();
+    ASSERT_NE(last.find("200 OK"), std::string::npos) << "request " << i << " failed: " << last;
+    if (last.find("Connection: close") != std::string::npos) break;
+    std::this_thread::sleep_for(25ms);
+  }
+  EXPECT_NE(last.find("Connection: close"), std::string::npos) << last;
+  EXPECT_TRUE(busy.closed_by_server());
+  const auto before = std::chrono::steady_clock::now();
+  EXPECT_TRUE(idle.closed_by_server()) << "an idle keep-alive connection stayed open";
+  EXPECT_LT(std::chrono::steady_clock::now() - before, 8s);  // (1 s grace; the drain timeout is 30 s)
+  EXPECT_EQ(server->wait(30s), 0) << server->stderr_text();
+  raw_client fresh(port);  // the new process serves
+  EXPECT_NE(fresh.get().find("200 OK"), std::string::npos);
+  next->signal(SIGTERM);
+  EXPECT_EQ(next->wait(30s), 0);
+}
+
 std::uint64_t json_field(const std::string& text, const std::string& name) {
   std::smatch m;
   if (!std::regex_search(text, m, std::regex("\"" + name + "\":([0-9]+)"))) return UINT64_MAX;
