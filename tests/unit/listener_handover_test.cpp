@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Listeners from elsewhere: stream_listener::adopt, the SCM_RIGHTS handover between two
 // ends of a Unix socket, and socket activation's environment (LISTEN_PID, LISTEN_FDS,
-// LISTEN_FDNAMES) with every malformed form rejected.
+// LISTEN_FDNAMES) with every malformed form rejected, and the blocking serve on listeners
+// bound elsewhere.
 #include "ringio/net/listener_handover.hpp"
 
 #include <fcntl.h>
@@ -16,12 +17,18 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <span>
+#include <stop_token>
 #include <string>
+#include <thread>
+#include <tuple>
 #include <vector>
 
 #include "ringio/error.hpp"
 #include "ringio/net/inherited_listeners.hpp"
 #include "ringio/net/stream_listener.hpp"
+#include "ringio/serve.hpp"
+#include "ringio/task.hpp"
 
 using namespace ringio;
 using namespace std::chrono_literals;
@@ -348,6 +355,80 @@ TEST_F(ListenFds, ANonListenerAmongTheDescriptorsIsAnErrorAndNothingIsClosed) {
     return 0;
   });
   EXPECT_EQ(code, 0);
+}
+
+}  // namespace
+
+namespace {
+
+// Each connection gets one byte and is closed.
+ringio::task<void> greet(ringio::stream_socket s) {
+  const char x = 'x';
+  (void)co_await s.send_all(std::as_bytes(std::span(&x, 1)));
+}
+
+// A client's view: one byte arrives from `port`.
+bool greeted(std::uint16_t port) {
+  auto at = socket_address::loopback(port);
+  int c = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  timeval tv{10, 0};
+  ::setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  char b = 0;
+  bool ok = ::connect(c, at.native(), at.size()) == 0 && ::recv(c, &b, 1, 0) == 1 && b == 'x';
+  ::close(c);
+  return ok;
+}
+
+TEST(ServeOnListeners, LoopsShareAListenerAndThreadsRiseToTheListenerCount) {
+  for (auto [listeners, threads, loops] : {std::tuple{1U, 3U, 3U}, std::tuple{2U, 1U, 2U}}) {
+    SCOPED_TRACE(std::to_string(listeners) + " listeners, " + std::to_string(threads) + " threads");
+    std::vector<stream_listener> ls;
+    for (unsigned i = 0; i < listeners; ++i) ls.push_back(loopback_listener());
+    std::vector<std::uint16_t> ports;
+    for (auto& l : ls) ports.push_back(l.local_address()->port());
+    std::stop_source stop;
+    ringio::result<serve_summary> summary;
+    std::thread server([&] {
+      summary =
+          serve(std::move(ls), greet, serve_options{.threads = threads, .handle_signals = false}, stop.get_token());
+    });
+    for (int i = 0; i < 20; ++i)
+      for (auto p : ports) EXPECT_TRUE(greeted(p));
+    stop.request_stop();
+    server.join();
+    ASSERT_TRUE(summary) << summary.error().message();
+    EXPECT_EQ(summary->connections_per_loop.size(), loops);
+    std::uint64_t total = 0;
+    for (auto n : summary->connections_per_loop) total += n;
+    EXPECT_EQ(total, 20U * ports.size());
+    EXPECT_EQ(summary->address.port(), ports[0]);
+  }
+}
+
+TEST(ServeOnListeners, NoListenerOrSeveralForTheAcceptorAreRefused) {
+  EXPECT_EQ(serve(std::vector<stream_listener>{}, greet, serve_options{.handle_signals = false}).error(),
+            std::errc::invalid_argument);
+  std::vector<stream_listener> two;
+  two.push_back(loopback_listener());
+  two.push_back(loopback_listener());
+  auto r = serve(std::move(two), greet,
+                 serve_options{.threads = 2, .dispatch = serve_dispatch::acceptor, .handle_signals = false});
+  EXPECT_EQ(r.error(), std::errc::invalid_argument);
+}
+
+TEST(ServeOnListeners, ServeListenersBindsWhatTheAddressFormWould) {
+  auto ls = serve_listeners(socket_address::loopback(0), serve_options{.threads = 3});
+  ASSERT_TRUE(ls) << ls.error().message();
+  EXPECT_EQ(ls->size(), 3U);
+  EXPECT_EQ((*ls)[1].local_address()->port(), (*ls)[0].local_address()->port());
+  auto one =
+      serve_listeners(socket_address::loopback(0), serve_options{.threads = 3, .dispatch = serve_dispatch::acceptor});
+  ASSERT_TRUE(one);
+  EXPECT_EQ(one->size(), 1U);
+  // Taken port: refused without share_port, joined with it.
+  const auto port = (*one)[0].local_address()->port();
+  EXPECT_EQ(serve_listeners(socket_address::loopback(port), serve_options{.threads = 2}).error(),
+            std::errc::address_in_use);
 }
 
 }  // namespace
