@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // http_server — HTTP/1.1 on ringio::http: "Hello world!" at /, or the files under
-// --root. SIGINT/SIGTERM stop it gracefully (ringio::serve): no new connections,
+// --root, and a WebSocket echo at /ws/echo. SIGINT/SIGTERM stop it gracefully (ringio::serve): no new connections,
 // requests in progress finish, exit 0.
 #include <pthread.h>
 #include <signal.h>
@@ -20,6 +20,7 @@
 #include "ringio/http/router.hpp"
 #include "ringio/http/server.hpp"
 #include "ringio/http/static_files.hpp"
+#include "ringio/http/websocket_accept.hpp"
 #include "ringio/tls/context.hpp"
 
 namespace {
@@ -30,7 +31,8 @@ const std::string usage =
         "                   [--idle-timeout SECONDS] [--no-sendfile]\n"
         "Serves HTTP/1.1 (keep-alive, pipelining). Without --root, GET / answers \"Hello world!\"\n"
         "(text/plain); with --root, the files under DIR (index.html for directories, ETag,\n"
-        "Last-Modified, 304, byte ranges). SIGINT/SIGTERM stop it gracefully: no new\n"
+        "Last-Modified, 304, byte ranges). /ws/echo is a WebSocket that sends every text or\n"
+        "binary message back as it came (over HTTPS too: wss://). SIGINT/SIGTERM stop it gracefully: no new\n"
         "connections, idle ones close, requests in progress get --drain-timeout seconds, exit 0.\n"
         "--no-sendfile reads files over 16 KiB through the loop instead of sendfile(2).\n"
         "--tls-cert FILE --tls-key FILE: HTTPS (TLS 1.2/1.3, ALPN http/1.1) with that PEM\n"
@@ -40,6 +42,22 @@ const std::string usage =
     apps::server_port_threads_usage + apps::server_options_usage;
 
 constexpr std::string_view hello = "Hello world!";
+
+// /ws/echo: every message back as it came, text as text and binary as binary, until
+// the client closes (or the server drains: the websocket then closes with 1001).
+ringio::task<void> echo_messages(ringio::http::websocket& ws) {
+  for (;;) {
+    auto m = co_await ws.receive();
+    if (!m) co_return;
+    ringio::result<void> sent;
+    if (m->is_text()) {
+      sent = co_await ws.send_text(m->data);
+    } else {
+      sent = co_await ws.send_binary(m->data);
+    }
+    if (!sent) co_return;
+  }
+}
 
 // HTTPS on cfg's address and plain HTTP on `http_port` of the same host, each with its
 // own loops; a signal (or either one failing) stops both. Exit status as run_server's.
@@ -97,6 +115,10 @@ int main(int argc, char** argv) {
   args.done();
 
   ringio::http::router routes;
+  // An exact path: it wins over the static files' prefix.
+  routes.get("/ws/echo", [](ringio::http::request& r) -> ringio::task<ringio::http::response> {
+    co_return ringio::http::accept_websocket(r, echo_messages);
+  });
   if (root.empty()) {
     routes.get("/", [](ringio::http::request&) -> ringio::task<ringio::http::response> {
       co_return ringio::http::response::borrowed(200, hello, "text/plain");

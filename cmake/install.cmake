@@ -36,6 +36,13 @@ install(DIRECTORY include/ringio DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} ${left_
 if(TARGET ringio_doctor)
   install(TARGETS ringio_doctor RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endif()
+if(TARGET ringio_top)
+  install(TARGETS ringio_top RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()
+# `ringio top` and `ringio doctor` run ringio-top and ringio-doctor.
+if(TARGET ringio_doctor OR TARGET ringio_top)
+  install(PROGRAMS apps/ringio.sh DESTINATION ${CMAKE_INSTALL_BINDIR} RENAME ringio)
+endif()
 # The seccomp fragment that lets a container use io_uring (docs/operations.md).
 install(FILES deploy/seccomp/ringio-io_uring.json DESTINATION ${CMAKE_INSTALL_DATADIR}/ringio/seccomp)
 install(FILES LICENSE THIRD_PARTY_NOTICES.md CHANGELOG.md DESTINATION ${CMAKE_INSTALL_DOCDIR})

@@ -109,6 +109,11 @@ std::int64_t cli::positional_integer(std::size_t i, const std::string& what, std
   return *v;
 }
 
+std::string cli::positional_text(std::size_t i, const std::string& what) {
+  if (i >= positionals_.size()) fail("missing <" + what + ">");
+  return positionals_[i];
+}
+
 std::optional<ringio::backend_kind> cli::backend() {
   use("backend");
   auto it = options_.find("backend");

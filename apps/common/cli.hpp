@@ -31,6 +31,8 @@ class cli {
   bool flag(const std::string& name);
   /// The i-th positional argument as an integer within [min, max] (required).
   std::int64_t positional_integer(std::size_t i, const std::string& what, std::int64_t min, std::int64_t max);
+  /// The i-th positional argument (required).
+  std::string positional_text(std::size_t i, const std::string& what);
   /// `--backend uring|epoll|uring-poll`; nullopt when absent (RINGIO_BACKEND or the default).
   std::optional<ringio::backend_kind> backend();
   /// Call after reading every option: rejects unknown options and extra positionals.

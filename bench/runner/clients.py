@@ -25,8 +25,8 @@ def path_of(layout, client):
         return os.path.join(layout.root, "bench/clients/httpmem")
     if client == URING_EXEC_PING:
         return os.path.join(layout.root, layout.build, "bench/peers/uring_exec_ping")
-    if client == "raw_epoll_echo_client":
-        return os.path.join(layout.root, layout.build, "bench/peers/raw_epoll_echo_client")
+    if client in ("raw_epoll_echo_client", "ws_bench"):
+        return os.path.join(layout.root, layout.build, "bench/peers", client)
     return shutil.which(client) or client
 
 
@@ -63,6 +63,10 @@ def command(layout, client, cell, port, server_pid="PID"):
         # the server's CPU time is taken.
         return [p, "--port", str(port), "--connections", str(c["connections"]), "--length", str(c["length"]),
                 "--duration", _num(c["duration"]), "--threads", str(c.get("client_threads", 1)), "--warmup", "0"]
+    if client == "ws_bench":
+        from .servers import WS_PATH
+        return [p, "--port", str(port), "--connections", str(c["connections"]), "--length", str(c["length"]),
+                "--duration", _num(c["duration"]), "--path", WS_PATH]
     if client == "churn_bench":
         return [p, "--port", str(port), "--concurrency", str(c["concurrency"]), "--sessions", str(c["sessions"]),
                 "--messages", str(c["messages"]), "--threads", str(c.get("client_threads", 1)),
@@ -80,6 +84,9 @@ def command(layout, client, cell, port, server_pid="PID"):
         if load == "download":
             return argv + ["--path", url_path(c), "--duration", _num(c["duration"])]
         argv += ["--pid", str(server_pid), "--connections", str(c["connections"])]
+        if load == "ws-idle":
+            from .servers import WS_PATH
+            argv += ["--path", WS_PATH]
         if load == "slow":
             argv += ["--path", url_path(c), "--seconds", _num(c["seconds"])]
         return argv
@@ -112,11 +119,24 @@ def parse(client, stdout, block=None):
         lat = {k: res[f"{k}_us"] for k in ("p50", "p90", "p99", "p999", "max") if f"{k}_us" in res}
         return {"throughput": res["requests_per_s"], "ops": res["requests"], "errors": res.get("errors", 0),
                 "rate": res["requests_per_s"], "latency_us": lat, "raw": res}
+    if client == "ws_bench":
+        return parse_ws_bench(res)
     if client == "churn_bench":
         lat = {k: res[f"{k}_us"] for k in ("mean", "p99") if f"{k}_us" in res}
         return {"throughput": res["sessions_per_s"], "ops": res["sessions"], "errors": res.get("failed", 0),
                 "rate": res["sessions_per_s"], "latency_us": lat, "raw": res}
     raise ValueError(f"unknown client {client}")
+
+
+def parse_ws_bench(res):
+    """ws_bench's RESULT: messages (round trips) per second and latency; failed
+    connections and unexpected frames are errors."""
+    try:
+        lat = {k: res[f"{k}_us"] for k in ("p50", "p90", "p99", "p999", "max") if f"{k}_us" in res}
+        return {"throughput": res["messages_per_s"], "ops": res["messages"], "errors": res.get("errors", 0),
+                "rate": res["messages_per_s"], "latency_us": lat, "raw": res}
+    except KeyError as e:
+        raise ParseError(f"incomplete ws_bench result: no {e}") from None
 
 
 _BINARY_UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}

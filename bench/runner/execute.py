@@ -99,9 +99,11 @@ def run_one(ctx, scen, cell, subject, repeat, kind="measure"):
         port = procs.free_port()
         spec = servers.spec(ctx.layout, server, scen.mode, port, cell, tmp, ctx.static_root, ctx.tls_files)
         rec["server_cmd"] = spec.argv
+        if spec.env:
+            rec["server_env"] = dict(spec.env)
         rec["port"] = port
         srv = procs.Child(spec.argv, os.path.join(tmp, "server.out"), os.path.join(tmp, "server.err"),
-                          cpus=ctx.server_cpus, cwd=tmp)
+                          cpus=ctx.server_cpus, cwd=tmp, env=dict(os.environ, **spec.env) if spec.env else None)
         try:
             _wait_ready(ctx, srv, spec, port)
         except RunFailed:

@@ -19,13 +19,22 @@ scenarios: """ + ", ".join(scenarios.ORDER) + """
 Results go to bench/results/<timestamp>/ (report.md, results.json, *.png)."""
 
 
+WS_SCENARIOS = ["ws-echo", "ws-idle"]
+WS_DEFAULT_SERVERS = ["ringio-uring", "tokio-percore", "beast"]
+
+
 def parse_args(argv):
     ap = argparse.ArgumentParser(prog="bench/run", description="Side-by-side benchmark of ringio and its peers.",
                                  epilog=USAGE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     g = ap.add_mutually_exclusive_group()
     g.add_argument("--quick", action="store_true", help="small matrix, about 8 minutes on 2 cores (default)")
     g.add_argument("--full", action="store_true", help="the full grids of the issue")
+    g.add_argument("--websocket", action="store_true",
+                   help="only the WebSocket scenarios, full grids: --full --scenarios " + ",".join(WS_SCENARIOS)
+                        + " --servers " + ",".join(WS_DEFAULT_SERVERS) + " (each overridable)")
     ap.add_argument("--servers", help="comma-separated servers (default: all)")
+    ap.add_argument("--metrics-cost", action="store_true",
+                    help="servers: ringio with its metrics on and off (" + ",".join(servers.METRICS_COST) + ")")
     ap.add_argument("--scenarios", help="comma-separated scenarios (default: all)")
     ap.add_argument("--repeats", type=int, default=3, help="timed runs per server and cell (default 3)")
     ap.add_argument("--seconds", type=float, help="length of each timed run (default: quick 1, full 5)")
@@ -39,8 +48,21 @@ def parse_args(argv):
                     help="keep only grid cells whose KEY is one of the values (repeatable), "
                          "e.g. --where connections=50,1000")
     a = ap.parse_args(argv)
+<<<<<<< HEAD
+    if a.websocket:
+        a.full = True
+        a.servers = a.servers or ",".join(WS_DEFAULT_SERVERS)
+        a.scenarios = a.scenarios or ",".join(WS_SCENARIOS)
     a.servers = _names(ap, a.servers, servers.KNOWN, "server", servers.ORDER)
+    a.scenarios = _names(ap, a.scenarios, scenarios.ORDER, "scenario",
+                         [s for s in scenarios.ORDER if a.full or s not in scenarios.FULL_ONLY])
+=======
+    if a.metrics_cost and a.servers:
+        ap.error("--metrics-cost chooses the servers: give it or --servers, not both")
+    a.servers = _names(ap, a.servers, servers.KNOWN, "server",
+                       servers.METRICS_COST if a.metrics_cost else servers.ORDER)
     a.scenarios = _names(ap, a.scenarios, scenarios.ORDER, "scenario")
+>>>>>>> top
     if a.repeats < 1:
         ap.error("--repeats must be at least 1")
     a.where_filter = {}
@@ -66,9 +88,9 @@ def log(msg):
     print(msg, flush=True)
 
 
-def baseline_of(scenario):
+def baseline_of(scenario, subjects=()):
     scen = scenarios.SCENARIOS.get(scenario)
-    return scen.subject_clients[0] if scen and scen.subjects_are_clients else servers.BASELINE
+    return scen.subject_clients[0] if scen and scen.subjects_are_clients else servers.baseline(subjects)
 
 
 def make_plan(a, layout, ncpus, server_cpus, nofile, ports):
@@ -206,8 +228,8 @@ def progress(rec, scen):
 
 def finish(res, outdir, bench_dir, want_plots):
     """Summary, targets, results.json, plots and report.md."""
-    res["summary"] = stats.summarize(res["runs"], baseline_of)
-    res["baselines"] = {s: baseline_of(s) for s in res["scenarios"]}
+    res["summary"] = stats.summarize(res["runs"], lambda s: baseline_of(s, res.get("servers", ())))
+    res["baselines"] = {s: baseline_of(s, res.get("servers", ())) for s in res["scenarios"]}
     res["targets"] = targets.evaluate(res["summary"], res["skipped"], res["mode"] == "full",
                                      res["scenarios"], res["servers"])
     os.makedirs(outdir, exist_ok=True)
@@ -235,7 +257,7 @@ def list_all(a, layout, ncpus, server_cpus, nofile, ports):
     log("servers:")
     for s in a.servers:
         modes = []
-        for m in ("echo", "pong", "http", "http-static", "https"):
+        for m in ("echo", "pong", "http", "http-static", "https", "ws"):
             if servers.supports(s, m):
                 try:
                     servers.check(layout, s, m)

@@ -6,6 +6,7 @@ server's resident memory read at fixed moments of the load.
     httpmem idle --port P --pid PID --connections N [--idle-wait 1] [--after 1,3]
     httpmem echo-idle --port P --pid PID --connections N [--idle-wait 1] [--after 1,3]
     httpmem tls-idle --port P --pid PID --connections N [--idle-wait 1] [--after 1,3]
+    httpmem ws-idle --port P --pid PID --connections N --path /ws/echo [--idle-wait 1] [--after 1,3]
     httpmem slow --port P --pid PID --connections M --path /1MiB.bin --seconds 3 [--rcvbuf 4096]
                  [--chunk 4096] [--tick 0.1] [--after 1,3]
     httpmem download --port P --path /256MiB.bin --duration D
@@ -57,10 +58,11 @@ class ResponseError(Exception):
     pass
 
 
-def parse_head(buf):
+def parse_head(buf, upgrade=False):
     """(status, head_bytes, content_length) once `buf` holds a whole response
     head, else None.  A response without Content-Length is an error: every
-    server here sends one for these requests."""
+    server here sends one for these requests; but a 101 to an `upgrade`
+    request has no body (content_length 0)."""
     end = buf.find(b"\r\n\r\n")
     if end < 0:
         if len(buf) > 16384:
@@ -76,6 +78,8 @@ def parse_head(buf):
         if name.strip().lower() == "content-length":
             length = int(value.strip())
     if length is None:
+        if upgrade and parts[1] == "101":
+            return 101, end + 4, 0
         raise ResponseError("no Content-Length")
     return int(parts[1]), end + 4, length
 
@@ -87,11 +91,39 @@ def request_bytes(path):
 ECHO_MESSAGE = b"ringio echo idle"  # 16 bytes, sent once by each echo-idle connection
 
 
-class Conn:
-    __slots__ = ("sock", "state", "buf", "status", "need", "got", "echo")
+def websocket_key():
+    """A fresh Sec-WebSocket-Key: 16 random bytes in base64."""
+    import base64
+    return base64.b64encode(os.urandom(16)).decode()
 
-    def __init__(self, sock, echo=False):
+
+def websocket_accept(key):
+    """The Sec-WebSocket-Accept a server owes for `key` (RFC 6455 section 4.2.2)."""
+    import base64
+    import hashlib
+    return base64.b64encode(hashlib.sha1((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").encode()).digest()).decode()
+
+
+def upgrade_request(path, key):
+    return (f"GET {path} HTTP/1.1\r\nHost: {HOST}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n").encode()
+
+
+def header_value(head, name):
+    """The value of field `name` in a response head (bytes), or None."""
+    for line in bytes(head).decode("latin-1").split("\r\n")[1:]:
+        k, _, v = line.partition(":")
+        if k.strip().lower() == name.lower():
+            return v.strip()
+    return None
+
+
+class Conn:
+    __slots__ = ("sock", "state", "buf", "status", "need", "got", "echo", "ws_key")
+
+    def __init__(self, sock, echo=False, ws_key=None):
         self.sock = sock
+        self.ws_key = ws_key  # a WebSocket upgrade: the response is a 101 with its Accept
         self.state = "connect"
         self.buf = bytearray()
         self.echo = echo  # an echo server: the response is the request's bytes
@@ -108,10 +140,15 @@ class Conn:
                 raise ResponseError("bad echo")
         elif self.need is None:
             self.buf += data
-            head = parse_head(self.buf)
+            head = parse_head(self.buf, upgrade=self.ws_key is not None)
             if head:
                 self.status, hlen, length = head
                 self.need = hlen + length
+                if self.ws_key is not None and self.status == 101:
+                    if header_value(self.buf[:hlen], "Sec-WebSocket-Accept") != websocket_accept(self.ws_key):
+                        raise ResponseError("bad Sec-WebSocket-Accept")
+                    if len(self.buf) > hlen:
+                        raise ResponseError("bytes after the 101")
                 self.buf = bytearray()  # the body is counted, not kept
 
     def complete(self):
@@ -146,11 +183,11 @@ class Load:
             self.last_sample = now
             self.samples.append(self.rss())
 
-    def open(self, n, path, read_response, deadline, rcvbuf=None, mss=None, echo=False, tls=None):
+    def open(self, n, path, read_response, deadline, rcvbuf=None, mss=None, echo=False, tls=None, ws=False):
         """Opens n connections, WINDOW at a time, and sends each one request
-        (`echo`: ECHO_MESSAGE instead of a GET of `path`; `tls`: an
-        ssl.SSLContext, a TLS handshake first); with `read_response`, reads
-        each whole response.  Returns the ones that got that far; the others
+        (`echo`: ECHO_MESSAGE instead of a GET of `path`; `ws`: a WebSocket
+        upgrade of `path`, answered by a 101; `tls`: an ssl.SSLContext, a TLS
+        handshake first); with `read_response`, reads each whole response.  Returns the ones that got that far; the others
         are in the failure counts."""
         sel = selectors.DefaultSelector()
         req = ECHO_MESSAGE if echo else request_bytes(path)
@@ -168,7 +205,8 @@ class Load:
                     # send buffer the kernel sizes for it, are those of an Ethernet path
                     # rather than loopback's 64 KiB.
                     s.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG, mss)
-                c = Conn(s, echo)
+                key = websocket_key() if ws else None
+                c = Conn(s, echo, key)
                 err = s.connect_ex((HOST, self.port))
                 if err not in (0, errno.EINPROGRESS):
                     self.fail(c, "connect")
@@ -206,7 +244,8 @@ class Load:
                 if c.state == "connect":
                     err = 0 if tls is not None else c.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
                     try:
-                        if err or c.sock.send(req) != len(req):
+                        out = upgrade_request(path, c.ws_key) if c.ws_key else req
+                        if err or c.sock.send(out) != len(out):
                             raise OSError(err, "connect")
                     except OSError:
                         sel.unregister(c.sock)
@@ -233,7 +272,7 @@ class Load:
                         continue
                     if not c.complete():
                         continue
-                    if c.status != 200:
+                    if c.status != (101 if ws else 200):
                         sel.unregister(c.sock)
                         busy -= 1
                         self.fail(c, f"status {c.status}")
@@ -276,23 +315,23 @@ def client_tls_context():
     return ctx
 
 
-def idle(a, echo=False, tls=False):
+def idle(a, echo=False, tls=False, ws=False):
     """N keep-alive connections, one request each (`echo`: one echoed
-    message; `tls`: over TLS), then idle; RSS before, with all of them idle,
-    and after they close."""
+    message; `tls`: over TLS; `ws`: a WebSocket handshake on a.path), then
+    idle; RSS before, with all of them idle, and after they close."""
     load = Load(a.port, a.pid)
     time.sleep(0.2)  # the runner's readiness probe has just closed
     before = load.rss()
     t0 = time.monotonic()
-    conns = load.open(a.connections, "/", True, t0 + a.open_timeout, echo=echo,
-                      tls=client_tls_context() if tls else None)
+    conns = load.open(a.connections, a.path if ws else "/", True, t0 + a.open_timeout, echo=echo,
+                      tls=client_tls_context() if tls else None, ws=ws)
     open_s = time.monotonic() - t0
     time.sleep(a.idle_wait)
     load.sample(force=True)
     loaded = load.samples[-1]
     rss = {"before": before, "loaded": loaded, "peak": max(load.samples)}
     rss.update(load.after_close(conns, a.after))
-    return {"load": "echo-idle" if echo else "tls-idle" if tls else "idle", "connections": a.connections, "ok": len(conns), "failed": load.failed(),
+    return {"load": "echo-idle" if echo else "tls-idle" if tls else "ws-idle" if ws else "idle", "connections": a.connections, "ok": len(conns), "failed": load.failed(),
             "failures": load.failures, "open_s": round(open_s, 3), "rss_kib": rss, "processes": len(load.pids)}
 
 
@@ -391,7 +430,7 @@ def download(a):
 def parse_args(argv):
     ap = argparse.ArgumentParser(prog="httpmem", description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="load", required=True)
-    for name in ("idle", "echo-idle", "tls-idle", "slow", "download"):
+    for name in ("idle", "echo-idle", "tls-idle", "ws-idle", "slow", "download"):
         p = sub.add_parser(name)
         p.add_argument("--port", type=int, required=True)
         if name != "download":
@@ -403,6 +442,7 @@ def parse_args(argv):
         if name not in ("idle", "echo-idle", "tls-idle"):
             p.add_argument("--path", required=True)
     sub.choices["idle"].add_argument("--idle-wait", type=float, default=1.0)
+    sub.choices["ws-idle"].add_argument("--idle-wait", type=float, default=1.0)
     sub.choices["echo-idle"].add_argument("--idle-wait", type=float, default=1.0)
     sub.choices["tls-idle"].add_argument("--idle-wait", type=float, default=1.0)
     sl = sub.choices["slow"]
@@ -420,7 +460,7 @@ def parse_args(argv):
 def main(argv=None):
     a = parse_args(sys.argv[1:] if argv is None else argv)
     res = {"idle": idle, "echo-idle": lambda x: idle(x, echo=True),
-           "tls-idle": lambda x: idle(x, tls=True), "slow": slow, "download": download}[a.load](a)
+           "tls-idle": lambda x: idle(x, tls=True), "ws-idle": lambda x: idle(x, ws=True), "slow": slow, "download": download}[a.load](a)
     print("RESULT " + json.dumps(res), flush=True)
     return 0  # failures are figures of the result, like wrk's socket errors
 

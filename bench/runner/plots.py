@@ -12,8 +12,9 @@ X = {"pingpong": "sessions", "echo": "connections", "churn": "concurrency", "htt
      "http-ab": "concurrency", "client-cost": "connections", "http-idle": "connections",
      "http-static": "connections", "pingpong-cancel": "sessions", "echo-idle": "connections",
      "https-wrk": "connections", "tls-handshake": "concurrency", "tls-idle": "connections",
-     "pingpong-seed": "sessions"}
-UNIT = {"pingpong": "GiB/s", "pingpong-cancel": "GiB/s", "pingpong-seed": "GiB/s", "churn": "sessions/s"}
+     "pingpong-seed": "sessions", "ws-echo": "connections", "ws-idle": "connections"}
+UNIT = {"pingpong": "GiB/s", "pingpong-cancel": "GiB/s", "pingpong-seed": "GiB/s", "churn": "sessions/s",
+        "ws-echo": "msg/s"}
 LOAD_UNIT = {"download": "GB/s"}  # cells of http-static; the others are req/s
 
 

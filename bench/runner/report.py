@@ -194,7 +194,7 @@ def throughput_table(scen, groups, base, unit, op):
 
 
 MEMORY_NOTE = ("RSS is VmRSS summed over the server's processes (nginx: master and workers), in MiB: the "
-               "reading before the load, the loaded one (http-idle, echo-idle and tls-idle: every connection idle, 1 s after "
+               "reading before the load, the loaded one (http-idle, echo-idle, tls-idle and ws-idle: every connection idle, 1 s after "
                "the last response; slow readers: the highest reading while they read), and 1 s and 3 s after the "
                "client closed every connection. KiB per connection = (loaded - before) / connections open; "
                "after/before uses the 3 s reading. Kernel memory (socket buffers, the page cache) is not in RSS.")
@@ -209,7 +209,8 @@ def _med(g, key):
     return s["median"] if s else None
 
 
-LOADED = {"idle": "RSS all idle", "echo-idle": "RSS all idle", "tls-idle": "RSS all idle", "slow": "RSS peak"}
+LOADED = {"idle": "RSS all idle", "echo-idle": "RSS all idle", "tls-idle": "RSS all idle", "ws-idle": "RSS all idle",
+          "slow": "RSS peak"}
 
 
 def memory_table(groups, base):

@@ -59,6 +59,13 @@ SCENARIOS = {s.name: s for s in [
     Scenario("http-idle", "http", "httpmem", "connections", "-", "connection",
              "httpmem idle: N keep-alive connections each send one GET / and read the response, then stay "
              "idle; the server's RSS before, with all N idle (after 1 s), and 1 s and 3 s after they close"),
+    Scenario("ws-echo", "ws", "ws_bench", "connections", "msg/s", "message",
+             "ws_bench: N WebSocket connections (client handshake, masked binary frames), each sends a "
+             "message of L bytes and waits for the whole echo, for a fixed time; ringio's http_server "
+             "/ws/echo, tokio-tungstenite, Boost.Beast"),
+    Scenario("ws-idle", "ws", "httpmem", "connections", "-", "connection",
+             "httpmem ws-idle: N connections each complete the WebSocket handshake (101) and stay open, idle; "
+             "the server's RSS before, with all N idle (after 1 s), and 1 s and 3 s after they close"),
     Scenario("http-static", "http-static", "httpmem", "connections", "req/s", "request",
              "static files from a directory the runner fills once per run: wrk on a 4 KiB file, one "
              "connection downloading a 256 MiB file, and slow readers of a 1 MiB file with a 4 KiB "
@@ -80,13 +87,21 @@ LOADS = {"wrk": ("wrk", "req/s", "request"),
          "slow": ("httpmem", "-", "connection"),
          "idle": ("httpmem", "-", "connection"),
          "echo-idle": ("httpmem", "-", "connection"),
-         "tls-idle": ("httpmem", "-", "connection")}
+         "tls-idle": ("httpmem", "-", "connection"),
+         "ws-idle": ("httpmem", "-", "connection")}
 
 
 def _grid(**axes):
     keys = list(axes)
     return [dict(zip(keys, vals)) for vals in itertools.product(*(axes[k] for k in keys))]
 
+
+# Message sizes of ws-echo: a small message, and one past a 16-bit frame length's
+# short form (126 <= L < 65536) that fills a 16 KiB buffer.
+WS_LENGTHS = [32, 16384]
+# Scenarios that only the full matrix runs (selected by --full, --scenarios or
+# --websocket), to keep the quick run short.
+FULL_ONLY = {"ws-idle"}
 
 QUICK_SECONDS = 1
 FULL_SECONDS = 5
@@ -133,6 +148,12 @@ def cells(name, full, seconds=None):
         return _grid(threads=[1], load=["idle"], connections=[10000])
     if name == "echo-idle":
         return _grid(threads=[1], load=["echo-idle"], connections=[10000])
+    if name == "ws-echo":
+        # Quick: 100 connections only (both sizes, about half a minute with the three
+        # servers); full: 100 and 1,000.
+        return _grid(threads=[1], connections=[100, 1000] if full else [100], length=WS_LENGTHS, duration=[d])
+    if name == "ws-idle":
+        return _grid(threads=[1], load=["ws-idle"], connections=[10000])
     if name == "http-static":
         # The quick grid keeps only the slow readers: memory is what the quick
         # run must show on every change; throughput of static files is in the full one.
@@ -164,7 +185,8 @@ LABEL_KEYS = {"pingpong": ["threads", "sessions"], "pingpong-seed": ["sessions"]
               "https-wrk": ["connections"], "tls-handshake": ["concurrency"], "tls-idle": ["connections"], "echo": ["connections", "length"],
               "churn": ["concurrency"], "http-wrk": ["connections"], "http-ab": ["concurrency"],
               "client-cost": ["connections", "length"], "http-idle": ["connections"],
-              "http-static": ["load", "file", "connections"]}
+              "http-static": ["load", "file", "connections"],
+              "ws-echo": ["connections", "length"], "ws-idle": ["connections"]}
 
 
 def label(name, cell):
@@ -188,7 +210,7 @@ def unit_of(name, cell):
 
 def measures_memory(name, cell):
     """Whether the cell's figures are RSS readings rather than throughput."""
-    return cell.get("load") in ("idle", "slow", "echo-idle", "tls-idle")
+    return cell.get("load") in ("idle", "slow", "echo-idle", "tls-idle", "ws-idle")
 
 
 def counts_syscalls(name, cell):

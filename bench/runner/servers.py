@@ -13,6 +13,8 @@ PEERS = {  # name -> (binary, extra arguments)
     "asio-uring": ("asio_server_uring", []),
     "tokio-mt": ("tokio_server", ["--runtime", "mt"]),
     "tokio-percore": ("tokio_server", ["--runtime", "per-core"]),
+    # Boost.Beast's WebSocket echo (ws mode only): one io_context per thread.
+    "beast": ("beast_ws_server", []),
 }
 # ringio-uring with one fast-path option changed; run only when named in --servers.
 VARIANTS = {  # name -> (backend, extra server arguments, modes that take them)
@@ -43,7 +45,16 @@ VARIANTS = {  # name -> (backend, extra server arguments, modes that take them)
     "ringio-uring-zc-copy": ("uring", ["--send-zc", "16384", "--no-sendfile"], {"http"}),
     # Min-wait batching: the loop waits up to 50 us to take completions in one batch.
     "ringio-uring-minwait": ("uring", ["--min-wait", "50"], {"echo", "pong", "http"}),
+    # Metrics on and off (docs/operations.md): the loop's counters are always kept;
+    # "on" also times the loop (the default) and serves GET /metrics on a port of its
+    # own, "off" turns the loop timing off (RINGIO_LOOP_TIMING=0) and serves nothing.
+    "ringio-uring-metrics": ("uring", ["--metrics-port", "0"], {"echo", "pong", "http"}),
+    "ringio-uring-nometrics": ("uring", [], {"echo", "pong", "http"}),
 }
+# Environment a variant's server starts with, on top of the runner's.
+VARIANT_ENV = {"ringio-uring-nometrics": {"RINGIO_LOOP_TIMING": "0"}}
+# --metrics-cost: the pair that measures what the metrics cost.
+METRICS_COST = ["ringio-uring-metrics", "ringio-uring-nometrics"]
 # The seed io_uring executor's own pong (bench/peers/uring_exec/build.sh builds it from
 # its sources); pong mode only. It accepts a fixed number of sessions, so it is given
 # far more than a run opens and stopped by PID like the others.
@@ -54,9 +65,21 @@ ORDER = list(RINGIO) + list(PEERS) + [URING_EXEC, "nginx"]
 KNOWN = ORDER + list(VARIANTS)
 BASELINE = "ringio-uring"
 RINGIO_APP = {"echo": "echo_server", "pong": "pong", "http": "http_server", "http-static": "http_server",
-              "https": "http_server"}
+              "https": "http_server", "ws": "http_server"}
+WS_PATH = "/ws/echo"  # ringio's http_server serves the echo there; the peers on any path
+# ws mode: ringio's three backends, tokio-tungstenite on one current-thread runtime
+# (tokio_server --mode ws --runtime per-core) and Boost.Beast.
+WS_SERVERS = set(RINGIO) | {"tokio-percore", "beast"}
 RINGIO_MAX_CONNECTIONS = 10000  # http_server's default --max-connections
 HEADROOM = 64  # connections a server may see beyond a cell's (the readiness probe, stragglers)
+
+
+def baseline(subjects=()):
+    """The server the others are compared with: ringio-uring, or with metrics on
+    and off but not ringio-uring, metrics off."""
+    if BASELINE not in subjects and METRICS_COST[1] in subjects:
+        return METRICS_COST[1]
+    return BASELINE
 
 
 class Unavailable(Exception):
@@ -74,6 +97,7 @@ class ServerSpec:
     tmpdir: str = None
     notes: list = field(default_factory=list)
     kill_only: bool = False  # ignores SIGTERM (blocks it): stopped with SIGKILL at once
+    env: dict = field(default_factory=dict)  # set in the server's environment
 
 
 @dataclass
@@ -103,6 +127,8 @@ def supports(name, mode):
         # TLS servers, all with the same certificate: ringio's http_server (OpenSSL),
         # nginx (OpenSSL) and the tokio peer (rustls).
         return name in RINGIO or name == "nginx" or name in TOKIO
+    if mode == "ws" or name == "beast":
+        return mode == "ws" and name in WS_SERVERS
     if name in VARIANTS:
         return mode in VARIANTS[name][2]
     if name == URING_EXEC:
@@ -146,7 +172,7 @@ def _http_args(mode, cell, static_root):
     if mode == "http-static":
         out += ["--root", _need_root(static_root)]
     conns = int(cell.get("connections", 0))
-    if mode.startswith("http") and conns + HEADROOM > RINGIO_MAX_CONNECTIONS:  # http, http-static, https
+    if (mode.startswith("http") or mode == "ws") and conns + HEADROOM > RINGIO_MAX_CONNECTIONS:  # http, http-static, https
         out += ["--max-connections", str(conns + HEADROOM)]
     return out
 
@@ -201,12 +227,18 @@ def spec(layout, name, mode, port, cell, tmpdir, static_root=None, tls_files=Non
         else:
             argv = [path, "--port", str(port), "--threads", str(threads), "--backend", backend] + extra
             argv += _http_args(mode, cell, static_root)
-        return ServerSpec(name, mode, argv, path)
+        return ServerSpec(name, mode, argv, path, env=dict(VARIANT_ENV.get(name, {})))
     if name == URING_EXEC:
         # <port> <threads> <blocksize> <sessions>; it prints nothing until it ends, and
         # it blocks every signal but SIGINT, which it does not act on either.
         argv = [path, str(port), str(threads), str(cell["blocksize"]), str(URING_EXEC_SESSIONS)]
         return ServerSpec(name, mode, argv, path, ready_line=False, kill_only=True)
+    if mode == "ws" and name in PEERS:
+        if name == "beast":
+            argv = [path, "--mode", "echo", "--port", str(port), "--threads", str(threads)]
+        else:
+            argv = [path, "--mode", "ws", "--port", str(port), "--threads", str(threads)] + PEERS[name][1]
+        return ServerSpec(name, mode, argv, path)
     if name in PEERS:
         argv = [path, "--mode", mode, "--port", str(port), "--threads", str(threads)]
         if mode == "pong":

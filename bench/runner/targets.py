@@ -92,7 +92,46 @@ def evaluate(summary, skipped, full, selected=None, servers=None):
     rows += _http_targets(summary, miss)
     rows += _scaling_targets(summary, miss, full)
     rows += _fast_path_targets(summary, miss)
+    rows += _websocket_targets(summary, miss)
     return rows
+
+
+WS_PEERS = ("tokio-percore", "beast")
+WS_LIMIT = 1.10
+
+
+def _websocket_targets(summary, miss):
+    """ws-echo: messages per server CPU second >= 1.10x the best peer's (the peer
+    with the least server CPU per message), in every cell."""
+    rows = []
+    cells = _cells(summary, "ws-echo", one_thread)
+    what = f"ws-echo: messages per server CPU second >= {WS_LIMIT:.2f}x the best of {', '.join(WS_PEERS)}"
+    if not cells:
+        rows.append({"target": what, "cell": "-", "measured": "not measured: " + miss("ws-echo", [ME, *WS_PEERS]),
+                     "met": None})
+    for label, _ in cells:
+        rows.append(ws_row(summary, miss, label, what))
+    return rows
+
+
+def ws_row(summary, miss, label, what):
+    """One cell of the websocket target: ringio's messages per CPU second over the
+    best peer's (= the peer's CPU per message over ringio's)."""
+    row = {"target": what, "cell": label}
+    mine = stats.find(summary, "ws-echo", label, ME)
+    m = (mine or {}).get("server_us")
+    peers = {}
+    for p in WS_PEERS:
+        g = stats.find(summary, "ws-echo", label, p)
+        if g and g.get("server_us") and g["server_us"]["median"]:
+            peers[p] = g["server_us"]["median"]
+    if not m or not m["median"] or not peers:
+        row.update(measured="not measured: " + miss("ws-echo", [ME, *WS_PEERS]), met=None)
+        return row
+    best = min(peers, key=peers.get)
+    r = peers[best] / m["median"]
+    row.update(measured=f"{r:.3f}x {best}", ratio=r, met=r >= WS_LIMIT)
+    return row
 
 
 def _fast_path_targets(summary, miss):

@@ -25,6 +25,7 @@
 #include "ringio/net/stream_socket.hpp"
 #include "ringio/net/udp_socket.hpp"
 #include "ringio/post.hpp"
+#include "ringio/process.hpp"
 #include "ringio/result.hpp"
 #include "ringio/runtime.hpp"
 #include "ringio/scope.hpp"

@@ -378,8 +378,9 @@ void io_context::poll_backend(bool stoppable) {
     // From the last return out of the kernel to this call: how long the loop ran.
     const std::int64_t before = detail::monotonic_ns();
     if (st.last_return_ns != 0) st.counters.note_stall(before - st.last_return_ns);
+    st.kernel_return_ns = 0;
     backend_->poll(block, wake_at);
-    st.last_return_ns = detail::monotonic_ns();
+    st.last_return_ns = st.kernel_return_ns != 0 ? st.kernel_return_ns : detail::monotonic_ns();
     if (block) st.counters.asleep_ns.add(static_cast<std::uint64_t>(st.last_return_ns - before));
   } else {
     backend_->poll(block, wake_at);

@@ -67,6 +67,10 @@ class loop_state {
   bool timing = true;
   /// When the loop last came back from the kernel (ns, CLOCK_MONOTONIC; 0: not yet).
   std::int64_t last_return_ns = 0;
+  /// Set by the backend, when timing, as its wait in the kernel returns: what follows
+  /// (dispatching the completions, which resumes tasks) is the loop running, not asleep.
+  /// 0: the backend did not set it (the end of its poll counts instead).
+  std::int64_t kernel_return_ns = 0;
   loop_statistics stats;
   /// How many times stream_socket::cancel() was asked for each fd number (and each
   /// slot of the direct table): a multi-step operation whose next step would start

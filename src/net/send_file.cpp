@@ -14,23 +14,13 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "core/sigpipe.hpp"
 #include "ringio/io_context.hpp"
 
 namespace ringio::detail {
 namespace {
 
 constexpr std::uint64_t max_chunk = 1 << 30;
-
-// sendfile(2) has no MSG_NOSIGNAL: a peer that is gone would raise SIGPIPE, whose
-// default action ends the process. Ignored once, if nobody chose a handler.
-void ignore_sigpipe_once() noexcept {
-  static const bool done = [] {
-    struct sigaction old {};
-    if (::sigaction(SIGPIPE, nullptr, &old) == 0 && old.sa_handler == SIG_DFL) ::signal(SIGPIPE, SIG_IGN);
-    return true;
-  }();
-  (void)done;
-}
 
 // One sendfile: bytes sent (> 0), 0 at the end of the file, or -errno.
 int send_some(send_file_op& op) noexcept {

@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // The http_server program, driven from outside: its CLI contract, hello world and
-// static files on every backend, the connection limit's log line, and its graceful
-// stop on SIGTERM.
+// static files on every backend, the WebSocket echo at /ws/echo (ws and wss, with
+// Python's websockets as the client), the connection limit's log line, and its
+// graceful stop on SIGTERM.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <array>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <thread>
@@ -21,6 +24,27 @@ namespace {
 
 constexpr const char* server = HTTP_SERVER_PATH;
 constexpr const char* site = HTTP_SITE_DIR;
+constexpr const char* ws_client = HTTP_SERVER_WS_CLIENT;
+constexpr const char* python = "/usr/bin/python3";
+
+bool have_python_websockets() {
+  return ::access(python, X_OK) == 0 && std::system("/usr/bin/python3 -c 'import websockets' >/dev/null 2>&1") == 0;
+}
+
+// A self-signed certificate for 127.0.0.1 in a fresh directory: {dir, cert, key}, or
+// empty strings when openssl failed.
+std::array<std::string, 3> make_certificate() {
+  char tmpl[] = "/tmp/ringio-http-app-XXXXXX";
+  const char* made = ::mkdtemp(tmpl);
+  if (made == nullptr) return {};
+  const std::string dir = made;
+  const std::string cert = dir + "/cert.pem", key = dir + "/key.pem";
+  child_process mk({"/usr/bin/openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+                    "-nodes", "-keyout", key, "-out", cert, "-days", "2", "-subj", "/CN=127.0.0.1", "-addext",
+                    "subjectAltName=IP:127.0.0.1"});
+  if (mk.wait(30s) != std::optional<int>(0)) return {};
+  return {dir, cert, key};
+}
 
 // Reads the start-up line ("... listening on 127.0.0.1:PORT ..., backend B ...").
 std::uint16_t start(child_process& p, std::string* line_out = nullptr) {
@@ -130,6 +154,27 @@ TEST_P(HttpServerApp, IdleConnectionsAreClosedAtTheDrainDeadline) {
   EXPECT_TRUE(c.closed_by_peer());
 }
 
+TEST_P(HttpServerApp, EchoesWebSocketMessagesAndClosesThemWhenStopped) {
+  if (!have_python_websockets()) GTEST_SKIP() << "needs /usr/bin/python3 with websockets (Debian: python3-websockets)";
+  child_process p({server, "--port", "0", "--backend", GetParam()});
+  auto port = start(p);
+  ASSERT_NE(port, 0) << p.stderr_text();
+  const std::string url = "ws://127.0.0.1:" + std::to_string(port) + "/ws/echo";
+  child_process echo({python, ws_client, "echo", url});
+  auto line = echo.read_line(30s);
+  EXPECT_EQ(echo.wait(30s), std::optional<int>(0)) << echo.stderr_text();
+  EXPECT_EQ(line.value_or(""), "ok 1000") << echo.stderr_text();
+  // An open websocket does not hold up the stop: it is closed with 1001 (going away).
+  child_process hold({python, ws_client, "hold", url});
+  auto open = hold.read_line(30s);
+  ASSERT_EQ(open.value_or(""), "open") << hold.stderr_text();
+  p.signal(SIGTERM);
+  auto closed = hold.read_line(30s);
+  EXPECT_EQ(closed.value_or(""), "closed 1001") << hold.stderr_text();
+  EXPECT_EQ(hold.wait(30s), std::optional<int>(0)) << hold.stderr_text();
+  EXPECT_EQ(p.wait(10s), std::optional<int>(0)) << p.stderr_text();
+}
+
 INSTANTIATE_TEST_SUITE_P(, HttpServerApp, ::testing::Values("uring", "epoll", "uring-poll"), [](const auto& info) {
   std::string s = info.param;
   for (char& ch : s)
@@ -197,6 +242,37 @@ TEST(HttpServerTls, ServesHttpsAndPlainHttpOnTwoPorts) {
   auto body = curl.read_line(10s);
   EXPECT_EQ(curl.wait(10s), std::optional<int>(0)) << curl.stderr_text();
   EXPECT_EQ(body.value_or(""), "Hello world!");
+  p.signal(SIGTERM);
+  EXPECT_EQ(p.wait(10s), std::optional<int>(0)) << p.stderr_text();
+  std::filesystem::remove_all(dir);
+}
+
+// wss:// on the HTTPS port and ws:// on --http-port: the same /ws/echo.
+TEST(HttpServerTls, EchoesWebSocketMessagesOverTls) {
+  if (!have_python_websockets()) GTEST_SKIP() << "needs /usr/bin/python3 with websockets (Debian: python3-websockets)";
+  if (::access("/usr/bin/openssl", X_OK) != 0) GTEST_SKIP() << "needs /usr/bin/openssl (a certificate)";
+  const auto [dir, cert, key] = make_certificate();
+  ASSERT_FALSE(dir.empty());
+  auto probe = listen_loopback({.reuse_port = false});
+  const std::uint16_t http_port = address_of(probe).port();
+  probe = {};  // free again for the server
+  child_process p(
+      {server, "--port", "0", "--http-port", std::to_string(http_port), "--tls-cert", cert, "--tls-key", key});
+  std::uint16_t https_port = 0;
+  for (int i = 0; i < 2; ++i) {
+    std::string line;
+    auto port = start(p, &line);
+    ASSERT_NE(port, 0) << p.stderr_text();
+    if (line.find(", https,") != std::string::npos) https_port = port;
+  }
+  ASSERT_NE(https_port, 0);
+  for (const std::string& url : {"wss://127.0.0.1:" + std::to_string(https_port) + "/ws/echo",
+                                 "ws://127.0.0.1:" + std::to_string(http_port) + "/ws/echo"}) {
+    child_process echo({python, ws_client, "echo", url, cert});
+    auto line = echo.read_line(30s);
+    EXPECT_EQ(echo.wait(30s), std::optional<int>(0)) << url << ": " << echo.stderr_text();
+    EXPECT_EQ(line.value_or(""), "ok 1000") << url << ": " << echo.stderr_text();
+  }
   p.signal(SIGTERM);
   EXPECT_EQ(p.wait(10s), std::optional<int>(0)) << p.stderr_text();
   std::filesystem::remove_all(dir);

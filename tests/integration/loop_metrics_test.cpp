@@ -80,6 +80,40 @@ TEST_P(LoopMetrics, CountsCancelledOperations) {
   EXPECT_EQ(m.ops_cancelled[io] - before.ops_cancelled[io], 1u);
 }
 
+// A task that a completion resumes and that then holds the thread is a long run of the
+// loop, not time asleep: the completions are dispatched after the loop comes back from
+// the kernel, inside the backend's poll.
+TEST_P(LoopMetrics, WorkAfterACompletionIsARunNotSleep) {
+  ringio_test::socket_pair p;
+  const ringio::loop_metrics before = ctx().metrics();
+  const auto start = std::chrono::steady_clock::now();
+  run([](ringio_test::socket_pair& p) -> ringio::task<void> {
+    std::array<char, 8> out{}, in{};
+    auto sending = [](ringio_test::socket_pair& p, std::array<char, 8>& out) -> ringio::task<void> {
+      (void)co_await ringio::sleep_for(2ms);
+      EXPECT_TRUE(co_await p.a.send_all(ringio::const_buffer(out.data(), out.size())));
+    };
+    auto receiving = [](ringio_test::socket_pair& p, std::array<char, 8>& in) -> ringio::task<void> {
+      EXPECT_TRUE(co_await p.b.recv(ringio::mutable_buffer(in.data(), in.size())));
+      std::this_thread::sleep_for(30ms);      // resumed by the receive's completion: a stall
+      (void)co_await ringio::sleep_for(1ms);  // back to the kernel: the run ends
+    };
+    co_await ringio::when_all(receiving(p, in), sending(p, out));
+  }(p));
+  const auto elapsed = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start);
+  const ringio::loop_metrics m = ctx().metrics();
+  // Runs over 10 ms: the count above the bucket bounded by 0.01 s.
+  std::size_t bound_10ms = 0;
+  while (ringio::loop_metrics::stall_bounds[bound_10ms] < 0.01) ++bound_10ms;
+  std::uint64_t long_runs = 0;
+  for (std::size_t b = bound_10ms + 1; b < ringio::loop_metrics::stall_buckets; ++b)
+    long_runs += m.stall_buckets_count[b] - before.stall_buckets_count[b];
+  EXPECT_GE(long_runs, 1u);
+  EXPECT_GE(m.stall_sum_ns - before.stall_sum_ns, 30'000'000u);
+  // The 30 ms are not counted asleep.
+  EXPECT_LE(m.asleep_ns - before.asleep_ns, static_cast<std::uint64_t>(elapsed.count()) - 30'000'000u);
+}
+
 TEST_P(LoopMetrics, TimingOffKeepsCountersAndSkipsTheClock) {
   ringio::io_context quiet(ringio::io_context_options{.backend = GetParam(), .quiet = true, .loop_timing = false});
   ringio::sync_wait(quiet, []() -> ringio::task<void> { (void)co_await ringio::sleep_for(1ms); }());

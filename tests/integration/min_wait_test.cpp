@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -14,6 +15,7 @@
 #include <optional>
 #include <system_error>
 #include <thread>
+#include <vector>
 
 #include "ringio/ringio.hpp"
 #include "support/backend_test.hpp"
@@ -80,26 +82,30 @@ TEST_P(MinWait, SleepShorterThanTheMinWaitIsNotLate) {
   socket_pair quiet, busy;
   std::atomic<bool> done{false};
   std::thread writer(trickle, busy.b.native_handle(), 300us, std::cref(done));
-  auto worst = run([](socket_pair& quiet, socket_pair& busy) -> task<steady::duration> {
+  auto took = run([](socket_pair& quiet, socket_pair& busy) -> task<std::vector<steady::duration>> {
     std::stop_source stop;
     scope s;
     s.spawn(idle_receive(quiet.a, stop.get_token()));
     s.spawn(idle_receive(busy.a, stop.get_token()));
-    steady::duration worst{};
+    std::vector<steady::duration> took;
     for (int i = 0; i < 30; ++i) {
       auto t0 = steady::now();
       auto slept = co_await sleep_for(1ms);
       EXPECT_TRUE(slept);
-      worst = std::max(worst, steady::now() - t0);
+      took.push_back(steady::now() - t0);
     }
     stop.request_stop();
     co_await s.join();
-    co_return worst;
+    co_return took;
   }(quiet, busy));
   done = true;
   writer.join();
-  EXPECT_LT(worst, 20ms) << "a 1 ms sleep took " << std::chrono::duration<double, std::milli>(worst).count()
-                         << " ms under a 50 ms min wait";
+  // The median, not the worst: a busy machine delays a few wake-ups by tens of ms
+  // whatever the loop does, while sleeps held by the min wait would all take ~50 ms.
+  std::sort(took.begin(), took.end());
+  const auto ms = [](steady::duration d) { return std::chrono::duration<double, std::milli>(d).count(); };
+  EXPECT_LT(took[took.size() / 2], 20ms) << "1 ms sleeps under a 50 ms min wait: median " << ms(took[took.size() / 2])
+                                         << " ms, worst " << ms(took.back()) << " ms";
 }
 
 // Two receives in flight; the peers get a byte 2 ms apart: with a 20 ms min wait both

@@ -236,6 +236,7 @@ void epoll_backend::poll(bool block, std::int64_t wake_at_ns) {
     tsp = &ts;
   }
   int n = ::epoll_pwait2(epfd_, events, max_events, tsp, nullptr);
+  if (st_.timing) st_.kernel_return_ns = monotonic_ns();  // the waiters run below are run time
   ++st_.stats.kernel_waits;
   ++st_.counters.kernel_waits;
   if (n < 0) {

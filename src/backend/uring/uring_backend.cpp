@@ -408,6 +408,7 @@ void uring_backend::poll(bool block, std::int64_t wake_at_ns) {
   } else {
     r = block ? io_uring_submit_and_wait(&ring_, 1) : io_uring_submit_and_get_events(&ring_);
   }
+  if (st_.timing) st_.kernel_return_ns = monotonic_ns();  // the completions that follow are run time
   ++st_.stats.kernel_waits;
   ++st_.counters.kernel_waits;
   if (r < 0) enter_failed(r);
@@ -650,7 +651,9 @@ void uring_backend::dispatch(std::uint64_t ud, int res, unsigned flags) noexcept
       if ((res == -ENOENT || res == -EALREADY) && op->outstanding > 1) cancel_again(*op);
       break;
     case ud_tag_link:
-      if (res == -ETIME) {
+      // -ETIME: the deadline passed and cancelled the operation. Some operations'
+      // cancel paths (WAITID, 6.7) report how many they cancelled instead: 1.
+      if (res == -ETIME || res > 0) {
         op->timed_out = true;
       } else if ((res == -ENOENT || res == -EALREADY) && op->outstanding > 1) {
         op->timed_out = true;  // the deadline passed; its cancel missed (as above)

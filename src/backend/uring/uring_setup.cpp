@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 
+#include "backend/uring/opcode_probe.hpp"
 #include "backend/uring/uring_compat.hpp"
 #include "core/backend_factory.hpp"
 
@@ -88,6 +89,7 @@ void probe(io_uring& ring, unsigned features, ring_setup& s) {
     fail(-r, std::string("io_uring_register(IORING_REGISTER_PROBE): ") + std::strerror(-r));
   for (const opcode_name& o : required_opcodes)
     if (!io_uring_opcode_supported(p.get(), o.op)) fail(EINVAL, std::string("kernel lacks ") + o.name);
+  note_supported_opcodes(p.get());
   s.msg_ring = io_uring_opcode_supported(p.get(), IORING_OP_MSG_RING) != 0;
   s.fixed_fd_install = io_uring_opcode_supported(p.get(), op_fixed_fd_install) != 0;
   s.send_zc = io_uring_opcode_supported(p.get(), IORING_OP_SEND_ZC) != 0;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //! tokio peer server for the ringio benchmark suite.
 //!
-//! Serves one of three workloads (echo, pong, http) on one port, using either
+//! Serves one of four workloads (echo, pong, http, ws) on one port, using either
 //! tokio's work-stealing multi-thread runtime behind a single listener, or one
 //! current-thread runtime per OS thread, each with its own SO_REUSEPORT
 //! listener (thread-per-core style). See README.md for the CLI contract.
@@ -16,6 +16,8 @@ use socket2::{Domain, Protocol, Socket, Type};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::TlsAcceptor;
+use tokio_tungstenite::tungstenite::Message;
+use futures_util::{SinkExt, StreamExt};
 
 const PROG: &str = "tokio_server";
 
@@ -38,13 +40,15 @@ const RESP_CLOSE: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 12\r\nContent-Typ
 const RESP_KEEP_10: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 12\r\nContent-Type: text/plain\r\nConnection: keep-alive\r\n\r\nHello world!";
 
 const USAGE: &str = "\
-usage: tokio_server --mode echo|pong|http --port P [--threads N] [--block B]
+usage: tokio_server --mode echo|pong|http|ws --port P [--threads N] [--block B]
                     [--host ADDR] [--runtime mt|per-core]
                     [--tls-cert FILE --tls-key FILE]
 
   --mode MODE        echo: write back bytes as they arrive
                      pong: read exactly B bytes, write them back, repeat
                      http: HTTP/1.1 hello world with keep-alive and pipelining
+                     ws: WebSocket echo (tokio-tungstenite): every text or binary
+                     message back as it came, on any path
   --port P           TCP port to listen on (0 picks a free one)
   --threads N        worker threads (mt) or runtimes/listeners (per-core); default 1
   --block B          pong block size and echo read size in bytes; default 16384
@@ -64,6 +68,7 @@ enum Mode {
     Echo,
     Pong,
     Http,
+    Ws,
 }
 
 impl Mode {
@@ -72,6 +77,7 @@ impl Mode {
             Mode::Echo => "echo",
             Mode::Pong => "pong",
             Mode::Http => "http",
+            Mode::Ws => "ws",
         }
     }
 }
@@ -163,6 +169,7 @@ fn parse_args() -> Config {
                     "echo" => Mode::Echo,
                     "pong" => Mode::Pong,
                     "http" => Mode::Http,
+                    "ws" => Mode::Ws,
                     _ => usage_error(&format!("bad --mode '{value}' (echo, pong or http)")),
                 })
             }
@@ -448,7 +455,23 @@ async fn serve(stream: TcpStream, conn: ConnCfg) {
         Mode::Echo => serve_echo(stream, conn.block).await,
         Mode::Pong => serve_pong(stream, conn.block).await,
         Mode::Http => serve_http(stream).await,
+        Mode::Ws => serve_ws(stream).await,
     };
+}
+
+/// The WebSocket echo: tokio-tungstenite's server handshake (any path), then every
+/// text or binary message is sent back as it came; pings are answered by tungstenite
+/// itself (on the next send or flush, which the loop does after each message).
+async fn serve_ws(s: TcpStream) -> io::Result<()> {
+    let mut ws = tokio_tungstenite::accept_async(s).await.map_err(io::Error::other)?;
+    while let Some(msg) = ws.next().await {
+        match msg.map_err(io::Error::other)? {
+            m @ (Message::Text(_) | Message::Binary(_)) => ws.send(m).await.map_err(io::Error::other)?,
+            Message::Close(_) => break,
+            _ => ws.flush().await.map_err(io::Error::other)?,
+        }
+    }
+    Ok(())
 }
 
 async fn serve_echo(mut s: TcpStream, block: usize) -> io::Result<()> {
