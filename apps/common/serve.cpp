@@ -57,6 +57,8 @@ void read_server_options(cli& args, server_config& cfg, std::uint16_t port, unsi
   o.direct_descriptors = args.flag("direct-fds");
   cfg.metrics_port = static_cast<int>(args.integer("metrics-port", -1, 0, 65535));
   cfg.handover_path = args.text("handover-socket", "");
+  // (The new process binds PATH.new.<pid> first: sun_path holds 107 bytes.)
+  if (cfg.handover_path.size() > 90) args.fail("--handover-socket: the path is longer than 90 bytes");
   if (args.flag("reuse-port")) o.share_port = true;
   auto dispatch = args.text("dispatch", "reuseport");
   if (dispatch == "acceptor") o.dispatch = ringio::serve_dispatch::acceptor;

@@ -335,6 +335,7 @@ TEST(HttpServerHandoverCli, BadCombinationsExitTwo) {
   for (auto argv : std::vector<std::vector<std::string>>{
            {http_server, "--port", "0", "--reuse-port=yes"},
            {http_server, "--port", "0", "--handover-socket"},
+           {http_server, "--port", "0", "--handover-socket", "/tmp/" + std::string(100, 'x')},
            {http_server, "--port", "0", "--tls-cert", "c", "--tls-key", "k", "--http-port", "0", "--reuse-port"}}) {
     child_process p(argv);
     EXPECT_EQ(p.wait(20s), 2) << argv.back();
