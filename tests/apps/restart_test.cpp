@@ -450,7 +450,7 @@ TEST(EchoServerRestart, HandoverThreeTimesUnderConnectionChurnFailsNoSession) {
   ASSERT_NE(port, 0) << line;
   // Every session is a new connection: a refused one would count as failed.
   child_process churn({churn_bench, "--port", std::to_string(port), "--concurrency", "16", "--sessions", "100000000",
-                       "--timeout", "8", "--verify"});
+                       "--timeout", "12", "--verify"});
   std::this_thread::sleep_for(500ms);
   for (int i = 0; i < restarts; ++i) {
     auto failure =
