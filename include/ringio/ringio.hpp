@@ -16,6 +16,8 @@
 #include "ringio/net/buffer_pool.hpp"
 #include "ringio/net/buffered_stream.hpp"
 #include "ringio/net/copy_bidirectional.hpp"
+#include "ringio/net/inherited_listeners.hpp"
+#include "ringio/net/listener_handover.hpp"
 #include "ringio/net/multishot_acceptor.hpp"
 #include "ringio/net/multishot_receiver.hpp"
 #include "ringio/net/pooled_receive.hpp"

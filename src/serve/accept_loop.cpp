@@ -102,6 +102,18 @@ task<result<void>> accept_loop(stream_listener& listener, const connection_handl
     (void)slept;
   }
 
+  if (acceptor && !outer.stop_requested()) {
+    // What the multishot request accepted until its cancel took effect is served, not
+    // closed: a client that connected in that moment (to a socket that another process
+    // goes on listening on, say) sees its connection answered.
+    acceptor->stop();
+    for (;;) {
+      result<stream_socket> s = co_await acceptor->next().with_stop(outer);
+      if (!s) break;
+      if (dispatch != nullptr && dispatch->hand_off(*s)) continue;
+      conns.start(handler, std::move(*s));
+    }
+  }
   acceptor.reset();
   listener.close();  // refuse new connections while the open ones finish
   if (options.on_drain) options.on_drain();
