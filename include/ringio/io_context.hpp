@@ -13,6 +13,8 @@
 #include <thread>
 #include <vector>
 
+struct iovec;
+
 #include "ringio/backend_kind.hpp"
 #include "ringio/blocking/blocking_pool_options.hpp"
 #include "ringio/detail/context_service.hpp"
@@ -176,6 +178,17 @@ class io_context {
 
   /// The io_uring file descriptor, or -1 on the epoll backend.
   [[nodiscard]] int ring_fd() const noexcept;
+
+  /// Registers `count` buffers (an iovec array) with the ring for file::read_fixed_at
+  /// and write_fixed_at, which name them by index: the kernel pins their pages once
+  /// instead of per I/O. The memory must outlive the registration. Replaces nothing:
+  /// unregister_buffers() first to register another set. 0, or -errno (EBUSY: a set is
+  /// registered; ENOMEM: over RLIMIT_MEMLOCK on old kernels). The readiness backends
+  /// (and uring-poll) have nothing to register: 0, and fixed I/O is plain pread/pwrite.
+  /// Loop thread, or before the loop runs.
+  int register_buffers(const iovec* buffers, unsigned count) noexcept;
+  /// Removes the buffers register_buffers() registered, when no fixed I/O is in flight.
+  void unregister_buffers() noexcept;
 
   /// Number of operations the backend holds right now (not counting ringio's own
   /// requests, nor operations waiting for events of other tasks).

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <string>
 
+struct iovec;
+
 #include "ringio/detail/op_base.hpp"
 
 namespace ringio::detail {
@@ -61,6 +63,14 @@ class backend {
     (void)incremental;
     return -95;  // EOPNOTSUPP
   }
+  /// Fixed buffers for READ_FIXED/WRITE_FIXED: 0 or -errno. Backends that do the I/O
+  /// themselves have nothing to register.
+  virtual int register_buffers(const iovec* buffers, unsigned count) noexcept {
+    (void)buffers;
+    (void)count;
+    return 0;
+  }
+  virtual void unregister_buffers() noexcept {}
   /// buffer_ring_feature bits the kernel offers (io_uring completion mode only).
   [[nodiscard]] virtual unsigned buffer_ring_features() const noexcept { return 0; }
   virtual void unregister_buffer_ring(int group) noexcept { (void)group; }

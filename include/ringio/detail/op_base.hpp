@@ -55,6 +55,10 @@ struct op_vtable {
   bool (*step)(op_base& op) noexcept;
   /// The operation has its final result: continue whoever waits (usually: resume).
   void (*complete)(op_base& op) noexcept;
+  /// Completion backend: the IORING_OP_* opcode prepare() uses when the kernel's probe
+  /// may lack it (0: always present). When the probe lacks it the backend runs
+  /// attempt() synchronously instead, as the readiness backends do.
+  std::uint8_t optional_opcode = 0;
 };
 
 /// Stop callback of an operation: forwards the stop request to the operation's loop.

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "backend/uring/min_wait_enter.hpp"
+#include "backend/uring/opcode_probe.hpp"
 #include "backend/uring/uring_compat.hpp"
 #include "backend/uring/zero_copy_send.hpp"
 #include "core/backend_factory.hpp"
@@ -181,6 +182,9 @@ void uring_backend::stash_completions() noexcept {
 bool uring_backend::start(op_base& op) {
   op.outstanding = 0;
   if (poll_mode_ && op.kind == op_kind::io && op.vt->attempt != nullptr) return start_readiness(op);
+  // An opcode this kernel lacks (file operations newer than the required set): the
+  // syscall runs now, on the loop's thread, as on the readiness backends.
+  if (op.vt->optional_opcode != 0 && !kernel_supports_opcode(op.vt->optional_opcode)) return start_readiness(op);
   ++user_in_flight_;
   // Room for the most an operation can post (itself, a linked timeout, a cancel); a
   // cap smaller than that still lets one operation at a time through.
@@ -758,6 +762,15 @@ int uring_backend::register_buffer_ring(void* ring_addr, unsigned entries, bool 
 }
 
 void uring_backend::unregister_buffer_ring(int group) noexcept { io_uring_unregister_buf_ring(&ring_, group); }
+
+int uring_backend::register_buffers(const iovec* buffers, unsigned count) noexcept {
+  if (poll_mode_) return 0;  // uring-poll reads with pread: nothing to register
+  return io_uring_register_buffers(&ring_, buffers, count);
+}
+
+void uring_backend::unregister_buffers() noexcept {
+  if (!poll_mode_) io_uring_unregister_buffers(&ring_);
+}
 
 unsigned uring_backend::buffer_ring_features() const noexcept {
   if (poll_mode_) return 0;

@@ -43,6 +43,8 @@ class uring_backend final : public backend {
   int register_buffer_ring(void* ring_addr, unsigned entries, bool incremental) noexcept override;
   [[nodiscard]] unsigned buffer_ring_features() const noexcept override;
   void unregister_buffer_ring(int group) noexcept override;
+  int register_buffers(const iovec* buffers, unsigned count) noexcept override;
+  void unregister_buffers() noexcept override;
   [[nodiscard]] unsigned direct_table_size() const noexcept override { return direct_size_; }
   [[nodiscard]] unsigned direct_free() const noexcept override {
     return direct_used_ < direct_size_ ? direct_size_ - direct_used_ : 0;
