@@ -215,6 +215,8 @@ class io_context {
   void direct_unreserve() noexcept;
   void close_direct(int index) noexcept;
   int install_direct(int index) noexcept;
+  /// Whether `n` operations can be submitted now as one io_uring link chain (ringio::chain).
+  bool can_link(detail::op_base* const* ops, std::size_t n) noexcept;
   /// Completes an operation of kind event that is waiting; false if it is not.
   bool complete_event(detail::op_base& op, int res) noexcept;
   /// The same, but the completion runs from the ready queue, not inside this call.

@@ -10,6 +10,7 @@
 #include "ringio/channel.hpp"
 #include "ringio/error.hpp"
 #include "ringio/fs/aligned_buffer.hpp"
+#include "ringio/fs/chain.hpp"
 #include "ringio/fs/file.hpp"
 #include "ringio/fs/operations.hpp"
 #include "ringio/io_context.hpp"

@@ -63,6 +63,14 @@ class backend {
     (void)incremental;
     return -95;  // EOPNOTSUPP
   }
+  /// Whether the `n` operations can go to the kernel as one IOSQE_IO_LINK chain, started
+  /// back to back now: room in the SQ and under the in-flight cap, every opcode native.
+  /// May submit what is queued to make room. Readiness backends: false.
+  virtual bool can_link(op_base* const* ops, std::size_t n) noexcept {
+    (void)ops;
+    (void)n;
+    return false;
+  }
   /// Fixed buffers for READ_FIXED/WRITE_FIXED: 0 or -errno. Backends that do the I/O
   /// themselves have nothing to register.
   virtual int register_buffers(const iovec* buffers, unsigned count) noexcept {

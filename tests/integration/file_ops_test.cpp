@@ -9,6 +9,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <array>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -390,6 +392,84 @@ TEST_P(FileOps, SeededRandomRunMatchesTheModel) {
   const std::string disk = slurp(p);
   EXPECT_EQ(disk.size(), model.size());
   EXPECT_TRUE(disk == std::string(model.begin(), model.end())) << "seed " << seed;
+}
+
+TEST_P(FileOps, ChainWritesThenSyncs) {
+  std::string p = at("chain");
+  run([](std::string p) -> task<void> {
+    auto f = co_await fs::open(p, O_RDWR | O_CREAT, 0600);
+    EXPECT_TRUE(f);
+    auto [w, s, r] = co_await chain(f->write_at(std::string_view("linked"), 0), f->sync_data(), fs::rename(p, p + "2"));
+    EXPECT_EQ(w.value_or(0), 6u);
+    EXPECT_TRUE(s);
+    EXPECT_TRUE(r);
+  }(p));
+  EXPECT_EQ(slurp(p + "2"), "linked");
+}
+
+TEST_P(FileOps, ChainFailingFirstLinkCancelsTheRest) {
+  std::string p = at("keep");
+  run([](std::string d, std::string p) -> task<void> {
+    EXPECT_TRUE(co_await fs::write_file(p, std::string_view("0123456789")));
+    auto [m, r] = co_await chain(fs::make_directory(d), fs::remove(p));  // d exists
+    EXPECT_EQ(m.error(), std::errc::file_exists);
+    EXPECT_EQ(r.error(), std::errc::operation_canceled);
+    // A short read (end of file) breaks the chain as an error does.
+    auto f = co_await fs::open(p);
+    EXPECT_TRUE(f);
+    std::array<char, 100> buf;
+    auto [got, gone] = co_await chain(f->read_at(buf, 0), fs::remove(p));
+    EXPECT_EQ(got.value_or(0), 10u);
+    EXPECT_EQ(gone.error(), std::errc::operation_canceled);
+  }(dir_, p));
+  EXPECT_EQ(slurp(p), "0123456789");
+}
+
+TEST_P(FileOps, ChainStoppedBeforeStartDoesNothing) {
+  std::string p = at("unmade");
+  run([](std::string p) -> task<void> {
+    std::stop_source src;
+    src.request_stop();
+    auto [a, b] = co_await chain(fs::make_directory(p).with_stop(src.get_token()),
+                                 fs::make_directory(p + "/x").with_stop(src.get_token()));
+    EXPECT_EQ(a.error(), std::errc::operation_canceled);
+    EXPECT_EQ(b.error(), std::errc::operation_canceled);
+  }(p));
+  EXPECT_FALSE(std::filesystem::exists(p));
+}
+
+// A stop while the first link waits in the kernel (a FIFO open, as above) cancels it
+// and every link after it.
+TEST_P(FileOps, ChainStoppedInFlightCancelsEveryLink) {
+  if (!completion_backend())
+    GTEST_SKIP() << "file operations run synchronously on the loop's thread on this backend: none is in flight";
+  std::string p = at("fifo");
+  ASSERT_EQ(::mkfifo(p.c_str(), 0600), 0);
+  std::atomic<bool> finished{false};
+  std::thread rescuer([&] {
+    for (int i = 0; i < 200 && !finished; ++i) std::this_thread::sleep_for(100ms);
+    if (!finished) {
+      int fd = ::open(p.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+      if (fd >= 0) ::close(fd);
+    }
+  });
+  auto [o, m] = run([](std::string p) -> task<std::pair<std::error_code, std::error_code>> {
+    std::stop_source src;
+    auto stopper = [](std::stop_source& src) -> task<void> {
+      co_await sleep_for(30ms);
+      src.request_stop();
+    };
+    auto links = chain(fs::open(p, O_RDONLY | O_TRUNC).with_stop(src.get_token()),
+                       fs::make_directory(p + ".d").with_stop(src.get_token()));
+    auto [r, unused] = co_await when_all(std::move(links), stopper(src));
+    auto& [o, m] = r;
+    co_return std::pair{o ? std::error_code() : o.error(), m ? std::error_code() : m.error()};
+  }(p));
+  finished = true;
+  rescuer.join();
+  EXPECT_EQ(o, std::errc::operation_canceled);
+  EXPECT_EQ(m, std::errc::operation_canceled);
+  EXPECT_FALSE(std::filesystem::exists(p + ".d"));
 }
 
 RINGIO_ALL_BACKENDS_AND_SIM(FileOps);

@@ -100,6 +100,9 @@ struct op_base {
   bool counts_bytes = false;
   /// io_uring: `fd` is an index in the ring's file table (IOSQE_FIXED_FILE).
   bool fixed_file = false;
+  /// io_uring: the next operation started is linked after this one (IOSQE_IO_LINK);
+  /// set by ringio::chain once io_context::can_link agreed.
+  bool link_next = false;
   /// With fixed_file: the loop whose file table `fd` indexes (null: not checked). An
   /// operation started on another loop fails with cross_device_link instead of doing
   /// I/O on whatever that loop's table holds in the same slot.
@@ -127,6 +130,7 @@ struct op_base {
         want(o.want),
         counts_bytes(o.counts_bytes),
         fixed_file(o.fixed_file),
+        link_next(o.link_next),
         direct_owner(o.direct_owner),
         deadline_ns(o.deadline_ns) {}
   op_base& operator=(const op_base&) = delete;

@@ -272,6 +272,7 @@ void uring_backend::submit(op_base& op) noexcept {
     io_uring_prep_nop(sqe);
   } else {
     op.vt->prepare(op, *sqe);
+    if (op.link_next) sqe->flags |= IOSQE_IO_LINK;  // ringio::chain: the next SQE follows it
     if (perturb_.on() && (sqe->opcode == IORING_OP_RECV || sqe->opcode == IORING_OP_SEND) &&
         (sqe->flags & IOSQE_BUFFER_SELECT) == 0 && (sqe->ioprio & IORING_RECVSEND_BUNDLE) == 0 &&
         (sqe->msg_flags & MSG_WAITALL) == 0 && !op.fixed_file && is_stream_socket(op.fd))
@@ -762,6 +763,43 @@ int uring_backend::register_buffer_ring(void* ring_addr, unsigned entries, bool 
 }
 
 void uring_backend::unregister_buffer_ring(int group) noexcept { io_uring_unregister_buf_ring(&ring_, group); }
+
+namespace {
+bool breaks_links_on_failure(int opcode) noexcept {
+  switch (opcode) {
+    case IORING_OP_READ:
+    case IORING_OP_WRITE:
+    case IORING_OP_READV:
+    case IORING_OP_WRITEV:
+    case IORING_OP_READ_FIXED:
+    case IORING_OP_WRITE_FIXED:
+    case IORING_OP_OPENAT2:
+      return true;
+    default:
+      return false;
+  }
+}
+}  // namespace
+
+bool uring_backend::can_link(op_base* const* ops, std::size_t n) noexcept {
+  if (poll_mode_ || !enabled_) return false;
+  for (std::size_t i = 0; i < n; ++i) {
+    const op_base& op = *ops[i];
+    if (op.kind != op_kind::io || op.vt->prepare == nullptr || op.vt->on_cqe != nullptr || op.vt->step != nullptr ||
+        op.fixed_file)
+      return false;
+    if (op.vt->optional_opcode != 0 && !setup_.opcodes[op.vt->optional_opcode]) return false;
+    // Linux (6.18) cancels the links after a failed read, write or open (and after a
+    // short transfer), but runs them after a failed fsync, fallocate, ftruncate, statx
+    // or path operation: a link that must stop the chain has to be one of the former.
+    if (i + 1 < n && !breaks_links_on_failure(op.vt->optional_opcode)) return false;
+  }
+  // Each link posts at most its own CQE and a cancel's; none may wait in the backlog.
+  if (user_cqes() + 3 * n > cap_ || backlog_head_ != nullptr) return false;
+  // The chain's SQEs must go in one submission: a partial chain would run unlinked.
+  if (io_uring_sq_space_left(&ring_) < n) io_uring_submit(&ring_);
+  return io_uring_sq_space_left(&ring_) >= n;
+}
 
 int uring_backend::register_buffers(const iovec* buffers, unsigned count) noexcept {
   if (poll_mode_) return 0;  // uring-poll reads with pread: nothing to register

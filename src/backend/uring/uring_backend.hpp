@@ -44,6 +44,7 @@ class uring_backend final : public backend {
   [[nodiscard]] unsigned buffer_ring_features() const noexcept override;
   void unregister_buffer_ring(int group) noexcept override;
   int register_buffers(const iovec* buffers, unsigned count) noexcept override;
+  bool can_link(op_base* const* ops, std::size_t n) noexcept override;
   void unregister_buffers() noexcept override;
   [[nodiscard]] unsigned direct_table_size() const noexcept override { return direct_size_; }
   [[nodiscard]] unsigned direct_free() const noexcept override {
