@@ -250,7 +250,7 @@ TEST_P(FileOps, StopReachesAnOpenInFlight) {
   auto [stopped, timed] = run([](std::string p) -> task<std::pair<std::error_code, std::error_code>> {
     std::stop_source src;
     auto stopper = [](std::stop_source& src) -> task<void> {
-      co_await sleep_for(20ms);
+      (void)co_await sleep_for(20ms);
       src.request_stop();
     };
     // with_timeout(task): its deadline stops the task, whose stop cancels the open.
@@ -456,7 +456,7 @@ TEST_P(FileOps, ChainStoppedInFlightCancelsEveryLink) {
   auto [o, m] = run([](std::string p) -> task<std::pair<std::error_code, std::error_code>> {
     std::stop_source src;
     auto stopper = [](std::stop_source& src) -> task<void> {
-      co_await sleep_for(30ms);
+      (void)co_await sleep_for(30ms);
       src.request_stop();
     };
     auto links = chain(fs::open(p, O_RDONLY | O_TRUNC).with_stop(src.get_token()),
