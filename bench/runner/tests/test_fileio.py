@@ -43,6 +43,7 @@ class FileIo(unittest.TestCase):
         self.assertIn("--bs=4096", f)
         self.assertIn("--runtime=3", f)
         self.assertIn("--rw=randread", f)
+        self.assertIn("--invalidate=0", f)  # fio must not empty the page cache the other subject uses
         buffered = fileio.ringio_command(FakeLayout(), "/f", dict(cell, direct=0))
         self.assertNotIn("--direct", buffered)
         self.assertIn("--direct=0", fileio.fio_command("/f", dict(cell, direct=0)))

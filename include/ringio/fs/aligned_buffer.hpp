@@ -23,10 +23,13 @@ class aligned_buffer {
   /// `size` bytes (zeroed) at a multiple of `alignment` (a power of two; others are
   /// rounded up to one). Throws std::bad_alloc.
   explicit aligned_buffer(std::size_t size, std::size_t alignment = default_alignment);
+  /// Takes `o`'s memory; `o` is left empty.
   aligned_buffer(aligned_buffer&& o) noexcept;
+  /// Frees this buffer's memory and takes `o`'s; `o` is left empty.
   aligned_buffer& operator=(aligned_buffer&& o) noexcept;
   aligned_buffer(const aligned_buffer&) = delete;
   aligned_buffer& operator=(const aligned_buffer&) = delete;
+  /// Frees the memory.
   ~aligned_buffer();
 
   /// The alignment O_DIRECT needs on `f`: the larger of statx's STATX_DIOALIGN memory and
