@@ -788,7 +788,7 @@ bool uring_backend::can_link(op_base* const* ops, std::size_t n) noexcept {
     if (op.kind != op_kind::io || op.vt->prepare == nullptr || op.vt->on_cqe != nullptr || op.vt->step != nullptr ||
         op.fixed_file)
       return false;
-    if (op.vt->optional_opcode != 0 && !setup_.opcodes[op.vt->optional_opcode]) return false;
+    if (op.vt->optional_opcode != 0 && !kernel_supports_opcode(op.vt->optional_opcode)) return false;
     // Linux (6.18) cancels the links after a failed read, write or open (and after a
     // short transfer), but runs them after a failed fsync, fallocate, ftruncate, statx
     // or path operation: a link that must stop the chain has to be one of the former.
