@@ -472,6 +472,29 @@ TEST_P(FileOps, ChainStoppedInFlightCancelsEveryLink) {
   EXPECT_FALSE(std::filesystem::exists(p + ".d"));
 }
 
+// The last link is cancelled before it starts, so the first (a write that fails) waits
+// in the submission queue with IOSQE_IO_LINK and no successor: an unrelated operation
+// queued right after it must not join the chain (and be cancelled with it).
+TEST_P(FileOps, ChainWithAnUnstartedLastLinkLeavesOtherOperationsAlone) {
+  std::string p = at("ro");
+  run([](std::string d, std::string p) -> task<void> {
+    EXPECT_TRUE(co_await fs::write_file(p, std::string_view("x")));
+    auto ro = co_await fs::open(p, O_RDONLY);
+    EXPECT_TRUE(ro);
+    std::stop_source stopped;
+    stopped.request_stop();
+    auto links = chain(ro->write_at(std::string_view("abc"), 0),
+                       fs::make_directory(d + "/never").with_stop(stopped.get_token()));
+    auto [c, other] = co_await when_all(std::move(links), fs::make_directory(d + "/other"));
+    auto& [w, m] = c;
+    EXPECT_EQ(w.error(), std::errc::bad_file_descriptor);
+    EXPECT_EQ(m.error(), std::errc::operation_canceled);
+    EXPECT_TRUE(other) << other.error().message();
+  }(dir_, p));
+  EXPECT_TRUE(std::filesystem::exists(at("other")));
+  EXPECT_FALSE(std::filesystem::exists(at("never")));
+}
+
 RINGIO_ALL_BACKENDS_AND_SIM(FileOps);
 
 }  // namespace

@@ -74,7 +74,10 @@ template <class... Ops>
   for (detail::op_base* op : links) op->deadline_ns = 0;
   io_context* ctx = io_context::current();
   if (ctx != nullptr && ctx->can_link(links, n)) {
-    for (std::size_t i = 0; i + 1 < n; ++i) links[i]->link_next = true;
+    for (std::size_t i = 0; i + 1 < n; ++i) {
+      links[i]->link_next = true;
+      links[i + 1]->chained = true;
+    }
     co_return co_await when_all(std::move(ops)...);
   }
   std::tuple<detail::await_result_t<Ops>...> out(detail::canceled_link<detail::await_result_t<Ops>>()...);

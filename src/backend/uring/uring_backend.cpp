@@ -137,7 +137,19 @@ std::string uring_backend::describe() const {
   return s;
 }
 
-io_uring_sqe* uring_backend::get_sqe() noexcept {
+// A chain's last SQE waits, IOSQE_IO_LINK set, for its successor. If the successor
+// never comes (cancelled before it started), the next SQE must not join the chain: the
+// flag comes off while the SQE is still unsubmitted (a submission ends a chain anyway).
+void uring_backend::end_open_link() noexcept {
+  if (open_link_ == nullptr) return;
+  if (open_link_at_ - ring_.sq.sqe_head < ring_.sq.sqe_tail - ring_.sq.sqe_head)
+    open_link_->flags &= static_cast<__u8>(~IOSQE_IO_LINK);
+  open_link_ = nullptr;
+}
+
+io_uring_sqe* uring_backend::get_sqe(bool continues_chain) noexcept {
+  if (!continues_chain) end_open_link();
+  open_link_ = nullptr;
   io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
   if (sqe != nullptr) return sqe;
   // SQ full: submit what is queued, then take the slot that frees.
@@ -262,7 +274,7 @@ void uring_backend::submit(op_base& op) noexcept {
   if (op.polling && op.deadline_ns != 0 && op.heap_index == 0) poll_deadlines_.push(op);
   const bool linked = op.deadline_ns != 0 && op.kind != op_kind::timer && !op.polling;
   if (linked && io_uring_sq_space_left(&ring_) < 2) io_uring_submit(&ring_);
-  io_uring_sqe* sqe = get_sqe();
+  io_uring_sqe* sqe = get_sqe(op.chained);
   if (op.polling) {
     io_uring_prep_poll_add(sqe, op.fd, op.want == interest::writable ? POLLOUT : POLLIN);
   } else if (op.kind == op_kind::timer) {
@@ -272,7 +284,11 @@ void uring_backend::submit(op_base& op) noexcept {
     io_uring_prep_nop(sqe);
   } else {
     op.vt->prepare(op, *sqe);
-    if (op.link_next) sqe->flags |= IOSQE_IO_LINK;  // ringio::chain: the next SQE follows it
+    if (op.link_next) {  // ringio::chain: the next SQE follows it
+      sqe->flags |= IOSQE_IO_LINK;
+      open_link_ = sqe;
+      open_link_at_ = ring_.sq.sqe_tail - 1;
+    }
     if (perturb_.on() && (sqe->opcode == IORING_OP_RECV || sqe->opcode == IORING_OP_SEND) &&
         (sqe->flags & IOSQE_BUFFER_SELECT) == 0 && (sqe->ioprio & IORING_RECVSEND_BUNDLE) == 0 &&
         (sqe->msg_flags & MSG_WAITALL) == 0 && !op.fixed_file && is_stream_socket(op.fd))
