@@ -495,6 +495,26 @@ TEST_P(FileOps, ChainWithAnUnstartedLastLinkLeavesOtherOperationsAlone) {
   EXPECT_FALSE(std::filesystem::exists(at("never")));
 }
 
+// A middle link cancelled before it starts: the links after it are cancelled too, on
+// every backend (io_uring must not link the third to the first).
+TEST_P(FileOps, ChainWithAnUnstartedMiddleLinkCancelsTheRest) {
+  run([](std::string d) -> task<void> {
+    std::stop_source stopped;
+    stopped.request_stop();
+    auto f = co_await fs::open(d + "/f", O_RDWR | O_CREAT, 0600);
+    EXPECT_TRUE(f);
+    // Reads and writes before the last link: io_uring links these in the kernel.
+    auto [w, m, r] = co_await chain(f->write_at(std::string_view("abc"), 0),
+                                    f->write_at(std::string_view("def"), 3).with_stop(stopped.get_token()),
+                                    fs::make_directory(d + "/after"));
+    EXPECT_EQ(w.value_or(0), 3u);
+    EXPECT_EQ(m.error(), std::errc::operation_canceled);
+    EXPECT_EQ(r.error(), std::errc::operation_canceled);
+  }(dir_));
+  EXPECT_EQ(slurp(at("f")), "abc");
+  EXPECT_FALSE(std::filesystem::exists(at("after")));
+}
+
 RINGIO_ALL_BACKENDS_AND_SIM(FileOps);
 
 }  // namespace

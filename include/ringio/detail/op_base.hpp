@@ -103,8 +103,9 @@ struct op_base {
   /// io_uring: the next operation started is linked after this one (IOSQE_IO_LINK);
   /// set by ringio::chain once io_context::can_link agreed.
   bool link_next = false;
-  /// ringio::chain: this operation follows a link_next one (its SQE may join the chain).
-  bool chained = false;
+  /// ringio::chain: the position of a linked operation after the first (0: none). Its
+  /// SQE joins the chain only right after that of position chain_pos - 1.
+  std::uint8_t chain_pos = 0;
   /// With fixed_file: the loop whose file table `fd` indexes (null: not checked). An
   /// operation started on another loop fails with cross_device_link instead of doing
   /// I/O on whatever that loop's table holds in the same slot.
@@ -133,7 +134,7 @@ struct op_base {
         counts_bytes(o.counts_bytes),
         fixed_file(o.fixed_file),
         link_next(o.link_next),
-        chained(o.chained),
+        chain_pos(o.chain_pos),
         direct_owner(o.direct_owner),
         deadline_ns(o.deadline_ns) {}
   op_base& operator=(const op_base&) = delete;

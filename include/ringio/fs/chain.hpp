@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstddef>
+#include <cstdint>
 #include <tuple>
 #include <utility>
 
@@ -67,7 +68,7 @@ task<void> run_links_in_order(Ops& ops, Results& out) {
 /// results. Deadlines of individual links (with_timeout(op)) are dropped: bound the
 /// whole chain with with_timeout(task) instead.
 template <class... Ops>
-  requires(sizeof...(Ops) > 0)
+  requires(sizeof...(Ops) > 0 && sizeof...(Ops) < 256)
 [[nodiscard]] task<std::tuple<detail::await_result_t<Ops>...>> chain(Ops... ops) {
   constexpr std::size_t n = sizeof...(Ops);
   detail::op_base* links[n] = {static_cast<detail::op_base*>(&ops)...};
@@ -76,7 +77,7 @@ template <class... Ops>
   if (ctx != nullptr && ctx->can_link(links, n)) {
     for (std::size_t i = 0; i + 1 < n; ++i) {
       links[i]->link_next = true;
-      links[i + 1]->chained = true;
+      links[i + 1]->chain_pos = static_cast<std::uint8_t>(i + 1);
     }
     co_return co_await when_all(std::move(ops)...);
   }

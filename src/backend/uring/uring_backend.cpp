@@ -193,6 +193,13 @@ void uring_backend::stash_completions() noexcept {
 
 bool uring_backend::start(op_base& op) {
   op.outstanding = 0;
+  if (op.chain_pos != 0 && (open_link_ == nullptr || open_link_pos_ + 1 != op.chain_pos)) {
+    // The link before it in a ringio::chain never reached the kernel (cancelled
+    // before it started): the rest of the chain is cancelled, as a failed link's is.
+    op.res = -ECANCELED;
+    ctx_.schedule_completion(op);
+    return false;
+  }
   if (poll_mode_ && op.kind == op_kind::io && op.vt->attempt != nullptr) return start_readiness(op);
   // An opcode this kernel lacks (file operations newer than the required set): the
   // syscall runs now, on the loop's thread, as on the readiness backends.
@@ -274,7 +281,7 @@ void uring_backend::submit(op_base& op) noexcept {
   if (op.polling && op.deadline_ns != 0 && op.heap_index == 0) poll_deadlines_.push(op);
   const bool linked = op.deadline_ns != 0 && op.kind != op_kind::timer && !op.polling;
   if (linked && io_uring_sq_space_left(&ring_) < 2) io_uring_submit(&ring_);
-  io_uring_sqe* sqe = get_sqe(op.chained);
+  io_uring_sqe* sqe = get_sqe(op.chain_pos != 0);
   if (op.polling) {
     io_uring_prep_poll_add(sqe, op.fd, op.want == interest::writable ? POLLOUT : POLLIN);
   } else if (op.kind == op_kind::timer) {
@@ -288,6 +295,7 @@ void uring_backend::submit(op_base& op) noexcept {
       sqe->flags |= IOSQE_IO_LINK;
       open_link_ = sqe;
       open_link_at_ = ring_.sq.sqe_tail - 1;
+      open_link_pos_ = op.chain_pos;
     }
     if (perturb_.on() && (sqe->opcode == IORING_OP_RECV || sqe->opcode == IORING_OP_SEND) &&
         (sqe->flags & IOSQE_BUFFER_SELECT) == 0 && (sqe->ioprio & IORING_RECVSEND_BUNDLE) == 0 &&

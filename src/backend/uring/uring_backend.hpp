@@ -111,6 +111,7 @@ class uring_backend final : public backend {
   bool enabled_ = false;
   io_uring_sqe* open_link_ = nullptr;  ///< ringio::chain: the unsubmitted SQE waiting for its link
   unsigned open_link_at_ = 0;          ///< its index in the SQ (sqe_tail when it was taken, minus one)
+  unsigned open_link_pos_ = 0;         ///< its op_base::chain_pos
   std::thread::id issuer_;             // the thread that enabled the ring
   std::size_t cqes_expected_ = 0;      // every request that will post a CQE
   std::size_t user_in_flight_ = 0;     // user operations started and not finished
