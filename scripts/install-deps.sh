@@ -18,7 +18,7 @@ common=(build-essential cmake ninja-build pkg-config liburing-dev libgtest-dev
 test_only=(chromium curl clang-format-16 clang-tidy-16 python3-websockets prometheus python3-prometheus-client tmux
            wrk nginx-light libhiredis-dev redis-server)
 bench_only=(libasio-dev libbenchmark-dev python3-venv wrk apache2-utils nginx-light
-            cargo-web rustc-web linux-perf procps)
+            cargo-web rustc-web linux-perf procps fio)
 
 case "${1:-}" in
   test)  want=("${common[@]}" "${test_only[@]}") ;;

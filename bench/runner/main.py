@@ -8,7 +8,7 @@ import shutil
 import sys
 import time
 
-from . import clients, env, execute, measure, procs, report, scenarios, servers, stats, switch, targets, venv
+from . import clients, env, execute, fileio, measure, procs, report, scenarios, servers, stats, switch, targets, venv
 
 USAGE_EPILOG = """\
 servers:   """ + ", ".join(servers.ORDER) + """
@@ -48,21 +48,16 @@ def parse_args(argv):
                     help="keep only grid cells whose KEY is one of the values (repeatable), "
                          "e.g. --where connections=50,1000")
     a = ap.parse_args(argv)
-<<<<<<< HEAD
+    if a.metrics_cost and a.servers:
+        ap.error("--metrics-cost chooses the servers: give it or --servers, not both")
     if a.websocket:
         a.full = True
         a.servers = a.servers or ",".join(WS_DEFAULT_SERVERS)
         a.scenarios = a.scenarios or ",".join(WS_SCENARIOS)
-    a.servers = _names(ap, a.servers, servers.KNOWN, "server", servers.ORDER)
-    a.scenarios = _names(ap, a.scenarios, scenarios.ORDER, "scenario",
-                         [s for s in scenarios.ORDER if a.full or s not in scenarios.FULL_ONLY])
-=======
-    if a.metrics_cost and a.servers:
-        ap.error("--metrics-cost chooses the servers: give it or --servers, not both")
     a.servers = _names(ap, a.servers, servers.KNOWN, "server",
                        servers.METRICS_COST if a.metrics_cost else servers.ORDER)
-    a.scenarios = _names(ap, a.scenarios, scenarios.ORDER, "scenario")
->>>>>>> top
+    a.scenarios = _names(ap, a.scenarios, scenarios.ORDER, "scenario",
+                         [s for s in scenarios.ORDER if a.full or s not in scenarios.FULL_ONLY])
     if a.repeats < 1:
         ap.error("--repeats must be at least 1")
     a.where_filter = {}
@@ -104,6 +99,14 @@ def make_plan(a, layout, ncpus, server_cpus, nofile, ports):
                 skipped.append({"scenario": name, "reason": f"skipped: {why}"})
             plan.append({"scenario": name, "subjects": [] if why else switch.SUBJECTS,
                          "cells": [], "client_cmd": " ".join([os.path.basename(cmd[0])] + cmd[1:])})
+            continue
+        if name == scenarios.FILEIO:
+            why = fileio.available(layout)
+            if why:
+                skipped.append({"scenario": name, "reason": f"skipped: {why}"})
+            plan.append({"scenario": name, "subjects": [] if why else fileio.SUBJECTS, "cells": [],
+                         "file_cells": [fileio.label(c) for c in fileio.cells(a.full, a.seconds)],
+                         "client_cmd": "file_bench / fio --ioengine=io_uring"})
             continue
         scen = scenarios.SCENARIOS[name]
         entry = {"scenario": name, "subjects": [], "cells": [], "client_cmd": None}
@@ -183,7 +186,7 @@ def run_plan(a, ctx, plan, runs, skipped):
                for p in plan for c in p["cells"] if c["status"] == "run")
     done = 0
     for p in plan:
-        if p["scenario"] == scenarios.SWITCH:
+        if p["scenario"] in (scenarios.SWITCH, scenarios.FILEIO):
             continue  # ran before the plan (switch.run): it has no cells
         scen = scenarios.SCENARIOS[p["scenario"]]
         ctx.cost_server = p.get("server")
@@ -335,6 +338,11 @@ def main(argv=None):
             log("switch: running switch_bench")
             res["switch"] = switch.run(layout, a.full, a.repeats, switch.cpus_for(server_cpus))
             log(f"switch: {res['switch'].get('error') or res['switch']['subjects'].keys()}")
+        if scenarios.FILEIO in a.scenarios and not fileio.available(layout):
+            log("fileio: file_bench and fio, alternating")
+            res["fileio"] = fileio.run(layout, a.full, a.repeats, switch.cpus_for(server_cpus), a.seconds,
+                                       a.where_filter)
+            log(f"fileio: {res['fileio'].get('error') or [c['label'] for c in res['fileio']['cells']]}")
         run_plan(a, ctx, plan, res["runs"], skipped)
     except (KeyboardInterrupt, SystemExit) as e:
         res["notes"].append("Interrupted: this report covers only the runs before the interruption.")

@@ -292,6 +292,14 @@ int io_context::register_buffer_ring(void* ring_addr, unsigned entries, bool inc
 unsigned io_context::buffer_ring_features() const noexcept { return backend_->buffer_ring_features(); }
 void io_context::unregister_buffer_ring(int group) noexcept { backend_->unregister_buffer_ring(group); }
 
+bool io_context::can_link(detail::op_base* const* ops, std::size_t n) noexcept { return backend_->can_link(ops, n); }
+
+int io_context::register_buffers(const iovec* buffers, unsigned count) noexcept {
+  return backend_->register_buffers(buffers, count);
+}
+
+void io_context::unregister_buffers() noexcept { backend_->unregister_buffers(); }
+
 void io_context::schedule(std::coroutine_handle<> h) { state_->ready.push(h); }
 
 void io_context::schedule_completion(detail::op_base& op) {
