@@ -584,6 +584,67 @@ TEST_P(AdoptAttack, ReadToEndBoundIsExact) {
   }
 }
 
+// Pipes that hold no descriptor: an error, not a crash.
+TEST_P(AdoptAttack, PipesWithoutADescriptorFailCleanly) {
+  process::pipe_reader r;
+  process::pipe_writer w;
+  EXPECT_FALSE(r.is_open());
+  EXPECT_FALSE(w.is_open());
+  run([](process::pipe_reader& r, process::pipe_writer& w) -> task<void> {
+    std::array<char, 4> buf{};
+    auto n = co_await with_timeout(r.read_some(mutable_buffer(buf.data(), buf.size())), 5s);
+    EXPECT_FALSE(n.has_value());
+    if (!n) {
+      EXPECT_EQ(n.error(), std::errc::bad_file_descriptor) << n.error().message();
+    }
+    auto m = co_await with_timeout(w.write_some(const_buffer("x", 1)), 5s);
+    EXPECT_FALSE(m.has_value());
+    if (!m) {
+      EXPECT_EQ(m.error(), std::errc::bad_file_descriptor) << m.error().message();
+    }
+  }(r, w));
+}
+
+// A child that holds no process: its wait fails, it does not hang or crash.
+TEST_P(ProcessAttack, AnEmptyChildCannotBeWaitedFor) {
+  process::child c;
+  EXPECT_FALSE(c.running());
+  EXPECT_FALSE(c.kill(SIGTERM).has_value());
+  run([](process::child& c) -> task<void> {
+    auto st = co_await with_timeout(c.wait(), 5s);
+    EXPECT_FALSE(st.has_value());
+    if (!st) {
+      EXPECT_NE(st.error(), std::errc::timed_out);
+    }
+  }(c));
+}
+
+// Failed spawns leave nothing: a missing program, a missing working directory, with
+// every stream a pipe.
+TEST_P(ProcessAttack, FailedSpawnsLeaveNothing) {
+  process::spawn_options o;
+  o.in = o.out = o.err = process::stdio::pipe;
+  std::vector<std::string> missing{"ringio-no-such-program-anywhere"};
+  auto a = process::spawn(missing, o);
+  EXPECT_FALSE(a.has_value());
+  if (!a) {
+    EXPECT_EQ(a.error(), std::errc::no_such_file_or_directory);
+  }
+  o.working_directory = "/nonexistent/ringio/dir";
+  std::vector<std::string> t{"true"};
+  auto b = process::spawn(t, o);
+  EXPECT_FALSE(b.has_value());
+  if (!b) {
+    EXPECT_EQ(b.error(), std::errc::no_such_file_or_directory);
+  }
+  std::vector<std::string> empty;
+  auto c = process::spawn(empty, o);
+  EXPECT_FALSE(c.has_value());
+  if (!c) {
+    EXPECT_EQ(c.error(), std::errc::invalid_argument);
+  }
+}
+
 // ---------------------------------------------------------------- processes
 
 // The child starts with no signal blocked and none ignored, even when the parent's
