@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
@@ -15,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -320,6 +322,27 @@ TEST_P(WaitAttack, ANumberThatIsNotOpenIsBadFileDescriptor) {
   int unused = 900;
   while (still_open(unused)) ++unused;
   run(expect_bad_descriptor(unused));
+}
+
+// A descriptor with a high number (a program with many open files).
+TEST_P(WaitAttack, AHighDescriptorNumber) {
+  rlimit rl{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &rl), 0);
+  const int high = static_cast<int>(std::min<rlim_t>(rl.rlim_cur, 65536)) - 1;
+  if (high < 1024) GTEST_SKIP() << "RLIMIT_NOFILE is only " << rl.rlim_cur;
+  if (still_open(high)) GTEST_SKIP() << "descriptor " << high << " is in use";
+  int p[2];
+  ASSERT_EQ(::pipe2(p, O_NONBLOCK | O_CLOEXEC), 0);
+  ASSERT_EQ(::dup3(p[0], high, O_CLOEXEC), high);
+  ::close(p[0]);
+  ASSERT_EQ(::write(p[1], "x", 1), 1);
+  run([](int fd) -> task<void> {
+    auto r = co_await with_timeout(wait_readable(fd), 5s);
+    EXPECT_TRUE(r.has_value()) << r.error().message();
+  }(high));
+  forget_descriptor(high);
+  ::close(high);
+  ::close(p[1]);
 }
 
 // One descriptor waited on by two loops on two threads (one wait per loop).
