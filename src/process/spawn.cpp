@@ -71,6 +71,19 @@ struct spawn_attributes {
   }
 };
 
+// Every signal, glibc's two internal ones included. sigfillset leaves those out (and
+// sigaddset refuses them), and posix_spawn then sets them to SIG_IGN in the child,
+// where an ignored signal stays ignored across exec: set their bits directly.
+sigset_t every_signal() noexcept {
+  sigset_t s;
+  ::sigfillset(&s);
+#ifdef __GLIBC__
+  constexpr int bits = 8 * sizeof(unsigned long);
+  for (int sig = __SIGRTMIN; sig < SIGRTMIN; ++sig) s.__val[(sig - 1) / bits] |= 1UL << ((sig - 1) % bits);
+#endif
+  return s;
+}
+
 }  // namespace
 
 // Lets spawn() fill in a child's private members.
@@ -107,8 +120,7 @@ result<child> spawn(std::span<const std::string> argv, const spawn_options& o) {
   }
   // Every signal at its default action and none blocked: a loop's signal_set blocks the
   // signals it takes, and SIGPIPE may be ignored here; a child must see neither.
-  sigset_t all, none;
-  ::sigfillset(&all);
+  sigset_t all = every_signal(), none;
   ::sigemptyset(&none);
   ::posix_spawnattr_setsigdefault(&sa.attr, &all);
   ::posix_spawnattr_setsigmask(&sa.attr, &none);

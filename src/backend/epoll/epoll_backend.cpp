@@ -127,6 +127,10 @@ epoll_backend::fd_state* epoll_backend::known(int fd) noexcept {
 
 // Registers the fd with epoll once (edge triggered, both directions).
 bool epoll_backend::watch(op_base& op) noexcept {
+  if (op.fd < 0) {  // no descriptor (a closed handle, a foreign -1): nothing to watch
+    errno = EBADF;
+    return false;
+  }
   auto idx = static_cast<std::size_t>(op.fd);
   if (idx >= fds_.size()) fds_.resize(idx + 1 > fds_.size() * 2 ? idx + 1 : fds_.size() * 2);
   fd_state& s = fds_[idx];
