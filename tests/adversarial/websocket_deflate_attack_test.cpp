@@ -1151,6 +1151,286 @@ TEST(WsDeflateDrain, DrainCutsACompressedFragmentedSend) {
 }
 
 // ---------------------------------------------------------------------------------------
+// Valid compressed data in less usual shapes (RFC 7692 section 7.2.3).
+
+// Raw deflate of `data` ended with Z_FINISH (a block with BFINAL set), nothing removed.
+std::string deflated_final(std::string_view data) {
+  z_stream z{};
+  if (deflateInit2(&z, 6, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK) return {};
+  std::string out(deflateBound(&z, data.size()) + 64, '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  z.avail_in = static_cast<uInt>(data.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  (void)deflate(&z, Z_FINISH);
+  out.resize(out.size() - z.avail_out);
+  deflateEnd(&z);
+  return out;
+}
+
+// Raw deflate with a sync flush, the trailing 00 00 ff ff left in place.
+std::string deflated_with_tail(std::string_view data) {
+  z_stream z{};
+  if (deflateInit2(&z, 6, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK) return {};
+  std::string out(deflateBound(&z, data.size()) + 64, '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  z.avail_in = static_cast<uInt>(data.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  (void)deflate(&z, Z_SYNC_FLUSH);
+  out.resize(out.size() - z.avail_out);
+  deflateEnd(&z);
+  return out;
+}
+
+struct shape_case {
+  const char* name;
+  std::string wire;
+  std::string expected;
+};
+
+TEST(WsDeflateFrames, ValidCompressedShapesAreTaken) {
+  const std::string text = far_repeats(500, 6, 77);
+  const std::vector<shape_case> cases = {
+      // RFC 7692 7.2.3.6: an empty message compressed as one 0x00 byte, or as nothing.
+      {"an empty message as 0x00", make_frame(1, std::string("\x00", 1), true, true, 4), ""},
+      {"an empty message as no bytes", make_frame(2, "", true, true, 4), ""},
+      // 7.2.3.3: a block with BFINAL set; the next message starts a new stream.
+      {"BFINAL set", make_frame(1, deflated_final(text), true, true, 4), text},
+      {"BFINAL set again", make_frame(1, deflated_final(text + "!"), true, true, 4), text + "!"},
+      // 7.2.3.4: the 00 00 ff ff tail not removed by the sender: an empty block more.
+      {"the tail left in place", make_frame(1, deflated_with_tail(text), true, true, 4), text},
+      // 7.2.3.5: a stored (uncompressed) block.
+      {"a stored block", make_frame(1, std::string("\x00\x05\x00\xfa\xff", 5) + "hello", true, true, 4), "hello"},
+      {"a multi-byte character split between frames by the compressor's output",
+       make_frame(1, deflated("\xe2\x82"), false, true, 4) + make_frame(0, std::string("\x00\x00\xff\xff", 4), false) +
+           make_frame(0, deflated("\xac")),
+       "\xe2\x82\xac"},
+  };
+  ws_server s;
+  s.opts.options.deflate.enabled = true;
+  s.opts.options.deflate.threshold = 1u << 30;  // echoes go out uncompressed
+  s.run([&](std::uint16_t port) {
+    for (const auto& c : cases) {
+      SCOPED_TRACE(c.name);
+      // A connection of its own each (no context taken over between cases).
+      int fd = open_ws_with(port, "Sec-WebSocket-Extensions: permessage-deflate; client_no_context_takeover\r\n");
+      if (fd < 0) continue;
+      send_all(fd, c.wire);
+      std::vector<frame_in> controls;
+      auto m = read_message(fd, &controls);
+      if (!m) {
+        ADD_FAILURE() << "refused, close " << (controls.empty() ? -1 : controls.back().close_code());
+      } else {
+        EXPECT_EQ(m->rsv, 0);
+        EXPECT_EQ(m->payload, c.expected);
+      }
+      send_all(fd, make_frame(8, close_payload(1000)));
+      read_close_code(fd);
+      ::close(fd);
+    }
+  });
+}
+
+TEST(WsDeflateFrames, InvalidUtf8InsideCompressedTextIs1007) {
+  struct utf_case {
+    const char* name;
+    std::string wire;
+  };
+  const std::string bad = far_repeats(300, 4, 5) + "\xc3\x28" + far_repeats(300, 4, 6);
+  const std::string z = deflated(bad);
+  const std::vector<utf_case> cases = {
+      {"one frame", make_frame(1, z, true, true, 4)},
+      {"one-byte frames",
+       [&] {
+         std::string w;
+         for (std::size_t i = 0; i < z.size(); ++i)
+           w += make_frame(i == 0 ? 1 : 0, std::string_view(z).substr(i, 1), i + 1 == z.size(), true, i == 0 ? 4 : 0);
+         return w;
+       }()},
+      {"a character cut at the end of the message", make_frame(1, deflated("abc\xe2\x82"), true, true, 4)},
+  };
+  ws_server s;
+  s.opts.options.deflate.enabled = true;
+  s.run([&](std::uint16_t port) {
+    int ended = 0;
+    for (const auto& c : cases) {
+      SCOPED_TRACE(c.name);
+      int fd = open_ws_with(port, "Sec-WebSocket-Extensions: permessage-deflate\r\n");
+      if (fd < 0) continue;
+      send_all(fd, c.wire);
+      EXPECT_EQ(read_close_code(fd), 1007);
+      ::close(fd);
+      wait_sessions(s, ++ended);
+      EXPECT_EQ(s.end_error, make_error_code(http::websocket_errc::invalid_utf8)) << s.end_error.message();
+    }
+  });
+}
+
+// RFC 7692 7.1.2.1: a server may answer server_max_window_bits though the client did
+// not ask, and server_no_context_takeover likewise (7.1.1.1): the client takes both.
+TEST(WsDeflateNegotiation, ClientTakesParametersTheServerMayAddUnasked) {
+  for (const char* answer :
+       {"permessage-deflate; server_max_window_bits=10", "permessage-deflate; server_no_context_takeover",
+        "permessage-deflate; server_max_window_bits=\"9\"; server_no_context_takeover"}) {
+    SCOPED_TRACE(answer);
+    const std::string text = far_repeats(3000, 5, 9);
+    raw_server srv([&](int fd, const std::string& head) {
+      send_all(fd, ok_101(head, std::string("Sec-WebSocket-Extensions: ") + answer + "\r\n"));
+      peer_deflater d(10, false);
+      send_all(fd, make_frame(1, d.message(text), true, false, 4));
+      auto m = read_message(fd);
+      EXPECT_TRUE(m);
+      send_all(fd, server_frame(8, close_payload(1000)));
+      ::shutdown(fd, SHUT_WR);
+      reaches_eof(fd);
+    });
+    client_run([&](http::client& c) -> task<void> {
+      http::websocket_connect_options o;
+      o.options.deflate.enabled = true;
+      auto ws = co_await c.connect_websocket(srv.url(), o);
+      if (!ws) {
+        ADD_FAILURE() << "the client refused: " << ws.error().message();
+        co_return;
+      }
+      EXPECT_TRUE(ws->compressed());
+      auto m = co_await ws->receive();
+      if (!m) {
+        ADD_FAILURE() << m.error().message();
+        co_return;
+      }
+      EXPECT_EQ(m->data, text);
+      (void)co_await ws->send_text("ok");
+      auto end = co_await ws->receive();
+      EXPECT_FALSE(end);
+    });
+    srv.join();
+  }
+}
+
+// close() from one task while others send compressed messages: every message before
+// the close frame inflates, nothing follows the close frame.
+TEST(WsDeflateConcurrency, CloseWhileCompressedSendsRun) {
+  ws_server s;
+  s.opts.options.deflate.enabled = true;
+  s.opts.options.max_send_frame_bytes = 64;
+  std::atomic<int> after_close_ok{0};
+  s.session = [&](http::websocket& ws) -> task<void> {
+    std::atomic<bool> closed{false};
+    auto sender = [&](int k) -> task<void> {
+      for (int i = 0; i < 200; ++i) {
+        auto r =
+            co_await ws.send_text(far_repeats(100 + static_cast<std::size_t>(i), 3, static_cast<std::uint32_t>(k)));
+        if (!r) co_return;
+        if (closed.load()) ++after_close_ok;
+      }
+    };
+    auto closer = [&]() -> task<void> {
+      (void)co_await sleep_for(20ms);
+      closed = true;
+      (void)co_await ws.close(1000, "enough");
+    };
+    scope sc;
+    for (int k = 0; k < 4; ++k) sc.spawn(sender(k));
+    sc.spawn(closer());
+    co_await sc.join();
+  };
+  s.run([&](std::uint16_t port) {
+    int fd = open_ws_with(port, "Sec-WebSocket-Extensions: permessage-deflate\r\n");
+    ASSERT_GE(fd, 0);
+    peer_inflater in(15);
+    bool close_seen = false;
+    std::string partial;
+    int rsv = 0;
+    for (;;) {
+      auto f = read_frame(fd);
+      if (!f) break;
+      if (f->opcode == 8) {
+        close_seen = true;
+        send_all(fd, make_frame(8, close_payload(1000)));
+        continue;
+      }
+      EXPECT_FALSE(close_seen) << "a frame after the close frame";
+      if (f->opcode >= 8) continue;
+      if (f->opcode != 0) rsv = f->rsv;
+      partial += f->payload;
+      if (!f->fin) continue;
+      if (rsv == 4) {
+        EXPECT_TRUE(in.message(partial)) << "a message does not inflate";
+      }
+      partial.clear();
+    }
+    EXPECT_TRUE(close_seen);
+    EXPECT_TRUE(partial.empty()) << "the close frame came inside a message";
+    ::close(fd);
+  });
+  EXPECT_EQ(after_close_ok.load(), 0) << "sends succeeded after close()";
+}
+
+// A stopped receive of the client in the middle of a compressed message from a raw
+// server, many times, then the next messages with context taken over.
+TEST(WsDeflateCancel, ClientStoppedReceivesKeepTheInflaterConsistent) {
+  const std::uint32_t seed = static_cast<std::uint32_t>(std::random_device{}());
+  std::printf("seed %u\n", seed);
+  std::vector<std::string> texts;
+  for (int i = 0; i < 5; ++i) texts.push_back(far_repeats(400, 6, seed + static_cast<std::uint32_t>(i)));
+  raw_server srv([&](int fd, const std::string& head) {
+    send_all(fd, ok_101(head, "Sec-WebSocket-Extensions: permessage-deflate\r\n"));
+    std::mt19937 g(seed);
+    peer_deflater d(15, true);
+    for (const auto& t : texts) {
+      const std::string z = d.message(t);
+      std::string wire;
+      for (std::size_t at = 0; at < z.size();) {
+        const std::size_t n = std::min<std::size_t>(1 + g() % 100, z.size() - at);
+        wire +=
+            make_frame(at == 0 ? 1 : 0, std::string_view(z).substr(at, n), at + n == z.size(), false, at == 0 ? 4 : 0);
+        at += n;
+      }
+      for (std::size_t i = 0; i < wire.size();) {
+        const std::size_t n = std::min<std::size_t>(1 + g() % 9, wire.size() - i);
+        send_all(fd, std::string_view(wire).substr(i, n));
+        i += n;
+        std::this_thread::sleep_for(std::chrono::microseconds(200 + g() % 1500));
+      }
+    }
+    auto c = read_close_code(fd);
+    EXPECT_EQ(c, 1000);
+    send_all(fd, server_frame(8, close_payload(1000)));
+    ::shutdown(fd, SHUT_WR);
+    reaches_eof(fd);
+  });
+  std::vector<std::string> got;
+  int stopped = 0;
+  client_run([&](http::client& c) -> task<void> {
+    http::websocket_connect_options o;
+    o.options.deflate.enabled = true;
+    auto ws = co_await c.connect_websocket(srv.url(), o);
+    if (!ws) {
+      ADD_FAILURE() << ws.error().message();
+      co_return;
+    }
+    std::mt19937 g(seed + 9);
+    while (got.size() < texts.size()) {
+      auto m = co_await with_timeout(ws->receive(), std::chrono::milliseconds(1 + g() % 3));
+      if (!m) {
+        if (m.error() == make_error_code(std::errc::timed_out)) {
+          ++stopped;
+          continue;
+        }
+        ADD_FAILURE() << m.error().message();
+        co_return;
+      }
+      got.emplace_back(m->data);
+    }
+    (void)co_await ws->close(1000);
+  });
+  srv.join();
+  EXPECT_EQ(got, texts);
+  EXPECT_GT(stopped, 0);
+}
+
+// ---------------------------------------------------------------------------------------
 // Keep-alive without a waiting receive().
 
 // A session that only sends; the peer answers each ping late (after ping_interval, well
