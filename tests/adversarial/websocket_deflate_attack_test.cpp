@@ -1565,6 +1565,146 @@ TEST(WsDeflateKeepAlive, PeerThatSendsButReadsLateKeepsTheConnection) {
   EXPECT_TRUE(sent) << err.message();
 }
 
+// The server's own limits: max_window_bits 10 and peer_max_window_bits 11.
+TEST(WsDeflateNegotiation, ServerOwnWindowLimitsAnsweredAndHonoured) {
+  const std::string h = "Sec-WebSocket-Extensions: ";
+  const std::vector<offer_case> cases = {
+      {h + "permessage-deflate\r\n", {"permessage-deflate", "server_max_window_bits=10"}},
+      {h + "permessage-deflate; server_max_window_bits=12\r\n", {"permessage-deflate", "server_max_window_bits=10"}},
+      {h + "permessage-deflate; server_max_window_bits=9\r\n", {"permessage-deflate", "server_max_window_bits=9"}},
+      {h + "permessage-deflate; client_max_window_bits\r\n",
+       {"permessage-deflate", "server_max_window_bits=10", "client_max_window_bits=11"}},
+      {h + "permessage-deflate; client_max_window_bits=9\r\n",
+       {"permessage-deflate", "server_max_window_bits=10", "client_max_window_bits=9"}},
+  };
+  ws_server s;
+  s.opts.options.deflate.enabled = true;
+  s.opts.options.deflate.max_window_bits = 10;
+  s.opts.options.deflate.peer_max_window_bits = 11;
+  s.run([&](std::uint16_t port) {
+    for (const auto& c : cases) {
+      SCOPED_TRACE(c.lines);
+      std::string head;
+      int fd = open_ws_with(port, c.lines, &head);
+      if (fd < 0) continue;
+      EXPECT_EQ(parts_of(extension_answer(head)), c.expected) << head;
+      const int bits = c.expected.count("server_max_window_bits=9") ? 9 : 10;
+      const std::string text = far_repeats(5000, 3, 3);
+      send_all(fd, make_frame(1, text));
+      auto m = read_message(fd);
+      if (m) {
+        EXPECT_EQ(m->rsv, 4);
+        peer_inflater in(bits);
+        auto t = in.message(m->payload);
+        EXPECT_TRUE(t && *t == text) << "not within " << bits << " bits";
+      } else {
+        ADD_FAILURE() << "no echo";
+      }
+      send_all(fd, make_frame(8, close_payload(1000)));
+      read_close_code(fd);
+      ::close(fd);
+    }
+  });
+}
+
+// The client's threshold and level 0: messages under the threshold and everything at
+// level 0 go out with RSV1 clear; a message of exactly the threshold is compressed.
+TEST(WsDeflateNegotiation, ClientThresholdAndLevelZero) {
+  for (int level : {0, 6}) {
+    SCOPED_TRACE("level " + std::to_string(level));
+    std::vector<message_in> got;
+    raw_server srv([&](int fd, const std::string& head) {
+      send_all(fd, ok_101(head, "Sec-WebSocket-Extensions: permessage-deflate\r\n"));
+      for (int i = 0; i < 2; ++i) {
+        auto m = read_message(fd);
+        if (!m) break;
+        got.push_back(*m);
+      }
+      send_all(fd, server_frame(8, close_payload(1000)));
+      ::shutdown(fd, SHUT_WR);
+      reaches_eof(fd);
+    });
+    client_run([&](http::client& c) -> task<void> {
+      http::websocket_connect_options o;
+      o.options.deflate.enabled = true;
+      o.options.deflate.threshold = 100;
+      o.options.deflate.level = level;
+      auto ws = co_await c.connect_websocket(srv.url(), o);
+      if (!ws) {
+        ADD_FAILURE() << ws.error().message();
+        co_return;
+      }
+      (void)co_await ws->send_text(std::string(99, 'a'));
+      (void)co_await ws->send_text(std::string(100, 'a'));
+      auto m = co_await ws->receive();
+      EXPECT_FALSE(m);
+    });
+    srv.join();
+    ASSERT_EQ(got.size(), 2u);
+    EXPECT_EQ(got[0].rsv, 0);
+    EXPECT_EQ(got[0].payload, std::string(99, 'a'));
+    if (level == 0) {
+      EXPECT_EQ(got[1].rsv, 0);
+      EXPECT_EQ(got[1].payload, std::string(100, 'a'));
+    } else {
+      EXPECT_EQ(got[1].rsv, 4);
+      peer_inflater in(15);
+      auto t = in.message(got[1].payload);
+      EXPECT_TRUE(t && *t == std::string(100, 'a'));
+    }
+  }
+}
+
+// Websockets with keep-alive armed replaced by move assignment, the keep-alive restarted
+// and stopped through the public calls, then destroyed: the replaced one's keep-alive
+// ends with it, nothing touches freed state.
+TEST(WsDeflateKeepAlive, MoveAssignAndRestartWhileArmed) {
+  std::atomic<int> eofs{0};
+  auto serve = [&](int fd, const std::string& head) {
+    send_all(fd, ok_101(head, "Sec-WebSocket-Extensions: permessage-deflate\r\n"));
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    for (;;) {
+      if (std::chrono::steady_clock::now() > deadline) return;  // still pinged: not ended
+      auto f = read_frame(fd);
+      if (!f) break;
+      if (f->opcode == 9) send_all(fd, server_frame(10, f->payload));
+      if (f->opcode == 8) {
+        send_all(fd, server_frame(8, close_payload(1000)));
+        ::shutdown(fd, SHUT_WR);
+      }
+    }
+    ++eofs;
+  };
+  raw_server a(serve), b(serve);
+  client_run([&](http::client& c) -> task<void> {
+    http::websocket_connect_options o;
+    o.options.deflate.enabled = true;
+    o.options.ping_interval = 20ms;
+    o.options.ping_timeout = 2s;
+    auto wa = co_await c.connect_websocket(a.url(), o);
+    auto wb = co_await c.connect_websocket(b.url(), o);
+    if (!wa || !wb) {
+      ADD_FAILURE() << "connect failed";
+      co_return;
+    }
+    (void)co_await sleep_for(50ms);
+    *wa = std::move(*wb);  // the first websocket goes; its keep-alive must end
+    (void)co_await sleep_for(60ms);
+    co_await wa->stop_keep_alive();
+    wa->start_keep_alive();
+    wa->start_keep_alive();
+    (void)co_await sleep_for(60ms);
+    EXPECT_TRUE(co_await wa->send_text(std::string(300, 'q')));
+    co_await wa->stop_keep_alive();
+    co_await wa->stop_keep_alive();
+    auto closed = co_await wa->close(1000);
+    EXPECT_TRUE(closed) << closed.error().message();
+  });
+  a.join();
+  b.join();
+  EXPECT_EQ(eofs.load(), 2);
+}
+
 // ---------------------------------------------------------------------------------------
 // Keep-alive without a waiting receive().
 
