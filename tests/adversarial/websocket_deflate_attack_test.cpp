@@ -1320,16 +1320,17 @@ TEST(WsDeflateConcurrency, CloseWhileCompressedSendsRun) {
     std::atomic<bool> closed{false};
     auto sender = [&](int k) -> task<void> {
       for (int i = 0; i < 200; ++i) {
+        const bool after = closed.load();  // close() has returned
         auto r =
             co_await ws.send_text(far_repeats(100 + static_cast<std::size_t>(i), 3, static_cast<std::uint32_t>(k)));
+        if (r && after) ++after_close_ok;
         if (!r) co_return;
-        if (closed.load()) ++after_close_ok;
       }
     };
     auto closer = [&]() -> task<void> {
       (void)co_await sleep_for(20ms);
-      closed = true;
       (void)co_await ws.close(1000, "enough");
+      closed = true;
     };
     scope sc;
     for (int k = 0; k < 4; ++k) sc.spawn(sender(k));
@@ -1365,7 +1366,7 @@ TEST(WsDeflateConcurrency, CloseWhileCompressedSendsRun) {
     EXPECT_TRUE(partial.empty()) << "the close frame came inside a message";
     ::close(fd);
   });
-  EXPECT_EQ(after_close_ok.load(), 0) << "sends succeeded after close()";
+  EXPECT_EQ(after_close_ok.load(), 0) << "sends started after close() returned succeeded";
 }
 
 // A stopped receive of the client in the middle of a compressed message from a raw
