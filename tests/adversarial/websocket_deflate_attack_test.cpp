@@ -1707,6 +1707,213 @@ TEST(WsDeflateKeepAlive, MoveAssignAndRestartWhileArmed) {
 }
 
 // ---------------------------------------------------------------------------------------
+// wss: keep-alive, drains and the connection limit over TLS.
+
+struct cert_dir {
+  std::string dir, cert, key;
+  bool ok = false;
+  cert_dir() {
+    char tmpl[] = "/tmp/ws_attack_XXXXXX";
+    if (!::mkdtemp(tmpl)) return;
+    dir = tmpl;
+    cert = dir + "/cert.pem";
+    key = dir + "/key.pem";
+    const std::string cmd =
+        "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj /CN=localhost "
+        "-addext subjectAltName=IP:127.0.0.1,DNS:localhost -keyout " +
+        key + " -out " + cert + " >/dev/null 2>&1";
+    ok = std::system(cmd.c_str()) == 0;
+  }
+  ~cert_dir() {
+    if (!dir.empty()) {
+      (void)std::system(("rm -rf " + dir).c_str());
+    }
+  }
+};
+
+struct wss_fixture {
+  cert_dir certs;
+  std::optional<tls::context> sctx;
+  http::router routes;
+  http::server_options server_opts;
+  http::websocket_accept_options opts;
+  std::function<task<void>(http::websocket&)> session;
+  std::atomic<int> sessions_ended{0};
+
+  // Runs `client(url, server)` with the server serving meanwhile, then drains it.
+  template <class F>
+  void run(F client) {
+    tls::server_options so;
+    so.certificate_chain_file = certs.cert;
+    so.private_key_file = certs.key;
+    auto made = tls::context::server(so);
+    if (!made) {
+      ADD_FAILURE() << made.error().message();
+      return;
+    }
+    sctx.emplace(std::move(*made));
+    routes.get("/ws", [this](http::request& r) -> task<http::response> {
+      http::websocket_session s = [this](http::websocket& ws) -> task<void> {
+        co_await session(ws);
+        sessions_ended.fetch_add(1);
+      };
+      co_return http::accept_websocket(r, s, opts);
+    });
+    io_context ctx;
+    http::server srv(routes, server_opts);
+    auto listener = ringio_test::listen_loopback();
+    const std::uint16_t port = ringio_test::address_of(listener).port();
+    sync_wait(ctx, [&]() -> task<void> {
+      std::stop_source stop;
+      scope sc;
+      sc.spawn(http::serve_tls(srv, *sctx, listener, stop.get_token()));
+      http::client_options co;
+      co.tls.ca_file = certs.cert;
+      co.tls.use_system_trust_store = false;
+      http::client c(co);
+      const std::string url = "wss://127.0.0.1:" + std::to_string(port) + "/ws";
+      co_await client(c, url, srv);
+      stop.request_stop();
+      co_await sc.join();
+    }());
+  }
+};
+
+// A session that only sends, over TLS, with keep-alive: a peer that answers pings (a
+// waiting receive()) keeps it; a peer that does nothing is given up.
+TEST(WsDeflateTls, KeepAliveOfASendOnlySessionOverTls) {
+  for (bool answering : {true, false}) {
+    SCOPED_TRACE(answering ? "peer answers" : "peer silent");
+    wss_fixture f;
+    if (!f.certs.ok) GTEST_SKIP() << "no openssl command to make a certificate";
+    f.opts.options.deflate.enabled = true;
+    f.opts.options.ping_interval = 50ms;
+    f.opts.options.ping_timeout = 400ms;
+    int sent_ok = 0;
+    std::error_code err;
+    f.session = [&](http::websocket& ws) -> task<void> {
+      for (int i = 0; i < 30; ++i) {
+        auto r = co_await ws.send_text(far_repeats(200, 3, static_cast<std::uint32_t>(i)));
+        if (!r) {
+          err = r.error();
+          co_return;
+        }
+        ++sent_ok;
+        (void)co_await sleep_for(50ms);
+      }
+    };
+    f.run([&](http::client& c, const std::string& url, http::server&) -> task<void> {
+      http::websocket_connect_options o;
+      o.options.deflate.enabled = true;
+      auto ws = co_await c.connect_websocket(url, o);
+      if (!ws) {
+        ADD_FAILURE() << ws.error().message();
+        co_return;
+      }
+      EXPECT_TRUE(ws->compressed());
+      if (answering) {
+        int got = 0;
+        for (;;) {
+          auto m = co_await with_timeout(ws->receive(), 10s);
+          if (!m) break;
+          ++got;
+        }
+        EXPECT_EQ(got, 30);
+      } else {
+        (void)co_await sleep_for(3s);
+      }
+    });
+    if (answering) {
+      EXPECT_EQ(sent_ok, 30) << err.message();
+    } else {
+      EXPECT_LT(sent_ok, 30);
+      EXPECT_EQ(err, make_error_code(http::websocket_errc::ping_timeout)) << err.message();
+    }
+  }
+}
+
+// Websockets over TLS count against max_connections while they are open: with two open,
+// a third connection is closed before its handshake; once one ends, a new one is served;
+// at the end none is counted.
+TEST(WsDeflateTls, OpenWebsocketsCountAgainstMaxConnections) {
+  wss_fixture f;
+  if (!f.certs.ok) GTEST_SKIP() << "no openssl command to make a certificate";
+  f.server_opts.max_connections = 2;
+  f.opts.options.deflate.enabled = true;
+  f.session = [&](http::websocket& ws) -> task<void> {
+    for (;;) {
+      auto m = co_await ws.receive();
+      if (!m) co_return;
+      if (!co_await ws.send_text(m->data)) co_return;
+    }
+  };
+  std::size_t at_end = 99;
+  f.run([&](http::client& c, const std::string& url, http::server& srv) -> task<void> {
+    http::websocket_connect_options o;
+    o.options.deflate.enabled = true;
+    auto a = co_await c.connect_websocket(url, o);
+    auto b = co_await c.connect_websocket(url, o);
+    if (!a || !b) {
+      ADD_FAILURE() << "the first two failed";
+      co_return;
+    }
+    auto third = co_await with_timeout(c.connect_websocket(url, o), 10s);
+    EXPECT_FALSE(third) << "a third connection was served with max_connections 2";
+    (void)co_await a->close(1000);
+    for (int i = 0; i < 400 && srv.connections() > 1; ++i) (void)co_await sleep_for(5ms);
+    auto fourth = co_await with_timeout(c.connect_websocket(url, o), 10s);
+    if (!fourth) {
+      ADD_FAILURE() << "no connection after one ended: " << fourth.error().message();
+    } else {
+      const std::string text = far_repeats(400, 5, 1);
+      EXPECT_TRUE(co_await fourth->send_text(text));
+      auto m = co_await fourth->receive();
+      EXPECT_TRUE(m && m->data == text);
+      (void)co_await fourth->close(1000);
+    }
+    (void)co_await b->close(1000);
+    for (int i = 0; i < 400 && srv.connections() > 0; ++i) (void)co_await sleep_for(5ms);
+    at_end = srv.connections();
+  });
+  EXPECT_EQ(at_end, 0u);
+}
+
+// A drain over TLS while a compressed, fragmented send is held by a peer that reads
+// nothing: the send fails with operation_canceled and the drain is not held up.
+TEST(WsDeflateTls, DrainCutsACompressedSendOverTls) {
+  wss_fixture f;
+  if (!f.certs.ok) GTEST_SKIP() << "no openssl command to make a certificate";
+  f.opts.options.deflate.enabled = true;
+  f.opts.options.max_send_frame_bytes = 4096;
+  const std::string big = random_bytes(32u << 20, 51);
+  std::error_code err;
+  std::atomic<bool> done{false};
+  f.session = [&](http::websocket& ws) -> task<void> {
+    auto r = co_await ws.send_binary(big);
+    err = r ? std::error_code{} : r.error();
+    done = true;
+  };
+  std::optional<http::websocket> held;
+  const auto t0 = std::chrono::steady_clock::now();
+  f.run([&](http::client& c, const std::string& url, http::server&) -> task<void> {
+    http::websocket_connect_options o;
+    o.options.deflate.enabled = true;
+    auto ws = co_await c.connect_websocket(url, o);
+    if (!ws) {
+      ADD_FAILURE() << ws.error().message();
+      co_return;
+    }
+    held.emplace(std::move(*ws));  // reads nothing
+    (void)co_await sleep_for(500ms);
+  });
+  const auto took = std::chrono::steady_clock::now() - t0;
+  held.reset();
+  EXPECT_TRUE(done.load());
+  EXPECT_TRUE(err == std::errc::operation_canceled) << err.message();
+  EXPECT_LT(took, 10s);
+}
+
+// ---------------------------------------------------------------------------------------
 // Keep-alive without a waiting receive().
 
 // A session that only sends; the peer answers each ping late (after ping_interval, well
