@@ -1991,6 +1991,55 @@ TEST(WsDeflateKeepAlive, PeerThatReadsNothingIsGivenUp) {
   EXPECT_LT(took, 3s);
 }
 
+// Receives stopped right after their keep-alive ping went out, the pong arriving while no
+// receive() waits (the keep-alive task then watches), over and over: the peer answers
+// every ping, so the connection lives.
+TEST(WsDeflateKeepAlive, PongsArrivingBetweenStoppedReceivesCount) {
+  ws_server s;
+  s.opts.options.deflate.enabled = true;
+  s.opts.options.ping_interval = 100ms;
+  s.opts.options.ping_timeout = 300ms;
+  std::error_code err;
+  int rounds = 0;
+  s.session = [&](http::websocket& ws) -> task<void> {
+    for (int i = 0; i < 12; ++i) {
+      auto m = co_await with_timeout(ws.receive(), 130ms);  // a ping goes out at 100 ms
+      if (!m && !(m.error() == std::errc::timed_out)) {
+        err = m.error();
+        co_return;
+      }
+      (void)co_await sleep_for(200ms);  // the pong comes meanwhile
+      auto r = co_await ws.send_text(far_repeats(100, 2, static_cast<std::uint32_t>(i)));
+      if (!r) {
+        err = r.error();
+        co_return;
+      }
+      ++rounds;
+    }
+  };
+  int pings = 0;
+  s.run([&](std::uint16_t port) {
+    int fd = open_ws_with(port, "Sec-WebSocket-Extensions: permessage-deflate\r\n");
+    ASSERT_GE(fd, 0);
+    for (;;) {
+      auto f = read_frame(fd);
+      if (!f) break;
+      if (f->opcode == 9) {
+        ++pings;
+        std::this_thread::sleep_for(60ms);
+        send_all(fd, make_frame(10, f->payload));
+      }
+      if (f->opcode == 8) {
+        send_all(fd, make_frame(8, close_payload(1000)));
+        break;
+      }
+    }
+    ::close(fd);
+  });
+  EXPECT_EQ(rounds, 12) << err.message();
+  EXPECT_GT(pings, 0);
+}
+
 // The client's websocket destroyed while its keep-alive is armed (ping due, ping sent
 // and unanswered), then the loop goes on and ends: nothing touches the freed websocket.
 TEST(WsDeflateKeepAlive, WebsocketDestroyedWhileKeepAliveIsArmed) {
