@@ -2161,10 +2161,43 @@ async def flood():
     task.cancel()
     ws.transport.abort()
 
+def upgrade_during_drain():
+    # The head of an upgrade half sent, the server told to stop, then the rest: no 101.
+    import socket
+    q = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    qport = int(q.stdout.readline().split("listening on ")[1].split(",")[0].rsplit(":", 1)[1])
+    s = socket.create_connection(("127.0.0.1", qport))
+    s.settimeout(10)
+    if tls:
+        s = ctx.wrap_socket(s, server_hostname="localhost")
+    s.sendall(b"GET /ws/echo HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n")
+    time.sleep(0.3)
+    q.send_signal(signal.SIGTERM)
+    time.sleep(0.3)
+    r = b""
+    try:
+        s.sendall(b"Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                  b"Sec-WebSocket-Version: 13\r\n\r\n")
+        while b"\r\n\r\n" not in r:
+            d = s.recv(4096)
+            if not d:
+                break
+            r += d
+    except Exception:
+        pass
+    status = r.split(b" ")[1].decode() if r.startswith(b"HTTP/1.1 ") else "none"
+    print("drain-upgrade", status, b"connection: close" in r.lower(), flush=True)
+    try:
+        q.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        q.kill()
+    print("drain-exit", q.returncode, flush=True)
+
 asyncio.run(limits())
 asyncio.run(flood())
 if p.poll() is None:
     p.kill()
+upgrade_during_drain()
 )PY";
 
 void ws_echo_with_python(const char* mode) {
@@ -2193,6 +2226,15 @@ void ws_echo_with_python(const char* mode) {
   EXPECT_EQ(out.substr(e, 7), "exit 0 ") << out;
   const double after = std::atof(out.c_str() + out.find("after ", e) + 6);
   EXPECT_LT(after, 10.0) << out;  // --drain-timeout 2
+  // An upgrade whose request completes during the drain: 503 with Connection: close, or
+  // no answer at all, never a 101.
+  EXPECT_EQ(out.find("drain-upgrade 101"), std::string::npos) << out;
+  if (out.find("drain-upgrade 503") != std::string::npos) {
+    EXPECT_NE(out.find("drain-upgrade 503 True\n"), std::string::npos) << out;
+  } else {
+    EXPECT_NE(out.find("drain-upgrade none"), std::string::npos) << out;
+  }
+  EXPECT_NE(out.find("drain-exit 0\n"), std::string::npos) << out;
 }
 
 TEST(WsDeflateEchoApp, PythonClientsAgainstWsEcho) { ws_echo_with_python("plain"); }
