@@ -582,6 +582,7 @@ TEST(WsDeflateNegotiation, ServerDeclinesBadOffersAndAnswersItsLimits) {
       {h + "permessage-deflate; client_max_window_bits=15\r\n", {pmd}},
       {h + "permessage-deflate; client_max_window_bits=8\r\n", {pmd, "client_max_window_bits=8"}},
       {h + "permessage-deflate; x-unknown\r\n", {}},
+      {h + "permessage-deflate ;\tserver_max_window_bits=10 \r\n", {pmd, "server_max_window_bits=10"}},
       {h + "permessage-deflate; server_max_window_bits=16, permessage-deflate; client_no_context_takeover\r\n",
        {pmd, "client_no_context_takeover"}},
       {h + "x-foo\r\n" + h + "permessage-deflate; client_max_window_bits=9\r\n", {pmd, "client_max_window_bits=9"}},
@@ -1027,6 +1028,46 @@ TEST(WsDeflateCancel, SendStoppedBeforeItsFrameLeavesTheCompressorConsistent) {
   EXPECT_TRUE(stopped_done.load());
   EXPECT_TRUE(stopped_error == std::errc::timed_out) << stopped_error.message();
   EXPECT_FALSE(after_error) << after_error.message();
+}
+
+// A compressed send stopped part-way (a frame cut), then close() and another send: both
+// fail at once (nothing more can go out after a cut frame), and the connection ends.
+TEST(WsDeflateCancel, CutCompressedSendThenCloseAndSend) {
+  const std::string big = random_bytes(32u << 20, 61);
+  ws_server s;
+  s.opts.options.deflate.enabled = true;
+  std::error_code cut_error, close_error, send_error;
+  std::chrono::steady_clock::duration close_took{};
+  s.session = [&](http::websocket& ws) -> task<void> {
+    auto r = co_await with_timeout(ws.send_binary(big), 300ms);
+    cut_error = r ? std::error_code{} : r.error();
+    const auto t0 = std::chrono::steady_clock::now();
+    auto c = co_await ws.close(1000, "after a cut");
+    close_took = std::chrono::steady_clock::now() - t0;
+    close_error = c ? std::error_code{} : c.error();
+    auto again = co_await ws.send_text(far_repeats(100, 3, 1));
+    send_error = again ? std::error_code{} : again.error();
+  };
+  s.run([&](std::uint16_t port) {
+    int fd = open_ws_with(port, "Sec-WebSocket-Extensions: permessage-deflate\r\n");
+    ASSERT_GE(fd, 0);
+    wait_sessions(s, 1);
+    std::size_t bytes = 0;
+    int close_frames = 0;
+    for (;;) {
+      auto f = read_frame(fd);
+      if (!f) break;
+      if (f->opcode == 8) ++close_frames;
+      bytes += f->payload.size();
+    }
+    EXPECT_EQ(close_frames, 0);
+    EXPECT_LT(bytes, big.size());
+    ::close(fd);
+  });
+  EXPECT_TRUE(cut_error == std::errc::timed_out) << cut_error.message();
+  EXPECT_TRUE(close_error) << "close() after a cut frame succeeded";
+  EXPECT_LT(close_took, 2s);
+  EXPECT_TRUE(send_error) << "a send after a cut frame succeeded";
 }
 
 // Several tasks sending compressed messages at once (fragmented, some under the
