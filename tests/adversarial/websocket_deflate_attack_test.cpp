@@ -1954,6 +1954,62 @@ TEST(WsDeflateTls, DrainCutsACompressedSendOverTls) {
   EXPECT_LT(took, 10s);
 }
 
+// Half ClientHellos hold every place of max_connections: a wss client is closed before
+// its handshake; once they go, it is served; a drain with half ClientHellos pending and
+// a websocket open is not held up; nothing stays counted.
+TEST(WsDeflateTls, HalfClientHellosAndTheConnectionLimit) {
+  wss_fixture f;
+  if (!f.certs.ok) GTEST_SKIP() << "no openssl command to make a certificate";
+  f.server_opts.max_connections = 3;
+  f.opts.options.deflate.enabled = true;
+  f.session = [&](http::websocket& ws) -> task<void> {
+    for (;;) {
+      auto m = co_await ws.receive();
+      if (!m) co_return;
+      if (!co_await ws.send_text(m->data)) co_return;
+    }
+  };
+  const std::string half_hello("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\x11\x22", 13);
+  std::size_t while_held = 0;
+  std::vector<int> held;
+  const auto t0 = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::duration drain_started{};
+  f.run([&](http::client& c, const std::string& url, http::server& srv) -> task<void> {
+    const std::uint16_t port = static_cast<std::uint16_t>(std::atoi(url.substr(url.rfind(':') + 1).c_str()));
+    for (int i = 0; i < 3; ++i) {
+      int fd = tcp_connect(port);
+      if (fd >= 0) {
+        send_all(fd, half_hello);
+        held.push_back(fd);
+      }
+    }
+    for (int i = 0; i < 400 && srv.connections() < 3; ++i) (void)co_await sleep_for(5ms);
+    while_held = srv.connections();
+    http::websocket_connect_options o;
+    o.options.deflate.enabled = true;
+    auto refused = co_await with_timeout(c.connect_websocket(url, o), 10s);
+    EXPECT_FALSE(refused) << "served over max_connections";
+    ::close(held[0]);
+    held.erase(held.begin());
+    for (int i = 0; i < 400 && srv.connections() > 2; ++i) (void)co_await sleep_for(5ms);
+    auto ws = co_await with_timeout(c.connect_websocket(url, o), 10s);
+    if (!ws) {
+      ADD_FAILURE() << "not served once a place was free: " << ws.error().message();
+    } else {
+      const std::string text = far_repeats(300, 4, 2);
+      EXPECT_TRUE(co_await ws->send_text(text));
+      auto m = co_await ws->receive();
+      EXPECT_TRUE(m && m->data == text);
+    }
+    drain_started = std::chrono::steady_clock::now() - t0;
+    co_return;  // the fixture drains with the half ClientHellos and the websocket open
+  });
+  const auto total = std::chrono::steady_clock::now() - t0;
+  for (int fd : held) ::close(fd);
+  EXPECT_EQ(while_held, 3u);
+  EXPECT_LT(total - drain_started, 5s) << "the drain waited on half ClientHellos or the websocket";
+}
+
 // ---------------------------------------------------------------------------------------
 // Keep-alive without a waiting receive().
 
