@@ -1074,7 +1074,7 @@ TEST(WsDeflateCancel, CutCompressedSendThenCloseAndSend) {
   });
   EXPECT_TRUE(cut_error == std::errc::timed_out) << cut_error.message();
   EXPECT_TRUE(close_error) << "close() after a cut frame succeeded";
-  EXPECT_LT(close_took, 2s);
+  EXPECT_LT(close_took, 4s);  // under close_timeout (5 s): no wait for an answer
   EXPECT_TRUE(send_error) << "a send after a cut frame succeeded";
 }
 
@@ -1837,11 +1837,11 @@ TEST(WsDeflateTls, KeepAliveOfASendOnlySessionOverTls) {
     if (!f.certs.ok) GTEST_SKIP() << "no openssl command to make a certificate";
     f.opts.options.deflate.enabled = true;
     f.opts.options.ping_interval = 50ms;
-    f.opts.options.ping_timeout = 400ms;
+    f.opts.options.ping_timeout = 1000ms;
     int sent_ok = 0;
     std::error_code err;
     f.session = [&](http::websocket& ws) -> task<void> {
-      for (int i = 0; i < 30; ++i) {
+      for (int i = 0; i < 60; ++i) {
         auto r = co_await ws.send_text(far_repeats(200, 3, static_cast<std::uint32_t>(i)));
         if (!r) {
           err = r.error();
@@ -1867,15 +1867,15 @@ TEST(WsDeflateTls, KeepAliveOfASendOnlySessionOverTls) {
           if (!m) break;
           ++got;
         }
-        EXPECT_EQ(got, 30);
+        EXPECT_EQ(got, 60);
       } else {
-        (void)co_await sleep_for(3s);
+        (void)co_await sleep_for(5s);
       }
     });
     if (answering) {
-      EXPECT_EQ(sent_ok, 30) << err.message();
+      EXPECT_EQ(sent_ok, 60) << err.message();
     } else {
-      EXPECT_LT(sent_ok, 30);
+      EXPECT_LT(sent_ok, 60);
       EXPECT_EQ(err, make_error_code(http::websocket_errc::ping_timeout)) << err.message();
     }
   }
@@ -2093,7 +2093,7 @@ TEST(WsDeflateKeepAlive, PeerThatReadsNothingIsGivenUp) {
     ::close(fd);
   });
   EXPECT_EQ(err, make_error_code(http::websocket_errc::ping_timeout)) << err.message();
-  EXPECT_LT(took, 3s);
+  EXPECT_LT(took, 10s);
 }
 
 // Receives stopped right after their keep-alive ping went out, the pong arriving while no
@@ -2103,7 +2103,7 @@ TEST(WsDeflateKeepAlive, PongsArrivingBetweenStoppedReceivesCount) {
   ws_server s;
   s.opts.options.deflate.enabled = true;
   s.opts.options.ping_interval = 100ms;
-  s.opts.options.ping_timeout = 300ms;
+  s.opts.options.ping_timeout = 1000ms;
   std::error_code err;
   int rounds = 0;
   s.session = [&](http::websocket& ws) -> task<void> {
