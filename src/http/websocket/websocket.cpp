@@ -150,7 +150,7 @@ task<result<void>> send_frame(websocket_state& s, ws_opcode op, std::string_view
       if (!sent) co_return unexpected(sent.error());
       // Part of it went out: say why it stopped (a stop, send_timeout, the peer).
       const std::stop_token stop = co_await current_stop_token();
-      if (stop.stop_requested()) co_return unexpected(std::make_error_code(std::errc::operation_canceled));
+      if (stop.stop_requested()) co_return unexpected(errno_code(-ECANCELED));
       if (clock::now() >= deadline) co_return unexpected(std::make_error_code(std::errc::timed_out));
       co_return unexpected(std::make_error_code(std::errc::broken_pipe));
     }
@@ -161,7 +161,7 @@ task<result<void>> send_frame(websocket_state& s, ws_opcode op, std::string_view
       const std::stop_token stop = co_await current_stop_token();
       if (stop.stop_requested()) {
         s.write_failed = true;
-        co_return unexpected(std::make_error_code(std::errc::operation_canceled));
+        co_return unexpected(errno_code(-ECANCELED));
       }
     }
   } while (offset < payload.size());
@@ -392,7 +392,7 @@ task<result<websocket_message>> receive_until(websocket_state& s, clock::time_po
     if (!n) {
       const std::stop_token stop = co_await current_stop_token();
       if (n.error() == std::errc::timed_out && (keep_alive_due || close_due) && stop.stop_requested())
-        co_return unexpected(std::make_error_code(std::errc::operation_canceled));  // our caller's stop, not ours
+        co_return unexpected(errno_code(-ECANCELED));  // our caller's stop, not ours
       if (n.error() == std::errc::timed_out && close_due) {                         // the peer never answered close()
         s.failed = true;
         s.close_code = websocket::abnormal_closure;
