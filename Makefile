@@ -5,7 +5,7 @@
 #   make test       build and run every test: release (GCC), a Debug build (GCC -O0) of the
 #                   coroutine suites, ASan+UBSan (clang-16), the
 #                   threaded tests under TSan (clang-16), and each libFuzzer target for
-#                   FUZZ_SECONDS (20) on its corpus; and the API reference (make docs)
+#                   FUZZ_SECONDS (8) on its corpus; and the API reference (make docs)
 #                   must build without a warning
 #   make install PREFIX=/usr/local   build the libraries alone (no apps, examples or
 #                   tests) and install them with their CMake and pkg-config files
@@ -60,12 +60,12 @@ test-sanitize: build-sanitize
 # ThreadSanitizer: the tests whose code runs on several threads. Fibers run on one
 # thread; their stack switches are told to TSan (__tsan_switch_to_fiber), and the one
 # fiber test with a second thread (a stop from it) runs here.
-TSAN_TESTS = CrossThread|Teardown|AdversarialCrossThread|SenderCrossThread|StdexecInterop|Channel|ChannelAcrossLoops|MpscRing|Cancellation.StopFromAnotherThread|Chaos|Log\.|ServeProgram|Fiber.StopFromAnotherThread|Sync\.EventSetFromAnotherThread|SyncRandom\.Channel|Client\.Resolve|MinWait\.CrossThread
+TSAN_TESTS = CrossThread|Teardown|AdversarialCrossThread|SenderCrossThread|StdexecInterop|Channel|ChannelAcrossLoops|MpscRing|Cancellation.StopFromAnotherThread|Chaos|Log\.|ServeProgram|Fiber.StopFromAnotherThread|Sync\.EventSetFromAnotherThread|SyncRandom\.Channel|Client\.Resolve|MinWait\.CrossThread|SpawnBlocking
 build-tsan: deps-test
 	cmake -S . -B build/tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug \
 	  -DCMAKE_CXX_COMPILER=clang++-16 -DCMAKE_C_COMPILER=clang-16 \
 	  -DRINGIO_SANITIZE=thread -DRINGIO_BUILD_APPS=OFF $(STDEXEC_ARGS)
-	cmake --build build/tsan -j $(JOBS) --target unit_tests integration_tests chaos_tests fiber_tests sender_tests stdexec_interop_tests http_client_tests send_wait_tests adversarial_tests
+	cmake --build build/tsan -j $(JOBS) --target unit_tests integration_tests chaos_tests fiber_tests sender_tests stdexec_interop_tests http_client_tests send_wait_tests adversarial_tests beyond_sockets_tests
 
 test-tsan: build-tsan
 	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
@@ -76,7 +76,7 @@ test-tsan: build-tsan
 # regression case (scripts/run-fuzz.sh, docs/testing.md).
 FUZZ_TARGETS = http_request_fuzz http_path_fuzz http_chunked_fuzz http_response_fuzz websocket_frame_fuzz \
   websocket_deflate_fuzz
-FUZZ_SECONDS ?= 12
+FUZZ_SECONDS ?= 8
 build-fuzz: deps-test
 	cmake -S . -B build/fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DCMAKE_CXX_COMPILER=clang++-16 -DCMAKE_C_COMPILER=clang-16 \
