@@ -48,21 +48,16 @@ def parse_args(argv):
                     help="keep only grid cells whose KEY is one of the values (repeatable), "
                          "e.g. --where connections=50,1000")
     a = ap.parse_args(argv)
-<<<<<<< HEAD
+    if a.metrics_cost and a.servers:
+        ap.error("--metrics-cost chooses the servers: give it or --servers, not both")
     if a.websocket:
         a.full = True
         a.servers = a.servers or ",".join(WS_DEFAULT_SERVERS)
         a.scenarios = a.scenarios or ",".join(WS_SCENARIOS)
-    a.servers = _names(ap, a.servers, servers.KNOWN, "server", servers.ORDER)
-    a.scenarios = _names(ap, a.scenarios, scenarios.ORDER, "scenario",
-                         [s for s in scenarios.ORDER if a.full or s not in scenarios.FULL_ONLY])
-=======
-    if a.metrics_cost and a.servers:
-        ap.error("--metrics-cost chooses the servers: give it or --servers, not both")
     a.servers = _names(ap, a.servers, servers.KNOWN, "server",
                        servers.METRICS_COST if a.metrics_cost else servers.ORDER)
-    a.scenarios = _names(ap, a.scenarios, scenarios.ORDER, "scenario")
->>>>>>> top
+    a.scenarios = _names(ap, a.scenarios, scenarios.ORDER, "scenario",
+                         [s for s in scenarios.ORDER if a.full or s not in scenarios.FULL_ONLY])
     if a.repeats < 1:
         ap.error("--repeats must be at least 1")
     a.where_filter = {}
