@@ -82,9 +82,9 @@ task<result<std::size_t>> read_some(websocket_state& s, clock::time_point deadli
   co_return n;
 }
 
-task<result<std::size_t>> write_all(websocket_state& s, const unsigned char* data, std::size_t size,
-                                    clock::time_point deadline) {
-  const_buffer b(data, size);
+// Sends the frame in s.out (a client's, or any over TLS: one record).
+task<result<std::size_t>> write_all(websocket_state& s, std::size_t size, clock::time_point deadline) {
+  const_buffer b(s.out.get(), size);
   if (s.secure != nullptr) {
     auto n = co_await s.secure->send_all(b, deadline);
     co_return n;
@@ -93,26 +93,64 @@ task<result<std::size_t>> write_all(websocket_state& s, const unsigned char* dat
   co_return n;
 }
 
-// Copies one frame into s.out, masked on the client side; its size.
-std::size_t build_frame(websocket_state& s, ws_opcode op, bool fin, std::string_view payload, bool rsv1) {
+// Sends a server's frame on a plain socket: its header (in s.head) and the payload,
+// where it lies, in one gathered send.
+task<result<std::size_t>> write_gathered(websocket_state& s, std::size_t head, std::string_view payload,
+                                         clock::time_point deadline) {
+  const const_buffer pieces[2] = {const_buffer(s.head, head), const_buffer(payload.data(), payload.size())};
+  auto n = co_await with_deadline(s.socket->send_all(std::span<const const_buffer>(pieces)), deadline);
+  co_return n;
+}
+
+// The next random mask key of a client (RFC 6455 section 5.3: a fresh unpredictable
+// key for every frame); nullptr when no random bytes could be had.
+const unsigned char* next_mask(websocket_state& s) noexcept {
+  if (s.mask_used + 4 > sizeof(s.mask_pool)) {
+    if (RAND_bytes(s.mask_pool, sizeof(s.mask_pool)) != 1) return nullptr;
+    s.mask_used = 0;
+  }
+  const unsigned char* mask = s.mask_pool + s.mask_used;
+  s.mask_used += 4;
+  return mask;
+}
+
+// Copies one frame into s.out, masked with `mask` (a client's) or not; its size.
+std::size_t build_frame(websocket_state& s, ws_opcode op, bool fin, std::string_view payload, bool rsv1,
+                        const unsigned char* mask) {
   const std::size_t need = detail::max_frame_header + payload.size();
   if (s.out_capacity < need) {
     s.out_capacity = std::max(need, std::size_t{256});
     s.out = std::make_unique_for_overwrite<unsigned char[]>(s.out_capacity);
   }
-  const unsigned char* mask = nullptr;
-  if (s.client) {  // RFC 6455 section 5.3: a fresh unpredictable key for every frame
-    if (s.mask_used + 4 > sizeof(s.mask_pool)) {
-      if (RAND_bytes(s.mask_pool, sizeof(s.mask_pool)) != 1) return 0;
-      s.mask_used = 0;
-    }
-    mask = s.mask_pool + s.mask_used;
-    s.mask_used += 4;
-  }
   const std::size_t head = detail::encode_frame_header(s.out.get(), op, fin, payload.size(), mask, rsv1);
-  if (!payload.empty()) std::memcpy(s.out.get() + head, payload.data(), payload.size());
-  if (mask != nullptr) detail::apply_mask(s.out.get() + head, payload.size(), mask);
+  const auto* from = reinterpret_cast<const unsigned char*>(payload.data());
+  if (mask != nullptr) {
+    detail::copy_masked(s.out.get() + head, from, payload.size(), mask);
+  } else if (!payload.empty()) {
+    std::memcpy(s.out.get() + head, from, payload.size());
+  }
   return head + payload.size();
+}
+
+// Sends one frame: a server's on a plain socket without copying its payload (the
+// caller's bytes, or the deflate codec's); a client's masked into s.out; any over TLS
+// built in s.out. The bytes that went out, or the error when none did.
+task<result<std::size_t>> send_one_frame(websocket_state& s, ws_opcode op, bool fin, std::string_view payload,
+                                         bool rsv1, clock::time_point deadline, std::size_t& size) {
+  const unsigned char* mask = nullptr;
+  if (s.client) {
+    mask = next_mask(s);
+    if (mask == nullptr) co_return unexpected(std::make_error_code(std::errc::io_error));  // no random mask key
+  }
+  if (mask == nullptr && s.secure == nullptr) {
+    const std::size_t head = detail::encode_frame_header(s.head, op, fin, payload.size(), nullptr, rsv1);
+    size = head + payload.size();
+    auto n = co_await write_gathered(s, head, payload, deadline);
+    co_return n;
+  }
+  size = build_frame(s, op, fin, payload, rsv1, mask);
+  auto n = co_await write_all(s, size, deadline);
+  co_return n;
 }
 
 // Sends a message or control frame; data messages over max_send_frame_bytes go as
@@ -139,11 +177,11 @@ task<result<void>> send_frame(websocket_state& s, ws_opcode op, std::string_view
   do {
     const std::string_view part = payload.substr(offset, piece);
     const bool fin = offset + part.size() == payload.size();
-    const std::size_t size =
-        build_frame(s, offset == 0 ? op : ws_opcode::continuation, fin, part, compressed && offset == 0);
-    if (size == 0) co_return unexpected(std::make_error_code(std::errc::io_error));  // no random mask key
     const clock::time_point deadline = clock::now() + s.opts.send_timeout;
-    auto sent = co_await write_all(s, s.out.get(), size, deadline);
+    std::size_t size = 0;
+    auto sent = co_await send_one_frame(s, offset == 0 ? op : ws_opcode::continuation, fin, part,
+                                        compressed && offset == 0, deadline, size);
+    if (!sent && size == 0) co_return unexpected(sent.error());  // no random mask key: nothing went
     if (!sent || *sent != size) {
       s.write_failed = true;  // a frame cut short: nothing may follow it
       if (s.keepalive_expired) co_return unexpected(errc(websocket_errc::ping_timeout));  // ended under us

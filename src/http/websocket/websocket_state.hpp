@@ -53,8 +53,10 @@ struct websocket_state {
   bool keeper_running = false;
   bool keepalive_expired = false;  // the keeper gave the peer up (ping_timeout)
 
-  // Sending: one frame at a time, built in out.
+  // Sending: one frame at a time; a server's header in head, its payload sent where it
+  // lies (plain sockets); a client's frames, and any over TLS, built in out.
   mutex write_lock;
+  unsigned char head[max_frame_header] = {};
   std::unique_ptr<unsigned char[]> out;
   std::size_t out_capacity = 0;
   bool write_failed = false;
