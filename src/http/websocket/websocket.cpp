@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstring>
 #include <optional>
+#include <span>
 
 #include "client/client_connection.hpp"
 #include "core/sys.hpp"
@@ -82,11 +83,60 @@ task<result<std::size_t>> read_some(websocket_state& s, clock::time_point deadli
   co_return n;
 }
 
+// The send watchdog: while a frame is in flight, wakes when it is due (send_began +
+// send_timeout) and, if that frame is still going, shuts the sending side of the
+// socket down under it (the send fails; the receiving side stays). Ends when it finds
+// no send in flight, so an idle websocket holds no timer.
+task<void> watch_sends(websocket_state& s) {
+  for (;;) {
+    if (s.send_began == clock::time_point{} || s.write_failed) co_return;
+    const clock::time_point due = s.send_began + s.opts.send_timeout;
+    if (clock::now() >= due) {
+      s.send_expired = true;
+      (void)::ringio::detail::sys::shutdown(s.socket->native_handle(), SHUT_WR);
+      co_return;
+    }
+    auto slept = co_await sleep_until(due);
+    if (!slept) co_return;  // stopped: the websocket is going
+  }
+}
+
+task<void> run_watchdog(std::shared_ptr<websocket_state> s) {
+  const std::stop_token token = s->keeper_stop.get_token();
+  task<void> t = watch_sends(*s);
+  ringio::detail::token_awaiter<void> op{t, &token};
+  co_await op;
+  s->watchdog_running = false;
+}
+
+// Whether the watchdog bounds this send (starting it if none runs); else the send
+// carries its own deadline (no loop, or the websocket's tasks are being stopped).
+bool watched(websocket_state& s) {
+  if (s.watchdog_running) return true;
+  io_context* loop = io_context::current();
+  if (loop == nullptr || s.keeper_stop.stop_requested() || s.opts.send_timeout.count() <= 0) return false;
+  s.watchdog_running = true;
+  loop->spawn(run_watchdog(s.shared_from_this()));
+  return true;
+}
+
+// Marks a frame in flight for the watchdog until the send ends, however it ends.
+struct send_in_flight {
+  websocket_state& s;
+  ~send_in_flight() { s.send_began = clock::time_point{}; }
+};
+
 // Sends the frame in s.out (a client's, or any over TLS: one record).
 task<result<std::size_t>> write_all(websocket_state& s, std::size_t size, clock::time_point deadline) {
   const_buffer b(s.out.get(), size);
   if (s.secure != nullptr) {
     auto n = co_await s.secure->send_all(b, deadline);
+    co_return n;
+  }
+  if (watched(s)) {
+    s.send_began = deadline - s.opts.send_timeout;
+    const send_in_flight marked{s};
+    auto n = co_await s.socket->send_all(b);
     co_return n;
   }
   auto n = co_await with_deadline(s.socket->send_all(b), deadline);
@@ -98,7 +148,14 @@ task<result<std::size_t>> write_all(websocket_state& s, std::size_t size, clock:
 task<result<std::size_t>> write_gathered(websocket_state& s, std::size_t head, std::string_view payload,
                                          clock::time_point deadline) {
   const const_buffer pieces[2] = {const_buffer(s.head, head), const_buffer(payload.data(), payload.size())};
-  auto n = co_await with_deadline(s.socket->send_all(std::span<const const_buffer>(pieces)), deadline);
+  const std::span<const const_buffer> frame(pieces);
+  if (watched(s)) {
+    s.send_began = deadline - s.opts.send_timeout;
+    const send_in_flight marked{s};
+    auto n = co_await s.socket->send_all(frame);
+    co_return n;
+  }
+  auto n = co_await with_deadline(s.socket->send_all(frame), deadline);
   co_return n;
 }
 
@@ -184,7 +241,8 @@ task<result<void>> send_frame(websocket_state& s, ws_opcode op, std::string_view
     if (!sent && size == 0) co_return unexpected(sent.error());  // no random mask key: nothing went
     if (!sent || *sent != size) {
       s.write_failed = true;  // a frame cut short: nothing may follow it
-      if (s.keepalive_expired) co_return unexpected(errc(websocket_errc::ping_timeout));  // ended under us
+      if (s.keepalive_expired) co_return unexpected(errc(websocket_errc::ping_timeout));     // ended under us
+      if (s.send_expired) co_return unexpected(std::make_error_code(std::errc::timed_out));  // the watchdog's
       if (!sent) co_return unexpected(sent.error());
       // Part of it went out: say why it stopped (a stop, send_timeout, the peer).
       const std::stop_token stop = co_await current_stop_token();
@@ -538,7 +596,7 @@ task<void> run_keeper(std::shared_ptr<websocket_state> s) {
 }
 
 task<void> wait_for_keeper(websocket_state& s) {
-  while (s.keeper_running) (void)co_await sleep_for(std::chrono::milliseconds(1));
+  while (s.keeper_running || s.watchdog_running) (void)co_await sleep_for(std::chrono::milliseconds(1));
 }
 
 std::shared_ptr<websocket_state> make_state(bool client, std::string_view received, websocket_options opts,
