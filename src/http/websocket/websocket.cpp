@@ -33,6 +33,9 @@ using detail::ws_opcode;
 using clock = std::chrono::steady_clock;
 
 constexpr std::size_t initial_buffer = 4096;
+// A server's payloads from this size on are sent where they lie, after their header, in
+// one gathered send; smaller ones are cheaper copied behind the header (a plain send).
+constexpr std::size_t gather_threshold = 2048;
 constexpr std::size_t linger_bytes = 1 << 20;  // read and dropped at most, waiting for the peer's end
 
 // Clears a flag when the operation that set it ends, however it ends.
@@ -190,8 +193,8 @@ std::size_t build_frame(websocket_state& s, ws_opcode op, bool fin, std::string_
 }
 
 // Sends one frame: a server's on a plain socket without copying its payload (the
-// caller's bytes, or the deflate codec's); a client's masked into s.out; any over TLS
-// built in s.out. The bytes that went out, or the error when none did.
+// caller's bytes, or the deflate codec's) unless it is small; a client's masked into
+// s.out; any over TLS built in s.out. The bytes that went out, or the error when none did.
 task<result<std::size_t>> send_one_frame(websocket_state& s, ws_opcode op, bool fin, std::string_view payload,
                                          bool rsv1, clock::time_point deadline, std::size_t& size) {
   const unsigned char* mask = nullptr;
@@ -199,7 +202,7 @@ task<result<std::size_t>> send_one_frame(websocket_state& s, ws_opcode op, bool 
     mask = next_mask(s);
     if (mask == nullptr) co_return unexpected(std::make_error_code(std::errc::io_error));  // no random mask key
   }
-  if (mask == nullptr && s.secure == nullptr) {
+  if (mask == nullptr && s.secure == nullptr && payload.size() >= gather_threshold) {
     const std::size_t head = detail::encode_frame_header(s.head, op, fin, payload.size(), nullptr, rsv1);
     size = head + payload.size();
     auto n = co_await write_gathered(s, head, payload, deadline);
