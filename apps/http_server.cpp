@@ -134,9 +134,18 @@ int main(int argc, char** argv) {
       args.fail(e.what());
     }
   }
+  if (http_port >= 0 && cfg.restartable())
+    args.fail("--http-port serves a second port: not with --handover-socket, --reuse-port or socket activation");
   ringio::http::server srv(routes, std::move(opts));
   cfg.http_server = &srv;
-  cfg.options.on_stop = [&srv](int) { srv.drain(); };  // idle keep-alive connections close at once
+  if (cfg.restartable()) {
+    // Another process takes over: once no listener of ours accepts, every response
+    // closes its connection, so clients reconnect (to the new process) between
+    // requests; keep-alive connections idle for a second close.
+    cfg.on_listeners_closed = [&srv] { srv.drain(std::chrono::seconds(1)); };
+  } else {
+    cfg.options.on_stop = [&srv](int) { srv.drain(); };  // idle keep-alive connections close at once
+  }
   if (!tls_cert.empty()) {
     auto tls = ringio::tls::context::server(
         {.certificate_chain_file = tls_cert, .private_key_file = tls_key, .alpn = {"http/1.1"}});

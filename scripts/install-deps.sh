@@ -11,13 +11,14 @@ common=(build-essential cmake ninja-build pkg-config liburing-dev libgtest-dev
         clang-16 libclang-rt-16-dev python3 libboost-dev libboost-context-dev doxygen
         libssl-dev openssl zlib1g-dev)
 # prometheus and python3-prometheus-client check the /metrics page (tests/http/metrics_app_test.cpp);
-# tmux drives ringio-top's live view (tests/apps/ringio_top_test.py).
+# tmux drives ringio-top's live view (tests/apps/ringio_top_test.py); wrk and nginx-light
+# drive the restart tests (tests/apps/restart_test.cpp) and the nginx client tests.
 # libhiredis-dev and redis-server: a C library that brings its own descriptor, driven
 # through wait_readable/wait_writable (tests/integration/hiredis_async_test.cpp).
 test_only=(chromium curl clang-format-16 clang-tidy-16 python3-websockets prometheus python3-prometheus-client tmux
-  libhiredis-dev redis-server)
+           wrk nginx-light libhiredis-dev redis-server)
 bench_only=(libasio-dev libbenchmark-dev python3-venv wrk apache2-utils nginx-light
-            cargo-web rustc-web linux-perf procps)
+            cargo-web rustc-web linux-perf procps fio)
 
 case "${1:-}" in
   test)  want=("${common[@]}" "${test_only[@]}") ;;

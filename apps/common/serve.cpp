@@ -3,26 +3,39 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <exception>
+#include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "common/cli.hpp"
+#include "common/handover.hpp"
 #include "common/metrics_endpoint.hpp"
 #include "ringio/io_context.hpp"
 #include "ringio/log.hpp"
+#include "ringio/net/inherited_listeners.hpp"
 #include "ringio/runtime.hpp"
 
 namespace apps {
 
 std::set<std::string> server_flags(std::set<std::string> extra) {
-  extra.insert({"single-accept", "sqpoll", "no-defer-taskrun", "direct-fds"});
+  extra.insert({"single-accept", "sqpoll", "no-defer-taskrun", "direct-fds", "reuse-port"});
   return extra;
 }
 
 void read_server_options(cli& args, server_config& cfg) {
-  auto port = static_cast<std::uint16_t>(args.required_integer("port", 0, 65535));
+  // Socket activation first (and at start-up: it changes the environment).
+  auto activated = ringio::listeners_from_environment();
+  if (!activated) args.fail(std::string("socket activation (LISTEN_FDS): ") + activated.error().message());
+  if (!activated->empty()) {
+    cfg.inherited = std::make_shared<std::vector<ringio::stream_listener>>();
+    for (auto& l : *activated) cfg.inherited->push_back(std::move(l.listener));
+  }
+  auto port = static_cast<std::uint16_t>(cfg.inherited ? args.integer("port", 0, 0, 65535)
+                                                       : args.required_integer("port", 0, 65535));
   auto threads = static_cast<unsigned>(args.integer("threads", 1, 1, 1024));
   read_server_options(args, cfg, port, threads);
 }
@@ -43,6 +56,10 @@ void read_server_options(cli& args, server_config& cfg, std::uint16_t port, unsi
   o.multishot_accept = !args.flag("single-accept");
   o.direct_descriptors = args.flag("direct-fds");
   cfg.metrics_port = static_cast<int>(args.integer("metrics-port", -1, 0, 65535));
+  cfg.handover_path = args.text("handover-socket", "");
+  // (The new process binds PATH.new.<pid> first: sun_path holds 107 bytes.)
+  if (cfg.handover_path.size() > 90) args.fail("--handover-socket: the path is longer than 90 bytes");
+  if (args.flag("reuse-port")) o.share_port = true;
   auto dispatch = args.text("dispatch", "reuseport");
   if (dispatch == "acceptor") o.dispatch = ringio::serve_dispatch::acceptor;
   else if (dispatch != "reuseport") args.fail("--dispatch must be reuseport or acceptor, got '" + dispatch + "'");
@@ -75,9 +92,62 @@ int run_server(server_config cfg, ringio::connection_handler handler, std::stop_
     std::fflush(stdout);
     if (cfg.metrics_port >= 0) metrics.start(loops, cfg.http_server, cfg.name.c_str());
   };
+  // The listeners: passed in (socket activation), taken over from the process on the
+  // handover socket, or bound here.
+  std::optional<handover> successors;
+  if (!cfg.handover_path.empty()) successors.emplace(cfg.handover_path);
+  std::vector<ringio::stream_listener> listeners;
+  std::string origin;
+  if (cfg.inherited && !cfg.inherited->empty()) {
+    listeners = std::move(*cfg.inherited);
+    origin = ", socket activation";
+  } else if (successors) {
+    auto got = successors->take_over();
+    if (!got) {
+      ringio::log(ringio::log_level::error, "handover from %s failed: %s", cfg.handover_path.c_str(),
+                  got.error().message().c_str());
+      return 1;
+    }
+    listeners = std::move(*got);
+    if (!listeners.empty()) origin = ", listeners handed over";
+  }
+  if (listeners.empty()) {
+    auto bound = ringio::serve_listeners(cfg.address, cfg.options);
+    if (!bound) return 1;  // logged
+    listeners = std::move(*bound);
+  }
+  if (successors) {
+    std::vector<int> fds;
+    for (auto& l : listeners) fds.push_back(l.native_handle());
+    successors->keep(fds);
+  }
+  if (!origin.empty()) cfg.banner += cfg.banner.empty() ? origin.substr(2) : origin;
+
+  // A successor that takes over stops this process as a signal would.
+  std::stop_source stop_all;
+  auto forward = [&stop_all] { stop_all.request_stop(); };
+  std::stop_callback<decltype(forward)> on_done(done, forward);
+  std::atomic<unsigned> loops_running{0};
+  std::atomic<unsigned> loops_closed{0};
+  cfg.options.on_drain = [&cfg, &loops_running, &loops_closed, app_on_drain = std::move(cfg.options.on_drain)] {
+    if (app_on_drain) app_on_drain();
+    if (++loops_closed == loops_running.load() && cfg.on_listeners_closed) cfg.on_listeners_closed();
+  };
+  cfg.options.on_stop = [&successors, app_on_stop = std::move(cfg.options.on_stop)](int signal_number) {
+    if (successors) successors->close();  // no successor from now on
+    if (app_on_stop) app_on_stop(signal_number);
+  };
+  cfg.options.on_listening = [&successors, &stop_all, &loops_running, announce = std::move(cfg.options.on_listening)](
+                                 const ringio::socket_address& bound, ringio::runtime& loops) {
+    loops_running = loops.size();
+    // The predecessor stops first, and the handover socket is ours, before the
+    // start-up line says that this process serves.
+    if (successors) (void)successors->serve_successors(stop_all);
+    announce(bound, loops);
+  };
   ringio::result<ringio::serve_summary> r;
   try {
-    r = ringio::serve(cfg.address, std::move(handler), cfg.options, std::move(done));
+    r = ringio::serve(std::move(listeners), std::move(handler), cfg.options, stop_all.get_token());
   } catch (const std::exception& e) {
     ringio::log(ringio::log_level::error, "%s", e.what());
     return 1;

@@ -5,11 +5,15 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <set>
 #include <stop_token>
 #include <string>
+#include <vector>
 
 #include "ringio/net/socket_address.hpp"
+#include "ringio/net/stream_listener.hpp"
 #include "ringio/serve.hpp"
 #include "ringio/serve_options.hpp"
 
@@ -30,6 +34,19 @@ struct server_config {
   int metrics_port = -1;
   /// The app's HTTP server, whose metrics /metrics adds (null: loops only).
   const ringio::http::server* http_server = nullptr;
+  /// --handover-socket: take the listeners over from the process running there, and
+  /// hand them to the next one (common/handover.hpp). Empty: not at all.
+  std::string handover_path;
+  /// Listeners passed in by socket activation (LISTEN_FDS), served instead of binding.
+  std::shared_ptr<std::vector<ringio::stream_listener>> inherited;
+  /// Called once, on a loop thread, when every loop has stopped accepting and closed
+  /// its listeners (the drain begins after a signal or a handover).
+  std::function<void()> on_listeners_closed;
+  /// Whether a new process can take over from this one without refusing connections
+  /// (--handover-socket, --reuse-port, or socket activation).
+  [[nodiscard]] bool restartable() const {
+    return !handover_path.empty() || options.share_port || (inherited && !inherited->empty());
+  }
 };
 
 class cli;
@@ -57,6 +74,14 @@ constexpr const char* server_options_usage =
     "                           default 0: off)\n"
     "  --min-wait US            wait up to US microseconds to batch completions\n"
     "                           (io_uring, Linux 6.12; default 0: off)\n"
+    "  --handover-socket PATH   restarts that refuse no connection: listen on the Unix\n"
+    "                           socket PATH; a new process started with the same option\n"
+    "                           takes the listening sockets over from the running one,\n"
+    "                           which then stops accepting and drains\n"
+    "  --reuse-port             bind with SO_REUSEPORT, sharing the port with a running\n"
+    "                           process (started with it too) instead of failing\n"
+    "  (LISTEN_PID/LISTEN_FDS)  socket activation: serve the sockets passed in (--port is\n"
+    "                           then not needed)\n"
     "  --metrics-port P         serve GET /metrics (Prometheus text format: every loop's\n"
     "                           metrics) on port P of --host (0: the kernel picks one)\n";
 

@@ -8,7 +8,7 @@ import shutil
 import sys
 import time
 
-from . import clients, env, execute, measure, procs, report, scenarios, servers, stats, switch, targets, venv
+from . import clients, env, execute, fileio, measure, procs, report, scenarios, servers, stats, switch, targets, venv
 
 USAGE_EPILOG = """\
 servers:   """ + ", ".join(servers.ORDER) + """
@@ -100,6 +100,14 @@ def make_plan(a, layout, ncpus, server_cpus, nofile, ports):
             plan.append({"scenario": name, "subjects": [] if why else switch.SUBJECTS,
                          "cells": [], "client_cmd": " ".join([os.path.basename(cmd[0])] + cmd[1:])})
             continue
+        if name == scenarios.FILEIO:
+            why = fileio.available(layout)
+            if why:
+                skipped.append({"scenario": name, "reason": f"skipped: {why}"})
+            plan.append({"scenario": name, "subjects": [] if why else fileio.SUBJECTS, "cells": [],
+                         "file_cells": [fileio.label(c) for c in fileio.cells(a.full, a.seconds)],
+                         "client_cmd": "file_bench / fio --ioengine=io_uring"})
+            continue
         scen = scenarios.SCENARIOS[name]
         entry = {"scenario": name, "subjects": [], "cells": [], "client_cmd": None}
         usable = []
@@ -178,7 +186,7 @@ def run_plan(a, ctx, plan, runs, skipped):
                for p in plan for c in p["cells"] if c["status"] == "run")
     done = 0
     for p in plan:
-        if p["scenario"] == scenarios.SWITCH:
+        if p["scenario"] in (scenarios.SWITCH, scenarios.FILEIO):
             continue  # ran before the plan (switch.run): it has no cells
         scen = scenarios.SCENARIOS[p["scenario"]]
         ctx.cost_server = p.get("server")
@@ -330,6 +338,11 @@ def main(argv=None):
             log("switch: running switch_bench")
             res["switch"] = switch.run(layout, a.full, a.repeats, switch.cpus_for(server_cpus))
             log(f"switch: {res['switch'].get('error') or res['switch']['subjects'].keys()}")
+        if scenarios.FILEIO in a.scenarios and not fileio.available(layout):
+            log("fileio: file_bench and fio, alternating")
+            res["fileio"] = fileio.run(layout, a.full, a.repeats, switch.cpus_for(server_cpus), a.seconds,
+                                       a.where_filter)
+            log(f"fileio: {res['fileio'].get('error') or [c['label'] for c in res['fileio']['cells']]}")
         run_plan(a, ctx, plan, res["runs"], skipped)
     except (KeyboardInterrupt, SystemExit) as e:
         res["notes"].append("Interrupted: this report covers only the runs before the interruption.")

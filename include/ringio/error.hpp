@@ -20,6 +20,9 @@ enum class errc {
   closed,                 ///< the channel or broadcast was closed (and, for receivers, drained)
   lagged,                 ///< a broadcast receiver fell behind and missed values
   queue_full,             ///< a bounded queue (a blocking_pool's) had no room
+  not_a_listener,         ///< the descriptor is not a listening stream socket
+  invalid_listen_fds,     ///< LISTEN_PID, LISTEN_FDS or LISTEN_FDNAMES is malformed
+  invalid_handover,       ///< a listener handover message is malformed
 };
 
 /// The category of ringio::errc values ("ringio").

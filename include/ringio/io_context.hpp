@@ -13,6 +13,8 @@
 #include <thread>
 #include <vector>
 
+struct iovec;
+
 #include "ringio/backend_kind.hpp"
 #include "ringio/blocking/blocking_pool_options.hpp"
 #include "ringio/detail/context_service.hpp"
@@ -177,6 +179,17 @@ class io_context {
   /// The io_uring file descriptor, or -1 on the epoll backend.
   [[nodiscard]] int ring_fd() const noexcept;
 
+  /// Registers `count` buffers (an iovec array) with the ring for file::read_fixed_at
+  /// and write_fixed_at, which name them by index: the kernel pins their pages once
+  /// instead of per I/O. The memory must outlive the registration. Replaces nothing:
+  /// unregister_buffers() first to register another set. 0, or -errno (EBUSY: a set is
+  /// registered; ENOMEM: over RLIMIT_MEMLOCK on old kernels). The readiness backends
+  /// (and uring-poll) have nothing to register: 0, and fixed I/O is plain pread/pwrite.
+  /// Loop thread, or before the loop runs.
+  int register_buffers(const iovec* buffers, unsigned count) noexcept;
+  /// Removes the buffers register_buffers() registered, when no fixed I/O is in flight.
+  void unregister_buffers() noexcept;
+
   /// Number of operations the backend holds right now (not counting ringio's own
   /// requests, nor operations waiting for events of other tasks).
   [[nodiscard]] std::size_t in_flight() const noexcept;
@@ -202,6 +215,8 @@ class io_context {
   void direct_unreserve() noexcept;
   void close_direct(int index) noexcept;
   int install_direct(int index) noexcept;
+  /// Whether `n` operations can be submitted now as one io_uring link chain (ringio::chain).
+  bool can_link(detail::op_base* const* ops, std::size_t n) noexcept;
   /// Completes an operation of kind event that is waiting; false if it is not.
   bool complete_event(detail::op_base& op, int res) noexcept;
   /// The same, but the completion runs from the ready queue, not inside this call.

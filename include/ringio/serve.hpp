@@ -70,6 +70,29 @@ struct serve_summary {
 [[nodiscard]] result<serve_summary> serve(const socket_address& address, connection_handler handler,
                                           serve_options options = {}, std::stop_token stop = {});
 
+/// The listeners the address form of the blocking ringio::serve binds, bound now: one
+/// SO_REUSEPORT listener per loop thread (options.threads, 0: one per CPU available),
+/// one for the acceptor dispatch; options.share_port as there. For a program that
+/// keeps their descriptors (to hand them to its successor, see listener_handover.hpp)
+/// before serving on them with the listener form below. Errors: those of the address
+/// form's binding.
+[[nodiscard]] result<std::vector<stream_listener>> serve_listeners(const socket_address& address,
+                                                                   const serve_options& options = {});
+
+/// The blocking entry point on listeners already listening: bound by serve_listeners,
+/// inherited through socket activation (inherited_listeners.hpp), or handed over by
+/// the previous process (listener_handover.hpp). With the reuse_port dispatch each
+/// loop accepts on one of them (loop i on listener i modulo their number, on a
+/// duplicate descriptor when loops share one); options.threads is raised to their
+/// number when it is lower. The acceptor dispatch takes exactly one. When a loop
+/// stops accepting it closes its descriptors: a socket that another process also
+/// holds goes on listening there. summary.address is the first listener's address.
+/// Errors: std::errc::invalid_argument for no listener, several with the acceptor
+/// dispatch, or more than the loops (options.threads 0 on fewer CPUs); otherwise
+/// those of the address form.
+[[nodiscard]] result<serve_summary> serve(std::vector<stream_listener> listeners, connection_handler handler,
+                                          serve_options options = {}, std::stop_token stop = {});
+
 /// The same on the loops of `loops` (options.threads and options.context are not used).
 /// The runtime's threads must block SIGINT/SIGTERM when options.handle_signals is set:
 /// create it after a signal_set, or from a thread that blocks them. The runtime keeps

@@ -37,6 +37,14 @@ struct serve_options {
   unsigned threads = 1;
   /// How connections reach the loops (with one thread both are the same).
   serve_dispatch dispatch = serve_dispatch::reuse_port;
+  /// Bind with SO_REUSEPORT even with one listener, and without first checking that
+  /// the port is free: the listeners join those another process (typically the
+  /// previous version of this server) has on the port, and the kernel spreads new
+  /// connections over all of them. Connections waiting in a listener's backlog when it
+  /// closes are reset unless net.ipv4.tcp_migrate_req is 1: a listener handed over
+  /// (listener_handover.hpp) loses none. Only for serve_listeners and the
+  /// address forms of the blocking entry point.
+  bool share_port = false;
   /// Options of every loop's io_context (backend, sqpoll, ...). Ignored when a runtime
   /// is passed in.
   io_context_options context = {};

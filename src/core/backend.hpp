@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <string>
 
+struct iovec;
+
 #include "ringio/detail/op_base.hpp"
 
 namespace ringio::detail {
@@ -61,6 +63,22 @@ class backend {
     (void)incremental;
     return -95;  // EOPNOTSUPP
   }
+  /// Whether the `n` operations can go to the kernel as one IOSQE_IO_LINK chain, started
+  /// back to back now: room in the SQ and under the in-flight cap, every opcode native.
+  /// May submit what is queued to make room. Readiness backends: false.
+  virtual bool can_link(op_base* const* ops, std::size_t n) noexcept {
+    (void)ops;
+    (void)n;
+    return false;
+  }
+  /// Fixed buffers for READ_FIXED/WRITE_FIXED: 0 or -errno. Backends that do the I/O
+  /// themselves have nothing to register.
+  virtual int register_buffers(const iovec* buffers, unsigned count) noexcept {
+    (void)buffers;
+    (void)count;
+    return 0;
+  }
+  virtual void unregister_buffers() noexcept {}
   /// buffer_ring_feature bits the kernel offers (io_uring completion mode only).
   [[nodiscard]] virtual unsigned buffer_ring_features() const noexcept { return 0; }
   virtual void unregister_buffer_ring(int group) noexcept { (void)group; }

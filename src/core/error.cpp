@@ -33,6 +33,12 @@ class category final : public std::error_category {
         return "the receiver fell behind and missed values";
       case errc::queue_full:
         return "the queue is full";
+      case errc::not_a_listener:
+        return "not a listening stream socket";
+      case errc::invalid_listen_fds:
+        return "malformed socket activation environment (LISTEN_PID, LISTEN_FDS, LISTEN_FDNAMES)";
+      case errc::invalid_handover:
+        return "malformed listener handover message";
     }
     return "unknown ringio error";
   }

@@ -292,6 +292,14 @@ int io_context::register_buffer_ring(void* ring_addr, unsigned entries, bool inc
 unsigned io_context::buffer_ring_features() const noexcept { return backend_->buffer_ring_features(); }
 void io_context::unregister_buffer_ring(int group) noexcept { backend_->unregister_buffer_ring(group); }
 
+bool io_context::can_link(detail::op_base* const* ops, std::size_t n) noexcept { return backend_->can_link(ops, n); }
+
+int io_context::register_buffers(const iovec* buffers, unsigned count) noexcept {
+  return backend_->register_buffers(buffers, count);
+}
+
+void io_context::unregister_buffers() noexcept { backend_->unregister_buffers(); }
+
 void io_context::schedule(std::coroutine_handle<> h) { state_->ready.push(h); }
 
 void io_context::schedule_completion(detail::op_base& op) {
@@ -399,8 +407,20 @@ void io_context::loop(Done done, bool stoppable) {
   // it) goes to the kernel before the loop returns: it may not run again soon.
   struct flush_on_exit {
     detail::backend& b;
-    ~flush_on_exit() { b.flush(); }
-  } flush{*backend_};
+    detail::loop_state& st;
+    ~flush_on_exit() {
+      b.flush();
+      // The run that ends with the loop (a task finishing a sync_wait) is a run too;
+      // the time until the loop is entered again is not.
+      if (st.timing && st.last_return_ns != 0) {
+        st.counters.note_stall(detail::monotonic_ns() - st.last_return_ns);
+        st.last_return_ns = 0;
+      }
+    }
+  } flush{*backend_, *state_};
+  // Entering the loop starts a run: what runs before its first trip to the kernel (a
+  // task spawned before run()) holds the loop as much as what a completion resumes.
+  if (state_->timing && state_->last_return_ns == 0) state_->last_return_ns = detail::monotonic_ns();
   for (;;) {
     if (done()) return;
     run_ready();

@@ -65,7 +65,8 @@ class loop_state {
   detached_sink detached{detached_tasks, counters.tasks_alive};
   /// Time the loop and the stall histogram (io_context_options::loop_timing).
   bool timing = true;
-  /// When the loop last came back from the kernel (ns, CLOCK_MONOTONIC; 0: not yet).
+  /// When the current run started: the loop's last return from the kernel, or its
+  /// entry (ns, CLOCK_MONOTONIC; 0: the loop is not running).
   std::int64_t last_return_ns = 0;
   /// Set by the backend, when timing, as its wait in the kernel returns: what follows
   /// (dispatching the completions, which resumes tasks) is the loop running, not asleep.

@@ -6,6 +6,8 @@
 
 #include <cerrno>
 #include <optional>
+#include <string>
+#include <system_error>
 #include <vector>
 
 #include "doctor/proc_files.hpp"
@@ -43,8 +45,15 @@ std::string seccomp_cause(int err) {
               : "EPERM: the filter denies it, as container runtimes' default profiles do (Docker 25.0 and later)");
 }
 
+// The errno's name and text, e.g. "EACCES (Permission denied)".
+std::string errno_text(int err) {
+  const char* name = err == EPERM ? "EPERM" : err == EACCES ? "EACCES" : err == ENOSYS ? "ENOSYS" : nullptr;
+  const std::string text = std::system_category().message(err);
+  return name != nullptr ? std::string(name) + " (" + text + ")" : "errno " + std::to_string(err) + " (" + text + ")";
+}
+
 // io_uring_setup failed with EPERM or EACCES.
-blocker permission(blocker b) {
+blocker permission(blocker b, int err) {
   const std::optional<long> disabled = read_number("/proc/sys/kernel/io_uring_disabled");
   const long group = read_number("/proc/sys/kernel/io_uring_group").value_or(-1);
   const std::string also = seccomp_filtered() ? " (a seccomp filter is installed on this process too)" : "";
@@ -66,14 +75,27 @@ blocker permission(blocker b) {
                             " (kernel.io_uring_group), or sysctl -w kernel.io_uring_disabled=0";
     return b;
   }
-  if (seccomp_filtered()) {
+  if (seccomp_filtered() && err == EPERM) {
     b.kind = "seccomp";
     b.cause = seccomp_cause(EPERM);
     b.fix = profile_hint;
     return b;
   }
   b.kind = "other";
-  b.cause = "permission denied with kernel.io_uring_disabled = " + std::to_string(disabled.value_or(0)) +
+  if (seccomp_filtered()) {  // a filter's own errno, or a security module's denial under a filter
+    b.cause = "io_uring_setup failed with " + errno_text(err) +
+              ", an error neither container runtimes' seccomp profiles nor kernel.io_uring_disabled give: "
+              "a seccomp filter installed on this process "
+              "(/proc/self/status: Seccomp: 2) with its own errno, or a Linux security module (SELinux io_uring "
+              "class, AppArmor)";
+    b.fix =
+        "find which denies it: the seccomp profile's rule for io_uring_setup, or the security module's audit "
+        "log; allow io_uring_setup, io_uring_enter and io_uring_register, or run with the epoll backend "
+        "(RINGIO_BACKEND=epoll)";
+    return b;
+  }
+  b.cause = "permission denied (" + errno_text(err) +
+            ") with kernel.io_uring_disabled = " + std::to_string(disabled.value_or(0)) +
             " and no seccomp filter: a Linux security module (SELinux io_uring class, AppArmor) may deny it";
   b.fix = "check the security module's audit log for io_uring denials and allow them";
   return b;
@@ -91,8 +113,8 @@ blocker explain(std::error_code code, const std::string& error) {
     b.cause = "the kernel's io_uring lacks an opcode or feature ringio needs";
     b.fix = "run a newer kernel (ringio's io_uring backend needs Linux 5.19 or later), or the epoll backend";
   } else if (at_setup && (err == EPERM || err == EACCES)) {
-    b = permission(std::move(b));
-  } else if (err == ENOSYS || ((err == EPERM || err == EACCES) && seccomp_filtered())) {
+    b = permission(std::move(b), err);
+  } else if (err == ENOSYS || (err == EPERM && seccomp_filtered())) {
     if (seccomp_filtered()) {
       b.kind = "seccomp";
       b.cause = seccomp_cause(err);
@@ -113,7 +135,8 @@ blocker explain(std::error_code code, const std::string& error) {
         "smaller sq_entries/cq_entries in io_context_options";
   } else {
     b.kind = "other";
-    b.cause = "io_uring failed to start for a reason the doctor does not recognise";
+    b.cause = "io_uring failed to start for a reason the doctor does not recognise" +
+              (err != 0 ? " (" + errno_text(err) + ")" : std::string());
     b.fix = "see the error; the epoll backend (RINGIO_BACKEND=epoll) needs no io_uring";
   }
   return b;

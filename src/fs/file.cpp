@@ -38,12 +38,14 @@ const op_vtable read_at_vtable = {.prepare = read_at_prepare,
                                   .attempt = read_at_attempt,
                                   .on_cqe = nullptr,
                                   .step = nullptr,
-                                  .complete = resume_waiter};
+                                  .complete = resume_waiter,
+                                  .optional_opcode = IORING_OP_READ};
 const op_vtable write_at_vtable = {.prepare = write_at_prepare,
                                    .attempt = write_at_attempt,
                                    .on_cqe = nullptr,
                                    .step = nullptr,
-                                   .complete = resume_waiter};
+                                   .complete = resume_waiter,
+                                   .optional_opcode = IORING_OP_WRITE};
 
 }  // namespace detail
 

@@ -91,6 +91,11 @@ void connection::on_tick(std::chrono::milliseconds elapsed) noexcept {
     return;
   }
   stalled_ += elapsed;
+  if (const std::int64_t grace = core_.closing_grace_ms();
+      grace >= 0 && phase_ == phase::idle && stalled_.count() >= grace && !idle_.stop_requested()) {
+    idle_.request_stop();  // a gentle drain: idle for its grace period
+    return;
+  }
   if (phase_ == phase::idle && stalled_ >= o.idle_timeout && !idle_.stop_requested()) {
     ++stats_.idle_timeouts;
     idle_.request_stop();
@@ -250,7 +255,8 @@ task<bool> connection::serve_requests(bool receive_first) {
       log_handler_error("unknown exception");
     }
     if (threw) resp = response::borrowed(500, reason_phrase(500));
-    bool keep = w_->req.keep_alive_ && !resp.close_ && !idle_token.stop_requested() && (!refused || discard);
+    bool keep = w_->req.keep_alive_ && !resp.close_ && !idle_token.stop_requested() && !core_.closing() &&
+                (!refused || discard);
     if (resp.is_upgrade() && !(keep && w_->req.version_minor_ == 1)) {
       // No 101 to HTTP/1.0 nor with Connection: close: 400. During a drain the server is
       // stopping and takes on no new upgraded connection: 503 (with Connection: close,

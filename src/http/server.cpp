@@ -84,6 +84,8 @@ server::~server() = default;
 
 void server::drain() noexcept { core_->drain(); }
 
+void server::drain(std::chrono::milliseconds idle_grace) noexcept { core_->drain_gently(idle_grace); }
+
 std::size_t server::connections() const noexcept { return core_->active(); }
 
 server_metrics server::metrics() const { return core_->metrics(); }

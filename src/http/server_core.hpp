@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -34,6 +35,23 @@ class server_core {
   [[nodiscard]] std::size_t active() const noexcept { return active_.load(std::memory_order_relaxed); }
 
   void drain() noexcept { drain_.request_stop(); }
+  /// Responses from now on close their connections; idle ones close after `grace`.
+  void drain_gently(std::chrono::milliseconds grace) noexcept {
+    if (grace.count() <= 0) {
+      drain();
+      return;
+    }
+    std::int64_t none = -1;
+    closing_grace_ms_.compare_exchange_strong(none, grace.count(), std::memory_order_relaxed);
+  }
+  /// Whether responses close their connections now (either drain has begun).
+  [[nodiscard]] bool closing() const noexcept {
+    return closing_grace_ms_.load(std::memory_order_relaxed) >= 0 || drain_token_.stop_requested();
+  }
+  /// How long an idle connection stays open once drain_gently began; -1 before.
+  [[nodiscard]] std::int64_t closing_grace_ms() const noexcept {
+    return closing_grace_ms_.load(std::memory_order_relaxed);
+  }
   [[nodiscard]] const std::stop_token& drain_token() const noexcept { return drain_token_; }
 
   /// Writes one line to the log.
@@ -61,6 +79,7 @@ class server_core {
   std::vector<std::pair<std::thread::id, std::unique_ptr<server_counters>>> shards_;
   std::stop_source drain_;
   std::stop_token drain_token_ = drain_.get_token();
+  std::atomic<std::int64_t> closing_grace_ms_{-1};
 };
 
 /// Holds one admitted connection's place until the connection ends.

@@ -52,6 +52,7 @@ class multishot_accept_state : public op_base {
   int error = 0;               // the error that ended the last multishot request
   bool armed = false;
   bool orphaned = false;
+  bool stopping = false;        // multishot_acceptor::stop(): no more arming
   bool want_direct;             // accept into the loop's file table when it has room
   bool direct_armed = false;    // the request in flight accepts into the table
   bool table_was_full = false;  // the last direct request ended on a full table
@@ -124,6 +125,11 @@ void multishot_complete(op_base& b) noexcept {
   }
   if (s.consumer == nullptr) return;
   accept_next_op* c = s.consumer;
+  if (s.error == 0 && s.stopping) {  // the last connection was taken: report the end
+    s.consumer = nullptr;
+    (void)c->ctx->complete_event(*c, -ECANCELED);
+    return;
+  }
   if (s.error != 0) {
     s.consumer = nullptr;
     // A consumer cancelled a moment ago (its completion has not run yet) cannot take
@@ -178,12 +184,23 @@ bool accept_next_op::take_ready() noexcept {
     owner->error = 0;
     return true;
   }
+  if (owner->stopping && !owner->armed) {  // stopped, and nothing more can come
+    res = -ECANCELED;
+    return true;
+  }
   return false;
+}
+
+bool accept_next_op::stopped_without_multishot() noexcept {
+  if (!owner->stopping || uses_multishot()) return false;
+  res = -ECANCELED;
+  return true;
 }
 
 bool accept_next_op::wait(bool suspended) noexcept {
   if (!suspended) return false;  // stopped before it started
   owner->consumer = this;
+  if (owner->stopping) return true;  // (armed: the request's last connections, or its end)
   fallback.listener->set_nonblocking(false);
   owner->arm(*ctx);
   if (!owner->armed && owner->error != 0) {  // could not arm: report why
@@ -216,5 +233,10 @@ multishot_acceptor::~multishot_acceptor() {
 }
 
 detail::accept_next_op multishot_acceptor::next() noexcept { return {state_, listener_, direct_}; }
+
+void multishot_acceptor::stop() noexcept {
+  state_->stopping = true;
+  if (state_->armed && !state_->cancel_requested && io_context::current() == state_->ctx) state_->ctx->cancel(*state_);
+}
 
 }  // namespace ringio

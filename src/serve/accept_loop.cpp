@@ -24,6 +24,14 @@ struct forward_stop {
 // (closes happen on other threads, which do not wake it).
 constexpr std::chrono::milliseconds full_recheck{5};
 
+// Whether a wait ended by a cancellation that `token` did not ask for: the loop shutting
+// down cancels every operation and refuses new ones at once, so waiting again would spin
+// forever without suspending; the loop must end instead.
+template <class T>
+bool ended_from_outside(const result<T>& r, const std::stop_token& token) noexcept {
+  return !r && r.error() == std::errc::operation_canceled && !token.stop_requested();
+}
+
 }  // namespace
 
 bool acceptor_dispatch::all_full() const noexcept {
@@ -73,11 +81,12 @@ task<result<void>> accept_loop(stream_listener& listener, const connection_handl
   while (!token.stop_requested()) {
     if (conns.full()) {
       co_await conns.wait_for_room(token);
+      if (conns.full() && !token.stop_requested()) break;  // the wait was cancelled: see ended_from_outside
       continue;
     }
     if (dispatch != nullptr && dispatch->all_full()) {
       auto slept = co_await sleep_for(full_recheck).with_stop(token);
-      (void)slept;
+      if (ended_from_outside(slept, token)) break;
       continue;
     }
     // (Two statements: GCC 12 mis-destroys temporaries of co_await inside ?:.)
@@ -90,6 +99,7 @@ task<result<void>> accept_loop(stream_listener& listener, const connection_handl
       conns.start(handler, std::move(*s));
       continue;
     }
+    if (ended_from_outside(s, token)) break;
     if (s.error() == std::errc::operation_canceled) continue;  // the loop condition decides
     const accept_failure kind = classify_accept_error(s.error());
     if (kind == accept_failure::connection) continue;
@@ -99,9 +109,21 @@ task<result<void>> accept_loop(stream_listener& listener, const connection_handl
       break;
     }
     auto slept = co_await sleep_for(backoff.failed(s.error())).with_stop(token);
-    (void)slept;
+    if (ended_from_outside(slept, token)) break;
   }
 
+  if (acceptor && !outer.stop_requested()) {
+    // What the multishot request accepted until its cancel took effect is served, not
+    // closed: a client that connected in that moment (to a socket that another process
+    // goes on listening on, say) sees its connection answered.
+    acceptor->stop();
+    for (;;) {
+      result<stream_socket> s = co_await acceptor->next().with_stop(outer);
+      if (!s) break;
+      if (dispatch != nullptr && dispatch->hand_off(*s)) continue;
+      conns.start(handler, std::move(*s));
+    }
+  }
   acceptor.reset();
   listener.close();  // refuse new connections while the open ones finish
   if (options.on_drain) options.on_drain();
@@ -122,9 +144,11 @@ task<result<void>> receive_loop(loop_slot& slot, const connection_handler& handl
   while (!token.stop_requested()) {
     if (conns.full()) {
       co_await conns.wait_for_room(token);
+      if (conns.full() && !token.stop_requested()) break;
       continue;
     }
     auto fd = co_await slot.inbox.receive(token);
+    if (!fd && !token.stop_requested()) break;  // closed, or cancelled by the loop shutting down
     if (!fd) continue;
     conns.start(handler, stream_socket(fd_handle(*fd)));
   }

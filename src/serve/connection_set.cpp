@@ -84,8 +84,10 @@ task<void> connection_set::wait_for_room(std::stop_token stop) {
     room_waiter_ = &room;
     std::stop_callback<forward_stop> on_stop(stop, forward_stop{&room});
     auto slept = co_await sleep_for(longest_wait).with_stop(room.get_token());
-    (void)slept;
     room_waiter_ = nullptr;
+    // Cancelled by neither `stop` nor a closing connection: the loop is shutting down
+    // and every further sleep would be cancelled at once too.
+    if (!slept && !room.stop_requested()) co_return;
   }
 }
 

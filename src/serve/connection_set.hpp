@@ -35,7 +35,8 @@ class connection_set {
   [[nodiscard]] bool full() const noexcept { return open_ >= limit_; }
   [[nodiscard]] std::size_t open() const noexcept { return open_; }
 
-  /// Completes once a connection closes and there is room again, or on `stop`.
+  /// Completes once a connection closes and there is room again, on `stop`, or when
+  /// its sleep is cancelled from outside (the loop shutting down).
   task<void> wait_for_room(std::stop_token stop);
 
   /// Gives the open connections `grace` to finish, then requests their stop, and

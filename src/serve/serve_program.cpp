@@ -1,5 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // The blocking ringio::serve: listeners, a runtime, signals, the graceful stop.
+#include <fcntl.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <exception>
@@ -30,10 +35,11 @@ struct forward_stop {
 // File table slots per loop for serve_options::direct_descriptors.
 constexpr unsigned default_direct_table = 65536;
 
-result<std::vector<stream_listener>> bind_listeners(const socket_address& address, unsigned count) {
+result<std::vector<stream_listener>> bind_listeners(const socket_address& address, unsigned count, bool share_port) {
   // Listeners sharing a port with SO_REUSEPORT would also let a second server join
-  // silently: check first that the port is free with a plain bind.
-  if (count > 1 && address.port() != 0) {
+  // silently: check first that the port is free with a plain bind (unless joining is
+  // what is asked for).
+  if (count > 1 && address.port() != 0 && !share_port) {
     auto probe = stream_listener::bind(address);
     if (!probe) {
       log(log_level::error, "cannot listen on %s: %s", address.to_string().c_str(), probe.error().message().c_str());
@@ -43,7 +49,7 @@ result<std::vector<stream_listener>> bind_listeners(const socket_address& addres
   std::vector<stream_listener> listeners;
   socket_address at = address;
   for (unsigned i = 0; i < count; ++i) {
-    auto l = stream_listener::bind(at, {.reuse_port = count > 1});
+    auto l = stream_listener::bind(at, {.reuse_port = count > 1 || share_port});
     if (!l) {
       log(log_level::error, "cannot listen on %s: %s", at.to_string().c_str(), l.error().message().c_str());
       return unexpected(l.error());
@@ -52,6 +58,34 @@ result<std::vector<stream_listener>> bind_listeners(const socket_address& addres
     listeners.push_back(std::move(*l));
   }
   return listeners;
+}
+
+// One descriptor per accepting loop: loop i serves listener i % M (a duplicate of it when
+// several loops share one, as each loop closes its own when it stops accepting).
+result<void> spread_listeners(std::vector<stream_listener>& listeners, unsigned loops) {
+  const std::size_t m = listeners.size();
+  if (m > loops) {
+    log(log_level::error, "%zu listeners but %u loop threads: each needs a loop of its own", m, loops);
+    return unexpected(std::make_error_code(std::errc::invalid_argument));
+  }
+  for (std::size_t i = m; i < loops; ++i) {
+    int copy = ::fcntl(listeners[i % m].native_handle(), F_DUPFD_CLOEXEC, 0);
+    if (copy < 0) return unexpected(errno_code(-errno));
+    auto l = stream_listener::adopt(copy);
+    if (!l) {
+      ::close(copy);
+      return unexpected(l.error());
+    }
+    listeners.push_back(std::move(*l));
+  }
+  return {};
+}
+
+unsigned usable_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  int n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+  return n > 0 ? static_cast<unsigned>(n) : 1U;
 }
 
 // The calling thread's wait: a signal, or `wake` (the caller's stop, or the loops ended).
@@ -84,14 +118,24 @@ task<void> serve_loop(io_context& ctx, unsigned index, const serve_options& opti
   resources.reset();  // on the loop's thread, after its connections are gone
 }
 
-result<serve_summary> serve_on(runtime& loops, const socket_address& address, const connection_handler& handler,
-                               const serve_options& options, std::stop_token stop, signal_set* signals) {
+// Serves on `listeners` (bound, inherited or handed over; one per loop with the
+// reuse_port dispatch, after spread_listeners).
+result<serve_summary> serve_on(runtime& loops, result<std::vector<stream_listener>> listeners,
+                               const connection_handler& handler, const serve_options& options, std::stop_token stop,
+                               signal_set* signals) {
   const unsigned n = loops.size();
   const bool acceptor_mode = options.dispatch == serve_dispatch::acceptor && n > 1;
-  auto listeners = bind_listeners(address, acceptor_mode ? 1 : n);
   if (!listeners) return unexpected(listeners.error());
+  if (listeners->empty()) return unexpected(std::make_error_code(std::errc::invalid_argument));
+  if (acceptor_mode && listeners->size() > 1) {
+    log(log_level::error, "the acceptor dispatch serves one listener, not %zu", listeners->size());
+    return unexpected(std::make_error_code(std::errc::invalid_argument));
+  }
+  if (!acceptor_mode) {
+    if (auto spread = spread_listeners(*listeners, n); !spread) return unexpected(spread.error());
+  }
   serve_summary summary;
-  summary.address = (*listeners)[0].local_address().value_or(address);
+  summary.address = (*listeners)[0].local_address().value_or(socket_address{});
 
   std::vector<std::unique_ptr<detail::loop_slot>> slots;
   for (unsigned i = 0; i < n; ++i) slots.push_back(std::make_unique<detail::loop_slot>());
@@ -164,7 +208,35 @@ result<serve_summary> serve(const socket_address& address, connection_handler ha
     log(log_level::error, "%s", e.what());
     return unexpected(e.code());
   }
-  return serve_on(*loops, address, handler, options, std::move(stop), signals ? &*signals : nullptr);
+  const bool acceptor_mode = options.dispatch == serve_dispatch::acceptor && loops->size() > 1;
+  return serve_on(*loops, bind_listeners(address, acceptor_mode ? 1 : loops->size(), options.share_port), handler,
+                  options, std::move(stop), signals ? &*signals : nullptr);
+}
+
+result<std::vector<stream_listener>> serve_listeners(const socket_address& address, const serve_options& options) {
+  unsigned n = options.threads == 0 ? usable_cpus() : options.threads;
+  if (options.dispatch == serve_dispatch::acceptor) n = 1;
+  return bind_listeners(address, n, options.share_port);
+}
+
+result<serve_summary> serve(std::vector<stream_listener> listeners, connection_handler handler, serve_options options,
+                            std::stop_token stop) {
+  if (listeners.empty()) return unexpected(std::make_error_code(std::errc::invalid_argument));
+  // One loop per listener at least (reuse_port dispatch): none of them is left unserved.
+  if (options.dispatch == serve_dispatch::reuse_port && options.threads != 0 && options.threads < listeners.size())
+    options.threads = static_cast<unsigned>(listeners.size());
+  std::optional<signal_set> signals;
+  std::unique_ptr<runtime> loops;
+  try {
+    if (options.handle_signals) signals.emplace(std::initializer_list<int>{SIGINT, SIGTERM});
+    if (options.direct_descriptors && options.context.direct_descriptors == 0)
+      options.context.direct_descriptors = default_direct_table;
+    loops = std::make_unique<runtime>(runtime_options{.threads = options.threads, .context = options.context});
+  } catch (const std::system_error& e) {
+    log(log_level::error, "%s", e.what());
+    return unexpected(e.code());
+  }
+  return serve_on(*loops, std::move(listeners), handler, options, std::move(stop), signals ? &*signals : nullptr);
 }
 
 result<serve_summary> serve(runtime& loops, const socket_address& address, connection_handler handler,
@@ -176,7 +248,9 @@ result<serve_summary> serve(runtime& loops, const socket_address& address, conne
     log(log_level::error, "%s", e.what());
     return unexpected(e.code());
   }
-  return serve_on(loops, address, handler, options, std::move(stop), signals ? &*signals : nullptr);
+  const bool acceptor_mode = options.dispatch == serve_dispatch::acceptor && loops.size() > 1;
+  return serve_on(loops, bind_listeners(address, acceptor_mode ? 1 : loops.size(), options.share_port), handler,
+                  options, std::move(stop), signals ? &*signals : nullptr);
 }
 
 }  // namespace ringio

@@ -114,6 +114,25 @@ TEST_P(LoopMetrics, WorkAfterACompletionIsARunNotSleep) {
   EXPECT_LE(m.asleep_ns - before.asleep_ns, static_cast<std::uint64_t>(elapsed.count()) - 30'000'000u);
 }
 
+// A run starts when the loop is entered and ends when it returns: a task that holds
+// the thread without ever going to the kernel is a run of the loop, and the time the
+// thread spends outside the loop (between two sync_waits) is not.
+TEST_P(LoopMetrics, RunsStartAndEndWithTheLoop) {
+  if (GetParam() == ringio::backend_kind::sim) GTEST_SKIP() << "simulated time";
+  const ringio::loop_metrics before = ctx().metrics();
+  run([]() -> ringio::task<void> {
+    std::this_thread::sleep_for(30ms);  // no trip to the kernel before it ends
+    co_return;
+  }());
+  const ringio::loop_metrics held = ctx().metrics();
+  EXPECT_GE(held.stall_sum_ns - before.stall_sum_ns, 30'000'000u);
+  EXPECT_GE(held.stall_count() - before.stall_count(), 1u);
+  std::this_thread::sleep_for(300ms);  // outside the loop
+  run([]() -> ringio::task<void> { co_return; }());
+  const ringio::loop_metrics after = ctx().metrics();
+  EXPECT_LT(after.stall_sum_ns - held.stall_sum_ns, 300'000'000u) << "time outside the loop counted as a run";
+}
+
 TEST_P(LoopMetrics, TimingOffKeepsCountersAndSkipsTheClock) {
   ringio::io_context quiet(ringio::io_context_options{.backend = GetParam(), .quiet = true, .loop_timing = false});
   ringio::sync_wait(quiet, []() -> ringio::task<void> { (void)co_await ringio::sleep_for(1ms); }());

@@ -557,6 +557,64 @@ TEST_P(Serve, RandomClientsStopsAndLimitsKeepTheInvariants) {
   EXPECT_EQ(open_fd_count(), fds_before) << "seed " << seed;
 }
 
+// A loop destroyed while serve() still runs: shutting down cancels every operation and
+// refuses new ones, so serve must end instead of re-arming its accept (or its wait for
+// room under max_connections) forever. In a child, so that a hang fails instead of
+// blocking the suite; 10 (or 11, 12) is the case that went wrong before the watchdog.
+int shut_down_while_serving(backend_kind kind) {
+  struct serve_case {
+    serve_options options;
+    bool fill;  // one client connected, so that a limit of one is reached
+  };
+  std::vector<serve_case> cases;
+  cases.push_back({serve_options{}, false});
+  cases.push_back({serve_options{.multishot_accept = false}, false});
+  cases.push_back({serve_options{.max_connections = 1}, true});
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    auto l = listen_loopback();
+    auto at = address_of(l);
+    server_stats st;
+    std::optional<stream_socket> client;
+    {
+      io_context ctx(io_context_options{.backend = kind, .quiet = true});
+      ctx.spawn([](stream_listener& l, server_stats& st, serve_options o) -> task<void> {
+        auto r = co_await serve(l, echo_handler(st), std::move(o));
+        (void)r;
+      }(l, st, cases[i].options));
+      sync_wait(ctx,
+                [](socket_address at, bool fill, server_stats& st, std::optional<stream_socket>& client) -> task<void> {
+                  if (fill) {
+                    auto c = co_await stream_socket::connect(at);
+                    if (c) client.emplace(std::move(*c));
+                    auto started = co_await eventually([&] { return st.started == 1; });
+                    (void)started;
+                  }
+                  auto slept = co_await sleep_for(10ms);
+                  (void)slept;
+                }(at, cases[i].fill, st, client));
+    }  // ~io_context with serve still accepting (or waiting for room)
+    if (cases[i].fill && st.started != 1) return 20 + static_cast<int>(i);
+  }
+  return 0;
+}
+
+TEST_P(Serve, DestroyingTheLoopWhileServingEnds) {
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) ::_exit(shut_down_while_serving(GetParam()));
+  int status = 0;
+  auto deadline = std::chrono::steady_clock::now() + 10s;
+  pid_t w = 0;
+  while ((w = ::waitpid(pid, &status, WNOHANG)) == 0 && std::chrono::steady_clock::now() < deadline) ::usleep(5000);
+  if (w == 0) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, &status, 0);
+    FAIL() << "~io_context did not return within 10 s with serve() running";
+  }
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "20 + i: case i never reached its connection limit";
+}
+
 RINGIO_ALL_BACKENDS(Serve);
 
 // The blocking entry point, in a forked child (it blocks signals and starts threads):

@@ -21,6 +21,8 @@ class confined_process {
  public:
   /// Runs argv[0] with `argv`; `setup` runs in the child just before exec and must only
   /// make system calls (it runs after fork). A false return exits the child with 126.
+  /// The program starts with stdin, stdout and stderr only: a descriptor the test runner
+  /// leaves open must not change what an rlimit on descriptors leaves to it.
   template <class Setup>
   confined_process(std::vector<std::string> argv, Setup setup) {
     int out[2], err[2];
@@ -32,6 +34,7 @@ class confined_process {
     if (pid_ == 0) {
       ::dup2(out[1], 1);
       ::dup2(err[1], 2);
+      ::close_range(3, ~0U, 0);
       sigset_t none;
       sigemptyset(&none);
       ::sigprocmask(SIG_SETMASK, &none, nullptr);

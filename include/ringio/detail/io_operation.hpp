@@ -18,10 +18,14 @@
 
 namespace ringio::detail {
 
-/// The error of a failed operation: -ECANCELED after a deadline becomes timed_out.
+/// The error of a failed operation: -ECANCELED after a deadline becomes timed_out. A
+/// request interrupted in an io_uring worker by its cancel reports -EINTR, or the
+/// kernel's internal restart codes (-ERESTARTSYS..-ERESTART_RESTARTBLOCK, 512..516:
+/// a blocked open(2) of a FIFO does): cancelled all the same.
 inline std::error_code op_error(const op_base& op) noexcept {
-  if (op.res == -ECANCELED && op.timed_out) return std::make_error_code(std::errc::timed_out);
-  if (op.res == -EINTR && op.cancel_requested) return errno_code(-ECANCELED);
+  const bool interrupted = op.res == -EINTR || (op.res <= -512 && op.res >= -516);
+  if ((op.res == -ECANCELED || interrupted) && op.timed_out) return std::make_error_code(std::errc::timed_out);
+  if (interrupted && op.cancel_requested) return errno_code(-ECANCELED);
   return errno_code(op.res);
 }
 

@@ -55,6 +55,10 @@ struct op_vtable {
   bool (*step)(op_base& op) noexcept;
   /// The operation has its final result: continue whoever waits (usually: resume).
   void (*complete)(op_base& op) noexcept;
+  /// Completion backend: the IORING_OP_* opcode prepare() uses when the kernel's probe
+  /// may lack it (0: always present). When the probe lacks it the backend runs
+  /// attempt() synchronously instead, as the readiness backends do.
+  std::uint8_t optional_opcode = 0;
 };
 
 /// Stop callback of an operation: forwards the stop request to the operation's loop.
@@ -96,6 +100,12 @@ struct op_base {
   bool counts_bytes = false;
   /// io_uring: `fd` is an index in the ring's file table (IOSQE_FIXED_FILE).
   bool fixed_file = false;
+  /// io_uring: the next operation started is linked after this one (IOSQE_IO_LINK);
+  /// set by ringio::chain once io_context::can_link agreed.
+  bool link_next = false;
+  /// ringio::chain: the position of a linked operation after the first (0: none). Its
+  /// SQE joins the chain only right after that of position chain_pos - 1.
+  std::uint8_t chain_pos = 0;
   /// With fixed_file: the loop whose file table `fd` indexes (null: not checked). An
   /// operation started on another loop fails with cross_device_link instead of doing
   /// I/O on whatever that loop's table holds in the same slot.
@@ -123,6 +133,8 @@ struct op_base {
         want(o.want),
         counts_bytes(o.counts_bytes),
         fixed_file(o.fixed_file),
+        link_next(o.link_next),
+        chain_pos(o.chain_pos),
         direct_owner(o.direct_owner),
         deadline_ns(o.deadline_ns) {}
   op_base& operator=(const op_base&) = delete;

@@ -8,10 +8,12 @@
 #include <fcntl.h>
 
 #include <cstdint>
+#include <span>
 #include <string>
 
 #include "ringio/buffer.hpp"
 #include "ringio/detail/fd_handle.hpp"
+#include "ringio/detail/file_ops.hpp"
 #include "ringio/detail/io_operation.hpp"
 #include "ringio/detail/stream_ops.hpp"
 #include "ringio/result.hpp"
@@ -52,10 +54,13 @@ class write_at_op : public io_operation<write_at_op> {
 
 /// A regular file. Reads and writes at an offset: asynchronous on io_uring, synchronous
 /// pread/pwrite on the loop thread on the readiness backends (files have no readiness).
-/// Closes itself when destroyed.
+/// Closes itself when destroyed. ringio::fs has the path operations (an asynchronous
+/// open among them) and docs/files.md the whole picture.
 class file {
  public:
   file() noexcept = default;
+  /// Takes ownership of an open descriptor.
+  explicit file(detail::fd_handle fd) noexcept : fd_(std::move(fd)) {}
 
   /// open(2), synchronously. flags: O_RDONLY, O_WRONLY | O_CREAT | O_TRUNC, ...
   static result<file> open(const std::string& path, int flags = O_RDONLY, int mode = 0644);
@@ -77,6 +82,46 @@ class file {
   [[nodiscard]] detail::write_at_op write_at(const_buffer buf, std::uint64_t offset) noexcept {
     return {fd_.get(), buf, offset};
   }
+  /// preadv(2): fills the buffers `vecs` describes, in order, from `offset`. The
+  /// iovec array and the buffers must outlive the operation. Errors and cancellation as
+  /// read_at.
+  [[nodiscard]] detail::vector_at_op read_at(std::span<const iovec> vecs, std::uint64_t offset) noexcept {
+    return {&detail::readv_at_vtable, fd_.get(), vecs, offset};
+  }
+  /// pwritev(2): writes the buffers `vecs` describes, in order, at `offset`; a short
+  /// count is possible. Errors and cancellation as read_at.
+  [[nodiscard]] detail::vector_at_op write_at(std::span<const iovec> vecs, std::uint64_t offset) noexcept {
+    return {&detail::writev_at_vtable, fd_.get(), vecs, offset};
+  }
+  /// Reads into `buf`, which lies inside buffer `index` registered with
+  /// io_context::register_buffers (IORING_OP_READ_FIXED: no page pinning per I/O). On
+  /// the readiness backends a plain pread. A buffer outside the registered one fails
+  /// with bad_address (io_uring).
+  [[nodiscard]] detail::fixed_at_op read_fixed_at(mutable_buffer buf, std::uint64_t offset, unsigned index) noexcept {
+    return {&detail::read_fixed_vtable, fd_.get(), buf, offset, index};
+  }
+  /// Writes from `buf` inside registered buffer `index` (IORING_OP_WRITE_FIXED); as
+  /// read_fixed_at.
+  [[nodiscard]] detail::fixed_at_op write_fixed_at(const_buffer buf, std::uint64_t offset, unsigned index) noexcept {
+    return {&detail::write_fixed_vtable, fd_.get(), mutable_buffer(const_cast<std::byte*>(buf.data()), buf.size()),
+            offset, index};
+  }
+  /// fsync(2): data and metadata reach the device.
+  [[nodiscard]] detail::file_control_op sync() noexcept { return {&detail::fsync_vtable, fd_.get(), 0, 0, 0}; }
+  /// fdatasync(2): data (and the metadata needed to read it) reach the device.
+  [[nodiscard]] detail::file_control_op sync_data() noexcept { return {&detail::fsync_vtable, fd_.get(), 1, 0, 0}; }
+  /// fallocate(2): `mode` 0 reserves [offset, offset + length) and grows the file;
+  /// FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE, ... as the man page says.
+  [[nodiscard]] detail::file_control_op allocate(std::uint64_t offset, std::uint64_t length, int mode = 0) noexcept {
+    return {&detail::fallocate_vtable, fd_.get(), mode, offset, length};
+  }
+  /// ftruncate(2) to `length` bytes (IORING_OP_FTRUNCATE where the kernel has it).
+  [[nodiscard]] detail::file_control_op truncate(std::uint64_t length) noexcept {
+    return {&detail::ftruncate_vtable, fd_.get(), 0, 0, length};
+  }
+  /// statx(2) of the open file: `mask` chooses the fields (STATX_BASIC_STATS,
+  /// STATX_DIOALIGN, ...); the result's stx_mask says which the filesystem filled.
+  [[nodiscard]] detail::statx_op stat(unsigned mask = STATX_BASIC_STATS) { return {fd_.get(), std::string(), 0, mask}; }
   /// Current size in bytes (fstat).
   [[nodiscard]] result<std::uint64_t> size() const;
   /// Closes the file (asynchronously on io_uring); not cancellable.
@@ -88,7 +133,6 @@ class file {
   [[nodiscard]] int native_handle() const noexcept { return fd_.get(); }
 
  private:
-  explicit file(detail::fd_handle fd) noexcept : fd_(std::move(fd)) {}
   detail::fd_handle fd_;
 };
 

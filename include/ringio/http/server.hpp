@@ -111,6 +111,15 @@ class server {
   /// meanwhile gets 503). Thread-safe; cannot be undone.
   void drain() noexcept;
 
+  /// A gentler drain, for a process that another one takes over from: every response
+  /// from now on carries Connection: close and ends its connection, so that clients
+  /// reconnect (to the successor) between requests rather than find their connection
+  /// closed under a request they are sending; a keep-alive connection that receives no
+  /// request for `idle_grace` closes (checked on the idle-timeout sweep, so up to a
+  /// second later). An idle_grace of zero or less is drain(). drain() afterwards
+  /// still closes the idle ones at once. Thread-safe; cannot be undone.
+  void drain(std::chrono::milliseconds idle_grace) noexcept;
+
   /// Connections being served now (over HTTPS, those in their handshake too).
   [[nodiscard]] std::size_t connections() const noexcept;
 

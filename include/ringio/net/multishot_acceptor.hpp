@@ -29,6 +29,7 @@ class accept_next_op : public io_operation<accept_next_op> {
 
   template <class P>
   bool await_suspend(std::coroutine_handle<P> h) {
+    if (stopped_without_multishot()) return false;
     if (!uses_multishot()) {
       use_fallback = true;
       fallback.deadline_ns = deadline_ns;
@@ -52,7 +53,8 @@ class accept_next_op : public io_operation<accept_next_op> {
 
  private:
   static bool uses_multishot() noexcept;
-  bool take_ready() noexcept;  // a connection or an error is already queued
+  bool take_ready() noexcept;                 // a connection or an error is already queued
+  bool stopped_without_multishot() noexcept;  // after stop(), on a readiness backend
   bool wait(bool suspended) noexcept;
   fd_handle direct_handle() const noexcept;
 };
@@ -82,6 +84,14 @@ class multishot_acceptor {
   /// The next accepted connection (or error). Obeys stop tokens like any operation;
   /// a cancelled next() loses no connection (it stays queued for the next call).
   [[nodiscard]] detail::accept_next_op next() noexcept;
+
+  /// Stops accepting without losing what was accepted: the multishot request is
+  /// cancelled and not armed again; next() then still returns the connections queued
+  /// and those the kernel accepted before the cancel took effect, and completes with
+  /// operation_canceled once the request has ended and none is left. On readiness
+  /// backends (no multishot request) next() completes with operation_canceled at once.
+  /// Connections not yet accepted stay in the listener's backlog. Loop thread only.
+  void stop() noexcept;
 
  private:
   detail::multishot_accept_state* state_;

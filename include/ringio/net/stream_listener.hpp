@@ -74,8 +74,8 @@ class stream_listener {
   /// first: not a socket (not_a_socket), not a stream socket (wrong_protocol_type),
   /// another family (address_family_not_supported), not listening (invalid_argument),
   /// not open (bad_file_descriptor); on an error the descriptor is left as it was and
-  /// stays the caller's. On success the listener owns it (closes it when destroyed) and
-  /// switches its O_NONBLOCK flag as its backend needs.
+  /// stays the caller's. On success the listener owns it (closes it when destroyed),
+  /// sets FD_CLOEXEC on it, and switches its O_NONBLOCK flag as its backend needs.
   static result<stream_listener> adopt(int fd);
 
   /// Accepts the next connection. A cancel that loses the race still delivers the

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "backend/uring/min_wait_enter.hpp"
+#include "backend/uring/opcode_probe.hpp"
 #include "backend/uring/uring_compat.hpp"
 #include "backend/uring/zero_copy_send.hpp"
 #include "core/backend_factory.hpp"
@@ -136,7 +137,19 @@ std::string uring_backend::describe() const {
   return s;
 }
 
-io_uring_sqe* uring_backend::get_sqe() noexcept {
+// A chain's last SQE waits, IOSQE_IO_LINK set, for its successor. If the successor
+// never comes (cancelled before it started), the next SQE must not join the chain: the
+// flag comes off while the SQE is still unsubmitted (a submission ends a chain anyway).
+void uring_backend::end_open_link() noexcept {
+  if (open_link_ == nullptr) return;
+  if (open_link_at_ - ring_.sq.sqe_head < ring_.sq.sqe_tail - ring_.sq.sqe_head)
+    open_link_->flags &= static_cast<__u8>(~IOSQE_IO_LINK);
+  open_link_ = nullptr;
+}
+
+io_uring_sqe* uring_backend::get_sqe(bool continues_chain) noexcept {
+  if (!continues_chain) end_open_link();
+  open_link_ = nullptr;
   io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
   if (sqe != nullptr) return sqe;
   // SQ full: submit what is queued, then take the slot that frees.
@@ -180,7 +193,17 @@ void uring_backend::stash_completions() noexcept {
 
 bool uring_backend::start(op_base& op) {
   op.outstanding = 0;
+  if (op.chain_pos != 0 && (open_link_ == nullptr || open_link_pos_ + 1 != op.chain_pos)) {
+    // The link before it in a ringio::chain never reached the kernel (cancelled
+    // before it started): the rest of the chain is cancelled, as a failed link's is.
+    op.res = -ECANCELED;
+    ctx_.schedule_completion(op);
+    return false;
+  }
   if (poll_mode_ && op.kind == op_kind::io && op.vt->attempt != nullptr) return start_readiness(op);
+  // An opcode this kernel lacks (file operations newer than the required set): the
+  // syscall runs now, on the loop's thread, as on the readiness backends.
+  if (op.vt->optional_opcode != 0 && !kernel_supports_opcode(op.vt->optional_opcode)) return start_readiness(op);
   ++user_in_flight_;
   // Room for the most an operation can post (itself, a linked timeout, a cancel); a
   // cap smaller than that still lets one operation at a time through.
@@ -258,7 +281,7 @@ void uring_backend::submit(op_base& op) noexcept {
   if (op.polling && op.deadline_ns != 0 && op.heap_index == 0) poll_deadlines_.push(op);
   const bool linked = op.deadline_ns != 0 && op.kind != op_kind::timer && !op.polling;
   if (linked && io_uring_sq_space_left(&ring_) < 2) io_uring_submit(&ring_);
-  io_uring_sqe* sqe = get_sqe();
+  io_uring_sqe* sqe = get_sqe(op.chain_pos != 0);
   if (op.polling) {
     io_uring_prep_poll_add(sqe, op.fd, op.want == interest::writable ? POLLOUT : POLLIN);
   } else if (op.kind == op_kind::timer) {
@@ -268,6 +291,12 @@ void uring_backend::submit(op_base& op) noexcept {
     io_uring_prep_nop(sqe);
   } else {
     op.vt->prepare(op, *sqe);
+    if (op.link_next) {  // ringio::chain: the next SQE follows it
+      sqe->flags |= IOSQE_IO_LINK;
+      open_link_ = sqe;
+      open_link_at_ = ring_.sq.sqe_tail - 1;
+      open_link_pos_ = op.chain_pos;
+    }
     if (perturb_.on() && (sqe->opcode == IORING_OP_RECV || sqe->opcode == IORING_OP_SEND) &&
         (sqe->flags & IOSQE_BUFFER_SELECT) == 0 && (sqe->ioprio & IORING_RECVSEND_BUNDLE) == 0 &&
         (sqe->msg_flags & MSG_WAITALL) == 0 && !op.fixed_file && is_stream_socket(op.fd))
@@ -758,6 +787,52 @@ int uring_backend::register_buffer_ring(void* ring_addr, unsigned entries, bool 
 }
 
 void uring_backend::unregister_buffer_ring(int group) noexcept { io_uring_unregister_buf_ring(&ring_, group); }
+
+namespace {
+bool breaks_links_on_failure(int opcode) noexcept {
+  switch (opcode) {
+    case IORING_OP_READ:
+    case IORING_OP_WRITE:
+    case IORING_OP_READV:
+    case IORING_OP_WRITEV:
+    case IORING_OP_READ_FIXED:
+    case IORING_OP_WRITE_FIXED:
+    case IORING_OP_OPENAT2:
+      return true;
+    default:
+      return false;
+  }
+}
+}  // namespace
+
+bool uring_backend::can_link(op_base* const* ops, std::size_t n) noexcept {
+  if (poll_mode_ || !enabled_) return false;
+  for (std::size_t i = 0; i < n; ++i) {
+    const op_base& op = *ops[i];
+    if (op.kind != op_kind::io || op.vt->prepare == nullptr || op.vt->on_cqe != nullptr || op.vt->step != nullptr ||
+        op.fixed_file)
+      return false;
+    if (op.vt->optional_opcode != 0 && !kernel_supports_opcode(op.vt->optional_opcode)) return false;
+    // Linux (6.18) cancels the links after a failed read, write or open (and after a
+    // short transfer), but runs them after a failed fsync, fallocate, ftruncate, statx
+    // or path operation: a link that must stop the chain has to be one of the former.
+    if (i + 1 < n && !breaks_links_on_failure(op.vt->optional_opcode)) return false;
+  }
+  // Each link posts at most its own CQE and a cancel's; none may wait in the backlog.
+  if (user_cqes() + 3 * n > cap_ || backlog_head_ != nullptr) return false;
+  // The chain's SQEs must go in one submission: a partial chain would run unlinked.
+  if (io_uring_sq_space_left(&ring_) < n) io_uring_submit(&ring_);
+  return io_uring_sq_space_left(&ring_) >= n;
+}
+
+int uring_backend::register_buffers(const iovec* buffers, unsigned count) noexcept {
+  if (poll_mode_) return 0;  // uring-poll reads with pread: nothing to register
+  return io_uring_register_buffers(&ring_, buffers, count);
+}
+
+void uring_backend::unregister_buffers() noexcept {
+  if (!poll_mode_) io_uring_unregister_buffers(&ring_);
+}
 
 unsigned uring_backend::buffer_ring_features() const noexcept {
   if (poll_mode_) return 0;

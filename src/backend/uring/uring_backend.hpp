@@ -43,6 +43,9 @@ class uring_backend final : public backend {
   int register_buffer_ring(void* ring_addr, unsigned entries, bool incremental) noexcept override;
   [[nodiscard]] unsigned buffer_ring_features() const noexcept override;
   void unregister_buffer_ring(int group) noexcept override;
+  int register_buffers(const iovec* buffers, unsigned count) noexcept override;
+  bool can_link(op_base* const* ops, std::size_t n) noexcept override;
+  void unregister_buffers() noexcept override;
   [[nodiscard]] unsigned direct_table_size() const noexcept override { return direct_size_; }
   [[nodiscard]] unsigned direct_free() const noexcept override {
     return direct_used_ < direct_size_ ? direct_size_ - direct_used_ : 0;
@@ -66,7 +69,9 @@ class uring_backend final : public backend {
 
   void enable();
   int wait_min(std::int64_t wake_at_ns) noexcept;
-  io_uring_sqe* get_sqe() noexcept;
+  /// A free SQE. `continues_chain`: it is the successor of the open chain link (if any).
+  io_uring_sqe* get_sqe(bool continues_chain = false) noexcept;
+  void end_open_link() noexcept;
   void stash_completions() noexcept;
   void enter_failed(int r);
   void expire_backlog() noexcept;
@@ -104,9 +109,12 @@ class uring_backend final : public backend {
   ring_setup setup_;
   bool poll_mode_;
   bool enabled_ = false;
-  std::thread::id issuer_;          // the thread that enabled the ring
-  std::size_t cqes_expected_ = 0;   // every request that will post a CQE
-  std::size_t user_in_flight_ = 0;  // user operations started and not finished
+  io_uring_sqe* open_link_ = nullptr;  ///< ringio::chain: the unsubmitted SQE waiting for its link
+  unsigned open_link_at_ = 0;          ///< its index in the SQ (sqe_tail when it was taken, minus one)
+  unsigned open_link_pos_ = 0;         ///< its op_base::chain_pos
+  std::thread::id issuer_;             // the thread that enabled the ring
+  std::size_t cqes_expected_ = 0;      // every request that will post a CQE
+  std::size_t user_in_flight_ = 0;     // user operations started and not finished
   std::size_t cap_ = 0;
   op_base* backlog_head_ = nullptr;
   op_base* backlog_tail_ = nullptr;

@@ -2,6 +2,7 @@
 #include "backend/uring/uring_setup.hpp"
 
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -114,6 +115,18 @@ bool probe_incremental_buffers(io_uring& ring) {
   return ok;
 }
 
+// Whether io_uring_enter may be called at all (a seccomp filter may allow setup and
+// register but deny enter, and then the first submission would fail). An enter that
+// submits and waits for nothing: 0 on an enabled ring, EBADFD from the kernel on one
+// still R_DISABLED; any other error is the caller's to report.
+void probe_enter(io_uring& ring) {
+  const long r = ::syscall(__NR_io_uring_enter, ring.ring_fd, 0U, 0U, 0U, nullptr, 0UL);
+  if (r < 0 && errno != EBADFD) {
+    const int err = errno;
+    fail(err, std::string("io_uring_enter: ") + std::strerror(err));
+  }
+}
+
 }  // namespace
 
 std::string describe_setup_flags(unsigned flags) {
@@ -165,6 +178,7 @@ ring_setup create_ring(io_uring& ring, const io_context_options& opts) {
     s.cq_entries = p.cq_entries;
     s.disabled = (p.flags & IORING_SETUP_R_DISABLED) != 0;
     try {
+      probe_enter(ring);
       probe(ring, p.features, s);
       s.recv_bundle = (p.features & IORING_FEAT_RECVSEND_BUNDLE) != 0;
       s.pbuf_inc = probe_incremental_buffers(ring);
