@@ -978,6 +978,42 @@ TEST(WebSocketAttackStall, SendTimeoutFiresOnAPeerThatStopsReading) {
   EXPECT_EQ(second, std::errc::broken_pipe) << second.message();
 }
 
+TEST(WebSocketAttackStall, ReceivingGoesOnAfterASendTimeout) {
+  // docs/websocket.md: a frame that misses send_timeout has the sending side shut down
+  // under it (timed_out, then broken_pipe); receiving goes on.
+  ws_server s;
+  s.opts.options.send_timeout = 300ms;
+  std::atomic<bool> send_failed{false}, session_done{false};
+  std::error_code first;
+  std::string received;
+  s.session = [&](http::websocket& ws) -> task<void> {
+    const std::string big(256 * 1024, 'x');
+    for (int i = 0; i < 2000; ++i) {
+      auto r = co_await ws.send_binary(big);
+      if (!r) {
+        first = r.error();
+        break;
+      }
+    }
+    send_failed = true;
+    auto m = co_await ws.receive();
+    if (m) received.assign(m->data);
+    session_done = true;
+  };
+  s.run([&](std::uint16_t port) {
+    int fd = open_ws(port);
+    ASSERT_GE(fd, 0);
+    for (int i = 0; i < 6000 && !send_failed.load(); ++i) std::this_thread::sleep_for(10ms);
+    ASSERT_TRUE(send_failed.load());
+    send_all(fd, make_frame(1, "still here"));
+    for (int i = 0; i < 6000 && !session_done.load(); ++i) std::this_thread::sleep_for(10ms);
+    EXPECT_TRUE(session_done.load());
+    ::close(fd);
+  });
+  EXPECT_EQ(first, std::errc::timed_out) << first.message();
+  EXPECT_EQ(received, "still here");
+}
+
 TEST(WebSocketAttackStall, StoppedSendReportsOperationCanceled) {
   // "Every operation obeys the awaiting task's stop token (operation_canceled)": a send
   // stopped part-way (the peer reads nothing) must say so; only the sends after it fail

@@ -109,6 +109,34 @@ TEST(WebSocketFrame, MaskingAtAnyOffsetIsItsOwnInverse) {
   EXPECT_EQ(masked, text);
 }
 
+// Every length around the 32- and 8-byte steps, at every offset into the key and every
+// alignment of the data, masks byte by byte as RFC 6455 section 5.3 says.
+TEST(WebSocketFrame, MaskingMatchesTheBytewiseDefinitionAtEveryLengthAndAlignment) {
+  const unsigned char key[4] = {0x12, 0x9a, 0x5c, 0xe7};
+  std::vector<unsigned char> text(160 + 8);
+  for (std::size_t i = 0; i < text.size(); ++i) text[i] = static_cast<unsigned char>(i * 31 + 5);
+  for (std::size_t shift = 0; shift < 8; ++shift) {
+    for (std::size_t size = 0; size <= 160; ++size) {
+      for (std::uint64_t offset = 0; offset < 4; ++offset) {
+        std::vector<unsigned char> data = text;
+        apply_mask(data.data() + shift, size, key, offset);
+        for (std::size_t i = 0; i < text.size(); ++i) {
+          const bool inside = i >= shift && i < shift + size;
+          const unsigned char want = inside ? text[i] ^ key[(i - shift + offset) % 4] : text[i];
+          ASSERT_EQ(data[i], want) << "shift " << shift << " size " << size << " offset " << offset << " at " << i;
+        }
+      }
+      std::vector<unsigned char> copy(text.size(), 0xaa);
+      copy_masked(copy.data() + shift, text.data(), size, key);
+      for (std::size_t i = 0; i < copy.size(); ++i) {
+        const bool inside = i >= shift && i < shift + size;
+        const unsigned char want = inside ? text[i - shift] ^ key[(i - shift) % 4] : 0xaa;
+        ASSERT_EQ(copy[i], want) << "copy: shift " << shift << " size " << size << " at " << i;
+      }
+    }
+  }
+}
+
 TEST(WebSocketUtf8, AcceptsValidTextAndRejectsTheRest) {
   EXPECT_TRUE(is_valid_utf8(""));
   EXPECT_TRUE(is_valid_utf8("plain ascii, long enough for the eight-byte path"));

@@ -85,7 +85,8 @@ class websocket {
   /// Starts the keep-alive task on the current io_context (with ping_interval set):
   /// pings go out and a silent peer is given up while no receive() waits.
   void start_keep_alive();
-  /// Stops the keep-alive task and waits until it has ended (whatever the caller's stop).
+  /// Stops the keep-alive task and the send watchdog and waits until both have ended
+  /// (whatever the caller's stop); later sends carry their own deadlines.
   task<void> stop_keep_alive();
   /// @endcond
 

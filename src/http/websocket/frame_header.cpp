@@ -75,19 +75,46 @@ std::size_t encode_frame_header(unsigned char* out, ws_opcode op, bool fin, std:
   return at;
 }
 
-void apply_mask(unsigned char* data, std::size_t size, const unsigned char* mask, std::uint64_t offset) noexcept {
+namespace {
+
+// The mask key repeated to eight bytes, starting `offset` bytes into the payload.
+std::uint64_t word_key(const unsigned char* mask, std::uint64_t offset) noexcept {
   unsigned char key[8];
   for (std::size_t i = 0; i < 8; ++i) key[i] = mask[(offset + i) % 4];
-  std::uint64_t word_key;
-  std::memcpy(&word_key, key, 8);
+  std::uint64_t word;
+  std::memcpy(&word, key, 8);
+  return word;
+}
+
+// XORs `size` bytes of `from` with the key into `to` (which may be `from`): 32 bytes a
+// step in four words the compiler turns into vector instructions, then one word a step.
+void xor_key(unsigned char* to, const unsigned char* from, std::size_t size, std::uint64_t key) noexcept {
   std::size_t i = 0;
-  for (; i + 8 <= size; i += 8) {  // eight bytes at a time (the key repeats every 4)
-    std::uint64_t word;
-    std::memcpy(&word, data + i, 8);
-    word ^= word_key;
-    std::memcpy(data + i, &word, 8);
+  for (; i + 32 <= size; i += 32) {
+    std::uint64_t words[4];
+    std::memcpy(words, from + i, 32);
+    for (std::uint64_t& w : words) w ^= key;
+    std::memcpy(to + i, words, 32);
   }
-  for (; i < size; ++i) data[i] ^= key[i % 8];
+  for (; i + 8 <= size; i += 8) {
+    std::uint64_t word;
+    std::memcpy(&word, from + i, 8);
+    word ^= key;
+    std::memcpy(to + i, &word, 8);
+  }
+  unsigned char tail[8];
+  std::memcpy(tail, &key, 8);
+  for (std::size_t k = 0; i < size; ++i, ++k) to[i] = static_cast<unsigned char>(from[i] ^ tail[k]);
+}
+
+}  // namespace
+
+void apply_mask(unsigned char* data, std::size_t size, const unsigned char* mask, std::uint64_t offset) noexcept {
+  xor_key(data, data, size, word_key(mask, offset));
+}
+
+void copy_masked(unsigned char* to, const unsigned char* from, std::size_t size, const unsigned char* mask) noexcept {
+  xor_key(to, from, size, word_key(mask, 0));
 }
 
 }  // namespace ringio::http::detail

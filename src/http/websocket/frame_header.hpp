@@ -57,4 +57,8 @@ enum class frame_check : std::uint8_t {
 /// same call masks and unmasks).
 void apply_mask(unsigned char* data, std::size_t size, const unsigned char* mask, std::uint64_t offset = 0) noexcept;
 
+/// Copies [from, from + size) to `to` masked with `mask` (from the payload's start): a
+/// client's frame built in one pass. The ranges must not overlap.
+void copy_masked(unsigned char* to, const unsigned char* from, std::size_t size, const unsigned char* mask) noexcept;
+
 }  // namespace ringio::http::detail

@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstring>
 #include <optional>
+#include <span>
 
 #include "client/client_connection.hpp"
 #include "core/sys.hpp"
@@ -32,6 +33,9 @@ using detail::ws_opcode;
 using clock = std::chrono::steady_clock;
 
 constexpr std::size_t initial_buffer = 4096;
+// A server's payloads from this size on are sent where they lie, after their header, in
+// one gathered send; smaller ones are cheaper copied behind the header (a plain send).
+constexpr std::size_t gather_threshold = 2048;
 constexpr std::size_t linger_bytes = 1 << 20;  // read and dropped at most, waiting for the peer's end
 
 // Clears a flag when the operation that set it ends, however it ends.
@@ -82,37 +86,131 @@ task<result<std::size_t>> read_some(websocket_state& s, clock::time_point deadli
   co_return n;
 }
 
-task<result<std::size_t>> write_all(websocket_state& s, const unsigned char* data, std::size_t size,
-                                    clock::time_point deadline) {
-  const_buffer b(data, size);
+// The send watchdog: while a frame is in flight, wakes when it is due (send_began +
+// send_timeout) and, if that frame is still going, shuts the sending side of the
+// socket down under it (the send fails; the receiving side stays). Ends when it finds
+// no send in flight, so an idle websocket holds no timer.
+task<void> watch_sends(websocket_state& s) {
+  for (;;) {
+    if (s.send_began == clock::time_point{} || s.write_failed) co_return;
+    const clock::time_point due = s.send_began + s.opts.send_timeout;
+    if (clock::now() >= due) {
+      s.send_expired = true;
+      (void)::ringio::detail::sys::shutdown(s.socket->native_handle(), SHUT_WR);
+      co_return;
+    }
+    auto slept = co_await sleep_until(due);
+    if (!slept) co_return;  // stopped: the websocket is going
+  }
+}
+
+task<void> run_watchdog(std::shared_ptr<websocket_state> s) {
+  const std::stop_token token = s->keeper_stop.get_token();
+  task<void> t = watch_sends(*s);
+  ringio::detail::token_awaiter<void> op{t, &token};
+  co_await op;
+  s->watchdog_running = false;
+}
+
+// Whether the watchdog bounds this send (starting it if none runs); else the send
+// carries its own deadline (no loop, or the websocket's tasks are being stopped).
+bool watched(websocket_state& s) {
+  if (s.watchdog_running) return true;
+  io_context* loop = io_context::current();
+  if (loop == nullptr || s.keeper_stop.stop_requested() || s.opts.send_timeout.count() <= 0) return false;
+  s.watchdog_running = true;
+  loop->spawn(run_watchdog(s.shared_from_this()));
+  return true;
+}
+
+// Marks a frame in flight for the watchdog until the send ends, however it ends.
+struct send_in_flight {
+  websocket_state& s;
+  ~send_in_flight() { s.send_began = clock::time_point{}; }
+};
+
+// Sends the frame in s.out (a client's, or any over TLS: one record).
+task<result<std::size_t>> write_all(websocket_state& s, std::size_t size, clock::time_point deadline) {
+  const_buffer b(s.out.get(), size);
   if (s.secure != nullptr) {
     auto n = co_await s.secure->send_all(b, deadline);
+    co_return n;
+  }
+  if (watched(s)) {
+    s.send_began = deadline - s.opts.send_timeout;
+    const send_in_flight marked{s};
+    auto n = co_await s.socket->send_all(b);
     co_return n;
   }
   auto n = co_await with_deadline(s.socket->send_all(b), deadline);
   co_return n;
 }
 
-// Copies one frame into s.out, masked on the client side; its size.
-std::size_t build_frame(websocket_state& s, ws_opcode op, bool fin, std::string_view payload, bool rsv1) {
+// Sends a server's frame on a plain socket: its header (in s.head) and the payload,
+// where it lies, in one gathered send.
+task<result<std::size_t>> write_gathered(websocket_state& s, std::size_t head, std::string_view payload,
+                                         clock::time_point deadline) {
+  const const_buffer pieces[2] = {const_buffer(s.head, head), const_buffer(payload.data(), payload.size())};
+  const std::span<const const_buffer> frame(pieces);
+  if (watched(s)) {
+    s.send_began = deadline - s.opts.send_timeout;
+    const send_in_flight marked{s};
+    auto n = co_await s.socket->send_all(frame);
+    co_return n;
+  }
+  auto n = co_await with_deadline(s.socket->send_all(frame), deadline);
+  co_return n;
+}
+
+// The next random mask key of a client (RFC 6455 section 5.3: a fresh unpredictable
+// key for every frame); nullptr when no random bytes could be had.
+const unsigned char* next_mask(websocket_state& s) noexcept {
+  if (s.mask_used + 4 > sizeof(s.mask_pool)) {
+    if (RAND_bytes(s.mask_pool, sizeof(s.mask_pool)) != 1) return nullptr;
+    s.mask_used = 0;
+  }
+  const unsigned char* mask = s.mask_pool + s.mask_used;
+  s.mask_used += 4;
+  return mask;
+}
+
+// Copies one frame into s.out, masked with `mask` (a client's) or not; its size.
+std::size_t build_frame(websocket_state& s, ws_opcode op, bool fin, std::string_view payload, bool rsv1,
+                        const unsigned char* mask) {
   const std::size_t need = detail::max_frame_header + payload.size();
   if (s.out_capacity < need) {
     s.out_capacity = std::max(need, std::size_t{256});
     s.out = std::make_unique_for_overwrite<unsigned char[]>(s.out_capacity);
   }
-  const unsigned char* mask = nullptr;
-  if (s.client) {  // RFC 6455 section 5.3: a fresh unpredictable key for every frame
-    if (s.mask_used + 4 > sizeof(s.mask_pool)) {
-      if (RAND_bytes(s.mask_pool, sizeof(s.mask_pool)) != 1) return 0;
-      s.mask_used = 0;
-    }
-    mask = s.mask_pool + s.mask_used;
-    s.mask_used += 4;
-  }
   const std::size_t head = detail::encode_frame_header(s.out.get(), op, fin, payload.size(), mask, rsv1);
-  if (!payload.empty()) std::memcpy(s.out.get() + head, payload.data(), payload.size());
-  if (mask != nullptr) detail::apply_mask(s.out.get() + head, payload.size(), mask);
+  const auto* from = reinterpret_cast<const unsigned char*>(payload.data());
+  if (mask != nullptr) {
+    detail::copy_masked(s.out.get() + head, from, payload.size(), mask);
+  } else if (!payload.empty()) {
+    std::memcpy(s.out.get() + head, from, payload.size());
+  }
   return head + payload.size();
+}
+
+// Sends one frame: a server's on a plain socket without copying its payload (the
+// caller's bytes, or the deflate codec's) unless it is small; a client's masked into
+// s.out; any over TLS built in s.out. The bytes that went out, or the error when none did.
+task<result<std::size_t>> send_one_frame(websocket_state& s, ws_opcode op, bool fin, std::string_view payload,
+                                         bool rsv1, clock::time_point deadline, std::size_t& size) {
+  const unsigned char* mask = nullptr;
+  if (s.client) {
+    mask = next_mask(s);
+    if (mask == nullptr) co_return unexpected(std::make_error_code(std::errc::io_error));  // no random mask key
+  }
+  if (mask == nullptr && s.secure == nullptr && payload.size() >= gather_threshold) {
+    const std::size_t head = detail::encode_frame_header(s.head, op, fin, payload.size(), nullptr, rsv1);
+    size = head + payload.size();
+    auto n = co_await write_gathered(s, head, payload, deadline);
+    co_return n;
+  }
+  size = build_frame(s, op, fin, payload, rsv1, mask);
+  auto n = co_await write_all(s, size, deadline);
+  co_return n;
 }
 
 // Sends a message or control frame; data messages over max_send_frame_bytes go as
@@ -139,14 +237,15 @@ task<result<void>> send_frame(websocket_state& s, ws_opcode op, std::string_view
   do {
     const std::string_view part = payload.substr(offset, piece);
     const bool fin = offset + part.size() == payload.size();
-    const std::size_t size =
-        build_frame(s, offset == 0 ? op : ws_opcode::continuation, fin, part, compressed && offset == 0);
-    if (size == 0) co_return unexpected(std::make_error_code(std::errc::io_error));  // no random mask key
     const clock::time_point deadline = clock::now() + s.opts.send_timeout;
-    auto sent = co_await write_all(s, s.out.get(), size, deadline);
+    std::size_t size = 0;
+    auto sent = co_await send_one_frame(s, offset == 0 ? op : ws_opcode::continuation, fin, part,
+                                        compressed && offset == 0, deadline, size);
+    if (!sent && size == 0) co_return unexpected(sent.error());  // no random mask key: nothing went
     if (!sent || *sent != size) {
       s.write_failed = true;  // a frame cut short: nothing may follow it
-      if (s.keepalive_expired) co_return unexpected(errc(websocket_errc::ping_timeout));  // ended under us
+      if (s.keepalive_expired) co_return unexpected(errc(websocket_errc::ping_timeout));     // ended under us
+      if (s.send_expired) co_return unexpected(std::make_error_code(std::errc::timed_out));  // the watchdog's
       if (!sent) co_return unexpected(sent.error());
       // Part of it went out: say why it stopped (a stop, send_timeout, the peer).
       const std::stop_token stop = co_await current_stop_token();
@@ -500,7 +599,7 @@ task<void> run_keeper(std::shared_ptr<websocket_state> s) {
 }
 
 task<void> wait_for_keeper(websocket_state& s) {
-  while (s.keeper_running) (void)co_await sleep_for(std::chrono::milliseconds(1));
+  while (s.keeper_running || s.watchdog_running) (void)co_await sleep_for(std::chrono::milliseconds(1));
 }
 
 std::shared_ptr<websocket_state> make_state(bool client, std::string_view received, websocket_options opts,

@@ -23,7 +23,7 @@
 
 namespace ringio::http::detail {
 
-struct websocket_state {
+struct websocket_state : std::enable_shared_from_this<websocket_state> {
   // The stream: exactly one of socket and secure; `owned` holds it on the client side.
   stream_socket* socket = nullptr;
   tls::stream* secure = nullptr;
@@ -53,14 +53,22 @@ struct websocket_state {
   bool keeper_running = false;
   bool keepalive_expired = false;  // the keeper gave the peer up (ping_timeout)
 
-  // Sending: one frame at a time, built in out.
+  // Sending: one frame at a time; a server's header in head, its payload sent where it
+  // lies (plain sockets); a client's frames, and any over TLS, built in out.
   mutex write_lock;
+  unsigned char head[max_frame_header] = {};
   std::unique_ptr<unsigned char[]> out;
   std::size_t out_capacity = 0;
   bool write_failed = false;
   bool close_sent = false;
   // close() while a receive waits: that receive gives up at this time ({}: none).
   std::chrono::steady_clock::time_point close_deadline{};
+  // send_timeout on a plain socket: a watchdog task (started by a send when none runs,
+  // ending when it finds no send in flight) shuts the socket's sending side down when
+  // the frame begun at send_began ({}: none in flight) is still going after send_timeout.
+  std::chrono::steady_clock::time_point send_began{};
+  bool watchdog_running = false;
+  bool send_expired = false;         // the watchdog ended a send: it failed with timed_out
   unsigned char mask_pool[64] = {};  // random mask keys (client), refilled when used up
   std::size_t mask_used = sizeof(mask_pool);
 
