@@ -1,0 +1,694 @@
+# SPDX-License-Identifier: Apache-2.0
+# Restarts and ringio-top under hostile conditions, driven from restart_attack_tests:
+#   restart_attack.py HTTP_SERVER ECHO_SERVER RINGIO_TOP SCENARIO
+# Exit 0: the documented behaviour held; 1: it did not (the reason on stdout); 77: skipped.
+# Every process is started in its own process group and stopped by its id on the way out.
+import array
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+HTTP, ECHO, TOP, SCENARIO = sys.argv[1:5]
+PROCS = []
+TMP = tempfile.mkdtemp(prefix="ringio-rattack-")
+
+
+class Failure(Exception):
+    pass
+
+
+def check(cond, what):
+    if not cond:
+        raise Failure(what)
+
+
+def spawn(argv, **kw):
+    kw.setdefault("stdout", subprocess.PIPE)
+    kw.setdefault("stderr", subprocess.PIPE)
+    p = subprocess.Popen(argv, text=True, start_new_session=True, **kw)
+    PROCS.append(p)
+    return p
+
+
+def stop(p, sig=signal.SIGTERM, wait=30):
+    if p.poll() is None:
+        try:
+            os.kill(p.pid, sig)
+        except ProcessLookupError:
+            pass
+    try:
+        return p.wait(wait)
+    except subprocess.TimeoutExpired:
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait()
+        return None
+
+
+def first_line(p, timeout=20):
+    box = []
+    t = threading.Thread(target=lambda: box.append(p.stdout.readline()), daemon=True)
+    t.start()
+    t.join(timeout)
+    return box[0] if box else None
+
+
+def port_of(line):
+    m = re.search(r"listening on 127\.0\.0\.1:(\d+)", line or "")
+    return int(m.group(1)) if m else 0
+
+
+def stderr_of(p, timeout=5):
+    try:
+        _, err = p.communicate(timeout=timeout)
+        return err
+    except subprocess.TimeoutExpired:
+        return "(still running)"
+
+
+def get(port, path="/", timeout=5):
+    return urllib.request.urlopen("http://127.0.0.1:%d%s" % (port, path), timeout=timeout).read()
+
+
+def server(app, hs, extra=()):
+    p = spawn([app, "--port", "0", "--handover-socket", hs, *extra])
+    line = first_line(p)
+    check(line, "%s did not start: %s" % (app, stderr_of(p) if p.poll() is not None else "no start-up line"))
+    return p, port_of(line)
+
+
+def receive_fds(s):
+    msg, anc, _, _ = s.recvmsg(64, socket.CMSG_LEN(64 * 4))
+    fds = array.array("i")
+    for _, _, data in anc:
+        fds.frombytes(data[: len(data) - len(data) % 4])
+    return msg, list(fds)
+
+
+# --- handover ----------------------------------------------------------------------
+
+
+def handover_peer_takes_sockets_and_dies():
+    # A successor that receives the sockets and dies before "ready": the running
+    # process serves on (a failed deploy costs nothing), and a later restart works.
+    hs = TMP + "/h.sock"
+    old, port = server(HTTP, hs)
+    for how in ("close", "garbage", "sigkill"):
+        if how == "sigkill":
+            code = ("import socket,array,os,signal;s=socket.socket(socket.AF_UNIX);s.connect(%r);"
+                    "s.recvmsg(64,socket.CMSG_LEN(256));os.kill(os.getpid(),signal.SIGKILL)" % hs)
+            c = spawn([sys.executable, "-c", code])
+            c.wait(20)
+        else:
+            s = socket.socket(socket.AF_UNIX)
+            s.connect(hs)
+            s.settimeout(10)
+            msg, fds = receive_fds(s)
+            check(len(msg) == 16 and len(fds) == 1, "handover message: %r %r" % (msg, fds))
+            for fd in fds:
+                os.close(fd)
+            if how == "garbage":
+                s.sendall(b"\x00garbage that is not ready\n" * 50)
+            s.close()
+        time.sleep(0.5)
+        check(old.poll() is None, "the running process exited after a successor (%s) failed" % how)
+        check(get(port) == b"Hello world!", "no answer after a failed successor (%s)" % how)
+    new, port2 = server(HTTP, hs)
+    check(port2 == port, "the real successor serves port %d, not %d" % (port2, port))
+    rc = stop(old, signal.SIG_DFL, 30) if False else old.wait(30)
+    check(rc == 0, "the old process exited %r" % rc)
+    check(get(port) == b"Hello world!", "the successor does not answer")
+
+
+def handover_holder_blocks_nobody():
+    # A client that connects to the handover socket and holds the connection without a
+    # word: the running process still serves, and a real successor still takes over.
+    hs = TMP + "/h.sock"
+    old, port = server(HTTP, hs)
+    holders = []
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(hs)
+    holders.append(s)
+    time.sleep(0.3)
+    check(get(port) == b"Hello world!", "no answer while the handover socket is held")
+    t0 = time.time()
+    new, port2 = server(HTTP, hs)
+    check(port2 == port, "the successor serves another port")
+    rc = old.wait(30)
+    check(rc == 0, "the old process exited %r" % rc)
+    check(time.time() - t0 < 15, "the takeover took %.1f s behind idle handover clients" % (time.time() - t0))
+    check(get(port) == b"Hello world!", "the successor does not answer")
+
+
+def two_successors_race():
+    # Two new processes started at once against one running process: both end up
+    # either serving the port or exiting non-zero; the port keeps answering; and the
+    # handover socket names a live process that can be replaced again.
+    hs = TMP + "/h.sock"
+    old, port = server(HTTP, hs)
+    a = spawn([HTTP, "--port", "0", "--handover-socket", hs])
+    b = spawn([HTTP, "--port", "0", "--handover-socket", hs])
+    la, lb = first_line(a), first_line(b)
+    check(la or lb, "neither successor started: %s / %s" % (stderr_of(a), stderr_of(b)))
+    check(old.wait(30) == 0, "the old process did not exit 0")
+    for l in (la, lb):
+        if l:
+            check(port_of(l) == port, "a successor serves another port: %s" % l)
+    for _ in range(20):
+        check(get(port) == b"Hello world!", "no answer after two successors raced")
+    c, portc = server(HTTP, hs)
+    check(portc == port, "a third process serves another port")
+    time.sleep(1)
+    for _ in range(20):
+        check(get(port) == b"Hello world!", "no answer after the third process took over")
+    alive = [p for p in (a, b) if p.poll() is None]
+    for p in alive:
+        try:
+            p.wait(15)
+        except subprocess.TimeoutExpired:
+            raise Failure("a successor still runs after the third took over: a process that is no longer "
+                          "the handover peer keeps its listeners (stderr: %s)" % p.stderr.name)
+
+
+def path_is(kind):
+    hs = TMP + "/h.sock"
+    if kind == "file":
+        open(hs, "w").write("not a socket")
+    elif kind == "dir":
+        os.mkdir(hs)
+    elif kind == "long":
+        hs = TMP + "/" + "x" * 200 + ".sock"
+    p = spawn([HTTP, "--port", "0", "--handover-socket", hs])
+    line = first_line(p)
+    if line:
+        # It serves: then the path must be a working handover socket.
+        port = port_of(line)
+        check(get(port) == b"Hello world!", "no answer")
+        n, port2 = server(HTTP, hs)
+        check(port2 == port, "a successor through %s serves another port" % kind)
+        check(p.wait(30) == 0, "the old process did not hand over")
+    else:
+        try:
+            rc = p.wait(10)
+        except subprocess.TimeoutExpired:
+            raise Failure("neither serving nor exiting with --handover-socket on a %s" % kind)
+        err = stderr_of(p)
+        check(rc != 0 and rc > 0, "exit %r without a start-up line (%s)" % (rc, err))
+        check("handover" in err, "the error names no handover socket: %r" % err)
+
+
+def path_regular_file():
+    path_is("file")
+
+
+def path_directory():
+    path_is("dir")
+
+
+def path_too_long():
+    path_is("long")
+
+
+def stale_socket_of_another_program():
+    # PATH is a live Unix socket of some other program that accepts and says nothing
+    # (or garbage): the new server must not hang forever nor take a bogus message.
+    for behaviour in ("silent", "garbage"):
+        hs = TMP + "/other-%s.sock" % behaviour
+        code = ("import socket,time\ns=socket.socket(socket.AF_UNIX);s.bind(%r);s.listen(8)\n"
+                "while True:\n c,_=s.accept()\n %s\n" %
+                (hs, "time.sleep(60)" if behaviour == "silent" else "c.sendall(b'HTTP/1.0 200 OK\\r\\n\\r\\n'*4);time.sleep(60)"))
+        other = spawn([sys.executable, "-c", code])
+        for _ in range(100):
+            if os.path.exists(hs):
+                break
+            time.sleep(0.05)
+        p = spawn([HTTP, "--port", "0", "--handover-socket", hs])
+        line = first_line(p, 30)
+        if line:
+            check(get(port_of(line)) == b"Hello world!", "serves nothing")
+        else:
+            try:
+                rc = p.wait(5)
+            except subprocess.TimeoutExpired:
+                raise Failure("http_server neither serves nor exits after 30 s against a %s foreign socket" % behaviour)
+            check(rc != 0, "exit 0 without serving")
+        stop(p)
+        stop(other)
+
+
+def handover_under_wrk(n=10, extra=()):
+    hs = TMP + "/h.sock"
+    cur, port = server(HTTP, hs, extra)
+    wrk = spawn(["/usr/bin/wrk", "-t2", "-c32", "-d120s", "--timeout", "10s", "http://127.0.0.1:%d/" % port])
+    time.sleep(1)
+    for i in range(n):
+        nxt, p2 = server(HTTP, hs, extra)
+        check(p2 == port, "restart %d: another port" % i)
+        rc = cur.wait(30)
+        check(rc == 0, "restart %d: the old process exited %r: %s" % (i, rc, stderr_of(cur)))
+        cur = nxt
+        time.sleep(0.3)
+    time.sleep(1)
+    wrk.send_signal(signal.SIGINT)
+    out, _ = wrk.communicate(timeout=30)
+    m = re.search(r"(\d+) requests in", out)
+    check(m and int(m.group(1)) > 0, "wrk made no requests: %s" % out)
+    check("Socket errors" not in out and "Non-2xx" not in out, "errors across %d restarts:\n%s" % (n, out))
+
+
+def ten_handovers_under_wrk():
+    handover_under_wrk(10)
+
+
+def ten_handovers_under_wrk_threads():
+    handover_under_wrk(10, ("--threads", "2"))
+
+
+def fd_leak_across_restarts():
+    hs = TMP + "/h.sock"
+    cur, port = server(HTTP, hs)
+    counts = []
+    for i in range(6):
+        get(port)
+        time.sleep(0.3)
+        counts.append(len(os.listdir("/proc/%d/fd" % cur.pid)))
+        nxt, _ = server(HTTP, hs)
+        check(cur.wait(30) == 0, "old did not exit")
+        cur = nxt
+    time.sleep(0.3)
+    counts.append(len(os.listdir("/proc/%d/fd" % cur.pid)))
+    check(max(counts[1:]) <= counts[1] and counts[-1] <= counts[1] + 0, "descriptors per generation grow: %r" % counts)
+    fds = {f: os.readlink("/proc/%d/fd/%s" % (cur.pid, f)) for f in os.listdir("/proc/%d/fd" % cur.pid)}
+    socks = [v for v in fds.values() if v.startswith("socket:")]
+    check(len(socks) <= 4, "the sixth generation holds %d sockets: %r" % (len(socks), fds))
+
+
+class RawWebSocket:
+    def __init__(self, port, path):
+        self.s = socket.create_connection(("127.0.0.1", port), timeout=5)
+        self.s.sendall(b"GET %s HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                       b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n" %
+                       path.encode())
+        head = b""
+        while b"\r\n\r\n" not in head:
+            d = self.s.recv(1)
+            check(d, "the WebSocket handshake got no answer")
+            head += d
+        check(head.startswith(b"HTTP/1.1 101"), "no 101: %r" % head)
+
+    def send(self, text):
+        b = text.encode()
+        check(len(b) < 126, "short messages only")
+        self.s.sendall(bytes([0x81, 0x80 | len(b)]) + b"\0\0\0\0" + b)
+
+    def recv(self):
+        try:
+            h = self.s.recv(2)
+            if len(h) < 2:
+                return None
+            n = h[1] & 0x7F
+            data = b""
+            while len(data) < n:
+                d = self.s.recv(n - len(data))
+                if not d:
+                    return None
+                data += d
+            return data.decode(errors="replace") if h[0] & 0x0F == 1 else ("opcode %d" % (h[0] & 0x0F))
+        except OSError as e:
+            return "error: %s" % e
+
+
+def upload_and_websocket_across_restart():
+    # A large body being uploaded slowly and a WebSocket open while the server is
+    # replaced: both are served by the old process until --drain-timeout (5 s).
+    hs = TMP + "/h.sock"
+    old, port = server(HTTP, hs)
+    s = socket.create_connection(("127.0.0.1", port))
+    body = b"x" * (4 << 20)
+    s.sendall(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body))
+    s.sendall(body[: 1 << 20])
+    ws = RawWebSocket(port, "/ws/echo")
+    ws.send("before")
+    check(ws.recv() == "before", "ws echo before")
+    new, _ = server(HTTP, hs)
+    time.sleep(0.5)
+    ws.send("during")
+    got = ws.recv()
+    check(got == "during", "a WebSocket open across the handover no longer echoes: %r" % got)
+    s.sendall(body[1 << 20:])
+    s.settimeout(10)
+    resp = s.recv(4096)
+    check(resp.startswith(b"HTTP/1.1 "), "an upload in progress across the handover got %r" % resp[:80])
+    check(b"onnection: close" in resp, "a response of the draining process lacks Connection: close: %r" % resp[:300])
+    check(old.wait(30) == 0, "old exit")
+    check(get(port) == b"Hello world!", "new serves")
+
+
+# --- socket activation ---------------------------------------------------------------
+
+
+def activation(env_extra, fd3, expect_exit2=True, args=()):
+    pre = " ".join("%s=%s" % kv for kv in env_extra.items())
+    cmd = 'export LISTEN_PID=$$ %s; exec "$0" "$@"' % pre
+    p = spawn(["/bin/sh", "-c", cmd, HTTP, *args], pass_fds=(fd3,) if fd3 is not None else ())
+    line = first_line(p, 10)
+    if expect_exit2:
+        if line:
+            raise Failure("served with %r: %s" % (env_extra, line))
+        rc = p.wait(10)
+        err = stderr_of(p)
+        check(rc == 2, "exit %r (not 2) for %r: %s" % (rc, env_extra, err))
+        check(err.strip(), "no reason printed for %r" % env_extra)
+        return None
+    return p, line
+
+
+def to_fd3(sock_or_fd):
+    fd = sock_or_fd if isinstance(sock_or_fd, int) else sock_or_fd.fileno()
+    if fd != 3:
+        os.dup2(fd, 3)
+    os.set_inheritable(3, True)
+    return 3
+
+
+def socket_activation_malformed():
+    lst = socket.socket()
+    lst.bind(("127.0.0.1", 0))
+    lst.listen(16)
+    fd = to_fd3(lst)
+    for env in ({"LISTEN_FDS": "99999999999999999999999"}, {"LISTEN_FDS": "-1"}, {"LISTEN_FDS": "1x"},
+                {"LISTEN_FDS": "2"}, {"LISTEN_FDS": "1", "LISTEN_FDNAMES": "a:b"},
+                {"LISTEN_FDS": "4294967297"}, {"LISTEN_FDS": "0"}, {"LISTEN_FDS": ""}):
+        activation(env, fd)
+    udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    udp.bind(("127.0.0.1", 0))
+    activation({"LISTEN_FDS": "1"}, to_fd3(udp))
+    r, w = os.pipe()
+    activation({"LISTEN_FDS": "1"}, to_fd3(r))
+    unl = socket.socket()  # a stream socket that does not listen
+    activation({"LISTEN_FDS": "1"}, to_fd3(unl))
+
+
+def socket_activation_other_pid():
+    # LISTEN_PID of another process: the sockets are not for this one; without --port
+    # that is a bad argument (exit 2), with --port it binds its own.
+    lst = socket.socket()
+    lst.bind(("127.0.0.1", 0))
+    lst.listen(16)
+    fd = to_fd3(lst)
+    p = spawn([HTTP], env=dict(os.environ, LISTEN_PID="1", LISTEN_FDS="1"), pass_fds=(fd,))
+    line = first_line(p, 10)
+    check(not line, "served sockets meant for pid 1: %s" % line)
+    rc = p.wait(10)
+    check(rc == 2, "exit %r without --port and sockets of another process" % rc)
+
+
+def socket_activation_serves():
+    lst = socket.socket()
+    lst.bind(("127.0.0.1", 0))
+    lst.listen(16)
+    port = lst.getsockname()[1]
+    fd = to_fd3(lst)
+    p, line = activation({"LISTEN_FDS": "1", "LISTEN_FDNAMES": "web"}, fd, expect_exit2=False)
+    check(line and port_of(line) == port, "activation start-up line: %r" % line)
+    check(get(port) == b"Hello world!", "no answer")
+    env = open("/proc/%d/environ" % p.pid, "rb").read()
+    # environ of /proc shows the initial environment; the documented unset is
+    # for child processes, checked through flags instead: FD_CLOEXEC on the socket.
+    fds = os.listdir("/proc/%d/fd" % p.pid)
+    check("3" in fds, "the activated socket is not at 3")
+    flags = open("/proc/%d/fdinfo/3" % p.pid).read()
+    m = re.search(r"flags:\s+(\d+)", flags)
+    check(m and int(m.group(1), 8) & 0o2000000, "FD_CLOEXEC not set on the activated socket: %s" % flags)
+    check(stop(p) == 0, "exit")
+
+
+def reuse_port_mismatched():
+    # Old without --reuse-port, new with it: the new one must fail (address in use),
+    # the old one serves on.
+    old = spawn([HTTP, "--port", "0"])
+    port = port_of(first_line(old))
+    new = spawn([HTTP, "--port", str(port), "--reuse-port"])
+    line = first_line(new, 10)
+    check(not line, "joined a port whose owner did not share it: %s" % line)
+    check(new.wait(10) != 0, "exit 0")
+    check(get(port) == b"Hello world!", "the running one stopped answering")
+    # And --reuse-port with --handover-socket together on a second generation.
+    stop(old)
+
+
+# --- ringio-top ----------------------------------------------------------------------
+
+
+class FakeMetrics:
+    def __init__(self, handler):
+        self.s = socket.socket()
+        self.s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.s.bind(("127.0.0.1", 0))
+        self.s.listen(64)
+        self.port = self.s.getsockname()[1]
+        self.handler = handler
+        self.n = 0
+        threading.Thread(target=self.run, daemon=True).start()
+
+    def run(self):
+        while True:
+            try:
+                c, _ = self.s.accept()
+            except OSError:
+                return
+            self.n += 1
+            threading.Thread(target=self.serve, args=(c, self.n), daemon=True).start()
+
+    def serve(self, c, n):
+        try:
+            c.settimeout(30)
+            data = b""
+            while b"\r\n\r\n" not in data:
+                d = c.recv(4096)
+                if not d:
+                    return
+                data += d
+            self.handler(c, n)
+        except OSError:
+            pass
+        finally:
+            try:
+                c.close()
+            except OSError:
+                pass
+
+
+def page(ops, started=None, run_count=10, le01=10):
+    started = ops + 3 if started is None else started
+    return ("# TYPE ringio_operations_completed_total counter\n"
+            'ringio_operations_completed_total{loop="0",kind="recv"} %d\n'
+            "# TYPE ringio_operations_started_total counter\n"
+            'ringio_operations_started_total{loop="0",kind="recv"} %d\n'
+            "# TYPE ringio_operations_cancelled_total counter\n"
+            'ringio_operations_cancelled_total{loop="0",kind="recv"} 0\n'
+            "# TYPE ringio_operations_failed_total counter\n"
+            'ringio_operations_failed_total{loop="0",kind="recv"} 0\n'
+            "# TYPE ringio_loop_run_seconds histogram\n"
+            'ringio_loop_run_seconds_bucket{loop="0",le="0.01"} %d\n'
+            'ringio_loop_run_seconds_bucket{loop="0",le="+Inf"} %d\n'
+            'ringio_loop_run_seconds_sum{loop="0"} 0.001\n'
+            'ringio_loop_run_seconds_count{loop="0"} %d\n'
+            "# TYPE ringio_loop_tasks_alive gauge\n"
+            'ringio_loop_tasks_alive{loop="0"} 1\n'
+            "# TYPE ringio_loop_bytes_received_total counter\n"
+            'ringio_loop_bytes_received_total{loop="0"} 0\n'
+            "# TYPE ringio_loop_bytes_sent_total counter\n"
+            'ringio_loop_bytes_sent_total{loop="0"} 0\n' % (ops, started, le01, run_count, run_count))
+
+
+def answer(c, body, status="200 OK"):
+    b = body.encode() if isinstance(body, str) else body
+    c.sendall(b"HTTP/1.1 " + status.encode() + b"\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n" % len(b) + b)
+
+
+def top(args, timeout=30):
+    p = spawn([TOP, *args])
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        stop(p, signal.SIGKILL)
+        raise Failure("ringio-top %s ran over %d s" % (" ".join(args), timeout))
+    return p.returncode, out, err
+
+
+def strict_json(text):
+    # JSON as RFC 8259 defines it: NaN and Infinity are not numbers there.
+    def bad(c):
+        raise ValueError("not JSON: " + c)
+
+    return json.loads(text, parse_constant=bad)
+
+
+def top_counters_backwards():
+    # The second read has smaller counters (a restarted process): rates count from
+    # zero, never negative.
+    f = FakeMetrics(lambda c, n: answer(c, page(1_000_000 if n == 1 else 50, run_count=500 if n == 1 else 5,
+                                                le01=500 if n == 1 else 5)))
+    rc, out, err = top(["--once", "--json", "--interval", "100", str(f.port)])
+    check(rc == 0, "exit %d: %s" % (rc, err))
+    j = strict_json(out)
+    ops = j["total"]["operations_per_second"]
+    check(ops >= 0, "negative rate after counters went down: %r" % ops)
+    check(j["loops"][0]["stalls"] >= 0, "negative stalls: %r" % j["loops"][0]["stalls"])
+
+
+def top_hostile_pages():
+    cases = {
+        "slow": lambda c, n: time.sleep(40),
+        "html": lambda c, n: answer(c, "<html>hello</html>"),
+        "404": lambda c, n: answer(c, "nope", "404 Not Found"),
+        "garbage": lambda c, n: c.sendall(b"\x00\xff garbage\r\n\r\n" * 100),
+        "closes": lambda c, n: None,
+        "nan": lambda c, n: answer(c, page(10).replace(" 10\n", " NaN\n").replace(" 13\n", " +Inf\n")),
+        "huge_number": lambda c, n: answer(c, page(10).replace(" 10\n", " 1e308\n")),
+        "bad_lines": lambda c, n: answer(c, page(10) + 'ringio_operations_completed_total{loop="0",kind=} x\n{}{}\n'),
+        "huge": lambda c, n: answer(c, page(10) + "# " + "a" * (64 << 20) + "\n"),
+        "chunked_forever": lambda c, n: (c.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"),
+                                         [c.sendall(b"1000\r\n" + b"#" * 0x1000 + b"\r\n") or time.sleep(0.001)
+                                          for _ in range(200000)]),
+    }
+    problems = []
+    for name, h in cases.items():
+        f = FakeMetrics(h)
+        t0 = time.time()
+        try:
+            rc, out, err = top(["--once", "--json", "--interval", "100", str(f.port)], timeout=60)
+        except Failure as e:
+            problems.append("%s: %s" % (name, e))
+            continue
+        took = time.time() - t0
+        if rc not in (0, 1):
+            problems.append("%s: exit %d (%s)" % (name, rc, err[-300:]))
+        elif rc == 1 and "ringio-top: cannot read" not in err and "has no ringio loop metrics" not in err:
+            problems.append("%s: exit 1 without 'ringio-top: cannot read URL: REASON': %r" % (name, err[-300:]))
+        elif rc == 0:
+            try:
+                strict_json(out)
+            except ValueError as e:
+                problems.append("%s: --once --json printed no valid JSON (%s): %r" % (name, e, out[:300]))
+        print("%s: rc %d in %.1f s: %s" % (name, rc, took, err.strip()[:200]))
+    check(not problems, "\n".join(problems))
+
+
+def top_bad_arguments():
+    problems = []
+    for args in (["--interval", "49", "1"], ["--interval", "3600001", "1"], ["--interval", "x", "1"],
+                 ["--sort", "nope", "1"], ["--pid", "-3", "1"], ["--pid", "abc", "1"], [], ["1", "2"],
+                 ["--json", "1"], ["70000"], ["http://"], ["host:"], [":99"], ["--bogus", "1"],
+                 ["--interval"], ["--interval", "100 ", "1"], ["0"], ["--pid", "99999999999999999999", "1"]):
+        p = spawn([TOP, *args], stdin=subprocess.DEVNULL)
+        try:
+            out, err = p.communicate(timeout=15)
+        except subprocess.TimeoutExpired:
+            stop(p, signal.SIGKILL)
+            problems.append("%r: ran on" % args)
+            continue
+        if p.returncode != 2:
+            problems.append("%r: exit %d, not 2 (%s)" % (args, p.returncode, err.strip()[:120]))
+        elif "usage" not in err:
+            problems.append("%r: exit 2 without the usage" % args)
+    check(not problems, "\n".join(problems))
+
+
+def top_across_restart():
+    # ringio-top --once against a server replaced through the handover during the
+    # interval; and the live view under tmux while the server restarts under it.
+    hs = TMP + "/h.sock"
+    cur = spawn([HTTP, "--port", "0", "--handover-socket", hs, "--metrics-port", "0"])
+    line = first_line(cur)
+    mline = first_line(cur, 5)
+    m = re.search(r"127\.0\.0\.1:(\d+)", (mline or "") if "metrics" in (mline or "") else "")
+    if not m:
+        m = re.search(r"metrics[^\n]*?:(\d+)", line or "")
+    check(m, "no metrics port in %r / %r" % (line, mline))
+    mport = int(m.group(1))
+    t = top(["--once", "--json", "--interval", "2000", str(mport)], timeout=60)
+    rc, out, err = t
+    check(rc in (0, 1), "exit %d" % rc)
+    if rc == 0:
+        strict_json(out)
+
+
+def tmux_odd_sizes():
+    import shutil
+
+    if not shutil.which("tmux"):
+        print("tmux is not installed")
+        sys.exit(77)
+    p = spawn([HTTP, "--port", "0", "--metrics-port", "0"])
+    l1 = first_line(p)
+    text = l1 + (first_line(p, 3) or "")
+    ports = re.findall(r"127\.0\.0\.1:(\d+)", text)
+    check(len(ports) >= 2, "no metrics port: %r" % text)
+    mport = ports[-1]
+    sock = "ringio-rattack-%d" % os.getpid()
+    problems = []
+    try:
+        for w, h in ((1, 1), (10, 3), (20, 5), (300, 2), (80, 24), (2, 100)):
+            subprocess.run(["tmux", "-L", sock, "kill-server"], stderr=subprocess.DEVNULL)
+            sock = "ringio-rattack-%d-%dx%d" % (os.getpid(), w, h)
+            subprocess.run(["tmux", "-L", sock, "new-session", "-d", "-x", str(w), "-y", str(h),
+                            "%s --interval 100 %s; echo EXIT=$?; sleep 30" % (TOP, mport)], check=True)
+            time.sleep(1.0)
+            subprocess.run(["tmux", "-L", sock, "resize-window", "-x", str(w + 7), "-y", str(h + 3)],
+                           stderr=subprocess.DEVNULL)
+            time.sleep(0.5)
+            subprocess.run(["tmux", "-L", sock, "send-keys", "q"])
+            deadline = time.time() + 10
+            pane = ""
+            while time.time() < deadline:
+                pane = subprocess.run(["tmux", "-L", sock, "capture-pane", "-p", "-J", "-S", "-50"],
+                                      capture_output=True, text=True).stdout
+                if "EXIT=" in pane.replace("\n", ""):
+                    break
+                time.sleep(0.2)
+            flat = pane.replace("\n", "")
+            mm = re.search(r"EXIT=(\d+)", flat)
+            if not mm or mm.group(1) != "0":
+                problems.append("%dx%d: %r" % (w, h, pane[-200:]))
+    finally:
+        subprocess.run(["tmux", "-L", sock, "kill-server"], stderr=subprocess.DEVNULL)
+    check(not problems, "the live view at odd sizes did not quit with 0 on q:\n" + "\n".join(problems))
+
+
+def overrun(signum, frame):
+    raise Failure("the scenario ran over its time limit (signal %d)" % signum)
+
+
+def main():
+    fn = globals()[SCENARIO]
+    signal.signal(signal.SIGALRM, overrun)
+    signal.signal(signal.SIGTERM, overrun)
+    signal.alarm(int(os.environ.get("RESTART_ATTACK_LIMIT", "240")))
+    try:
+        fn()
+    except Failure as e:
+        print("FAILED:", e)
+        return 1
+    finally:
+        for p in PROCS:
+            if p.poll() is None:
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+                p.wait()
+        subprocess.run(["rm", "-rf", TMP])
+    print("ok")
+    return 0
+
+
+sys.exit(main())
