@@ -351,6 +351,226 @@ def upload_and_websocket_across_restart():
     check(get(port) == b"Hello world!", "new serves")
 
 
+def many_get(port, n=64):
+    # n fresh connections (each lands on a listener of the SO_REUSEPORT group by its
+    # hash): every one must be answered.
+    bad = []
+    for i in range(n):
+        try:
+            if get(port, timeout=3) != b"Hello world!":
+                bad.append(i)
+        except Exception as e:  # noqa: BLE001
+            bad.append("%d: %s" % (i, e))
+    return bad
+
+
+def old_killed_mid_handover():
+    # The running process is stopped, a successor connects, then the running process
+    # is killed: the successor must not hang; if it starts, it serves the port.
+    hs = TMP + "/h.sock"
+    old, port = server(HTTP, hs, ("--port-hint",) if False else ())
+    os.kill(old.pid, signal.SIGSTOP)
+    new = spawn([HTTP, "--port", str(port), "--handover-socket", hs])
+    time.sleep(1)
+    os.kill(old.pid, signal.SIGKILL)
+    old.wait(10)
+    line = first_line(new, 30)
+    if line:
+        check(port_of(line) == port, "serves another port: %s" % line)
+        check(not many_get(port, 8), "the successor does not answer")
+    else:
+        try:
+            rc = new.wait(10)
+        except subprocess.TimeoutExpired:
+            raise Failure("the successor hangs after the running process died mid-handover")
+        check(rc != 0, "exit 0 without serving")
+
+
+def handover_more_listeners_than_threads():
+    # Four listeners (--threads 4) handed to a process started with --threads 1: the
+    # loops are raised to their number, every listener of the group is accepted on.
+    hs = TMP + "/h.sock"
+    old, port = server(HTTP, hs, ("--threads", "4"))
+    new, p2 = server(HTTP, hs, ("--threads", "1"))
+    check(p2 == port, "another port")
+    check(old.wait(30) == 0, "old exit")
+    bad = many_get(port)
+    check(not bad, "connections not served after 4 listeners went to --threads 1: %r" % bad[:5])
+    # And back: one listener to four threads.
+    nxt, _ = server(HTTP, hs, ("--threads", "1"))
+    check(new.wait(30) == 0, "exit")
+    n4, _ = server(HTTP, hs, ("--threads", "4"))
+    check(nxt.wait(30) == 0, "exit")
+    bad = many_get(port)
+    check(not bad, "connections not served after 1 listener went to --threads 4: %r" % bad[:5])
+
+
+def handover_to_acceptor_dispatch():
+    # Two reuseport listeners handed to a process with the acceptor dispatch (which
+    # takes exactly one): it must either serve every listener or fail before "ready"
+    # (the running process then serves on). Either way every connection is answered.
+    hs = TMP + "/h.sock"
+    old, port = server(HTTP, hs, ("--threads", "2"))
+    new = spawn([HTTP, "--port", "0", "--handover-socket", hs, "--threads", "2", "--dispatch", "acceptor"])
+    line = first_line(new, 20)
+    time.sleep(1.5)
+    bad = many_get(port)
+    check(not bad, "connections not served after a handover to the acceptor dispatch (successor %s): %r" %
+          ("started" if line else "failed: " + stderr_of(new), bad[:5]))
+
+
+def echo_connections_stay_with_old():
+    # echo_server: a connection open across the handover keeps echoing on the old
+    # process until --drain-timeout, then is closed; new connections go to the new one.
+    hs = TMP + "/e.sock"
+    old = spawn([ECHO, "--port", "0", "--handover-socket", hs, "--drain-timeout", "3"])
+    port = port_of(first_line(old))
+    check(port, "echo_server did not start")
+    c = socket.create_connection(("127.0.0.1", port), timeout=5)
+    c.sendall(b"one")
+    check(c.recv(16) == b"one", "echo before")
+    new = spawn([ECHO, "--port", "0", "--handover-socket", hs, "--drain-timeout", "3"])
+    check(port_of(first_line(new)) == port, "the successor serves another port")
+    t0 = time.time()
+    c.sendall(b"two")
+    check(c.recv(16) == b"two", "an echo connection open across the handover stopped echoing")
+    d = socket.create_connection(("127.0.0.1", port), timeout=5)
+    d.sendall(b"new")
+    check(d.recv(16) == b"new", "a new connection is not echoed")
+    c.settimeout(15)
+    try:
+        r = c.recv(16)
+    except OSError:
+        r = b""
+    took = time.time() - t0
+    check(r == b"", "the old connection got data: %r" % r)
+    check(2 <= took <= 10, "the old connection closed after %.1f s, not --drain-timeout 3 s" % took)
+    check(old.wait(10) == 0, "the old process did not exit 0")
+    d.sendall(b"still")
+    check(d.recv(16) == b"still", "the new process stopped echoing")
+
+
+def idle_keepalive_closed_while_draining():
+    # A keep-alive connection idle across the handover is closed by the draining process
+    # about a second later; a request sent on a busy one gets Connection: close.
+    hs = TMP + "/h.sock"
+    old, port = server(HTTP, hs)
+    idle = socket.create_connection(("127.0.0.1", port), timeout=5)
+    busy = socket.create_connection(("127.0.0.1", port), timeout=5)
+    for c in (idle, busy):
+        c.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        check(b"Hello world!" in c.recv(4096), "first answer")
+    new, _ = server(HTTP, hs)
+    t0 = time.time()
+    busy.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+    r = busy.recv(4096)
+    check(b"Hello world!" in r, "a request on a keep-alive connection during the drain: %r" % r)
+    check(b"onnection: close" in r, "no Connection: close while draining: %r" % r)
+    idle.settimeout(10)
+    try:
+        got = idle.recv(4096)
+    except OSError as e:
+        got = str(e).encode()
+    took = time.time() - t0
+    check(got == b"", "the idle connection got %r" % got)
+    check(took < 4.5, "the idle keep-alive connection was closed after %.1f s, not about 1 s" % took)
+    check(old.wait(30) == 0, "old exit")
+
+
+def old_signalled_while_draining_keeps_path():
+    # The old process stopped by a signal during its drain does not remove PATH (it is
+    # the new one's): a third process still takes over. The last one stopped removes it.
+    hs = TMP + "/h.sock"
+    old, port = server(HTTP, hs)
+    keep = socket.create_connection(("127.0.0.1", port), timeout=5)
+    keep.sendall(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n")  # holds the drain
+    new, _ = server(HTTP, hs)
+    time.sleep(0.2)
+    os.kill(old.pid, signal.SIGTERM)
+    old.wait(30)
+    check(os.path.exists(hs), "PATH was removed by the old process stopped during its drain")
+    third, p3 = server(HTTP, hs)
+    check(p3 == port, "a third process serves another port")
+    check(new.wait(30) == 0, "the second did not hand over")
+    check(stop(third) == 0, "the last one did not exit 0")
+    check(not os.path.exists(hs), "the last process stopped by a signal left PATH behind")
+
+
+def handover_65_threads():
+    # More loops than one handover message carries (max_handover_listeners, 64): the
+    # process must either refuse the option at start or be replaceable.
+    hs = TMP + "/h.sock"
+    old = spawn([HTTP, "--port", "0", "--threads", "65", "--handover-socket", hs])
+    line = first_line(old, 60)
+    if not line:
+        rc = old.wait(10)
+        check(rc == 2, "refused with exit %r, not 2" % rc)
+        return
+    port = port_of(line)
+    new = spawn([HTTP, "--port", "0", "--threads", "2", "--handover-socket", hs])
+    l2 = first_line(new, 30)
+    check(l2 and port_of(l2) == port,
+          "a process with 65 loops started with --handover-socket (start-up line printed) cannot be replaced: "
+          "successor: %s; running process: %s" % (stderr_of(new).strip(), old.stderr.name if False else "")
+          + read_stderr_now(old))
+    check(old.wait(30) == 0, "old exit")
+
+
+def read_stderr_now(p):
+    stop(p)
+    try:
+        return p.stderr.read()
+    except (OSError, ValueError):
+        return ""
+
+
+def top_live_view_across_server_restart():
+    # The live view while its server stops and another takes the metrics port: the
+    # last figures stay with the error below, and the view recovers.
+    import shutil
+
+    if not shutil.which("tmux"):
+        print("tmux is not installed")
+        sys.exit(77)
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    mport = probe.getsockname()[1]
+    probe.close()
+    srv = spawn([HTTP, "--port", "0", "--metrics-port", str(mport)])
+    check(first_line(srv), "no start-up line")
+    sock = "ringio-rattack-live-%d" % os.getpid()
+
+    def pane():
+        return subprocess.run(["tmux", "-L", sock, "capture-pane", "-p"], capture_output=True, text=True).stdout
+
+    try:
+        subprocess.run(["tmux", "-L", sock, "new-session", "-d", "-x", "120", "-y", "30",
+                        "%s --interval 200 %d; echo EXIT=$?; sleep 60" % (TOP, mport)], check=True)
+        time.sleep(1.5)
+        before = pane()
+        check("total" in before, "no table: %r" % before)
+        stop(srv)
+        time.sleep(1.5)
+        during = pane()
+        check("EXIT=" not in during, "the live view exited when the server stopped: %r" % during)
+        check("total" in during, "the last figures are gone while the server is down: %r" % during)
+        check("refused" in during.lower() or "cannot" in during.lower() or "error" in during.lower(),
+              "no error shown while the server is down: %r" % during)
+        srv2 = spawn([HTTP, "--port", "0", "--metrics-port", str(mport)])
+        check(first_line(srv2), "the second server did not start")
+        time.sleep(2)
+        after = pane()
+        check("total" in after and "refused" not in after.lower() and "cannot" not in after.lower(),
+              "the view did not recover: %r" % after)
+        subprocess.run(["tmux", "-L", sock, "send-keys", "q"])
+        deadline = time.time() + 10
+        while time.time() < deadline and "EXIT=" not in pane():
+            time.sleep(0.2)
+        check("EXIT=0" in pane(), "q did not quit with 0: %r" % pane())
+    finally:
+        subprocess.run(["tmux", "-L", sock, "kill-server"], stderr=subprocess.DEVNULL)
+
+
 # --- socket activation ---------------------------------------------------------------
 
 
@@ -385,7 +605,8 @@ def socket_activation_malformed():
     fd = to_fd3(lst)
     for env in ({"LISTEN_FDS": "99999999999999999999999"}, {"LISTEN_FDS": "-1"}, {"LISTEN_FDS": "1x"},
                 {"LISTEN_FDS": "2"}, {"LISTEN_FDS": "1", "LISTEN_FDNAMES": "a:b"},
-                {"LISTEN_FDS": "4294967297"}, {"LISTEN_FDS": "0"}, {"LISTEN_FDS": ""}):
+                {"LISTEN_FDS": "4294967297"}, {"LISTEN_FDS": "0"}, {"LISTEN_FDS": ""},
+                {"LISTEN_FDS": "1", "LISTEN_FDNAMES": "''"}, {"LISTEN_FDS": "1", "LISTEN_PID": "0"}):
         activation(env, fd)
     udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     udp.bind(("127.0.0.1", 0))

@@ -61,6 +61,14 @@ TEST(RestartAttack, TenHandoversUnderWrk) { run_scenario("ten_handovers_under_wr
 TEST(RestartAttack, TenHandoversUnderWrkTwoThreads) { run_scenario("ten_handovers_under_wrk_threads"); }
 TEST(RestartAttack, NoDescriptorLeakAcrossGenerations) { run_scenario("fd_leak_across_restarts"); }
 TEST(RestartAttack, UploadAndWebSocketAcrossHandover) { run_scenario("upload_and_websocket_across_restart"); }
+TEST(RestartAttack, RunningProcessKilledMidHandover) { run_scenario("old_killed_mid_handover"); }
+TEST(RestartAttack, FourListenersToOneThreadAndBack) { run_scenario("handover_more_listeners_than_threads"); }
+TEST(RestartAttack, HandoverToTheAcceptorDispatch) { run_scenario("handover_to_acceptor_dispatch"); }
+TEST(RestartAttack, EchoConnectionsStayWithTheOldProcess) { run_scenario("echo_connections_stay_with_old"); }
+TEST(RestartAttack, IdleKeepAliveClosedWhileDraining) { run_scenario("idle_keepalive_closed_while_draining"); }
+TEST(RestartAttack, OldStoppedWhileDrainingKeepsThePath) { run_scenario("old_signalled_while_draining_keeps_path"); }
+TEST(RestartAttack, SixtyFiveLoopsCanBeReplaced) { run_scenario("handover_65_threads"); }
+TEST(RestartAttack, TopLiveViewAcrossServerRestart) { run_scenario("top_live_view_across_server_restart"); }
 TEST(RestartAttack, SocketActivationMalformed) { run_scenario("socket_activation_malformed"); }
 TEST(RestartAttack, SocketActivationOtherPid) { run_scenario("socket_activation_other_pid"); }
 TEST(RestartAttack, SocketActivationServes) { run_scenario("socket_activation_serves"); }
