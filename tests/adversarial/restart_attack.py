@@ -571,6 +571,208 @@ def top_live_view_across_server_restart():
         subprocess.run(["tmux", "-L", sock, "kill-server"], stderr=subprocess.DEVNULL)
 
 
+def rapid_restarts_without_waiting_under_wrk():
+    # Ten generations started one after the other as soon as the previous prints its
+    # start-up line, while earlier ones still drain (a slow upload holds each drain):
+    # wrk sees no error.
+    hs = TMP + "/h.sock"
+    gens = []
+    cur, port = server(HTTP, hs, ("--drain-timeout", "3"))
+    gens.append(cur)
+    wrk = spawn(["/usr/bin/wrk", "-t2", "-c32", "-d120s", "--timeout", "10s", "http://127.0.0.1:%d/" % port])
+    time.sleep(1)
+    holders = []
+    for i in range(10):
+        h = socket.create_connection(("127.0.0.1", port), timeout=5)
+        h.sendall(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\nabc")
+        holders.append(h)
+        nxt, p2 = server(HTTP, hs, ("--drain-timeout", "3"))
+        check(p2 == port, "generation %d serves another port" % i)
+        gens.append(nxt)
+    time.sleep(1)
+    wrk.send_signal(signal.SIGINT)
+    out, _ = wrk.communicate(timeout=30)
+    for g in gens[:-1]:
+        try:
+            rc = g.wait(20)
+        except subprocess.TimeoutExpired:
+            raise Failure("a draining generation did not exit within 20 s")
+        check(rc == 0, "a generation exited %r" % rc)
+    m = re.search(r"(\d+) requests in", out)
+    check(m and int(m.group(1)) > 0, "wrk made no requests: %s" % out)
+    check("Socket errors" not in out and "Non-2xx" not in out, "errors across rapid restarts:\n%s" % out)
+
+
+def echo_ten_handovers_under_churn():
+    # echo_server replaced ten times while client threads open a connection per
+    # session, send, read the echo and close: no session fails.
+    hs = TMP + "/e.sock"
+    cur = spawn([ECHO, "--port", "0", "--handover-socket", hs])
+    port = port_of(first_line(cur))
+    check(port, "echo_server did not start")
+    failures, sessions = [], [0]
+    done = threading.Event()
+
+    def churn():
+        while not done.is_set():
+            try:
+                c = socket.create_connection(("127.0.0.1", port), timeout=5)
+                c.sendall(b"x" * 100)
+                got = b""
+                while len(got) < 100:
+                    d = c.recv(100)
+                    if not d:
+                        break
+                    got += d
+                c.close()
+                if got != b"x" * 100:
+                    failures.append("short echo %d" % len(got))
+                sessions[0] += 1
+            except OSError as e:
+                failures.append(str(e))
+
+    ts = [threading.Thread(target=churn, daemon=True) for _ in range(4)]
+    for t in ts:
+        t.start()
+    time.sleep(0.5)
+    for i in range(10):
+        nxt = spawn([ECHO, "--port", "0", "--handover-socket", hs])
+        check(port_of(first_line(nxt)) == port, "generation %d serves another port" % i)
+        check(cur.wait(30) == 0, "generation %d did not exit 0" % i)
+        cur = nxt
+        time.sleep(0.2)
+    done.set()
+    for t in ts:
+        t.join(10)
+    check(sessions[0] > 0, "no session")
+    check(not failures, "%d of %d sessions failed across ten handovers: %r" % (len(failures), sessions[0], failures[:5]))
+
+
+def metrics_port_clash():
+    # A successor given the same --metrics-port fails before "ready": the running
+    # process serves on, and a correct successor still takes over.
+    hs = TMP + "/h.sock"
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    mport = probe.getsockname()[1]
+    probe.close()
+    old, port = server(HTTP, hs, ("--metrics-port", str(mport)))
+    bad = spawn([HTTP, "--port", "0", "--handover-socket", hs, "--metrics-port", str(mport)])
+    line = first_line(bad, 20)
+    try:
+        rc = bad.wait(20)
+    except subprocess.TimeoutExpired:
+        rc = None
+    check(rc not in (None, 0), "a successor with a taken metrics port: exit %r (line %r)" % (rc, line))
+    time.sleep(0.5)
+    check(old.poll() is None, "the running process exited after the successor failed")
+    check(not many_get(port, 16), "the running process stopped answering")
+    good, p2 = server(HTTP, hs)
+    check(p2 == port, "another port")
+    check(old.wait(30) == 0, "old exit")
+    check(not many_get(port, 16), "the successor does not answer")
+
+
+def http_port_refused_with_handover():
+    key, crt = TMP + "/k.pem", TMP + "/c.pem"
+    r = subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", crt,
+                        "-days", "1", "-subj", "/CN=localhost"], capture_output=True)
+    if r.returncode != 0:
+        print("openssl cannot make a certificate")
+        sys.exit(77)
+    for opt in (("--handover-socket", TMP + "/h.sock"), ("--reuse-port",)):
+        p = spawn([HTTP, "--port", "0", "--http-port", "0", "--tls-cert", crt, "--tls-key", key, *opt])
+        line = first_line(p, 10)
+        check(not line, "--http-port accepted with %s: %s" % (opt[0], line))
+        check(p.wait(10) == 2, "exit not 2 for --http-port with %s" % opt[0])
+
+
+def failed_successors_leak_nothing():
+    # Fifty successors that take the sockets and go away: the running process's
+    # descriptors do not grow.
+    hs = TMP + "/h.sock"
+    old, port = server(HTTP, hs)
+    get(port)
+    time.sleep(0.2)
+    before = len(os.listdir("/proc/%d/fd" % old.pid))
+    for _ in range(50):
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(hs)
+        s.settimeout(10)
+        _, fds = receive_fds(s)
+        for fd in fds:
+            os.close(fd)
+        s.close()
+    time.sleep(1)
+    after = len(os.listdir("/proc/%d/fd" % old.pid))
+    check(after <= before, "descriptors of the running process grew from %d to %d after 50 failed successors" %
+          (before, after))
+    check(get(port) == b"Hello world!", "no answer")
+
+
+def forged_handover_messages():
+    # A program on PATH that sends forged handover messages: each is refused (the new
+    # process exits non-zero within its timeout) and none serves a descriptor that is
+    # not a listening stream socket.
+    import struct
+
+    hs = TMP + "/forged.sock"
+    lst = socket.socket()
+    lst.bind(("127.0.0.1", 0))
+    lst.listen(8)
+    udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    udp.bind(("127.0.0.1", 0))
+    filefd = os.open("/etc/hostname", os.O_RDONLY)
+    good = b"RINGIOLS" + struct.pack("<II", 1, 1)
+    cases = {
+        "count 2, one fd": (b"RINGIOLS" + struct.pack("<II", 1, 2), [lst.fileno()]),
+        "count 1, two fds": (good, [lst.fileno(), lst.fileno()]),
+        "count 0": (b"RINGIOLS" + struct.pack("<II", 1, 0), []),
+        "count 65": (b"RINGIOLS" + struct.pack("<II", 1, 65), [lst.fileno()]),
+        "count 2^32-1": (b"RINGIOLS" + struct.pack("<II", 1, 0xFFFFFFFF), [lst.fileno()]),
+        "version 2": (b"RINGIOLS" + struct.pack("<II", 2, 1), [lst.fileno()]),
+        "bad magic": (b"RINGIOLX" + struct.pack("<II", 1, 1), [lst.fileno()]),
+        "short header": (b"RINGIOLS" + struct.pack("<I", 1), [lst.fileno()]),
+        "udp socket": (good, [udp.fileno()]),
+        "regular file": (good, [filefd]),
+        "no fds": (good, []),
+    }
+    problems = []
+    for name, (msg, fds) in cases.items():
+        try:
+            os.unlink(hs)
+        except FileNotFoundError:
+            pass
+        srv = socket.socket(socket.AF_UNIX)
+        srv.bind(hs)
+        srv.listen(4)
+        p = spawn([HTTP, "--port", "0", "--handover-socket", hs])
+        srv.settimeout(10)
+        try:
+            c, _ = srv.accept()
+        except OSError:
+            problems.append("%s: no connection" % name)
+            stop(p)
+            continue
+        anc = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds).tobytes())] if fds else []
+        c.sendmsg([msg], anc)
+        line = first_line(p, 20)
+        if line:
+            problems.append("%s: served (%s)" % (name, line.strip()[:80]))
+        else:
+            try:
+                rc = p.wait(10)
+                if rc == 0:
+                    problems.append("%s: exit 0" % name)
+            except subprocess.TimeoutExpired:
+                problems.append("%s: neither served nor exited" % name)
+        print("%s: %s" % (name, stderr_of(p).strip()[:160]))
+        stop(p)
+        c.close()
+        srv.close()
+    check(not problems, "\n".join(problems))
+
+
 # --- socket activation ---------------------------------------------------------------
 
 

@@ -69,6 +69,12 @@ TEST(RestartAttack, IdleKeepAliveClosedWhileDraining) { run_scenario("idle_keepa
 TEST(RestartAttack, OldStoppedWhileDrainingKeepsThePath) { run_scenario("old_signalled_while_draining_keeps_path"); }
 TEST(RestartAttack, SixtyFiveLoopsCanBeReplaced) { run_scenario("handover_65_threads"); }
 TEST(RestartAttack, TopLiveViewAcrossServerRestart) { run_scenario("top_live_view_across_server_restart"); }
+TEST(RestartAttack, RapidRestartsWithoutWaitingUnderWrk) { run_scenario("rapid_restarts_without_waiting_under_wrk"); }
+TEST(RestartAttack, EchoTenHandoversUnderChurn) { run_scenario("echo_ten_handovers_under_churn"); }
+TEST(RestartAttack, MetricsPortClashFailsTheSuccessorOnly) { run_scenario("metrics_port_clash"); }
+TEST(RestartAttack, HttpPortRefusedWithRestartOptions) { run_scenario("http_port_refused_with_handover"); }
+TEST(RestartAttack, FailedSuccessorsLeakNoDescriptor) { run_scenario("failed_successors_leak_nothing"); }
+TEST(RestartAttack, ForgedHandoverMessagesRefused) { run_scenario("forged_handover_messages"); }
 TEST(RestartAttack, SocketActivationMalformed) { run_scenario("socket_activation_malformed"); }
 TEST(RestartAttack, SocketActivationOtherPid) { run_scenario("socket_activation_other_pid"); }
 TEST(RestartAttack, SocketActivationServes) { run_scenario("socket_activation_serves"); }
