@@ -93,6 +93,7 @@ TEST(RestartAttack, MetricsPortClashFailsTheSuccessorOnly) { run_scenario("metri
 TEST(RestartAttack, HttpPortRefusedWithRestartOptions) { run_scenario("http_port_refused_with_handover"); }
 TEST(RestartAttack, FailedSuccessorsLeakNoDescriptor) { run_scenario("failed_successors_leak_nothing"); }
 TEST(RestartAttack, ForgedHandoverMessagesRefused) { run_scenario("forged_handover_messages"); }
+TEST(RestartAttack, UpgradeOnKeepAliveDuringHandover) { run_scenario("upgrade_on_keepalive_during_handover"); }
 TEST(RestartAttack, SocketActivationMalformed) { run_scenario("socket_activation_malformed"); }
 TEST(RestartAttack, SocketActivationOtherPid) { run_scenario("socket_activation_other_pid"); }
 TEST(RestartAttack, SocketActivationServes) { run_scenario("socket_activation_serves"); }
