@@ -633,14 +633,25 @@ def echo_ten_handovers_under_churn():
                     failures.append("short echo %d" % len(got))
                 sessions[0] += 1
             except OSError as e:
-                failures.append("%s: %s" % (stage, e))
+                where = ""
+                if stage == "echo":
+                    lp = c.getsockname()[1]
+                    where = subprocess.run(["ss", "-tnpi", "sport = :%d or dport = :%d" % (lp, lp)],
+                                           capture_output=True, text=True).stdout
+                    where += subprocess.run(["ss", "-tlnpe", "sport = :%d" % port], capture_output=True,
+                                            text=True).stdout
+                    gens = " ".join("%d%s" % (g.pid, "" if g.poll() is None else "(exited)") for g in generations)
+                    where += " generations: " + gens
+                failures.append("%s: %s %s" % (stage, e, where))
 
+    generations = [cur]
     ts = [threading.Thread(target=churn, daemon=True) for _ in range(4)]
     for t in ts:
         t.start()
     time.sleep(0.5)
     for i in range(10):
         nxt = spawn([ECHO, "--port", "0", "--handover-socket", hs])
+        generations.append(nxt)
         check(port_of(first_line(nxt)) == port, "generation %d serves another port" % i)
         check(cur.wait(30) == 0, "generation %d did not exit 0" % i)
         cur = nxt
@@ -650,6 +661,49 @@ def echo_ten_handovers_under_churn():
         t.join(10)
     check(sessions[0] > 0, "no session")
     check(not failures, "%d of %d sessions failed across ten handovers: %r" % (len(failures), sessions[0], failures[:5]))
+
+
+def http_ten_handovers_under_churn():
+    # http_server replaced ten times while client threads send one request per fresh
+    # connection (Connection: close): every request is answered within 15 s.
+    hs = TMP + "/h.sock"
+    cur, port = server(HTTP, hs)
+    failures, done, count = [], threading.Event(), [0]
+
+    def churn():
+        while not done.is_set():
+            try:
+                c = socket.create_connection(("127.0.0.1", port), timeout=15)
+                c.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                got = b""
+                while True:
+                    d = c.recv(4096)
+                    if not d:
+                        break
+                    got += d
+                c.close()
+                if b"Hello world!" not in got:
+                    failures.append("answer %r" % got[:60])
+                count[0] += 1
+            except OSError as e:
+                failures.append("%s; listener: %s" % (e, subprocess.run(["ss", "-tlnp", "sport = :%d" % port],
+                                                                        capture_output=True, text=True).stdout))
+
+    ts = [threading.Thread(target=churn, daemon=True) for _ in range(4)]
+    for t in ts:
+        t.start()
+    time.sleep(0.5)
+    for i in range(10):
+        nxt, p2 = server(HTTP, hs)
+        check(p2 == port, "generation %d serves another port" % i)
+        check(cur.wait(30) == 0, "generation %d did not exit 0" % i)
+        cur = nxt
+        time.sleep(0.2)
+    done.set()
+    for t in ts:
+        t.join(20)
+    check(count[0] > 0, "no request")
+    check(not failures, "%d of %d requests failed across ten handovers: %r" % (len(failures), count[0], failures[:3]))
 
 
 def metrics_port_clash():

@@ -94,6 +94,7 @@ TEST(RestartAttack, HttpPortRefusedWithRestartOptions) { run_scenario("http_port
 TEST(RestartAttack, FailedSuccessorsLeakNoDescriptor) { run_scenario("failed_successors_leak_nothing"); }
 TEST(RestartAttack, ForgedHandoverMessagesRefused) { run_scenario("forged_handover_messages"); }
 TEST(RestartAttack, UpgradeOnKeepAliveDuringHandover) { run_scenario("upgrade_on_keepalive_during_handover"); }
+TEST(RestartAttack, HttpTenHandoversUnderChurn) { run_scenario("http_ten_handovers_under_churn"); }
 TEST(RestartAttack, SocketActivationMalformed) { run_scenario("socket_activation_malformed"); }
 TEST(RestartAttack, SocketActivationOtherPid) { run_scenario("socket_activation_other_pid"); }
 TEST(RestartAttack, SocketActivationServes) { run_scenario("socket_activation_serves"); }
