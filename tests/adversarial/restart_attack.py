@@ -542,10 +542,10 @@ def top_live_view_across_server_restart():
     sock = "ringio-rattack-live-%d" % os.getpid()
 
     def pane():
-        return subprocess.run(["tmux", "-L", sock, "capture-pane", "-p"], capture_output=True, text=True).stdout
+        return subprocess.run(["tmux", "-S", TMP + "/" + sock, "capture-pane", "-p"], capture_output=True, text=True).stdout
 
     try:
-        subprocess.run(["tmux", "-L", sock, "new-session", "-d", "-x", "120", "-y", "30",
+        subprocess.run(["tmux", "-S", TMP + "/" + sock, "new-session", "-d", "-x", "120", "-y", "30",
                         "%s --interval 200 %d; echo EXIT=$?; sleep 60" % (TOP, mport)], check=True)
         time.sleep(1.5)
         before = pane()
@@ -563,13 +563,13 @@ def top_live_view_across_server_restart():
         after = pane()
         check("total" in after and "refused" not in after.lower() and "cannot" not in after.lower(),
               "the view did not recover: %r" % after)
-        subprocess.run(["tmux", "-L", sock, "send-keys", "q"])
+        subprocess.run(["tmux", "-S", TMP + "/" + sock, "send-keys", "q"])
         deadline = time.time() + 10
         while time.time() < deadline and "EXIT=" not in pane():
             time.sleep(0.2)
         check("EXIT=0" in pane(), "q did not quit with 0: %r" % pane())
     finally:
-        subprocess.run(["tmux", "-L", sock, "kill-server"], stderr=subprocess.DEVNULL)
+        subprocess.run(["tmux", "-S", TMP + "/" + sock, "kill-server"], stderr=subprocess.DEVNULL)
 
 
 def rapid_restarts_without_waiting_under_wrk():
@@ -1140,19 +1140,19 @@ def tmux_odd_sizes():
     problems = []
     try:
         for w, h in ((1, 1), (10, 3), (20, 5), (300, 2), (80, 24), (2, 100)):
-            subprocess.run(["tmux", "-L", sock, "kill-server"], stderr=subprocess.DEVNULL)
+            subprocess.run(["tmux", "-S", TMP + "/" + sock, "kill-server"], stderr=subprocess.DEVNULL)
             sock = "ringio-rattack-%d-%dx%d" % (os.getpid(), w, h)
-            subprocess.run(["tmux", "-L", sock, "new-session", "-d", "-x", str(w), "-y", str(h),
+            subprocess.run(["tmux", "-S", TMP + "/" + sock, "new-session", "-d", "-x", str(w), "-y", str(h),
                             "%s --interval 100 %s; echo EXIT=$?; sleep 30" % (TOP, mport)], check=True)
             time.sleep(1.0)
-            subprocess.run(["tmux", "-L", sock, "resize-window", "-x", str(w + 7), "-y", str(h + 3)],
+            subprocess.run(["tmux", "-S", TMP + "/" + sock, "resize-window", "-x", str(w + 7), "-y", str(h + 3)],
                            stderr=subprocess.DEVNULL)
             time.sleep(0.5)
-            subprocess.run(["tmux", "-L", sock, "send-keys", "q"])
+            subprocess.run(["tmux", "-S", TMP + "/" + sock, "send-keys", "q"])
             deadline = time.time() + 10
             pane = ""
             while time.time() < deadline:
-                pane = subprocess.run(["tmux", "-L", sock, "capture-pane", "-p", "-J", "-S", "-50"],
+                pane = subprocess.run(["tmux", "-S", TMP + "/" + sock, "capture-pane", "-p", "-J", "-S", "-50"],
                                       capture_output=True, text=True).stdout
                 if "EXIT=" in pane.replace("\n", ""):
                     break
@@ -1162,7 +1162,7 @@ def tmux_odd_sizes():
             if not mm or mm.group(1) != "0":
                 problems.append("%dx%d: %r" % (w, h, pane[-200:]))
     finally:
-        subprocess.run(["tmux", "-L", sock, "kill-server"], stderr=subprocess.DEVNULL)
+        subprocess.run(["tmux", "-S", TMP + "/" + sock, "kill-server"], stderr=subprocess.DEVNULL)
     check(not problems, "the live view at odd sizes did not quit with 0 on q:\n" + "\n".join(problems))
 
 
@@ -1171,7 +1171,11 @@ def overrun(signum, frame):
 
 
 def main():
-    fn = globals()[SCENARIO]
+    fn = globals().get(SCENARIO)
+    if fn is None:
+        print("no scenario", SCENARIO)
+        subprocess.run(["rm", "-rf", TMP])
+        return 2
     signal.signal(signal.SIGALRM, overrun)
     signal.signal(signal.SIGTERM, overrun)
     signal.alarm(int(os.environ.get("RESTART_ATTACK_LIMIT", "240")))
