@@ -106,16 +106,28 @@ int run_client(int port, int id, std::string* first_error) {
   return correct;
 }
 
-// Wakes every millisecond while `running` and records the longest gap between wake-ups.
-task<void> stall_meter(const std::atomic<bool>& running, std::chrono::nanoseconds& longest, long& ticks) {
+// Wakes every millisecond while `running` and records the longest gap between wake-ups:
+// over the whole run, and once `started` (every client spawned: spawning runs each new
+// fiber up to its first wait inside one turn of the loop).
+struct stall_record {
+  std::chrono::nanoseconds longest{0};
+  std::chrono::nanoseconds longest_after_start{0};
+  long ticks = 0;
+};
+
+task<void> stall_meter(const std::atomic<bool>& running, const std::atomic<bool>& started, stall_record& rec) {
   auto last = std::chrono::steady_clock::now();
+  bool last_after_start = false;
   while (running.load()) {
     auto slept = co_await sleep_for(1ms);
     if (!slept) co_return;
     const auto now = std::chrono::steady_clock::now();
-    longest = std::max<std::chrono::nanoseconds>(longest, now - last);
+    rec.longest = std::max<std::chrono::nanoseconds>(rec.longest, now - last);
+    if (last_after_start)
+      rec.longest_after_start = std::max<std::chrono::nanoseconds>(rec.longest_after_start, now - last);
     last = now;
-    ++ticks;
+    last_after_start = started.load();
+    ++rec.ticks;
   }
 }
 
@@ -160,32 +172,35 @@ TEST_P(FiberHooksHiredis, AThousandBlockingClientsOnOneLoopAllAnswered) {
   const int n = clients();
   std::vector<int> correct(static_cast<std::size_t>(n), -2);
   std::string first_error;
-  std::chrono::nanoseconds longest{0};
-  long ticks = 0;
+  stall_record stalls;
   const auto t0 = std::chrono::steady_clock::now();
-  run([](int port, std::vector<int>& correct, std::string& err, std::chrono::nanoseconds& longest,
-         long& ticks) -> task<void> {
+  run([](int port, std::vector<int>& correct, std::string& err, stall_record& stalls) -> task<void> {
     std::atomic<bool> running{true};
+    std::atomic<bool> started{false};
     scope meter;
-    meter.spawn(stall_meter(running, longest, ticks));
+    meter.spawn(stall_meter(running, started, stalls));
     scope clients;
     for (std::size_t i = 0; i < correct.size(); ++i)
       spawn_fiber(
           clients, [port, i, &correct, &err] { correct[i] = run_client(port, static_cast<int>(i), &err); },
           fiber_options{.stack_size = client_stack});
+    started = true;
     co_await clients.join();
     running = false;
     co_await meter.join();
-  }(port(), correct, first_error, longest, ticks));
+  }(port(), correct, first_error, stalls));
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const long answered = std::count(correct.begin(), correct.end(), 2 * rounds);
+  const double ms_all = std::chrono::duration<double, std::milli>(stalls.longest).count();
+  const double ms_after = std::chrono::duration<double, std::milli>(stalls.longest_after_start).count();
   std::printf(
-      "hooked hiredis: %d clients x %d commands on one loop (%s): %.3f s, longest loop stall %.3f ms, %ld ticks\n", n,
-      2 * rounds, to_string(GetParam()).data(), seconds, std::chrono::duration<double, std::milli>(longest).count(),
-      ticks);
-  RecordProperty("longest_stall_us", static_cast<int>(longest.count() / 1000));
+      "hooked hiredis: %d clients x %d commands on one loop (%s): %.3f s; longest loop stall %.3f ms (%.3f ms once "
+      "every client was spawned), %ld ticks of 1 ms\n",
+      n, 2 * rounds, to_string(GetParam()).data(), seconds, ms_all, ms_after, stalls.ticks);
+  RecordProperty("longest_stall_us", static_cast<int>(stalls.longest.count() / 1000));
+  RecordProperty("longest_stall_after_start_us", static_cast<int>(stalls.longest_after_start.count() / 1000));
   EXPECT_EQ(answered, n) << "first error: " << first_error;
-  EXPECT_GT(ticks, 0) << "the loop never ran while the clients worked";
+  EXPECT_GT(stalls.ticks, 0) << "the loop never ran while the clients worked";
 }
 
 TEST_P(FiberHooksHiredis, TheSameClientsOnPlainThreadsGiveTheSameAnswers) {
