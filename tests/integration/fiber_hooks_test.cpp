@@ -9,6 +9,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -136,6 +137,48 @@ TEST_P(FiberHooks, LargeWriteCompletesWhileThePeerReads) {
   }(p, total, received, written));
   EXPECT_EQ(written, static_cast<ssize_t>(total)) << "a blocking write sends everything";
   EXPECT_EQ(received, total);
+}
+
+TEST_P(FiberHooks, VectoredWritesCompleteAndVectoredReadsFill) {
+  blocking_pair p;
+  ASSERT_GE(p.a, 0);
+  const std::size_t part = 1u << 20;  // three parts, far above the socket buffer
+  ssize_t written = -1;
+  std::size_t received = 0;
+  bool in_order = true;
+  run([](blocking_pair& p, std::size_t part, ssize_t& written, std::size_t& received, bool& in_order) -> task<void> {
+    scope s;
+    spawn_fiber(
+        s,
+        [&] {
+          std::string x(part, 'a'), y(part, 'b'), z(part, 'c');
+          iovec iov[3] = {{x.data(), x.size()}, {y.data(), y.size()}, {z.data(), z.size()}};
+          written = ::writev(p.a, iov, 3);
+          ::shutdown(p.a, SHUT_WR);
+        },
+        small_stack);
+    spawn_fiber(
+        s,
+        [&] {
+          char one[7000], two[9000];
+          for (;;) {
+            iovec iov[2] = {{one, sizeof one}, {two, sizeof two}};
+            const ssize_t n = ::readv(p.b, iov, 2);
+            if (n <= 0) break;
+            for (ssize_t i = 0; i < n; ++i) {
+              const char c = i < static_cast<ssize_t>(sizeof one) ? one[i] : two[i - static_cast<ssize_t>(sizeof one)];
+              const std::size_t at = received + static_cast<std::size_t>(i);
+              if (c != "abc"[at / part]) in_order = false;
+            }
+            received += static_cast<std::size_t>(n);
+          }
+        },
+        small_stack);
+    co_await s.join();
+  }(p, part, written, received, in_order));
+  EXPECT_EQ(written, static_cast<ssize_t>(3 * part)) << "a blocking writev sends everything";
+  EXPECT_EQ(received, 3 * part);
+  EXPECT_TRUE(in_order);
 }
 
 TEST_P(FiberHooks, ReceiveTimeoutGivesEagainAfterTheDeadline) {
