@@ -553,6 +553,32 @@ RINGIO_HOOK int nanosleep(const timespec* req, timespec* rem) {
   return -1;
 }
 
+RINGIO_HOOK int clock_nanosleep(clockid_t clock, int flags, const timespec* req, timespec* rem) {
+  static const auto real_fn = next_definition<decltype(&::clock_nanosleep)>("clock_nanosleep");
+  if (!in_fiber() || (clock != CLOCK_MONOTONIC && clock != CLOCK_REALTIME && clock != CLOCK_BOOTTIME))
+    return real_fn != nullptr ? real_fn(clock, flags, req, rem) : ENOSYS;
+  if (req == nullptr || req->tv_nsec < 0 || req->tv_nsec >= 1000000000L || req->tv_sec < 0) return EINVAL;
+  const auto to_ns = [](const timespec& t) {
+    return t.tv_sec > LLONG_MAX / 2000000000LL ? LLONG_MAX / 2 : t.tv_sec * 1000000000LL + t.tv_nsec;
+  };
+  long long ns = to_ns(*req);
+  const bool absolute = (flags & TIMER_ABSTIME) != 0;
+  if (absolute) {
+    timespec now{};
+    ::clock_gettime(clock, &now);
+    ns -= to_ns(now);
+    if (ns <= 0) return 0;
+  }
+  long long left = 0;
+  const int rc = the_bridge().sleep(ns, &left);
+  if (rc == 0) return 0;
+  if (rem != nullptr && !absolute) {
+    rem->tv_sec = static_cast<time_t>(left / 1000000000LL);
+    rem->tv_nsec = static_cast<long>(left % 1000000000LL);
+  }
+  return -rc;  // clock_nanosleep returns the error number
+}
+
 RINGIO_HOOK int usleep(useconds_t us) {
   if (!in_fiber()) return libc_usleep(us);
   long long left = 0;

@@ -379,8 +379,9 @@ TEST_P(FiberHooks, PipesAndSleepsWaitThroughTheLoop) {
     spawn_fiber(
         s,
         [&] {
-          timespec ts{0, 20 * 1000 * 1000};
+          timespec ts{0, 10 * 1000 * 1000};
           ::nanosleep(&ts, nullptr);
+          ::clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, nullptr);
           ::write(fds[1], "pipe", 4);
         },
         small_stack);
