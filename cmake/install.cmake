@@ -16,7 +16,14 @@ endfunction()
 ringio_install_export(ringioTargets ringio)
 set(components)
 if(RINGIO_WITH_FIBER)
-  ringio_install_export(ringioFiberTargets ringio_fiber)
+  install(TARGETS ringio_fiber ringio_fiber_hooks EXPORT ringioFiberTargets
+          ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+          OBJECTS DESTINATION ${CMAKE_INSTALL_LIBDIR}/ringio/fiber_hooks
+          INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+  install(EXPORT ringioFiberTargets NAMESPACE ringio:: DESTINATION ${ringio_cmake_dir})
+  # For LD_PRELOAD, and the list of names a program linking the hooks exports.
+  install(TARGETS ringio_fiber_hooks_preload LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+  install(FILES src/fiber_hooks/exports.list DESTINATION ${CMAKE_INSTALL_DATADIR}/ringio RENAME fiber_hooks.list)
   list(APPEND components fiber)
 endif()
 if(RINGIO_WITH_TLS)

@@ -14,9 +14,11 @@ common=(build-essential cmake ninja-build pkg-config liburing-dev libgtest-dev
 # tmux drives ringio-top's live view (tests/apps/ringio_top_test.py); wrk and nginx-light
 # drive the restart tests (tests/apps/restart_test.cpp) and the nginx client tests.
 # libhiredis-dev and redis-server: a C library that brings its own descriptor, driven
-# through wait_readable/wait_writable (tests/integration/hiredis_async_test.cpp).
+# through wait_readable/wait_writable (tests/integration/hiredis_async_test.cpp), and its
+# blocking API on fibers through the system-call hooks (fiber_hooks_hiredis_test.cpp);
+# libpq-dev and postgresql: libpq's blocking API on fibers (fiber_hooks_libpq_test.cpp).
 test_only=(chromium curl clang-format-16 clang-tidy-16 python3-websockets prometheus python3-prometheus-client tmux
-           wrk nginx-light libhiredis-dev redis-server)
+           wrk nginx-light libhiredis-dev redis-server libpq-dev postgresql)
 bench_only=(libasio-dev libbenchmark-dev python3-venv wrk apache2-utils nginx-light
             cargo-web rustc-web linux-perf procps fio)
 
@@ -44,6 +46,9 @@ if [[ " ${missing[*]} " == *" nginx-light "* ]]; then
 fi
 if [[ " ${missing[*]} " == *" redis-server "* ]]; then
   "${sudo[@]}" service redis-server stop >/dev/null 2>&1 || true
+fi
+if [[ " ${missing[*]} " == *" postgresql "* ]]; then
+  "${sudo[@]}" service postgresql stop >/dev/null 2>&1 || true
 fi
 if [[ " ${missing[*]} " == *" prometheus "* ]]; then
   "${sudo[@]}" service prometheus stop >/dev/null 2>&1 || true

@@ -13,6 +13,8 @@ namespace bctx = boost::context::detail;
 
 namespace ringio::detail {
 
+void attach_fiber_hooks() noexcept;  // hook_bridge.cpp
+
 // The fiber side of the first switch and of the last one.
 struct fiber_entry {
   [[noreturn]] static void run(bctx::transfer_t t) noexcept {
@@ -41,6 +43,8 @@ struct fiber_entry {
 };
 
 void fiber_core::start() {
+  static const bool hooks_looked_up = (attach_fiber_hooks(), true);
+  (void)hooks_looked_up;
   stack_ = fiber_stack::acquire(opts_.stack_size);
   fiber_ctx_ = bctx::make_fcontext(stack_.top(), stack_.size(), &fiber_entry::run);
   started_ = true;

@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: Apache-2.0
+// ringio's side of the system-call hooks: readiness waits and sleeps for the running
+// fiber, and the wake-up of waits whose descriptor is being closed.
+#include "hook_bridge.hpp"
+
+#include <dlfcn.h>
+
+#include <cerrno>
+#include <chrono>
+#include <stop_token>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "ringio/fiber/this_fiber.hpp"
+#include "ringio/net/wait_ready.hpp"
+#include "ringio/time/timeout.hpp"
+
+namespace ringio::detail {
+namespace {
+
+// One wait of a fiber of this thread; lives on the fiber's stack for the wait.
+struct hook_wait {
+  int fd;
+  bool closed = false;
+  std::stop_source source;
+  hook_wait* prev = nullptr;
+  hook_wait* next = nullptr;
+};
+
+thread_local hook_wait* waits_head = nullptr;
+// Stop sources not yet stopped, kept for reuse: a wait allocates nothing in steady state.
+thread_local std::vector<std::stop_source> spare_sources;
+
+void* const* running_slot() { return reinterpret_cast<void* const*>(&running_fiber); }
+
+int error_to_errno(const std::error_code& ec, const hook_wait& w) {
+  if (w.closed) return -EBADF;
+  if (ec == std::errc::operation_canceled) return -EINTR;
+  if (ec == std::errc::timed_out) return -ETIMEDOUT;
+  if (ec == std::errc::bad_file_descriptor) return -EBADF;
+  if ((ec.category() == std::system_category() || ec.category() == std::generic_category()) && ec.value() > 0)
+    return -ec.value();
+  return -EIO;
+}
+
+int wait_fd(int fd, int events, long long timeout_ns) {
+  fiber_core* f = running_fiber;
+  if (f == nullptr) return -EAGAIN;
+  const std::stop_token* t = f->stop_token();
+  if (t != nullptr && t->stop_requested()) return -ECANCELED;
+  hook_wait w{fd};
+  if (!spare_sources.empty()) {
+    w.source = std::move(spare_sources.back());
+    spare_sources.pop_back();
+  }
+  w.next = waits_head;
+  if (waits_head != nullptr) waits_head->prev = &w;
+  waits_head = &w;
+  int rc = 0;
+  try {
+    fd_wait_op op = (events & 2) != 0 ? wait_writable(fd) : wait_readable(fd);
+    if (timeout_ns >= 0) op.set_deadline(deadline_after(std::chrono::nanoseconds(timeout_ns)));
+    op.set_stop_token(w.source.get_token());
+    auto r = this_fiber::await(op);
+    if (!r) rc = error_to_errno(r.error(), w);
+    else if (w.closed) rc = -EBADF;
+  } catch (...) {  // the fiber is being unwound: the C code above cannot unwind
+    rc = -ECANCELED;
+  }
+  if (w.prev != nullptr) w.prev->next = w.next;
+  else waits_head = w.next;
+  if (w.next != nullptr) w.next->prev = w.prev;
+  if (!w.source.stop_requested()) spare_sources.push_back(std::move(w.source));
+  return rc;
+}
+
+int sleep_ns(long long ns, long long* remaining_ns) {
+  fiber_core* f = running_fiber;
+  if (remaining_ns != nullptr) *remaining_ns = 0;
+  if (f == nullptr) return -EAGAIN;
+  const std::stop_token* t = f->stop_token();
+  if (t != nullptr && t->stop_requested()) {
+    if (remaining_ns != nullptr) *remaining_ns = ns;
+    return -ECANCELED;
+  }
+  const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(ns);
+  try {
+    auto r = this_fiber::sleep_until(until);
+    if (r) return 0;
+  } catch (...) {
+  }
+  if (remaining_ns != nullptr) {
+    const auto left = until - std::chrono::steady_clock::now();
+    *remaining_ns = left.count() > 0 ? std::chrono::duration_cast<std::chrono::nanoseconds>(left).count() : 0;
+  }
+  return -EINTR;
+}
+
+void closing(int fd) {
+  for (hook_wait* w = waits_head; w != nullptr; w = w->next) {
+    if (w->fd != fd || w->closed) continue;
+    w->closed = true;
+    w->source.request_stop();
+  }
+  forget_descriptor(fd);
+}
+
+constexpr ringio_fiber_hook_bridge the_bridge{&running_slot, &wait_fd, &sleep_ns, &closing};
+
+}  // namespace
+
+void attach_fiber_hooks() noexcept {
+  // A hooks library loaded into the process (LD_PRELOAD, or linked as a shared library)
+  // exports this; one linked statically into the program attaches itself.
+  using attach_fn = void (*)(const ringio_fiber_hook_bridge*) noexcept;
+  if (void* sym = ::dlsym(RTLD_DEFAULT, "ringio_fiber_hooks_attach")) reinterpret_cast<attach_fn>(sym)(&the_bridge);
+}
+
+}  // namespace ringio::detail
+
+const ringio_fiber_hook_bridge* ringio_fiber_hook_bridge_get() noexcept { return &ringio::detail::the_bridge; }

@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: Apache-2.0
+// The C interface between ringio::fiber and the system-call hooks (src/fiber_hooks):
+// the hooks know nothing of ringio's C++ types, so one hooks library works linked into
+// a program and preloaded into one (docs/fibers.md, "Hooks").
+#pragma once
+
+extern "C" {
+
+/// What a program's ringio offers the hooks. Every function runs on the calling thread.
+struct ringio_fiber_hook_bridge {
+  /// The address of the calling thread's "fiber running now" slot: non-null contents
+  /// while a fiber runs on this thread.
+  void* const* (*running_fiber_slot)();
+  /// Suspends the running fiber until `fd` is readable (events 1) or writable (2), or
+  /// `timeout_ns` (negative: none) passed. 0 when ready; -ETIMEDOUT; -EINTR when the
+  /// fiber was stopped during the wait; -ECANCELED when it was stopped before; -EBADF
+  /// when the descriptor was closed meanwhile (closing()) or is not open.
+  int (*wait)(int fd, int events, long long timeout_ns);
+  /// Suspends the running fiber for `ns`. 0, -EINTR or -ECANCELED as wait();
+  /// `*remaining_ns` gets what was left when interrupted.
+  int (*sleep)(long long ns, long long* remaining_ns);
+  /// Called before `fd` is closed, from any thread: the waits on `fd` of this thread's
+  /// fibers end with -EBADF, and ringio forgets its registration of the number.
+  void (*closing)(int fd);
+};
+
+/// The bridge of the ringio linked into this program.
+const ringio_fiber_hook_bridge* ringio_fiber_hook_bridge_get() noexcept;
+
+/// Defined by the hooks library; ringio::fiber looks it up (dlsym) when its first fiber
+/// starts and hands it the bridge, so a preloaded hooks library finds the program's ringio.
+void ringio_fiber_hooks_attach(const ringio_fiber_hook_bridge* bridge) noexcept;
+}

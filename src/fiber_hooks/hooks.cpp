@@ -1,0 +1,605 @@
+// SPDX-License-Identifier: Apache-2.0
+// System-call hooks for ringio fibers: the blocking calls a C library makes (read,
+// recv, connect, poll, sleep, ...) become waits through the loop when they are made
+// inside a fiber, and are libc's own calls everywhere else (docs/fibers.md, "Hooks").
+//
+// Shape of every hooked call inside a fiber: try without blocking (MSG_DONTWAIT, or
+// O_NONBLOCK set for the duration of the call), and on EAGAIN wait for readiness
+// through the loop (the fiber suspends), then try again. A descriptor the program made
+// O_NONBLOCK itself gets libc's answer, EAGAIN included.
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <climits>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "../fiber/hook_bridge.hpp"
+
+namespace {
+
+std::atomic<const ringio_fiber_hook_bridge*> bridge{nullptr};
+
+// The program's "fiber running now" slot for this thread, found once per thread.
+__attribute__((tls_model("initial-exec"))) thread_local void* const* fiber_slot = nullptr;
+
+// Whether the calling code runs in a ringio fiber: one thread-local load (and, once a
+// bridge is attached, the slot it points to).
+inline bool in_fiber() noexcept {
+  void* const* s = fiber_slot;
+  if (s == nullptr) [[unlikely]] {
+    const ringio_fiber_hook_bridge* b = bridge.load(std::memory_order_acquire);
+    if (b == nullptr) return false;
+    s = fiber_slot = b->running_fiber_slot();
+  }
+  return *s != nullptr;
+}
+
+const ringio_fiber_hook_bridge& the_bridge() noexcept { return *bridge.load(std::memory_order_relaxed); }
+
+// libc's definitions, found once (the next definition after this library's).
+template <class F>
+F next_definition(const char* name) noexcept {
+  return reinterpret_cast<F>(::dlsym(RTLD_NEXT, name));
+}
+#define RINGIO_REAL(name)                                                \
+  static const auto real_fn = next_definition<decltype(&::name)>(#name); \
+  if (real_fn == nullptr) [[unlikely]] {                                 \
+    errno = ENOSYS;                                                      \
+    return -1;                                                           \
+  }
+
+ssize_t libc_read(int fd, void* buf, size_t n) {
+  RINGIO_REAL(read);
+  return real_fn(fd, buf, n);
+}
+ssize_t libc_write(int fd, const void* buf, size_t n) {
+  RINGIO_REAL(write);
+  return real_fn(fd, buf, n);
+}
+ssize_t libc_readv(int fd, const iovec* iov, int n) {
+  RINGIO_REAL(readv);
+  return real_fn(fd, iov, n);
+}
+ssize_t libc_writev(int fd, const iovec* iov, int n) {
+  RINGIO_REAL(writev);
+  return real_fn(fd, iov, n);
+}
+ssize_t libc_recv(int fd, void* buf, size_t n, int flags) {
+  RINGIO_REAL(recv);
+  return real_fn(fd, buf, n, flags);
+}
+ssize_t libc_send(int fd, const void* buf, size_t n, int flags) {
+  RINGIO_REAL(send);
+  return real_fn(fd, buf, n, flags);
+}
+ssize_t libc_recvfrom(int fd, void* buf, size_t n, int flags, sockaddr* from, socklen_t* len) {
+  RINGIO_REAL(recvfrom);
+  return real_fn(fd, buf, n, flags, from, len);
+}
+ssize_t libc_sendto(int fd, const void* buf, size_t n, int flags, const sockaddr* to, socklen_t len) {
+  RINGIO_REAL(sendto);
+  return real_fn(fd, buf, n, flags, to, len);
+}
+ssize_t libc_recvmsg(int fd, msghdr* m, int flags) {
+  RINGIO_REAL(recvmsg);
+  return real_fn(fd, m, flags);
+}
+ssize_t libc_sendmsg(int fd, const msghdr* m, int flags) {
+  RINGIO_REAL(sendmsg);
+  return real_fn(fd, m, flags);
+}
+int libc_connect(int fd, const sockaddr* a, socklen_t len) {
+  RINGIO_REAL(connect);
+  return real_fn(fd, a, len);
+}
+int libc_accept(int fd, sockaddr* a, socklen_t* len) {
+  RINGIO_REAL(accept);
+  return real_fn(fd, a, len);
+}
+int libc_accept4(int fd, sockaddr* a, socklen_t* len, int flags) {
+  RINGIO_REAL(accept4);
+  return real_fn(fd, a, len, flags);
+}
+int libc_poll(pollfd* fds, nfds_t n, int timeout) {
+  RINGIO_REAL(poll);
+  return real_fn(fds, n, timeout);
+}
+int libc_close(int fd) {
+  RINGIO_REAL(close);
+  return real_fn(fd);
+}
+int libc_nanosleep(const timespec* req, timespec* rem) {
+  RINGIO_REAL(nanosleep);
+  return real_fn(req, rem);
+}
+int libc_usleep(useconds_t us) {
+  RINGIO_REAL(usleep);
+  return real_fn(us);
+}
+unsigned libc_sleep(unsigned s) {
+  static const auto real_fn = next_definition<decltype(&::sleep)>("sleep");
+  return real_fn != nullptr ? real_fn(s) : s;
+}
+
+constexpr int want_read = 1;
+constexpr int want_write = 2;
+
+long long now_ns() noexcept {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<long long>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
+}
+
+// Whether the program made `fd` non-blocking itself (then it gets libc's answers).
+bool user_nonblocking(int fd) noexcept {
+  const int saved = errno;
+  const int fl = ::fcntl(fd, F_GETFL);
+  errno = saved;
+  return fl >= 0 && (fl & O_NONBLOCK) != 0;
+}
+
+// The deadline of one call: SO_RCVTIMEO or SO_SNDTIMEO of a socket, taken at the
+// call's first wait and kept across its waits, as the kernel counts it.
+class call_deadline {
+ public:
+  call_deadline(int fd, int option) noexcept : fd_(fd), option_(option) {}
+  /// Nanoseconds left (negative: no deadline), 0 when it passed.
+  long long left() noexcept {
+    if (!known_) {
+      known_ = true;
+      timeval tv{};
+      socklen_t len = sizeof tv;
+      const int saved = errno;
+      if (option_ != 0 && ::getsockopt(fd_, SOL_SOCKET, option_, &tv, &len) == 0 && (tv.tv_sec != 0 || tv.tv_usec != 0))
+        at_ = now_ns() + static_cast<long long>(tv.tv_sec) * 1000000000LL + static_cast<long long>(tv.tv_usec) * 1000;
+      errno = saved;
+    }
+    if (at_ < 0) return -1;
+    const long long d = at_ - now_ns();
+    return d > 0 ? d : 0;
+  }
+  void set_timeout_ms(int ms) noexcept {
+    known_ = true;
+    at_ = ms < 0 ? -1 : now_ns() + static_cast<long long>(ms) * 1000000LL;
+  }
+
+ private:
+  int fd_;
+  int option_;
+  bool known_ = false;
+  long long at_ = -1;
+};
+
+// After EAGAIN from a non-blocking try: waits for `fd` through the loop. true: try
+// again; false: give up with errno set (EAGAIN for a descriptor the program made
+// non-blocking or a passed SO_*TIMEO deadline; EINTR, ECANCELED, EBADF from the wait).
+bool wait_again(int fd, int events, call_deadline& deadline) noexcept {
+  if (user_nonblocking(fd)) {
+    errno = EAGAIN;
+    return false;
+  }
+  const long long left = deadline.left();
+  if (left == 0) {
+    errno = EAGAIN;
+    return false;
+  }
+  const int rc = the_bridge().wait(fd, events, left);
+  if (rc == 0) return true;
+  errno = rc == -ETIMEDOUT ? EAGAIN : -rc;
+  return false;
+}
+
+// A socket call retried with MSG_DONTWAIT until it does not need to block. Returns
+// -2 with errno ENOTSOCK untouched when `fd` is not a socket (the caller falls back).
+template <class Try>
+ssize_t socket_call(int fd, int events, call_deadline& deadline, Try attempt) {
+  for (;;) {
+    const ssize_t r = attempt();
+    if (r >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) return r;
+    if (!wait_again(fd, events, deadline)) return -1;
+  }
+}
+
+// Any descriptor: the call made with O_NONBLOCK set on it for its duration, retried
+// after readiness. Regular files are always ready: they are read as libc reads them.
+template <class Try>
+ssize_t nonblocking_call(int fd, int events, call_deadline& deadline, Try attempt) {
+  for (;;) {
+    const int fl = ::fcntl(fd, F_GETFL);
+    if (fl < 0 || (fl & O_NONBLOCK) != 0) return attempt();
+    ::fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+    const ssize_t r = attempt();
+    const int err = errno;
+    ::fcntl(fd, F_SETFL, fl);
+    errno = err;
+    if (r >= 0 || (err != EAGAIN && err != EWOULDBLOCK)) return r;
+    const long long left = deadline.left();
+    if (left == 0) {
+      errno = EAGAIN;
+      return -1;
+    }
+    const int rc = the_bridge().wait(fd, events, left);
+    if (rc != 0) {
+      errno = rc == -ETIMEDOUT ? EAGAIN : -rc;
+      return -1;
+    }
+  }
+}
+
+// Sends on a blocking stream socket complete unless an error, timeout or stop comes
+// first (then the bytes sent so far are the result, as the kernel reports them).
+template <class Once>
+ssize_t send_fully(std::size_t total, Once once) {
+  std::size_t done = 0;
+  for (;;) {
+    const ssize_t r = once(done);
+    if (r < 0) return done > 0 ? static_cast<ssize_t>(done) : -1;
+    done += static_cast<std::size_t>(r);
+    if (done >= total || r == 0) return static_cast<ssize_t>(done);
+  }
+}
+
+std::size_t iov_total(const iovec* iov, int n) {
+  std::size_t t = 0;
+  for (int i = 0; i < n; ++i) t += iov[i].iov_len;
+  return t;
+}
+
+ssize_t hooked_recv(int fd, void* buf, size_t n, int flags, sockaddr* from, socklen_t* len) {
+  call_deadline deadline(fd, SO_RCVTIMEO);
+  const bool all = (flags & MSG_WAITALL) != 0 && n > 0;
+  const int try_flags = (flags & ~MSG_WAITALL) | MSG_DONTWAIT;
+  std::size_t done = 0;
+  for (;;) {
+    const ssize_t r = socket_call(fd, want_read, deadline, [&] {
+      return libc_recvfrom(fd, static_cast<char*>(buf) + done, n - done, try_flags, from, len);
+    });
+    if (r < 0) return done > 0 ? static_cast<ssize_t>(done) : -1;
+    done += static_cast<std::size_t>(r);
+    if (!all || r == 0 || done >= n) return static_cast<ssize_t>(done);
+  }
+}
+
+ssize_t hooked_send(int fd, const void* buf, size_t n, int flags, const sockaddr* to, socklen_t len) {
+  call_deadline deadline(fd, SO_SNDTIMEO);
+  return send_fully(n, [&](std::size_t done) {
+    return socket_call(fd, want_write, deadline, [&] {
+      return libc_sendto(fd, static_cast<const char*>(buf) + done, n - done, flags | MSG_DONTWAIT, to, len);
+    });
+  });
+}
+
+// Vectored sends: the iovec array advanced on a copy (up to 64 entries; longer arrays
+// may return a partial count, which POSIX allows).
+constexpr int max_iov_copy = 64;
+
+ssize_t hooked_sendmsg(int fd, const msghdr* m, int flags) {
+  call_deadline deadline(fd, SO_SNDTIMEO);
+  const int n = static_cast<int>(m->msg_iovlen);
+  const std::size_t total = iov_total(m->msg_iov, n);
+  iovec copy[max_iov_copy];
+  msghdr mine = *m;
+  if (n <= max_iov_copy) {
+    std::memcpy(copy, m->msg_iov, sizeof(iovec) * static_cast<std::size_t>(n));
+    mine.msg_iov = copy;
+  }
+  std::size_t done = 0;
+  for (;;) {
+    const ssize_t r =
+        socket_call(fd, want_write, deadline, [&] { return libc_sendmsg(fd, &mine, flags | MSG_DONTWAIT); });
+    if (r < 0) return done > 0 ? static_cast<ssize_t>(done) : -1;
+    done += static_cast<std::size_t>(r);
+    if (done >= total || r == 0 || n > max_iov_copy) return static_cast<ssize_t>(done);
+    // Skip what went out; the control data went with the first bytes.
+    std::size_t skip = static_cast<std::size_t>(r);
+    while (mine.msg_iovlen > 0 && skip >= mine.msg_iov[0].iov_len) {
+      skip -= mine.msg_iov[0].iov_len;
+      ++mine.msg_iov;
+      --mine.msg_iovlen;
+    }
+    if (mine.msg_iovlen > 0) {
+      mine.msg_iov[0].iov_base = static_cast<char*>(mine.msg_iov[0].iov_base) + skip;
+      mine.msg_iov[0].iov_len -= skip;
+    }
+    mine.msg_control = nullptr;
+    mine.msg_controllen = 0;
+  }
+}
+
+ssize_t hooked_recvmsg(int fd, msghdr* m, int flags) {
+  call_deadline deadline(fd, SO_RCVTIMEO);
+  return socket_call(fd, want_read, deadline,
+                     [&] { return libc_recvmsg(fd, m, (flags & ~MSG_WAITALL) | MSG_DONTWAIT); });
+}
+
+bool not_a_socket(ssize_t r) noexcept { return r < 0 && errno == ENOTSOCK; }
+
+}  // namespace
+
+// ---- the bridge ----
+
+extern "C" __attribute__((visibility("default"))) void ringio_fiber_hooks_attach(
+    const ringio_fiber_hook_bridge* b) noexcept {
+  const ringio_fiber_hook_bridge* expected = nullptr;
+  bridge.compare_exchange_strong(expected, b, std::memory_order_acq_rel);
+}
+
+#ifdef RINGIO_FIBER_HOOKS_LINKED
+// Linked into the program with ringio::fiber: attach at start-up.
+namespace {
+const bool attached_at_startup = (ringio_fiber_hooks_attach(ringio_fiber_hook_bridge_get()), true);
+}
+// The program may reference this to make sure the hooks are linked in.
+extern "C" int ringio_fiber_hooks_linked() noexcept { return attached_at_startup ? 1 : 0; }
+#endif
+
+// ---- the hooks ----
+
+#define RINGIO_HOOK extern "C" __attribute__((visibility("default")))
+
+RINGIO_HOOK ssize_t read(int fd, void* buf, size_t n) {
+  if (!in_fiber()) return libc_read(fd, buf, n);
+  const int saved = errno;
+  const ssize_t r = hooked_recv(fd, buf, n, 0, nullptr, nullptr);
+  if (!not_a_socket(r)) return r;
+  errno = saved;
+  call_deadline none(fd, 0);
+  return nonblocking_call(fd, want_read, none, [&] { return libc_read(fd, buf, n); });
+}
+
+RINGIO_HOOK ssize_t write(int fd, const void* buf, size_t n) {
+  if (!in_fiber()) return libc_write(fd, buf, n);
+  const int saved = errno;
+  const ssize_t r = hooked_send(fd, buf, n, 0, nullptr, 0);
+  if (!not_a_socket(r)) return r;
+  errno = saved;
+  call_deadline none(fd, 0);
+  return send_fully(n, [&](std::size_t done) {
+    return nonblocking_call(fd, want_write, none,
+                            [&] { return libc_write(fd, static_cast<const char*>(buf) + done, n - done); });
+  });
+}
+
+RINGIO_HOOK ssize_t readv(int fd, const iovec* iov, int n) {
+  if (!in_fiber()) return libc_readv(fd, iov, n);
+  const int saved = errno;
+  msghdr m{};
+  m.msg_iov = const_cast<iovec*>(iov);
+  m.msg_iovlen = static_cast<std::size_t>(n < 0 ? 0 : n);
+  if (n < 0 || n > IOV_MAX) return libc_readv(fd, iov, n);
+  const ssize_t r = hooked_recvmsg(fd, &m, 0);
+  if (!not_a_socket(r)) return r;
+  errno = saved;
+  call_deadline none(fd, 0);
+  return nonblocking_call(fd, want_read, none, [&] { return libc_readv(fd, iov, n); });
+}
+
+RINGIO_HOOK ssize_t writev(int fd, const iovec* iov, int n) {
+  if (!in_fiber()) return libc_writev(fd, iov, n);
+  if (n < 0 || n > IOV_MAX) return libc_writev(fd, iov, n);
+  const int saved = errno;
+  msghdr m{};
+  m.msg_iov = const_cast<iovec*>(iov);
+  m.msg_iovlen = static_cast<std::size_t>(n);
+  const ssize_t r = hooked_sendmsg(fd, &m, 0);
+  if (!not_a_socket(r)) return r;
+  errno = saved;
+  call_deadline none(fd, 0);
+  return nonblocking_call(fd, want_write, none, [&] { return libc_writev(fd, iov, n); });
+}
+
+RINGIO_HOOK ssize_t recv(int fd, void* buf, size_t n, int flags) {
+  if (!in_fiber() || (flags & MSG_DONTWAIT) != 0) return libc_recv(fd, buf, n, flags);
+  return hooked_recv(fd, buf, n, flags, nullptr, nullptr);
+}
+
+RINGIO_HOOK ssize_t recvfrom(int fd, void* buf, size_t n, int flags, sockaddr* from, socklen_t* len) {
+  if (!in_fiber() || (flags & MSG_DONTWAIT) != 0) return libc_recvfrom(fd, buf, n, flags, from, len);
+  return hooked_recv(fd, buf, n, flags, from, len);
+}
+
+RINGIO_HOOK ssize_t send(int fd, const void* buf, size_t n, int flags) {
+  if (!in_fiber() || (flags & MSG_DONTWAIT) != 0) return libc_send(fd, buf, n, flags);
+  return hooked_send(fd, buf, n, flags, nullptr, 0);
+}
+
+RINGIO_HOOK ssize_t sendto(int fd, const void* buf, size_t n, int flags, const sockaddr* to, socklen_t len) {
+  if (!in_fiber() || (flags & MSG_DONTWAIT) != 0) return libc_sendto(fd, buf, n, flags, to, len);
+  return hooked_send(fd, buf, n, flags, to, len);
+}
+
+RINGIO_HOOK ssize_t recvmsg(int fd, msghdr* m, int flags) {
+  if (!in_fiber() || (flags & MSG_DONTWAIT) != 0) return libc_recvmsg(fd, m, flags);
+  return hooked_recvmsg(fd, m, flags);
+}
+
+RINGIO_HOOK ssize_t sendmsg(int fd, const msghdr* m, int flags) {
+  if (!in_fiber() || (flags & MSG_DONTWAIT) != 0) return libc_sendmsg(fd, m, flags);
+  return hooked_sendmsg(fd, m, flags);
+}
+
+RINGIO_HOOK int connect(int fd, const sockaddr* a, socklen_t len) {
+  if (!in_fiber()) return libc_connect(fd, a, len);
+  const int fl = ::fcntl(fd, F_GETFL);
+  if (fl < 0 || (fl & O_NONBLOCK) != 0) return libc_connect(fd, a, len);
+  call_deadline deadline(fd, SO_SNDTIMEO);
+  for (;;) {
+    ::fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+    const int r = libc_connect(fd, a, len);
+    const int err = errno;
+    ::fcntl(fd, F_SETFL, fl);
+    errno = err;
+    if (r == 0 || (err != EINPROGRESS && err != EAGAIN)) return r;
+    const long long left = deadline.left();
+    const int rc = left == 0 ? -ETIMEDOUT : the_bridge().wait(fd, want_write, left);
+    if (rc != 0) {
+      // The kernel reports a timed-out blocking connect as EINPROGRESS; an interrupted
+      // one goes on in the background (EINTR), as after a signal.
+      errno = rc == -ETIMEDOUT ? EINPROGRESS : -rc;
+      return -1;
+    }
+    if (err == EAGAIN) continue;  // a full Unix-socket backlog: try again
+    int so_error = 0;
+    socklen_t l = sizeof so_error;
+    if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &so_error, &l) != 0) return -1;
+    if (so_error != 0) {
+      errno = so_error;
+      return -1;
+    }
+    return 0;
+  }
+}
+
+RINGIO_HOOK int accept4(int fd, sockaddr* a, socklen_t* len, int flags) {
+  if (!in_fiber()) return libc_accept4(fd, a, len, flags);
+  call_deadline deadline(fd, SO_RCVTIMEO);
+  return static_cast<int>(nonblocking_call(fd, want_read, deadline, [&] { return libc_accept4(fd, a, len, flags); }));
+}
+
+RINGIO_HOOK int accept(int fd, sockaddr* a, socklen_t* len) {
+  if (!in_fiber()) return libc_accept(fd, a, len);
+  call_deadline deadline(fd, SO_RCVTIMEO);
+  return static_cast<int>(nonblocking_call(fd, want_read, deadline, [&] { return libc_accept(fd, a, len); }));
+}
+
+namespace {
+
+int poll_events_to_wait(short events) noexcept {
+  const bool r = (events & (POLLIN | POLLPRI | POLLRDHUP)) != 0;
+  const bool w = (events & POLLOUT) != 0;
+  if (r && !w) return want_read;
+  if (w && !r) return want_write;
+  return 0;
+}
+
+// Several descriptors, or both directions: an epoll instance of their own, awaited
+// for readability through the loop.
+int wait_any(pollfd* fds, nfds_t n, long long timeout_ns) {
+  const int ep = ::epoll_create1(EPOLL_CLOEXEC);
+  if (ep < 0) return -errno;
+  for (nfds_t i = 0; i < n; ++i) {
+    if (fds[i].fd < 0) continue;
+    epoll_event ev{};
+    ev.events = static_cast<std::uint32_t>(fds[i].events & (POLLIN | POLLPRI | POLLOUT | POLLRDHUP));
+    ev.data.fd = fds[i].fd;
+    if (::epoll_ctl(ep, EPOLL_CTL_ADD, fds[i].fd, &ev) != 0 && errno == EEXIST) {
+      // The same descriptor twice: wait for the union of the events.
+      for (nfds_t j = 0; j < i; ++j)
+        if (fds[j].fd == fds[i].fd) ev.events |= static_cast<std::uint32_t>(fds[j].events);
+      ::epoll_ctl(ep, EPOLL_CTL_MOD, fds[i].fd, &ev);
+    }
+  }
+  const int rc = the_bridge().wait(ep, want_read, timeout_ns);
+  libc_close(ep);
+  return rc;
+}
+
+}  // namespace
+
+RINGIO_HOOK int poll(pollfd* fds, nfds_t n, int timeout) {
+  if (!in_fiber() || timeout == 0) return libc_poll(fds, n, timeout);
+  call_deadline deadline(-1, 0);
+  deadline.set_timeout_ms(timeout);
+  for (;;) {
+    const int r = libc_poll(fds, n, 0);
+    if (r != 0) return r;
+    const long long left = deadline.left();
+    if (left == 0) return 0;
+    int rc;
+    if (n == 0) {
+      long long rem = 0;
+      rc = left < 0 ? the_bridge().sleep(LLONG_MAX / 2, &rem) : the_bridge().sleep(left, &rem);
+      if (rc == 0) return 0;
+    } else if (const int dir = n == 1 ? poll_events_to_wait(fds[0].events) : 0; dir != 0) {
+      rc = the_bridge().wait(fds[0].fd, dir, left);
+    } else {
+      rc = wait_any(fds, n, left);
+    }
+    if (rc == -ETIMEDOUT) return 0;
+    if (rc == -EBADF && n == 1) continue;  // closed meanwhile: poll reports POLLNVAL
+    if (rc != 0) {
+      errno = -rc;
+      return -1;
+    }
+  }
+}
+
+RINGIO_HOOK int nanosleep(const timespec* req, timespec* rem) {
+  if (!in_fiber()) return libc_nanosleep(req, rem);
+  if (req == nullptr || req->tv_nsec < 0 || req->tv_nsec >= 1000000000L || req->tv_sec < 0) {
+    errno = EINVAL;
+    return -1;
+  }
+  long long left = 0;
+  const long long ns =
+      req->tv_sec > LLONG_MAX / 2000000000LL ? LLONG_MAX / 2 : req->tv_sec * 1000000000LL + req->tv_nsec;
+  const int rc = the_bridge().sleep(ns, &left);
+  if (rc == 0) return 0;
+  if (rem != nullptr) {
+    rem->tv_sec = static_cast<time_t>(left / 1000000000LL);
+    rem->tv_nsec = static_cast<long>(left % 1000000000LL);
+  }
+  errno = -rc;
+  return -1;
+}
+
+RINGIO_HOOK int clock_nanosleep(clockid_t clock, int flags, const timespec* req, timespec* rem) {
+  static const auto real_fn = next_definition<decltype(&::clock_nanosleep)>("clock_nanosleep");
+  if (!in_fiber() || (clock != CLOCK_MONOTONIC && clock != CLOCK_REALTIME && clock != CLOCK_BOOTTIME))
+    return real_fn != nullptr ? real_fn(clock, flags, req, rem) : ENOSYS;
+  if (req == nullptr || req->tv_nsec < 0 || req->tv_nsec >= 1000000000L || req->tv_sec < 0) return EINVAL;
+  const auto to_ns = [](const timespec& t) {
+    return t.tv_sec > LLONG_MAX / 2000000000LL ? LLONG_MAX / 2 : t.tv_sec * 1000000000LL + t.tv_nsec;
+  };
+  long long ns = to_ns(*req);
+  const bool absolute = (flags & TIMER_ABSTIME) != 0;
+  if (absolute) {
+    timespec now{};
+    ::clock_gettime(clock, &now);
+    ns -= to_ns(now);
+    if (ns <= 0) return 0;
+  }
+  long long left = 0;
+  const int rc = the_bridge().sleep(ns, &left);
+  if (rc == 0) return 0;
+  if (rem != nullptr && !absolute) {
+    rem->tv_sec = static_cast<time_t>(left / 1000000000LL);
+    rem->tv_nsec = static_cast<long>(left % 1000000000LL);
+  }
+  return -rc;  // clock_nanosleep returns the error number
+}
+
+RINGIO_HOOK int usleep(useconds_t us) {
+  if (!in_fiber()) return libc_usleep(us);
+  long long left = 0;
+  const int rc = the_bridge().sleep(static_cast<long long>(us) * 1000, &left);
+  if (rc == 0) return 0;
+  errno = -rc;
+  return -1;
+}
+
+RINGIO_HOOK unsigned sleep(unsigned s) {
+  if (!in_fiber()) return libc_sleep(s);
+  long long left = 0;
+  if (the_bridge().sleep(static_cast<long long>(s) * 1000000000LL, &left) == 0) return 0;
+  return static_cast<unsigned>((left + 999999999LL) / 1000000000LL);
+}
+
+RINGIO_HOOK int close(int fd) {
+  if (const ringio_fiber_hook_bridge* b = bridge.load(std::memory_order_acquire); b != nullptr && fd >= 0) {
+    const int saved = errno;
+    b->closing(fd);
+    errno = saved;
+  }
+  return libc_close(fd);
+}
