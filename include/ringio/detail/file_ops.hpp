@@ -18,6 +18,7 @@
 #include "ringio/buffer.hpp"
 #include "ringio/detail/fd_handle.hpp"
 #include "ringio/detail/io_operation.hpp"
+#include "ringio/detail/offload_job.hpp"
 #include "ringio/detail/stream_ops.hpp"
 #include "ringio/result.hpp"
 
@@ -41,6 +42,12 @@ extern const op_vtable mkdir_vtable;
 extern const op_vtable link_vtable;
 extern const op_vtable symlink_vtable;
 
+/// A buffered read that the page cache answers whole (preadv2 with RWF_NOWAIT): its
+/// byte count, or -EAGAIN when the read would block, is short of the buffers (the rest
+/// may need the disk), fails, or the file is opened with O_DIRECT (whose reads wait for
+/// the device even with RWF_NOWAIT). The operation then runs on the pool as usual.
+int read_nowait(int fd, const iovec* vecs, std::size_t count, std::uint64_t offset) noexcept;
+
 /// The kernel's struct open_how (openat2(2)), laid out as linux/openat2.h has it.
 struct open_how_args {
   std::uint64_t flags = 0;
@@ -63,6 +70,7 @@ class open_op : public io_operation<open_op> {
   int dirfd;
   std::string path;
   open_how_args how;
+  offload_slot offload;  ///< its job on the blocking pool (readiness backends)
 };
 
 /// statx(2) of a path, or of the descriptor `dirfd` itself when path is empty.
@@ -82,6 +90,7 @@ class statx_op : public io_operation<statx_op> {
   int flags;
   unsigned mask;
   struct statx out {};
+  offload_slot offload;  ///< its job on the blocking pool (readiness backends)
 };
 
 /// An operation on an open descriptor with no result but success: fsync (`mode` 1 for
@@ -97,6 +106,7 @@ class file_control_op : public io_operation<file_control_op> {
   int mode;
   std::uint64_t offset;
   std::uint64_t length;
+  offload_slot offload;  ///< its job on the blocking pool (readiness backends)
 };
 
 /// preadv(2)/pwritev(2): the result is the byte count (short counts are possible).
@@ -110,6 +120,7 @@ class vector_at_op : public io_operation<vector_at_op> {
 
   std::span<const iovec> vecs;
   std::uint64_t offset;
+  offload_slot offload;  ///< its job on the blocking pool (readiness backends)
 };
 
 /// A read or write at an offset into a buffer registered with the ring
@@ -125,6 +136,7 @@ class fixed_at_op : public io_operation<fixed_at_op> {
   mutable_buffer buf;
   std::uint64_t offset;
   unsigned buf_index;
+  offload_slot offload;  ///< its job on the blocking pool (readiness backends)
 };
 
 /// A path operation with no result but success: rename, unlink/rmdir, mkdir, link,
@@ -139,6 +151,7 @@ class path_op : public io_operation<path_op> {
   std::string to;
   int flags;
   unsigned mode;
+  offload_slot offload;  ///< its job on the blocking pool (readiness backends)
 };
 
 }  // namespace detail

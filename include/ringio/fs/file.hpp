@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // ringio/fs/file.hpp — a regular file read and written at explicit offsets.
 // On io_uring the kernel performs the I/O asynchronously; the readiness backends
-// (epoll, uring-poll) cannot wait for regular files, so there pread/pwrite run
-// synchronously on the loop's thread (fine for page-cache hits, a stall otherwise).
+// (epoll, uring-poll) cannot wait for regular files, so there pread/pwrite run on the
+// loop's blocking pool (a buffered read the page cache holds: on the loop, at once).
 #pragma once
 
 #include <fcntl.h>
@@ -35,6 +35,7 @@ class read_at_op : public io_operation<read_at_op> {
   result<std::size_t> get_result() const noexcept { return size_result(*this); }
   mutable_buffer buf;
   std::uint64_t offset;
+  offload_slot offload;  ///< its job on the blocking pool (readiness backends)
 };
 
 /// One pwrite-like write at `offset`; may write fewer bytes than given.
@@ -48,12 +49,13 @@ class write_at_op : public io_operation<write_at_op> {
   result<std::size_t> get_result() const noexcept { return size_result(*this); }
   const_buffer buf;
   std::uint64_t offset;
+  offload_slot offload;  ///< its job on the blocking pool (readiness backends)
 };
 
 }  // namespace detail
 
-/// A regular file. Reads and writes at an offset: asynchronous on io_uring, synchronous
-/// pread/pwrite on the loop thread on the readiness backends (files have no readiness).
+/// A regular file. Reads and writes at an offset: asynchronous on io_uring, pread/pwrite
+/// on the loop's blocking pool on the readiness backends (files have no readiness).
 /// Closes itself when destroyed. ringio::fs has the path operations (an asynchronous
 /// open among them) and docs/files.md the whole picture.
 class file {

@@ -191,6 +191,11 @@ void uring_backend::stash_completions() noexcept {
   }
 }
 
+bool uring_backend::runs_inline(const op_base& op) const noexcept {
+  if (poll_mode_) return op.kind == op_kind::io && op.vt->attempt != nullptr;
+  return op.vt->optional_opcode != 0 && !kernel_supports_opcode(op.vt->optional_opcode);
+}
+
 bool uring_backend::start(op_base& op) {
   op.outstanding = 0;
   if (op.chain_pos != 0 && (open_link_ == nullptr || open_link_pos_ + 1 != op.chain_pos)) {
