@@ -24,6 +24,12 @@ namespace {
 
 static_assert(sizeof(open_how_args) == sizeof(open_how));
 
+// One byte at `offset` without blocking: 0 at the end of the file.
+ssize_t pread2_probe(int fd, char* byte, std::uint64_t offset) noexcept {
+  iovec v{byte, 1};
+  return ::preadv2(fd, &v, 1, static_cast<off_t>(offset), RWF_NOWAIT);
+}
+
 int as_result(long r) noexcept { return r >= 0 ? static_cast<int>(r) : -errno; }
 template <class Op>
 Op& as(op_base& b) noexcept {
@@ -206,7 +212,12 @@ int read_nowait(int fd, const iovec* vecs, std::size_t count, std::uint64_t offs
   for (std::size_t i = 0; i < count; ++i) want += vecs[i].iov_len;
   ssize_t r = ::preadv2(fd, vecs, static_cast<int>(count), static_cast<off_t>(offset), RWF_NOWAIT);
   // 0 is the end of the file (RWF_NOWAIT answers EAGAIN, not 0, for a page not cached).
-  if (r < 0 || (r != 0 && static_cast<std::size_t>(r) != want)) return -EAGAIN;
+  if (r < 0) return -EAGAIN;
+  if (r != 0 && static_cast<std::size_t>(r) != want) {
+    // Short: the end of the file (a one-byte probe past it reads 0), or a part cached.
+    char probe = 0;
+    if (pread2_probe(fd, &probe, offset + static_cast<std::uint64_t>(r)) != 0) return -EAGAIN;
+  }
   return static_cast<int>(r);
 }
 

@@ -3,14 +3,19 @@
 // the global operator new replaced by a counting one (also: buffered_stream lines and
 // gather writes, a batching_writer's messages).
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
+#include <array>
 #include <atomic>
 #include <cstdlib>
 #include <memory>
 #include <new>
 #include <optional>
 #include <span>
+#include <string>
 #include <system_error>
 #include <vector>
 
@@ -548,6 +553,40 @@ TEST_P(ZeroAllocation, BroadcastSendAndReceiveAllocateNothing) {
     EXPECT_EQ(received, 3L * 20'000 * 42);
     co_return during;
   }());
+  EXPECT_EQ(allocs, 0);
+}
+
+// File operations: the readiness backends send writes and syncs to the blocking pool
+// (the job lives in the operation) and make cached reads on the loop.
+TEST_P(ZeroAllocation, FileOperationsAllocateNothing) {
+  std::string p = ::testing::TempDir() + "ringio-fileops-alloc-" + std::to_string(::getpid());
+  long allocs = run([](std::string p) -> task<long> {
+    auto f = co_await fs::open(p, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    EXPECT_TRUE(f);
+    if (!f) co_return -1;
+    std::array<std::byte, 512> out{}, in{};
+    iovec vec{in.data(), in.size()};
+    long during = -1;
+    for (int i = 0; i < 600; ++i) {
+      if (i == 200) {
+        allocations = 0;
+        counting = true;
+      }
+      const auto offset = static_cast<std::uint64_t>(i % 8) * out.size();
+      auto w = co_await f->write_at(out, offset);
+      auto r = co_await with_timeout(f->read_at(in, offset), std::chrono::seconds(5));
+      auto v = co_await f->read_at(std::span<const iovec>(&vec, 1), offset);
+      auto s = co_await with_timeout(f->sync_data(), std::chrono::seconds(5));
+      if (!w || !r || !v || !s) {
+        ADD_FAILURE() << "file operation " << i << " failed";
+        break;
+      }
+    }
+    counting = false;
+    during = allocations.load();
+    co_return during;
+  }(p));
+  ::unlink(p.c_str());
   EXPECT_EQ(allocs, 0);
 }
 

@@ -43,8 +43,8 @@ extern const op_vtable link_vtable;
 extern const op_vtable symlink_vtable;
 
 /// A buffered read that the page cache answers whole (preadv2 with RWF_NOWAIT): its
-/// byte count, or -EAGAIN when the read would block, is short of the buffers (the rest
-/// may need the disk), fails, or the file is opened with O_DIRECT (whose reads wait for
+/// byte count, or -EAGAIN when the read would block, is short of the buffers other than
+/// at the end of the file (the rest may need the disk), fails, or the file is opened with O_DIRECT (whose reads wait for
 /// the device even with RWF_NOWAIT). The operation then runs on the pool as usual.
 int read_nowait(int fd, const iovec* vecs, std::size_t count, std::uint64_t offset) noexcept;
 
