@@ -15,8 +15,8 @@
 #include "core/current_context.hpp"
 #include "core/loop_state.hpp"
 #include "core/timer_heap.hpp"
-#include "ringio/detail/clock.hpp"
 #include "ringio/blocking/blocking_pool.hpp"
+#include "ringio/detail/clock.hpp"
 #include "ringio/detail/foreign_wait.hpp"
 #include "ringio/detail/offload_job.hpp"
 #include "ringio/log.hpp"
@@ -496,8 +496,7 @@ void io_context::loop(Done done, bool stoppable) {
 
 bool io_context::idle() const noexcept {
   return state_->ready.empty() && backend_->in_flight() == 0 && events_waiting_ == 0 && offloaded_waiting_ == 0 &&
-         foreign_ == nullptr &&
-         state_->inbox.load(std::memory_order_acquire) == nullptr;
+         foreign_ == nullptr && state_->inbox.load(std::memory_order_acquire) == nullptr;
 }
 
 void io_context::drain_remote() noexcept {
@@ -590,11 +589,12 @@ void io_context::shutdown() noexcept {
   constexpr int max_idle_io_rounds = 100000;
   int rounds = 0;
   try {
-    loop([&] {
-      return idle() || (backend_->in_flight() == 0 && offloaded_waiting_ == 0 && foreign_ == nullptr &&
-                        ++rounds > max_idle_io_rounds);
-    },
-         false);
+    loop(
+        [&] {
+          return idle() || (backend_->in_flight() == 0 && offloaded_waiting_ == 0 && foreign_ == nullptr &&
+                            ++rounds > max_idle_io_rounds);
+        },
+        false);
   } catch (...) {
     log(log_level::error, "exception while shutting down an io_context");
     std::terminate();

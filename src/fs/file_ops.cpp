@@ -196,9 +196,10 @@ const op_vtable fallocate_vtable = single<file_control_op>(fallocate_prepare, fa
 const op_vtable ftruncate_vtable = single<file_control_op>(ftruncate_prepare, ftruncate_attempt, op_ftruncate);
 const op_vtable readv_at_vtable = single<vector_at_op>(readv_prepare, readv_attempt, IORING_OP_READV, readv_nowait);
 const op_vtable writev_at_vtable = single<vector_at_op>(writev_prepare, writev_attempt, IORING_OP_WRITEV);
-const op_vtable read_fixed_vtable = single<fixed_at_op>(read_fixed_prepare, read_fixed_attempt, IORING_OP_READ_FIXED,
-                                                                     read_fixed_nowait);
-const op_vtable write_fixed_vtable = single<fixed_at_op>(write_fixed_prepare, write_fixed_attempt, IORING_OP_WRITE_FIXED);
+const op_vtable read_fixed_vtable =
+    single<fixed_at_op>(read_fixed_prepare, read_fixed_attempt, IORING_OP_READ_FIXED, read_fixed_nowait);
+const op_vtable write_fixed_vtable =
+    single<fixed_at_op>(write_fixed_prepare, write_fixed_attempt, IORING_OP_WRITE_FIXED);
 const op_vtable rename_vtable = single<path_op>(rename_prepare, rename_attempt, IORING_OP_RENAMEAT);
 const op_vtable unlink_vtable = single<path_op>(unlink_prepare, unlink_attempt, IORING_OP_UNLINKAT);
 const op_vtable mkdir_vtable = single<path_op>(mkdir_prepare, mkdir_attempt, IORING_OP_MKDIRAT);

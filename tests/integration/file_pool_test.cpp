@@ -139,7 +139,8 @@ TEST_P(FilePool, StopOrDeadlineOfAQueuedOperationNeverRunsIt) {
                                  std::string td) -> task<std::pair<std::error_code, std::error_code>> {
     std::stop_source src;
     auto blocker = [](std::string fifo) -> task<bool> { co_return (co_await fs::open(fifo, O_RDONLY)).has_value(); };
-    auto queued = [](std::stop_source& src, std::string sd, std::string td) -> task<std::pair<std::error_code, std::error_code>> {
+    auto queued = [](std::stop_source& src, std::string sd,
+                     std::string td) -> task<std::pair<std::error_code, std::error_code>> {
       (void)co_await sleep_for(20ms);  // the blocker holds the pool's thread by now
       auto stopper = [](std::stop_source& src) -> task<void> {
         (void)co_await sleep_for(20ms);

@@ -2,8 +2,8 @@
 // Steady-state I/O allocates nothing: 10,000 echo round trips after a warm-up, with
 // the global operator new replaced by a counting one (also: buffered_stream lines and
 // gather writes, a batching_writer's messages).
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>

@@ -44,8 +44,8 @@ extern const op_vtable symlink_vtable;
 
 /// A buffered read that the page cache answers whole (preadv2 with RWF_NOWAIT): its
 /// byte count, or -EAGAIN when the read would block, is short of the buffers other than
-/// at the end of the file (the rest may need the disk), fails, or the file is opened with O_DIRECT (whose reads wait for
-/// the device even with RWF_NOWAIT). The operation then runs on the pool as usual.
+/// at the end of the file (the rest may need the disk), fails, or the file is opened with O_DIRECT (whose reads wait
+/// for the device even with RWF_NOWAIT). The operation then runs on the pool as usual.
 int read_nowait(int fd, const iovec* vecs, std::size_t count, std::uint64_t offset) noexcept;
 
 /// The kernel's struct open_how (openat2(2)), laid out as linux/openat2.h has it.
