@@ -190,8 +190,8 @@ class io_context {
   /// Removes the buffers register_buffers() registered, when no fixed I/O is in flight.
   void unregister_buffers() noexcept;
 
-  /// Number of operations the backend holds right now (not counting ringio's own
-  /// requests, nor operations waiting for events of other tasks).
+  /// Number of operations the backend or the blocking pool holds right now (not
+  /// counting ringio's own requests, nor operations waiting for events of other tasks).
   [[nodiscard]] std::size_t in_flight() const noexcept;
 
   // ---- used by operations and the runtime (not for applications) ----

@@ -172,7 +172,7 @@ loop_metrics io_context::metrics() const noexcept {
 
 int io_context::ring_fd() const noexcept { return backend_->ring_fd(); }
 
-std::size_t io_context::in_flight() const noexcept { return backend_->in_flight(); }
+std::size_t io_context::in_flight() const noexcept { return backend_->in_flight() + offloaded_waiting_; }
 
 bool io_context::start(detail::op_base& op) {
   // RACE: a stop callback on another thread reads op.ctx while a multi-step operation
@@ -212,21 +212,26 @@ bool io_context::start(detail::op_base& op) {
 // A blocking operation goes to the loop's pool; the operation completes when its job is
 // back (offload_back), never before: the syscall may still use its buffers until then.
 bool io_context::start_offloaded(detail::op_base& op) {
-  if (op.vt->attempt_nowait != nullptr) {
-    int r = op.vt->attempt_nowait(op);  // a page-cache hit needs no thread
-    if (r != -EAGAIN) {
-      op.res = r;
+  // A result known now finishes synchronously while the loop's budget lasts, else
+  // through the ready queue so that other tasks get a turn (as the backends do).
+  auto known_now = [&](int r) {
+    op.res = r;
+    if (state_->sync_budget > 0) {
+      --state_->sync_budget;
       op.state = detail::op_state::done;
       return true;
     }
+    schedule_completion(op);
+    return false;
+  };
+  if (op.vt->attempt_nowait != nullptr) {
+    int r = op.vt->attempt_nowait(op);  // a page-cache hit needs no thread
+    if (r != -EAGAIN) return known_now(r);
   }
   detail::offload_job& job = *op.vt->offload(op);
   job.op = &op;
-  if (!detail::submit_offload(*this, job, &offload_back)) {
-    op.res = op.vt->attempt(op);  // the pool's queue is full: here, as without a pool
-    op.state = detail::op_state::done;
-    return true;
-  }
+  if (!detail::submit_offload(*this, job, &offload_back))
+    return known_now(op.vt->attempt(op));  // the pool's queue is full: here, as without a pool
   op.on_pool = true;
   op.state = detail::op_state::in_flight;
   op.prev = nullptr;

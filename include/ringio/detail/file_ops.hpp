@@ -2,9 +2,9 @@
 // ringio/detail/file_ops.hpp — file and directory operations beyond read_at/write_at:
 // open, statx, fsync, fallocate, ftruncate, vectored and fixed-buffer I/O at offsets,
 // and the path operations (rename, unlink, mkdir, link, symlink). On io_uring each is
-// its native opcode (gated by the kernel's probe); elsewhere, and where the probe lacks
-// the opcode, attempt() makes the syscall on the loop's thread. That attempt() is the
-// one place per operation where a blocking-work pool would take over.
+// its native opcode (gated by the kernel's probe); on the readiness backends, and where
+// the probe lacks the opcode, attempt() makes the syscall on the loop's blocking pool
+// (the job embedded in the operation: offload_slot); on sim, on the loop's thread.
 #pragma once
 
 #include <fcntl.h>

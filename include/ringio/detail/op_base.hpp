@@ -58,8 +58,8 @@ struct op_vtable {
   /// The operation has its final result: continue whoever waits (usually: resume).
   void (*complete)(op_base& op) noexcept;
   /// Completion backend: the IORING_OP_* opcode prepare() uses when the kernel's probe
-  /// may lack it (0: always present). When the probe lacks it the backend runs
-  /// attempt() synchronously instead, as the readiness backends do.
+  /// may lack it (0: always present). When the probe lacks it the operation goes to the
+  /// blocking pool (offload), as on the readiness backends, or runs attempt() on the loop.
   std::uint8_t optional_opcode = 0;
   /// A blocking operation (a file's): where a backend would call attempt() on the
   /// loop's thread, the loop hands it to its blocking-work pool instead; this returns
