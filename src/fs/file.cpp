@@ -24,6 +24,7 @@ int read_at_attempt(op_base& b) noexcept {
 }
 int read_at_nowait(op_base& b) noexcept {
   auto& op = static_cast<read_at_op&>(b);
+  if (!op.cached_first) return -EAGAIN;
   iovec v{op.buf.data(), op.buf.size()};
   return read_nowait(op.fd, &v, 1, op.offset);
 }

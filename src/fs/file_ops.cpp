@@ -166,10 +166,12 @@ int symlink_attempt(op_base& b) noexcept {
 
 int readv_nowait(op_base& b) noexcept {
   auto& op = as<vector_at_op>(b);
+  if (!op.cached_first) return -EAGAIN;
   return read_nowait(op.fd, op.vecs.data(), op.vecs.size(), op.offset);
 }
 int read_fixed_nowait(op_base& b) noexcept {
   auto& op = as<fixed_at_op>(b);
+  if (!op.cached_first) return -EAGAIN;
   iovec v{op.buf.data(), op.buf.size()};
   return read_nowait(op.fd, &v, 1, op.offset);
 }
@@ -207,8 +209,6 @@ const op_vtable link_vtable = single<path_op>(link_prepare, link_attempt, IORING
 const op_vtable symlink_vtable = single<path_op>(symlink_prepare, symlink_attempt, IORING_OP_SYMLINKAT);
 
 int read_nowait(int fd, const iovec* vecs, std::size_t count, std::uint64_t offset) noexcept {
-  int fl = ::fcntl(fd, F_GETFL);
-  if (fl < 0 || (fl & O_DIRECT) != 0) return -EAGAIN;
   std::size_t want = 0;
   for (std::size_t i = 0; i < count; ++i) want += vecs[i].iov_len;
   ssize_t r = ::preadv2(fd, vecs, static_cast<int>(count), static_cast<off_t>(offset), RWF_NOWAIT);

@@ -17,6 +17,7 @@
 #include <span>
 #include <string>
 #include <system_error>
+#include <thread>
 #include <vector>
 
 #include "ringio/exec.hpp"
@@ -557,10 +558,14 @@ TEST_P(ZeroAllocation, BroadcastSendAndReceiveAllocateNothing) {
 }
 
 // File operations: the readiness backends send writes and syncs to the blocking pool
-// (the job lives in the operation) and make cached reads on the loop.
+// (the job lives in the operation) and make cached reads on the loop. The pool starts
+// its threads on demand (one allocation each, once): all of them are started first.
 TEST_P(ZeroAllocation, FileOperationsAllocateNothing) {
   std::string p = ::testing::TempDir() + "ringio-fileops-alloc-" + std::to_string(::getpid());
   long allocs = run([](std::string p) -> task<long> {
+    auto nap = [] { std::this_thread::sleep_for(std::chrono::milliseconds(20)); };
+    auto n1 = spawn_blocking(nap), n2 = spawn_blocking(nap), n3 = spawn_blocking(nap), n4 = spawn_blocking(nap);
+    (void)co_await when_all(std::move(n1), std::move(n2), std::move(n3), std::move(n4));
     auto f = co_await fs::open(p, O_RDWR | O_CREAT | O_TRUNC, 0600);
     EXPECT_TRUE(f);
     if (!f) co_return -1;

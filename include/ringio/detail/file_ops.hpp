@@ -44,8 +44,9 @@ extern const op_vtable symlink_vtable;
 
 /// A buffered read that the page cache answers whole (preadv2 with RWF_NOWAIT): its
 /// byte count, or -EAGAIN when the read would block, is short of the buffers other than
-/// at the end of the file (the rest may need the disk), fails, or the file is opened with O_DIRECT (whose reads wait
-/// for the device even with RWF_NOWAIT). The operation then runs on the pool as usual.
+/// at the end of the file (the rest may need the disk) or fails. The operation then runs
+/// on the pool as usual. Not for O_DIRECT files (their reads wait for the device even
+/// with RWF_NOWAIT): `file` remembers which it is and sets cached_first.
 int read_nowait(int fd, const iovec* vecs, std::size_t count, std::uint64_t offset) noexcept;
 
 /// The kernel's struct open_how (openat2(2)), laid out as linux/openat2.h has it.
@@ -120,7 +121,8 @@ class vector_at_op : public io_operation<vector_at_op> {
 
   std::span<const iovec> vecs;
   std::uint64_t offset;
-  offload_slot offload;  ///< its job on the blocking pool (readiness backends)
+  offload_slot offload;       ///< its job on the blocking pool (readiness backends)
+  bool cached_first = false;  ///< a read: try RWF_NOWAIT on the loop first (not O_DIRECT)
 };
 
 /// A read or write at an offset into a buffer registered with the ring
@@ -136,7 +138,8 @@ class fixed_at_op : public io_operation<fixed_at_op> {
   mutable_buffer buf;
   std::uint64_t offset;
   unsigned buf_index;
-  offload_slot offload;  ///< its job on the blocking pool (readiness backends)
+  offload_slot offload;       ///< its job on the blocking pool (readiness backends)
+  bool cached_first = false;  ///< a read: try RWF_NOWAIT on the loop first (not O_DIRECT)
 };
 
 /// A path operation with no result but success: rename, unlink/rmdir, mkdir, link,
