@@ -190,8 +190,8 @@ class io_context {
   /// Removes the buffers register_buffers() registered, when no fixed I/O is in flight.
   void unregister_buffers() noexcept;
 
-  /// Number of operations the backend holds right now (not counting ringio's own
-  /// requests, nor operations waiting for events of other tasks).
+  /// Number of operations the backend or the blocking pool holds right now (not
+  /// counting ringio's own requests, nor operations waiting for events of other tasks).
   [[nodiscard]] std::size_t in_flight() const noexcept;
 
   // ---- used by operations and the runtime (not for applications) ----
@@ -289,6 +289,10 @@ class io_context {
   void loop(Done done, bool stoppable);
   [[nodiscard]] bool idle() const noexcept;
   bool take_event(detail::op_base& op) noexcept;
+  bool start_offloaded(detail::op_base& op);
+  bool cancel_offloaded(detail::op_base& op) noexcept;
+  void unlink_offloaded(detail::op_base& op) noexcept;
+  static void offload_back(detail::remote_item& item, io_context& ctx) noexcept;
   void drain_remote() noexcept;
   void wake_from(io_context* sender) noexcept;
   void shutdown() noexcept;
@@ -304,6 +308,8 @@ class io_context {
   detail::op_base* events_ = nullptr;        // waiting event operations (intrusive list)
   detail::foreign_wait* foreign_ = nullptr;  // tasks parked in spawn_on (intrusive list)
   std::size_t events_waiting_ = 0;
+  detail::op_base* offloaded_ = nullptr;  // operations on the blocking pool (intrusive list)
+  std::size_t offloaded_waiting_ = 0;
   std::size_t outside_work_ = 0;
   std::unique_ptr<detail::timer_heap> event_deadlines_;  // events waiting with a deadline
   std::unique_ptr<detail::timer_heap> checks_;           // schedule_check callbacks

@@ -28,6 +28,13 @@ class backend {
   virtual bool start(op_base& op) = 0;
   /// Asks for `op` to be cancelled (loop thread). It completes later, normally.
   virtual void cancel(op_base& op) noexcept = 0;
+  /// Whether start() would run `op`'s attempt() on the loop's thread, where it may block
+  /// (a file operation, op.vt->offload set): the loop sends it to its blocking pool
+  /// instead. False: the backend handles it (a native opcode; sim runs it inline).
+  [[nodiscard]] virtual bool runs_inline(const op_base& op) const noexcept {
+    (void)op;
+    return false;
+  }
   /// One loop iteration: submit what is queued, wait for an event when `block` (but
   /// not past `wake_at_ns` on CLOCK_MONOTONIC, when not 0), dispatch every completion
   /// that is ready.

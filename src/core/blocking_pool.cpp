@@ -15,6 +15,7 @@
 #include "ringio/backend_kind.hpp"
 #include "ringio/detail/blocking_job.hpp"
 #include "ringio/detail/context_service.hpp"
+#include "ringio/detail/offload_job.hpp"
 #include "ringio/io_context.hpp"
 
 namespace ringio {
@@ -215,6 +216,24 @@ bool submit_blocking(op_base& op, blocking_job& job, blocking_pool* pool) {
   if (job.pool->submit(job)) return true;
   job.waiter = nullptr;
   return false;
+}
+
+bool submit_offload(io_context& ctx, offload_job& job, void (*run)(remote_item&, io_context&) noexcept) {
+  job.home = ctx.service<home_service>().home();
+  job.item.run = run;
+  job.item.arg = &job;
+  job.waiter = nullptr;
+  job.pool_cancelled = false;
+  job.arrived = false;
+  job.invoke = [](blocking_job& self) noexcept {
+    auto& j = static_cast<offload_job&>(self);
+    j.result = j.op->vt->attempt(*j.op);
+  };
+  // Embedded in its operation, which outlives it: nothing to free, even when the loop
+  // is gone (it cannot be: the loop waits for its offloaded operations).
+  job.destroy = [](blocking_job&) noexcept {};
+  job.pool = &blocking_pool::default_of(ctx);
+  return job.pool->submit(job);
 }
 
 void abandon_blocking(blocking_job& job) noexcept {

@@ -15,8 +15,10 @@
 #include "core/current_context.hpp"
 #include "core/loop_state.hpp"
 #include "core/timer_heap.hpp"
+#include "ringio/blocking/blocking_pool.hpp"
 #include "ringio/detail/clock.hpp"
 #include "ringio/detail/foreign_wait.hpp"
+#include "ringio/detail/offload_job.hpp"
 #include "ringio/log.hpp"
 #include "ringio/sim/world.hpp"
 
@@ -170,7 +172,7 @@ loop_metrics io_context::metrics() const noexcept {
 
 int io_context::ring_fd() const noexcept { return backend_->ring_fd(); }
 
-std::size_t io_context::in_flight() const noexcept { return backend_->in_flight(); }
+std::size_t io_context::in_flight() const noexcept { return backend_->in_flight() + offloaded_waiting_; }
 
 bool io_context::start(detail::op_base& op) {
   // RACE: a stop callback on another thread reads op.ctx while a multi-step operation
@@ -198,9 +200,79 @@ bool io_context::start(detail::op_base& op) {
     if (op.deadline_ns != 0) event_deadlines_->push(op);
     return false;
   }
-  if (!backend_->start(op)) return false;
+  if (op.vt->offload != nullptr && !op.fixed_file && backend_->runs_inline(op)) {
+    if (!start_offloaded(op)) return false;
+  } else if (!backend_->start(op)) {
+    return false;
+  }
   state_->counters.note_result(op);  // finished synchronously
   return true;
+}
+
+// A blocking operation goes to the loop's pool; the operation completes when its job is
+// back (offload_back), never before: the syscall may still use its buffers until then.
+bool io_context::start_offloaded(detail::op_base& op) {
+  // A result known now finishes synchronously while the loop's budget lasts, else
+  // through the ready queue so that other tasks get a turn (as the backends do).
+  auto known_now = [&](int r) {
+    op.res = r;
+    if (state_->sync_budget > 0) {
+      --state_->sync_budget;
+      op.state = detail::op_state::done;
+      return true;
+    }
+    schedule_completion(op);
+    return false;
+  };
+  if (op.vt->attempt_nowait != nullptr) {
+    int r = op.vt->attempt_nowait(op);  // a page-cache hit needs no thread
+    if (r != -EAGAIN) return known_now(r);
+  }
+  detail::offload_job& job = *op.vt->offload(op);
+  job.op = &op;
+  if (!detail::submit_offload(*this, job, &offload_back))
+    return known_now(op.vt->attempt(op));  // the pool's queue is full: here, as without a pool
+  op.on_pool = true;
+  op.state = detail::op_state::in_flight;
+  op.prev = nullptr;
+  op.next = offloaded_;
+  if (offloaded_ != nullptr) offloaded_->prev = &op;
+  offloaded_ = &op;
+  ++offloaded_waiting_;
+  if (op.deadline_ns != 0) event_deadlines_->push(op);
+  return false;
+}
+
+void io_context::unlink_offloaded(detail::op_base& op) noexcept {
+  (op.prev != nullptr ? op.prev->next : offloaded_) = op.next;
+  if (op.next != nullptr) op.next->prev = op.prev;
+  op.next = op.prev = nullptr;
+  op.on_pool = false;
+  --offloaded_waiting_;
+  event_deadlines_->remove(op);
+}
+
+// A stop or deadline: a job not yet started is taken back and the operation completes
+// with -ECANCELED (true); a running one is left to finish, and the operation completes
+// with the syscall's result when it is back.
+bool io_context::cancel_offloaded(detail::op_base& op) noexcept {
+  detail::offload_job& job = *op.vt->offload(op);
+  if (!job.pool->withdraw(job)) {
+    event_deadlines_->remove(op);  // nothing left for a deadline to do
+    return false;
+  }
+  unlink_offloaded(op);
+  op.res = -ECANCELED;
+  schedule_completion(op);
+  return true;
+}
+
+void io_context::offload_back(detail::remote_item& item, io_context& ctx) noexcept {
+  auto& job = *static_cast<detail::offload_job*>(item.arg);
+  detail::op_base& op = *job.op;
+  ctx.unlink_offloaded(op);
+  op.res = job.pool_cancelled ? -ECANCELED : job.result;  // the pool went away before it ran
+  ctx.schedule_completion(op);
 }
 
 bool io_context::take_event(detail::op_base& op) noexcept {
@@ -218,6 +290,10 @@ void io_context::expire_events() noexcept {
   const std::int64_t now = detail::monotonic_ns();
   while (!event_deadlines_->empty() && event_deadlines_->top()->deadline_ns <= now) {
     detail::op_base& op = *event_deadlines_->top();
+    if (op.on_pool) {
+      if (cancel_offloaded(op)) op.timed_out = true;
+      continue;
+    }
     take_event(op);
     op.timed_out = true;
     op.res = -ECANCELED;
@@ -256,6 +332,10 @@ void io_context::cancel(detail::op_base& op) noexcept {
   op.cancel_requested = true;
   if (op.kind == detail::op_kind::event) {
     complete_event_later(op, -ECANCELED);
+    return;
+  }
+  if (op.on_pool) {
+    (void)cancel_offloaded(op);
     return;
   }
   backend_->cancel(op);
@@ -432,8 +512,8 @@ void io_context::loop(Done done, bool stoppable) {
 }
 
 bool io_context::idle() const noexcept {
-  return state_->ready.empty() && backend_->in_flight() == 0 && events_waiting_ == 0 && foreign_ == nullptr &&
-         state_->inbox.load(std::memory_order_acquire) == nullptr;
+  return state_->ready.empty() && backend_->in_flight() == 0 && events_waiting_ == 0 && offloaded_waiting_ == 0 &&
+         foreign_ == nullptr && state_->inbox.load(std::memory_order_acquire) == nullptr;
 }
 
 void io_context::drain_remote() noexcept {
@@ -514,6 +594,11 @@ void io_context::shutdown() noexcept {
   state_->shutting_down = true;
   backend_->cancel_all();
   while (events_ != nullptr) cancel(*events_);
+  for (detail::op_base* op = offloaded_; op != nullptr;) {  // the running ones are awaited
+    detail::op_base* next = op->next;
+    cancel(*op);
+    op = next;
+  }
   // Children on other loops: stop them; their completion comes back through the inbox.
   for (detail::foreign_wait* w = foreign_; w != nullptr; w = w->next) w->child_stop->request_stop();
   // Tasks that keep yielding without any I/O would keep the loop busy forever: after
@@ -521,8 +606,12 @@ void io_context::shutdown() noexcept {
   constexpr int max_idle_io_rounds = 100000;
   int rounds = 0;
   try {
-    loop([&] { return idle() || (backend_->in_flight() == 0 && foreign_ == nullptr && ++rounds > max_idle_io_rounds); },
-         false);
+    loop(
+        [&] {
+          return idle() || (backend_->in_flight() == 0 && offloaded_waiting_ == 0 && foreign_ == nullptr &&
+                            ++rounds > max_idle_io_rounds);
+        },
+        false);
   } catch (...) {
     log(log_level::error, "exception while shutting down an io_context");
     std::terminate();

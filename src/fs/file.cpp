@@ -22,6 +22,12 @@ int read_at_attempt(op_base& b) noexcept {
   ssize_t r = ::pread(op.fd, op.buf.data(), op.buf.size(), static_cast<off_t>(op.offset));
   return r >= 0 ? static_cast<int>(r) : -errno;
 }
+int read_at_nowait(op_base& b) noexcept {
+  auto& op = static_cast<read_at_op&>(b);
+  if (!op.cached_first) return -EAGAIN;
+  iovec v{op.buf.data(), op.buf.size()};
+  return read_nowait(op.fd, &v, 1, op.offset);
+}
 void write_at_prepare(op_base& b, io_uring_sqe& sqe) noexcept {
   auto& op = static_cast<write_at_op&>(b);
   io_uring_prep_write(&sqe, op.fd, op.buf.data(), static_cast<unsigned>(op.buf.size()), op.offset);
@@ -39,13 +45,17 @@ const op_vtable read_at_vtable = {.prepare = read_at_prepare,
                                   .on_cqe = nullptr,
                                   .step = nullptr,
                                   .complete = resume_waiter,
-                                  .optional_opcode = IORING_OP_READ};
+                                  .optional_opcode = IORING_OP_READ,
+                                  .offload = offload_of<read_at_op>,
+                                  .attempt_nowait = read_at_nowait};
 const op_vtable write_at_vtable = {.prepare = write_at_prepare,
                                    .attempt = write_at_attempt,
                                    .on_cqe = nullptr,
                                    .step = nullptr,
                                    .complete = resume_waiter,
-                                   .optional_opcode = IORING_OP_WRITE};
+                                   .optional_opcode = IORING_OP_WRITE,
+                                   .offload = offload_of<write_at_op>,
+                                   .attempt_nowait = nullptr};
 
 }  // namespace detail
 

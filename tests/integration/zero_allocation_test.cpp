@@ -2,16 +2,22 @@
 // Steady-state I/O allocates nothing: 10,000 echo round trips after a warm-up, with
 // the global operator new replaced by a counting one (also: buffered_stream lines and
 // gather writes, a batching_writer's messages).
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
+#include <array>
 #include <atomic>
 #include <cstdlib>
 #include <memory>
 #include <new>
 #include <optional>
 #include <span>
+#include <string>
 #include <system_error>
+#include <thread>
 #include <vector>
 
 #include "ringio/exec.hpp"
@@ -548,6 +554,44 @@ TEST_P(ZeroAllocation, BroadcastSendAndReceiveAllocateNothing) {
     EXPECT_EQ(received, 3L * 20'000 * 42);
     co_return during;
   }());
+  EXPECT_EQ(allocs, 0);
+}
+
+// File operations: the readiness backends send writes and syncs to the blocking pool
+// (the job lives in the operation) and make cached reads on the loop. The pool starts
+// its threads on demand (one allocation each, once): all of them are started first.
+TEST_P(ZeroAllocation, FileOperationsAllocateNothing) {
+  std::string p = ::testing::TempDir() + "ringio-fileops-alloc-" + std::to_string(::getpid());
+  long allocs = run([](std::string p) -> task<long> {
+    auto nap = [] { std::this_thread::sleep_for(std::chrono::milliseconds(20)); };
+    auto n1 = spawn_blocking(nap), n2 = spawn_blocking(nap), n3 = spawn_blocking(nap), n4 = spawn_blocking(nap);
+    (void)co_await when_all(std::move(n1), std::move(n2), std::move(n3), std::move(n4));
+    auto f = co_await fs::open(p, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    EXPECT_TRUE(f);
+    if (!f) co_return -1;
+    std::array<std::byte, 512> out{}, in{};
+    iovec vec{in.data(), in.size()};
+    long during = -1;
+    for (int i = 0; i < 600; ++i) {
+      if (i == 200) {
+        allocations = 0;
+        counting = true;
+      }
+      const auto offset = static_cast<std::uint64_t>(i % 8) * out.size();
+      auto w = co_await f->write_at(out, offset);
+      auto r = co_await with_timeout(f->read_at(in, offset), std::chrono::seconds(5));
+      auto v = co_await f->read_at(std::span<const iovec>(&vec, 1), offset);
+      auto s = co_await with_timeout(f->sync_data(), std::chrono::seconds(5));
+      if (!w || !r || !v || !s) {
+        ADD_FAILURE() << "file operation " << i << " failed";
+        break;
+      }
+    }
+    counting = false;
+    during = allocations.load();
+    co_return during;
+  }(p));
+  ::unlink(p.c_str());
   EXPECT_EQ(allocs, 0);
 }
 

@@ -2,9 +2,9 @@
 // ringio/detail/file_ops.hpp — file and directory operations beyond read_at/write_at:
 // open, statx, fsync, fallocate, ftruncate, vectored and fixed-buffer I/O at offsets,
 // and the path operations (rename, unlink, mkdir, link, symlink). On io_uring each is
-// its native opcode (gated by the kernel's probe); elsewhere, and where the probe lacks
-// the opcode, attempt() makes the syscall on the loop's thread. That attempt() is the
-// one place per operation where a blocking-work pool would take over.
+// its native opcode (gated by the kernel's probe); on the readiness backends, and where
+// the probe lacks the opcode, attempt() makes the syscall on the loop's blocking pool
+// (the job embedded in the operation: offload_slot); on sim, on the loop's thread.
 #pragma once
 
 #include <fcntl.h>
@@ -18,6 +18,7 @@
 #include "ringio/buffer.hpp"
 #include "ringio/detail/fd_handle.hpp"
 #include "ringio/detail/io_operation.hpp"
+#include "ringio/detail/offload_job.hpp"
 #include "ringio/detail/stream_ops.hpp"
 #include "ringio/result.hpp"
 
@@ -41,6 +42,13 @@ extern const op_vtable mkdir_vtable;
 extern const op_vtable link_vtable;
 extern const op_vtable symlink_vtable;
 
+/// A buffered read that the page cache answers whole (preadv2 with RWF_NOWAIT): its
+/// byte count, or -EAGAIN when the read would block, is short of the buffers other than
+/// at the end of the file (the rest may need the disk) or fails. The operation then runs
+/// on the pool as usual. Not for O_DIRECT files (their reads wait for the device even
+/// with RWF_NOWAIT): `file` remembers which it is and sets cached_first.
+int read_nowait(int fd, const iovec* vecs, std::size_t count, std::uint64_t offset) noexcept;
+
 /// The kernel's struct open_how (openat2(2)), laid out as linux/openat2.h has it.
 struct open_how_args {
   std::uint64_t flags = 0;
@@ -63,6 +71,7 @@ class open_op : public io_operation<open_op> {
   int dirfd;
   std::string path;
   open_how_args how;
+  offload_slot offload;  ///< its job on the blocking pool (readiness backends)
 };
 
 /// statx(2) of a path, or of the descriptor `dirfd` itself when path is empty.
@@ -82,6 +91,7 @@ class statx_op : public io_operation<statx_op> {
   int flags;
   unsigned mask;
   struct statx out {};
+  offload_slot offload;  ///< its job on the blocking pool (readiness backends)
 };
 
 /// An operation on an open descriptor with no result but success: fsync (`mode` 1 for
@@ -97,6 +107,7 @@ class file_control_op : public io_operation<file_control_op> {
   int mode;
   std::uint64_t offset;
   std::uint64_t length;
+  offload_slot offload;  ///< its job on the blocking pool (readiness backends)
 };
 
 /// preadv(2)/pwritev(2): the result is the byte count (short counts are possible).
@@ -110,6 +121,8 @@ class vector_at_op : public io_operation<vector_at_op> {
 
   std::span<const iovec> vecs;
   std::uint64_t offset;
+  offload_slot offload;       ///< its job on the blocking pool (readiness backends)
+  bool cached_first = false;  ///< a read: try RWF_NOWAIT on the loop first (not O_DIRECT)
 };
 
 /// A read or write at an offset into a buffer registered with the ring
@@ -125,6 +138,8 @@ class fixed_at_op : public io_operation<fixed_at_op> {
   mutable_buffer buf;
   std::uint64_t offset;
   unsigned buf_index;
+  offload_slot offload;       ///< its job on the blocking pool (readiness backends)
+  bool cached_first = false;  ///< a read: try RWF_NOWAIT on the loop first (not O_DIRECT)
 };
 
 /// A path operation with no result but success: rename, unlink/rmdir, mkdir, link,
@@ -139,6 +154,7 @@ class path_op : public io_operation<path_op> {
   std::string to;
   int flags;
   unsigned mode;
+  offload_slot offload;  ///< its job on the blocking pool (readiness backends)
 };
 
 }  // namespace detail

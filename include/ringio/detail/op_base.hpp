@@ -21,6 +21,8 @@ class io_context;
 
 namespace ringio::detail {
 
+struct offload_job;
+
 enum class op_kind : std::uint8_t {
   io,     ///< an fd operation: prepare() for io_uring, attempt() + want for readiness
   timer,  ///< completes at deadline_ns (sleep)
@@ -56,9 +58,17 @@ struct op_vtable {
   /// The operation has its final result: continue whoever waits (usually: resume).
   void (*complete)(op_base& op) noexcept;
   /// Completion backend: the IORING_OP_* opcode prepare() uses when the kernel's probe
-  /// may lack it (0: always present). When the probe lacks it the backend runs
-  /// attempt() synchronously instead, as the readiness backends do.
+  /// may lack it (0: always present). When the probe lacks it the operation goes to the
+  /// blocking pool (offload), as on the readiness backends, or runs attempt() on the loop.
   std::uint8_t optional_opcode = 0;
+  /// A blocking operation (a file's): where a backend would call attempt() on the
+  /// loop's thread, the loop hands it to its blocking-work pool instead; this returns
+  /// the job embedded in the operation. Null: attempt() runs on the loop.
+  offload_job* (*offload)(op_base& op) noexcept = nullptr;
+  /// With offload: a try that never blocks (a buffered read with RWF_NOWAIT), made on
+  /// the loop before the pool is asked; -EAGAIN sends the operation to the pool. Null:
+  /// straight to the pool.
+  int (*attempt_nowait)(op_base& op) noexcept = nullptr;
 };
 
 /// Stop callback of an operation: forwards the stop request to the operation's loop.
@@ -95,6 +105,7 @@ struct op_base {
   bool zero_copy = false;           ///< io_uring: in flight as SEND_ZC (a notification follows)
   bool zero_copy_refused = false;   ///< the socket refused SEND_ZC: send by copy from now on
   bool remote_cancel_seen = false;  ///< the loop has drained its cross-thread cancel
+  bool on_pool = false;             ///< offloaded: queued or running on the blocking pool
   /// A socket read (want readable) or write (want writable) whose result is a byte
   /// count: the loop's metrics add it to bytes in or out.
   bool counts_bytes = false;

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // ringio/fs/file.hpp — a regular file read and written at explicit offsets.
 // On io_uring the kernel performs the I/O asynchronously; the readiness backends
-// (epoll, uring-poll) cannot wait for regular files, so there pread/pwrite run
-// synchronously on the loop's thread (fine for page-cache hits, a stall otherwise).
+// (epoll, uring-poll) cannot wait for regular files, so there pread/pwrite run on the
+// loop's blocking pool (a buffered read the page cache holds: on the loop, at once).
 #pragma once
 
 #include <fcntl.h>
@@ -35,6 +35,8 @@ class read_at_op : public io_operation<read_at_op> {
   result<std::size_t> get_result() const noexcept { return size_result(*this); }
   mutable_buffer buf;
   std::uint64_t offset;
+  offload_slot offload;       ///< its job on the blocking pool (readiness backends)
+  bool cached_first = false;  ///< try RWF_NOWAIT on the loop first (not O_DIRECT)
 };
 
 /// One pwrite-like write at `offset`; may write fewer bytes than given.
@@ -48,19 +50,21 @@ class write_at_op : public io_operation<write_at_op> {
   result<std::size_t> get_result() const noexcept { return size_result(*this); }
   const_buffer buf;
   std::uint64_t offset;
+  offload_slot offload;  ///< its job on the blocking pool (readiness backends)
 };
 
 }  // namespace detail
 
-/// A regular file. Reads and writes at an offset: asynchronous on io_uring, synchronous
-/// pread/pwrite on the loop thread on the readiness backends (files have no readiness).
+/// A regular file. Reads and writes at an offset: asynchronous on io_uring, pread/pwrite
+/// on the loop's blocking pool on the readiness backends (files have no readiness).
 /// Closes itself when destroyed. ringio::fs has the path operations (an asynchronous
 /// open among them) and docs/files.md the whole picture.
 class file {
  public:
   file() noexcept = default;
   /// Takes ownership of an open descriptor.
-  explicit file(detail::fd_handle fd) noexcept : fd_(std::move(fd)) {}
+  explicit file(detail::fd_handle fd) noexcept
+      : fd_(std::move(fd)), direct_(fd_.valid() && (::fcntl(fd_.get(), F_GETFL) & O_DIRECT) != 0) {}
 
   /// open(2), synchronously. flags: O_RDONLY, O_WRONLY | O_CREAT | O_TRUNC, ...
   static result<file> open(const std::string& path, int flags = O_RDONLY, int mode = 0644);
@@ -75,7 +79,9 @@ class file {
   /// pread(2) reports; operation_canceled on stop (io_uring; the readiness backends read
   /// synchronously, so a read that started completes).
   [[nodiscard]] detail::read_at_op read_at(mutable_buffer buf, std::uint64_t offset) noexcept {
-    return {fd_.get(), buf, offset};
+    detail::read_at_op op(fd_.get(), buf, offset);
+    op.cached_first = !direct_;
+    return op;
   }
   /// Writes up to buf.size() bytes at `offset` (a short count is possible, as with
   /// pwrite(2)). Errors and cancellation as read_at.
@@ -86,7 +92,9 @@ class file {
   /// iovec array and the buffers must outlive the operation. Errors and cancellation as
   /// read_at.
   [[nodiscard]] detail::vector_at_op read_at(std::span<const iovec> vecs, std::uint64_t offset) noexcept {
-    return {&detail::readv_at_vtable, fd_.get(), vecs, offset};
+    detail::vector_at_op op(&detail::readv_at_vtable, fd_.get(), vecs, offset);
+    op.cached_first = !direct_;
+    return op;
   }
   /// pwritev(2): writes the buffers `vecs` describes, in order, at `offset`; a short
   /// count is possible. Errors and cancellation as read_at.
@@ -98,7 +106,9 @@ class file {
   /// the readiness backends a plain pread. A buffer outside the registered one fails
   /// with bad_address (io_uring).
   [[nodiscard]] detail::fixed_at_op read_fixed_at(mutable_buffer buf, std::uint64_t offset, unsigned index) noexcept {
-    return {&detail::read_fixed_vtable, fd_.get(), buf, offset, index};
+    detail::fixed_at_op op(&detail::read_fixed_vtable, fd_.get(), buf, offset, index);
+    op.cached_first = !direct_;
+    return op;
   }
   /// Writes from `buf` inside registered buffer `index` (IORING_OP_WRITE_FIXED); as
   /// read_fixed_at.
@@ -134,6 +144,7 @@ class file {
 
  private:
   detail::fd_handle fd_;
+  bool direct_ = false;  // opened with O_DIRECT: reads never try RWF_NOWAIT on the loop
 };
 
 }  // namespace ringio

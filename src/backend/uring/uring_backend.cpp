@@ -191,6 +191,11 @@ void uring_backend::stash_completions() noexcept {
   }
 }
 
+bool uring_backend::runs_inline(const op_base& op) const noexcept {
+  if (poll_mode_) return op.kind == op_kind::io && op.vt->attempt != nullptr;
+  return op.vt->optional_opcode != 0 && !kernel_supports_opcode(op.vt->optional_opcode);
+}
+
 bool uring_backend::start(op_base& op) {
   op.outstanding = 0;
   if (op.chain_pos != 0 && (open_link_ == nullptr || open_link_pos_ + 1 != op.chain_pos)) {
@@ -201,8 +206,8 @@ bool uring_backend::start(op_base& op) {
     return false;
   }
   if (poll_mode_ && op.kind == op_kind::io && op.vt->attempt != nullptr) return start_readiness(op);
-  // An opcode this kernel lacks (file operations newer than the required set): the
-  // syscall runs now, on the loop's thread, as on the readiness backends.
+  // An opcode this kernel lacks (file operations newer than the required set): the loop
+  // sent it to its blocking pool (runs_inline); anything else runs its syscall now.
   if (op.vt->optional_opcode != 0 && !kernel_supports_opcode(op.vt->optional_opcode)) return start_readiness(op);
   ++user_in_flight_;
   // Room for the most an operation can post (itself, a linked timeout, a cancel); a

@@ -30,6 +30,7 @@ class uring_backend final : public backend {
   ~uring_backend() override;
 
   bool start(op_base& op) override;
+  [[nodiscard]] bool runs_inline(const op_base& op) const noexcept override;
   void cancel(op_base& op) noexcept override;
   void poll(bool block, std::int64_t wake_at_ns) override;
   void wake() noexcept override;
