@@ -15,9 +15,14 @@
 namespace ringio {
 
 aligned_buffer::aligned_buffer(std::size_t size, std::size_t alignment) {
+  // The alignment rounded up to a power of two, and the size to a multiple of it
+  // (aligned_alloc wants both); what cannot be represented is bad_alloc.
+  constexpr std::size_t top = std::size_t{1} << (8 * sizeof(std::size_t) - 1);
+  if (alignment > top) throw std::bad_alloc();
   std::size_t a = alignof(std::max_align_t);
   while (a < alignment) a <<= 1;
-  const std::size_t rounded = (size + a - 1) / a * a;  // aligned_alloc wants a multiple
+  if (size > SIZE_MAX - (a - 1)) throw std::bad_alloc();
+  const std::size_t rounded = (size + a - 1) / a * a;
   void* p = std::aligned_alloc(a, rounded == 0 ? a : rounded);
   if (p == nullptr) throw std::bad_alloc();
   std::memset(p, 0, rounded == 0 ? a : rounded);

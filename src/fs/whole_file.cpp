@@ -2,6 +2,7 @@
 // Whole-file helpers built from the single operations: read a file into a string with
 // a bound, write a buffer completely (looping on short writes).
 #include <cerrno>
+#include <cstdint>
 #include <string>
 
 #include "ringio/fs/operations.hpp"
@@ -13,15 +14,18 @@ task<result<std::string>> read_file(std::string path, std::size_t max_bytes) {
   if (!f) co_return unexpected(f.error());
   auto st = co_await f->stat(STATX_SIZE);
   if (!st) co_return unexpected(st.error());
-  if (st->stx_size > max_bytes) co_return unexpected(errno_code(-EFBIG));
   std::string out;
-  // The size is a hint: the file may grow or shrink while it is read (/proc reports 0).
-  out.resize(st->stx_size == 0 ? 4096 : static_cast<std::size_t>(st->stx_size) + 1);
+  // The size is only a hint: the file may grow or shrink while it is read, /proc
+  // reports 0 and sysfs a page; the bound applies to what is read.
+  // One byte past the bound tells a file that exceeds it (no overflow for SIZE_MAX).
+  const std::size_t limit = max_bytes == SIZE_MAX ? SIZE_MAX : max_bytes + 1;
+  const std::uint64_t hint = st->stx_size == 0 ? 4096 : st->stx_size + 1;
+  out.resize(static_cast<std::size_t>(hint < limit ? hint : limit));
   std::size_t have = 0;
   for (;;) {
     if (have == out.size()) {
       if (out.size() > max_bytes) co_return unexpected(errno_code(-EFBIG));
-      out.resize(out.size() * 2 < max_bytes + 1 ? out.size() * 2 : max_bytes + 1);
+      out.resize(out.size() < limit / 2 ? (out.size() == 0 ? 4096 : out.size() * 2) : limit);
     }
     auto r = co_await f->read_at(mutable_buffer(out.data() + have, out.size() - have), have);
     if (!r) co_return unexpected(r.error());

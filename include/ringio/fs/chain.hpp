@@ -26,8 +26,15 @@ namespace detail {
 template <class Op>
 bool link_failed(const Op& op) noexcept {
   if (op.res < 0) return true;
-  if constexpr (requires { op.buf.size(); }) return static_cast<std::size_t>(op.res) < op.buf.size();
-  else return false;
+  if constexpr (requires { op.buf.size(); }) {
+    return static_cast<std::size_t>(op.res) < op.buf.size();
+  } else if constexpr (requires { op.vecs.size(); }) {  // vectored: short of the iovecs' total
+    std::size_t total = 0;
+    for (const auto& v : op.vecs) total += v.iov_len;
+    return static_cast<std::size_t>(op.res) < total;
+  } else {
+    return false;
+  }
 }
 
 /// The result a link gets when an earlier one failed: operation_canceled.

@@ -69,8 +69,9 @@ namespace ringio::fs {
   return {&detail::symlink_vtable, std::move(target), std::move(link_path), 0, 0};
 }
 
-/// Reads the whole file at `path` into a string. A file longer than `max_bytes` fails
-/// with file_too_large (EFBIG) and nothing is returned. Errors of open and read pass
+/// Reads the whole file at `path` into a string, to its end whatever size the file
+/// reports (/proc and sysfs files report 0 or a page). More than `max_bytes` of content
+/// fails with file_too_large (EFBIG) and nothing is returned. Errors of open and read pass
 /// through; a stop cancels it (operation_canceled).
 [[nodiscard]] task<result<std::string>> read_file(std::string path, std::size_t max_bytes = std::size_t{1} << 30);
 
