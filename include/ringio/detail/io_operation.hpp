@@ -26,9 +26,6 @@ inline std::error_code op_error(const op_base& op) noexcept {
   const bool interrupted = op.res == -EINTR || (op.res <= -512 && op.res >= -516);
   if ((op.res == -ECANCELED || interrupted) && op.timed_out) return std::make_error_code(std::errc::timed_out);
   if (interrupted && op.cancel_requested) return errno_code(-ECANCELED);
-  // The restart codes never reach a program from a syscall: only a cancel (a stop, a
-  // deadline, the context shutting down) makes io_uring report them.
-  if (op.res <= -512 && op.res >= -516) return errno_code(-ECANCELED);
   return errno_code(op.res);
 }
 

@@ -649,6 +649,10 @@ void uring_backend::dispatch(std::uint64_t ud, int res, unsigned flags) noexcept
   const bool final_cqe = (flags & IORING_CQE_F_MORE) == 0;
   if (final_cqe) --cqes_expected_;
   if ((flags & IORING_CQE_F_NOTIF) != 0 && !orphans_.empty() && orphaned_notification(ud)) return;
+  // The kernel's restart codes (-ERESTARTSYS..-ERESTART_RESTARTBLOCK) leak out of a
+  // request that a cancel interrupted in an io-wq worker (a blocked open of a FIFO):
+  // nothing else produces them, so they are a cancellation.
+  if (res <= -512 && res >= -516) res = -ECANCELED;
   switch (ud & ud_tag_mask) {
     case ud_tag_main:
       if (op->vt->on_cqe != nullptr) {  // multishot: every CQE is delivered
