@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstring>
 #include <system_error>
+#include <vector>
 
 #include "ringio/log.hpp"
 #include "ringio/net/listener_handover.hpp"
@@ -23,8 +24,12 @@ using namespace std::chrono_literals;
 
 constexpr char ready_byte = 'R';     // new -> old: accepting on the sockets now
 constexpr char draining_byte = 'D';  // old -> new: stopped accepting
+constexpr char refused_byte = 'N';   // old -> new: another successor took over first
 constexpr auto ready_wait = 30s;     // how long the old process waits for "ready"
 constexpr auto draining_wait = 10s;  // how long the new one waits for "draining"
+constexpr auto send_wait = 1s;       // for a successor to take the sockets message
+constexpr auto queue_watch = 3s;     // after a takeover: how long queued connections are watched
+constexpr auto queue_check = 100ms;  // how often
 
 std::string errno_text() { return std::error_code(errno, std::system_category()).message(); }
 
@@ -82,11 +87,20 @@ void handover::keep(const std::vector<int>& listeners) {
 bool handover::serve_successors(std::stop_source stop_serving) {
   if (predecessor_ >= 0) {
     // We accept on the same sockets now: the old process may stop.
-    bool told = write_byte(predecessor_, ready_byte) && read_byte(predecessor_, draining_wait) == draining_byte;
+    const char reply = write_byte(predecessor_, ready_byte) ? read_byte(predecessor_, draining_wait) : 0;
+    if (reply == refused_byte) {
+      ringio::log(ringio::log_level::error, "handover: another new process took over first; stopping");
+      ::close(predecessor_);
+      predecessor_ = -1;
+      refused_ = true;
+      return false;
+    }
+    const bool told = reply == draining_byte;
     if (!told) ringio::log(ringio::log_level::warning, "handover: the previous process did not confirm its drain");
     else ringio::log(ringio::log_level::info, "handover: took over the listening sockets; the previous process drains");
     ::close(predecessor_);
     predecessor_ = -1;
+    took_over_ = true;
   }
   // Our socket is made aside and renamed over the path: a successor always finds one
   // process there (the old one until the rename, then us).
@@ -114,40 +128,113 @@ bool handover::serve_successors(std::stop_source stop_serving) {
   return true;
 }
 
-void handover::run(std::stop_source stop_serving) {
-  for (;;) {
-    pollfd p[2] = {{listener_, POLLIN, 0}, {wake_[0], POLLIN, 0}};
-    if (::poll(p, 2, -1) < 0) {
-      if (errno == EINTR) continue;
-      return;
-    }
-    if (p[1].revents != 0) return;  // close()
-    int client = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (client < 0) continue;
-    const bool done = answer(client);
-    ::close(client);
-    if (done) {
-      handed_over_ = true;
-      stop_serving.request_stop();
-      return;
-    }
-  }
+namespace {
+
+// A listening socket with a connection waiting (no waiter is registered: timeout 0).
+bool has_pending_connection(int listener) {
+  pollfd p{listener, POLLIN, 0};
+  return ::poll(&p, 1, 0) == 1 && (p.revents & POLLIN) != 0;
 }
 
-// Gives a successor the sockets; true once it accepts on them (we then stop).
+// Makes the kernel wake an accept waiter on `listener`: one connection to its own
+// address, closed at once (the server sees it end without a request). A waiter woken
+// by it accepts every connection in the queue.
+void wake_acceptors(int listener) {
+  sockaddr_storage a{};
+  socklen_t len = sizeof a;
+  if (::getsockname(listener, reinterpret_cast<sockaddr*>(&a), &len) != 0) return;
+  int s = ::socket(a.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (s < 0) return;
+  (void)::connect(s, reinterpret_cast<const sockaddr*>(&a), len);  // (EINPROGRESS: queued all the same)
+  ::close(s);
+}
+
+}  // namespace
+
+void handover::run(std::stop_source stop_serving) {
+  using clock = std::chrono::steady_clock;
+  // After taking over, the predecessor's accept requests end; one the kernel had woken
+  // for a connection (accept waiters on a listener are woken one per connection) and
+  // that was cancelled before it accepted leaves the connection in the queue with
+  // nobody woken for it. For a while, a connection that stays queued wakes ours.
+  const auto watch_until = took_over_ ? clock::now() + queue_watch : clock::time_point{};
+  std::vector<bool> seen_pending(listeners_.size(), false);
+  struct peer {
+    int fd;
+    clock::time_point deadline;
+  };
+  std::vector<peer> peers;  // successors that have the sockets; the first "ready" wins
+  auto drop = [&peers](std::size_t i) {
+    ::close(peers[i].fd);
+    peers.erase(peers.begin() + static_cast<std::ptrdiff_t>(i));
+  };
+  for (;;) {
+    const auto now = clock::now();
+    int timeout = -1;
+    if (now < watch_until) timeout = static_cast<int>(queue_check.count());
+    for (auto& p : peers) {
+      auto left = std::chrono::ceil<std::chrono::milliseconds>(p.deadline - now).count();
+      left = left < 0 ? 0 : left;
+      if (timeout < 0 || left < timeout) timeout = static_cast<int>(left);
+    }
+    std::vector<pollfd> fds = {{listener_, POLLIN, 0}, {wake_[0], POLLIN, 0}};
+    for (auto& p : peers) fds.push_back({p.fd, POLLIN, 0});
+    int n = ::poll(fds.data(), fds.size(), timeout);
+    if (n < 0 && errno != EINTR) break;
+    if (fds[1].revents != 0) break;  // close()
+    if (clock::now() < watch_until) {
+      for (std::size_t i = 0; i < listeners_.size(); ++i) {
+        const bool pending = has_pending_connection(listeners_[i]);
+        if (pending && seen_pending[i]) wake_acceptors(listeners_[i]);
+        seen_pending[i] = pending;
+      }
+    }
+    // Successors that answered (or went away, or took too long).
+    for (std::size_t i = peers.size(); i-- > 0;) {
+      const pollfd& f = fds[2 + i];
+      if (f.revents == 0) {
+        if (clock::now() >= peers[i].deadline) {
+          ringio::log(ringio::log_level::warning, "handover: the new process did not start; serving on");
+          drop(i);
+        }
+        continue;
+      }
+      char c = 0;
+      const ssize_t got = ::recv(peers[i].fd, &c, 1, MSG_DONTWAIT);
+      if (got < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+      if (got != 1 || c != ready_byte) {
+        ringio::log(ringio::log_level::warning, "handover: the new process did not start; serving on");
+        drop(i);
+        continue;
+      }
+      ringio::log(ringio::log_level::info, "handover: a new process accepts on the listening sockets; draining");
+      (void)write_byte(peers[i].fd, draining_byte);  // (sent before we stop: it only confirms)
+      handed_over_ = true;
+      stop_serving.request_stop();
+      // The others were late: they stop.
+      for (std::size_t j = 0; j < peers.size(); ++j)
+        if (j != i) (void)write_byte(peers[j].fd, refused_byte);
+      while (!peers.empty()) drop(peers.size() - 1);
+      return;
+    }
+    if ((fds[0].revents & POLLIN) != 0) {
+      int client = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (client < 0) continue;
+      if (answer(client)) peers.push_back({client, clock::now() + ready_wait});
+      else ::close(client);
+    }
+  }
+  while (!peers.empty()) drop(peers.size() - 1);
+}
+
+// Gives a successor the sockets; true when sent (it then says "ready" or goes away).
 bool handover::answer(int client) {
-  auto sent = ringio::send_listeners(client, listeners_);
+  auto sent = ringio::send_listeners(client, listeners_, send_wait);
   if (!sent) {
     ringio::log(ringio::log_level::warning, "handover: sending the listening sockets failed: %s",
                 sent.error().message().c_str());
     return false;
   }
-  if (read_byte(client, ready_wait, wake_[0]) != ready_byte) {
-    ringio::log(ringio::log_level::warning, "handover: the new process did not start; serving on");
-    return false;
-  }
-  ringio::log(ringio::log_level::info, "handover: a new process accepts on the listening sockets; draining");
-  (void)write_byte(client, draining_byte);  // (sent before we stop: it only confirms)
   return true;
 }
 
