@@ -24,10 +24,11 @@ using namespace std::chrono_literals;
 
 constexpr char ready_byte = 'R';     // new -> old: accepting on the sockets now
 constexpr char draining_byte = 'D';  // old -> new: stopped accepting
-constexpr char refused_byte = 'N';   // old -> new: another successor took over first
-constexpr auto ready_wait = 30s;     // how long the old process waits for "ready"
+// How long the old process waits for "ready" (peers are answered one at a time): well
+// within the new process's wait for the sockets, so that one silent peer cannot make a
+// real successor give up.
+constexpr auto ready_wait = 4s;
 constexpr auto draining_wait = 10s;  // how long the new one waits for "draining"
-constexpr auto send_wait = 1s;       // for a successor to take the sockets message
 constexpr auto queue_watch = 3s;     // after a takeover: how long queued connections are watched
 constexpr auto queue_check = 100ms;  // how often
 
@@ -87,15 +88,7 @@ void handover::keep(const std::vector<int>& listeners) {
 bool handover::serve_successors(std::stop_source stop_serving) {
   if (predecessor_ >= 0) {
     // We accept on the same sockets now: the old process may stop.
-    const char reply = write_byte(predecessor_, ready_byte) ? read_byte(predecessor_, draining_wait) : 0;
-    if (reply == refused_byte) {
-      ringio::log(ringio::log_level::error, "handover: another new process took over first; stopping");
-      ::close(predecessor_);
-      predecessor_ = -1;
-      refused_ = true;
-      return false;
-    }
-    const bool told = reply == draining_byte;
+    const bool told = write_byte(predecessor_, ready_byte) && read_byte(predecessor_, draining_wait) == draining_byte;
     if (!told) ringio::log(ringio::log_level::warning, "handover: the previous process did not confirm its drain");
     else ringio::log(ringio::log_level::info, "handover: took over the listening sockets; the previous process drains");
     ::close(predecessor_);
@@ -159,82 +152,49 @@ void handover::run(std::stop_source stop_serving) {
   // nobody woken for it. For a while, a connection that stays queued wakes ours.
   const auto watch_until = took_over_ ? clock::now() + queue_watch : clock::time_point{};
   std::vector<bool> seen_pending(listeners_.size(), false);
-  struct peer {
-    int fd;
-    clock::time_point deadline;
-  };
-  std::vector<peer> peers;  // successors that have the sockets; the first "ready" wins
-  auto drop = [&peers](std::size_t i) {
-    ::close(peers[i].fd);
-    peers.erase(peers.begin() + static_cast<std::ptrdiff_t>(i));
-  };
   for (;;) {
-    const auto now = clock::now();
-    int timeout = -1;
-    if (now < watch_until) timeout = static_cast<int>(queue_check.count());
-    for (auto& p : peers) {
-      auto left = std::chrono::ceil<std::chrono::milliseconds>(p.deadline - now).count();
-      left = left < 0 ? 0 : left;
-      if (timeout < 0 || left < timeout) timeout = static_cast<int>(left);
+    const bool watching = clock::now() < watch_until;
+    pollfd p[2] = {{listener_, POLLIN, 0}, {wake_[0], POLLIN, 0}};
+    const int n = ::poll(p, 2, watching ? static_cast<int>(queue_check.count()) : -1);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return;
     }
-    std::vector<pollfd> fds = {{listener_, POLLIN, 0}, {wake_[0], POLLIN, 0}};
-    for (auto& p : peers) fds.push_back({p.fd, POLLIN, 0});
-    int n = ::poll(fds.data(), fds.size(), timeout);
-    if (n < 0 && errno != EINTR) break;
-    if (fds[1].revents != 0) break;  // close()
-    if (clock::now() < watch_until) {
+    if (p[1].revents != 0) return;  // close()
+    if (watching) {
       for (std::size_t i = 0; i < listeners_.size(); ++i) {
         const bool pending = has_pending_connection(listeners_[i]);
         if (pending && seen_pending[i]) wake_acceptors(listeners_[i]);
         seen_pending[i] = pending;
       }
     }
-    // Successors that answered (or went away, or took too long).
-    for (std::size_t i = peers.size(); i-- > 0;) {
-      const pollfd& f = fds[2 + i];
-      if (f.revents == 0) {
-        if (clock::now() >= peers[i].deadline) {
-          ringio::log(ringio::log_level::warning, "handover: the new process did not start; serving on");
-          drop(i);
-        }
-        continue;
-      }
-      char c = 0;
-      const ssize_t got = ::recv(peers[i].fd, &c, 1, MSG_DONTWAIT);
-      if (got < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-      if (got != 1 || c != ready_byte) {
-        ringio::log(ringio::log_level::warning, "handover: the new process did not start; serving on");
-        drop(i);
-        continue;
-      }
-      ringio::log(ringio::log_level::info, "handover: a new process accepts on the listening sockets; draining");
-      (void)write_byte(peers[i].fd, draining_byte);  // (sent before we stop: it only confirms)
+    if ((p[0].revents & POLLIN) == 0) continue;
+    int client = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (client < 0) continue;
+    const bool done = answer(client);
+    ::close(client);
+    if (done) {
       handed_over_ = true;
       stop_serving.request_stop();
-      // The others were late: they stop.
-      for (std::size_t j = 0; j < peers.size(); ++j)
-        if (j != i) (void)write_byte(peers[j].fd, refused_byte);
-      while (!peers.empty()) drop(peers.size() - 1);
       return;
     }
-    if ((fds[0].revents & POLLIN) != 0) {
-      int client = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
-      if (client < 0) continue;
-      if (answer(client)) peers.push_back({client, clock::now() + ready_wait});
-      else ::close(client);
-    }
   }
-  while (!peers.empty()) drop(peers.size() - 1);
 }
 
-// Gives a successor the sockets; true when sent (it then says "ready" or goes away).
+// Gives a successor the sockets; true once it accepts on them (we then stop).
 bool handover::answer(int client) {
-  auto sent = ringio::send_listeners(client, listeners_, send_wait);
+  auto sent = ringio::send_listeners(client, listeners_);
   if (!sent) {
     ringio::log(ringio::log_level::warning, "handover: sending the listening sockets failed: %s",
                 sent.error().message().c_str());
     return false;
   }
+  if (read_byte(client, ready_wait, wake_[0]) != ready_byte) {
+    ringio::log(ringio::log_level::warning, "handover: the new process did not start; serving on");
+    return false;
+  }
+  ringio::log(ringio::log_level::info, "handover: a new process accepts on the listening sockets; draining");
+  (void)write_byte(client, draining_byte);  // (sent before we stop: it only confirms)
   return true;
 }
 

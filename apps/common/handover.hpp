@@ -41,8 +41,8 @@ class handover {
   /// listened on.
   bool serve_successors(std::stop_source stop_serving);
 
-  /// True when serve_successors() failed because another successor took over first.
-  bool refused() const { return refused_; }
+  /// Whether this process took the listeners over from a predecessor.
+  bool took_over() const { return took_over_; }
 
   /// Stops listening for successors (the drain began) and closes the duplicates; the
   /// path is removed unless a successor has it now.
@@ -60,7 +60,6 @@ class handover {
   std::optional<std::thread> thread_;
   std::atomic<bool> handed_over_{false};
   bool took_over_ = false;        // from a predecessor
-  bool refused_ = false;          // another successor won
   unsigned long long inode_ = 0;  // of path_ once we listen on it
 };
 

@@ -167,9 +167,10 @@ int run_server(server_config cfg, ringio::connection_handler handler, std::stop_
                                                                               ringio::runtime& loops) {
     loops_running = loops.size();
     // The predecessor stops first, and the handover socket is ours, before the
-    // start-up line says that this process serves. A process that lost the race to
-    // another successor, or cannot listen on the path, stops without that line.
-    if (successors && !successors->serve_successors(stop_all)) {
+    // start-up line says that this process serves. A first process that cannot listen
+    // on the path could never be replaced: it stops without that line. (One that took
+    // over serves on: its predecessor drains already.)
+    if (successors && !successors->serve_successors(stop_all) && !successors->took_over()) {
       start_failed = true;
       stop_all.request_stop();
       return;
