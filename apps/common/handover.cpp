@@ -164,7 +164,10 @@ void handover::run(std::stop_source stop_serving) {
     if (watching) {
       for (std::size_t i = 0; i < listeners_.size(); ++i) {
         const bool pending = has_pending_connection(listeners_[i]);
-        if (pending && seen_pending[i]) wake_acceptors(listeners_[i]);
+        if (pending && seen_pending[i]) {
+          ringio::log(ringio::log_level::info, "handover: a connection stayed in the accept queue; waking the accept");
+          wake_acceptors(listeners_[i]);
+        }
         seen_pending[i] = pending;
       }
     }
