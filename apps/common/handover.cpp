@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstring>
 #include <system_error>
+#include <vector>
 
 #include "ringio/log.hpp"
 #include "ringio/net/listener_handover.hpp"
@@ -23,8 +24,13 @@ using namespace std::chrono_literals;
 
 constexpr char ready_byte = 'R';     // new -> old: accepting on the sockets now
 constexpr char draining_byte = 'D';  // old -> new: stopped accepting
-constexpr auto ready_wait = 30s;     // how long the old process waits for "ready"
+// How long the old process waits for "ready" (peers are answered one at a time): well
+// within the new process's wait for the sockets, so that one silent peer cannot make a
+// real successor give up.
+constexpr auto ready_wait = 4s;
 constexpr auto draining_wait = 10s;  // how long the new one waits for "draining"
+constexpr auto queue_watch = 3s;     // after a takeover: how long queued connections are watched
+constexpr auto queue_check = 100ms;  // how often
 
 std::string errno_text() { return std::error_code(errno, std::system_category()).message(); }
 
@@ -82,11 +88,12 @@ void handover::keep(const std::vector<int>& listeners) {
 bool handover::serve_successors(std::stop_source stop_serving) {
   if (predecessor_ >= 0) {
     // We accept on the same sockets now: the old process may stop.
-    bool told = write_byte(predecessor_, ready_byte) && read_byte(predecessor_, draining_wait) == draining_byte;
+    const bool told = write_byte(predecessor_, ready_byte) && read_byte(predecessor_, draining_wait) == draining_byte;
     if (!told) ringio::log(ringio::log_level::warning, "handover: the previous process did not confirm its drain");
     else ringio::log(ringio::log_level::info, "handover: took over the listening sockets; the previous process drains");
     ::close(predecessor_);
     predecessor_ = -1;
+    took_over_ = true;
   }
   // Our socket is made aside and renamed over the path: a successor always finds one
   // process there (the old one until the rename, then us).
@@ -114,14 +121,57 @@ bool handover::serve_successors(std::stop_source stop_serving) {
   return true;
 }
 
+namespace {
+
+// A listening socket with a connection waiting (no waiter is registered: timeout 0).
+bool has_pending_connection(int listener) {
+  pollfd p{listener, POLLIN, 0};
+  return ::poll(&p, 1, 0) == 1 && (p.revents & POLLIN) != 0;
+}
+
+// Makes the kernel wake an accept waiter on `listener`: one connection to its own
+// address, closed at once (the server sees it end without a request). A waiter woken
+// by it accepts every connection in the queue.
+void wake_acceptors(int listener) {
+  sockaddr_storage a{};
+  socklen_t len = sizeof a;
+  if (::getsockname(listener, reinterpret_cast<sockaddr*>(&a), &len) != 0) return;
+  int s = ::socket(a.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (s < 0) return;
+  (void)::connect(s, reinterpret_cast<const sockaddr*>(&a), len);  // (EINPROGRESS: queued all the same)
+  ::close(s);
+}
+
+}  // namespace
+
 void handover::run(std::stop_source stop_serving) {
+  using clock = std::chrono::steady_clock;
+  // After taking over, the predecessor's accept requests end; one the kernel had woken
+  // for a connection (accept waiters on a listener are woken one per connection) and
+  // that was cancelled before it accepted leaves the connection in the queue with
+  // nobody woken for it. For a while, a connection that stays queued wakes ours.
+  const auto watch_until = took_over_ ? clock::now() + queue_watch : clock::time_point{};
+  std::vector<bool> seen_pending(listeners_.size(), false);
   for (;;) {
+    const bool watching = clock::now() < watch_until;
     pollfd p[2] = {{listener_, POLLIN, 0}, {wake_[0], POLLIN, 0}};
-    if (::poll(p, 2, -1) < 0) {
+    const int n = ::poll(p, 2, watching ? static_cast<int>(queue_check.count()) : -1);
+    if (n < 0) {
       if (errno == EINTR) continue;
       return;
     }
     if (p[1].revents != 0) return;  // close()
+    if (watching) {
+      for (std::size_t i = 0; i < listeners_.size(); ++i) {
+        const bool pending = has_pending_connection(listeners_[i]);
+        if (pending && seen_pending[i]) {
+          ringio::log(ringio::log_level::info, "handover: a connection stayed in the accept queue; waking the accept");
+          wake_acceptors(listeners_[i]);
+        }
+        seen_pending[i] = pending;
+      }
+    }
+    if ((p[0].revents & POLLIN) == 0) continue;
     int client = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
     if (client < 0) continue;
     const bool done = answer(client);

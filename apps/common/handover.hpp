@@ -41,6 +41,9 @@ class handover {
   /// listened on.
   bool serve_successors(std::stop_source stop_serving);
 
+  /// Whether this process took the listeners over from a predecessor.
+  bool took_over() const { return took_over_; }
+
   /// Stops listening for successors (the drain began) and closes the duplicates; the
   /// path is removed unless a successor has it now.
   void close();
@@ -56,6 +59,7 @@ class handover {
   std::vector<int> listeners_;  // duplicates of the listening sockets, for a successor
   std::optional<std::thread> thread_;
   std::atomic<bool> handed_over_{false};
+  bool took_over_ = false;        // from a predecessor
   unsigned long long inode_ = 0;  // of path_ once we listen on it
 };
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "common/serve.hpp"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -17,6 +18,7 @@
 #include "ringio/io_context.hpp"
 #include "ringio/log.hpp"
 #include "ringio/net/inherited_listeners.hpp"
+#include "ringio/net/listener_handover.hpp"
 #include "ringio/runtime.hpp"
 
 namespace apps {
@@ -39,6 +41,22 @@ void read_server_options(cli& args, server_config& cfg) {
   auto threads = static_cast<unsigned>(args.integer("threads", 1, 1, 1024));
   read_server_options(args, cfg, port, threads);
 }
+
+namespace {
+
+// The handover socket is made next to PATH and renamed over it: PATH cannot be a
+// directory, and its directory must exist and take new entries.
+void check_handover_path(cli& args, const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    args.fail("--handover-socket: " + path + " is a directory");
+  const auto slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || ::access(dir.c_str(), W_OK | X_OK) != 0)
+    args.fail("--handover-socket: " + dir + " is not a writable directory");
+}
+
+}  // namespace
 
 void read_server_options(cli& args, server_config& cfg, std::uint16_t port, unsigned threads) {
   auto host = args.text("host", "127.0.0.1");
@@ -63,6 +81,12 @@ void read_server_options(cli& args, server_config& cfg, std::uint16_t port, unsi
   auto dispatch = args.text("dispatch", "reuseport");
   if (dispatch == "acceptor") o.dispatch = ringio::serve_dispatch::acceptor;
   else if (dispatch != "reuseport") args.fail("--dispatch must be reuseport or acceptor, got '" + dispatch + "'");
+  if (!cfg.handover_path.empty()) check_handover_path(args, cfg.handover_path);
+  // One listener per loop travels in one message, which carries at most 64.
+  if (!cfg.handover_path.empty() && o.dispatch == ringio::serve_dispatch::reuse_port &&
+      threads > ringio::max_handover_listeners)
+    args.fail("--handover-socket: at most " + std::to_string(ringio::max_handover_listeners) +
+              " --threads with --dispatch reuseport (one listening socket each is handed over)");
 }
 
 int run_server(server_config cfg, ringio::connection_handler handler, std::stop_token done,
@@ -129,6 +153,7 @@ int run_server(server_config cfg, ringio::connection_handler handler, std::stop_
   std::stop_callback<decltype(forward)> on_done(done, forward);
   std::atomic<unsigned> loops_running{0};
   std::atomic<unsigned> loops_closed{0};
+  bool start_failed = false;  // (set by on_listening, read after serve returned)
   cfg.options.on_drain = [&cfg, &loops_running, &loops_closed, app_on_drain = std::move(cfg.options.on_drain)] {
     if (app_on_drain) app_on_drain();
     if (++loops_closed == loops_running.load() && cfg.on_listeners_closed) cfg.on_listeners_closed();
@@ -137,12 +162,19 @@ int run_server(server_config cfg, ringio::connection_handler handler, std::stop_
     if (successors) successors->close();  // no successor from now on
     if (app_on_stop) app_on_stop(signal_number);
   };
-  cfg.options.on_listening = [&successors, &stop_all, &loops_running, announce = std::move(cfg.options.on_listening)](
-                                 const ringio::socket_address& bound, ringio::runtime& loops) {
+  cfg.options.on_listening = [&successors, &stop_all, &loops_running, &start_failed,
+                              announce = std::move(cfg.options.on_listening)](const ringio::socket_address& bound,
+                                                                              ringio::runtime& loops) {
     loops_running = loops.size();
     // The predecessor stops first, and the handover socket is ours, before the
-    // start-up line says that this process serves.
-    if (successors) (void)successors->serve_successors(stop_all);
+    // start-up line says that this process serves. A first process that cannot listen
+    // on the path could never be replaced: it stops without that line. (One that took
+    // over serves on: its predecessor drains already.)
+    if (successors && !successors->serve_successors(stop_all) && !successors->took_over()) {
+      start_failed = true;
+      stop_all.request_stop();
+      return;
+    }
     announce(bound, loops);
   };
   ringio::result<ringio::serve_summary> r;
@@ -152,7 +184,7 @@ int run_server(server_config cfg, ringio::connection_handler handler, std::stop_
     ringio::log(ringio::log_level::error, "%s", e.what());
     return 1;
   }
-  if (!r) return 1;  // logged by ringio::serve
+  if (!r || start_failed) return 1;  // logged
   std::string per_loop;
   for (auto n : r->connections_per_loop) per_loop += " " + std::to_string(n);
   ringio::log(ringio::log_level::info, "connections served per thread:%s", per_loop.c_str());

@@ -257,10 +257,15 @@ task<bool> connection::serve_requests(bool receive_first) {
     if (threw) resp = response::borrowed(500, reason_phrase(500));
     bool keep = w_->req.keep_alive_ && !resp.close_ && !idle_token.stop_requested() && !core_.closing() &&
                 (!refused || discard);
-    if (resp.is_upgrade() && !(keep && w_->req.version_minor_ == 1)) {
-      // No 101 to HTTP/1.0 nor with Connection: close: 400. During a drain the server is
-      // stopping and takes on no new upgraded connection: 503 (with Connection: close,
-      // as every answer during a drain), as over the connection limit.
+    // A gentle drain (drain(idle_grace)) still serves requests, upgrades included: the
+    // upgraded connection stays until the drain's end like those upgraded before.
+    const bool upgrade_ok = w_->req.version_minor_ == 1 && w_->req.keep_alive_ && !resp.close_ &&
+                            !idle_token.stop_requested() && !core_.drain_token().stop_requested() &&
+                            (!refused || discard);
+    if (resp.is_upgrade() && !upgrade_ok) {
+      // No 101 to HTTP/1.0 nor with Connection: close: 400. During a hard drain the
+      // server is stopping and takes on no new upgraded connection: 503 (with
+      // Connection: close, as every answer during a drain), as over the connection limit.
       const bool draining = w_->req.version_minor_ == 1 && w_->req.keep_alive_ && !resp.close_;
       const int status = draining ? 503 : 400;
       resp = response::borrowed(status, reason_phrase(status));
@@ -287,7 +292,7 @@ task<bool> connection::serve_requests(bool receive_first) {
     // it is, and a file body sent by the kernel can then lend the buffers back.
     stats_.request_bytes.add(request_size);
     consume(request_size);
-    if (resp.is_upgrade() && keep && w_->req.version_minor_ == 1) {
+    if (resp.is_upgrade() && upgrade_ok) {
       co_await run_upgrade(resp);
       co_return false;  // the connection belonged to the upgrade handler
     }

@@ -116,7 +116,9 @@ class server {
   /// reconnect (to the successor) between requests rather than find their connection
   /// closed under a request they are sending; a keep-alive connection that receives no
   /// request for `idle_grace` closes (checked on the idle-timeout sweep, so up to a
-  /// second later). An idle_grace of zero or less is drain(). drain() afterwards
+  /// second later). An upgrade (WebSocket) is still answered 101: the upgraded
+  /// connection stays until serve()'s stop, as those upgraded before. An idle_grace of
+  /// zero or less is drain(). drain() afterwards
   /// still closes the idle ones at once. Thread-safe; cannot be undone.
   void drain(std::chrono::milliseconds idle_grace) noexcept;
 
