@@ -57,8 +57,8 @@ result<stream_socket> stream_socket::adopt(int fd) {
 result<stream_listener> stream_listener::adopt(int fd) {
   if (std::error_code ec = check_stream_socket(fd, true)) return unexpected(ec);
   // Not inherited by programs this one starts (a listener passed on is passed on purpose).
-  if (const int fdflags = ::fcntl(fd, F_GETFD); fdflags < 0 || ((fdflags & FD_CLOEXEC) == 0 &&
-                                                                ::fcntl(fd, F_SETFD, fdflags | FD_CLOEXEC) < 0))
+  if (const int fdflags = ::fcntl(fd, F_GETFD);
+      fdflags < 0 || ((fdflags & FD_CLOEXEC) == 0 && ::fcntl(fd, F_SETFD, fdflags | FD_CLOEXEC) < 0))
     return unexpected(errno_code(-errno));
   return stream_listener(detail::fd_handle(fd, is_nonblocking(fd)), false);
 }

@@ -83,8 +83,7 @@ task<result<void>> deadline::wait() {
     }
     const bool look_again = res == detail::deadline_wait_op::rearm || (res == -ECANCELED && op.timed_out);
     // Anything else is a stop or the loop's shutdown.
-    if (!look_again)
-      co_return unexpected(res < 0 ? errno_code(res) : errno_code(-ECANCELED));
+    if (!look_again) co_return unexpected(res < 0 ? errno_code(res) : errno_code(-ECANCELED));
   }
 }
 

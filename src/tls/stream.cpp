@@ -332,8 +332,7 @@ task<result<std::size_t>> run_send(stream_state& s, const_buffer buf, std::int64
   if (s.write_failure) co_return unexpected(s.write_failure);
   if (buf.size() == 0) co_return std::size_t{0};
   // Stopped before it started: OpenSSL takes nothing, as a plain socket's send sends nothing.
-  if ((co_await current_stop_token()).stop_requested())
-    co_return unexpected(errno_code(-ECANCELED));
+  if ((co_await current_stop_token()).stop_requested()) co_return unexpected(errno_code(-ECANCELED));
   s.writing = true;
   // The rest of a record whose send was interrupted goes first (here, or by the push:
   // then this sleeps until the push ends).

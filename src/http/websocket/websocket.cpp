@@ -491,8 +491,8 @@ task<result<websocket_message>> receive_until(websocket_state& s, clock::time_po
     if (!n) {
       const std::stop_token stop = co_await current_stop_token();
       if (n.error() == std::errc::timed_out && (keep_alive_due || close_due) && stop.stop_requested())
-        co_return unexpected(errno_code(-ECANCELED));  // our caller's stop, not ours
-      if (n.error() == std::errc::timed_out && close_due) {                         // the peer never answered close()
+        co_return unexpected(errno_code(-ECANCELED));        // our caller's stop, not ours
+      if (n.error() == std::errc::timed_out && close_due) {  // the peer never answered close()
         s.failed = true;
         s.close_code = websocket::abnormal_closure;
         co_return unexpected(errc(websocket_errc::closed));
