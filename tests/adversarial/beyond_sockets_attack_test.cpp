@@ -917,6 +917,10 @@ TEST_P(ProcessAttack, WaitOrKillAgainstTermIgnoringForkers) {
   run([]() -> task<void> {
     process::spawn_options o;
     o.out = process::stdio::pipe;
+    // A group of its own, and no inherited stderr: the orphaned sleeps are killed at the
+    // end and hold none of the test's own descriptors meanwhile.
+    o.err = process::stdio::null;
+    o.new_process_group = true;
     auto argv = sh("trap '' TERM; sleep 30 & sleep 30 & echo ready; wait; wait");
     auto c = process::spawn(argv, o);
     EXPECT_TRUE(c);
@@ -930,6 +934,7 @@ TEST_P(ProcessAttack, WaitOrKillAgainstTermIgnoringForkers) {
       EXPECT_EQ(st->signal, SIGKILL);
     }
     EXPECT_LT(std::chrono::steady_clock::now() - t0, 10s);
+    ::kill(-c->id(), SIGKILL);  // the shell's sleeps
 
     // Stops in the timeout phase and in the grace phase.
     for (auto [timeout, grace] : {std::pair{10s, 0s}, std::pair{std::chrono::seconds(0), std::chrono::seconds(10)}}) {
@@ -943,6 +948,7 @@ TEST_P(ProcessAttack, WaitOrKillAgainstTermIgnoringForkers) {
       EXPECT_EQ(::kill(d->id(), 0), 0);
       auto end = co_await with_timeout(d->wait_or_kill(0ms), 20s);
       EXPECT_TRUE(end && end->signal == SIGKILL);
+      ::kill(-d->id(), SIGKILL);
     }
   }());
 }

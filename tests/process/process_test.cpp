@@ -238,7 +238,7 @@ TEST_P(Process, KillAndTheWaitThatKills) {
     EXPECT_TRUE(sb && sb->signal == SIGTERM);
 
     // Ignores SIGTERM: SIGKILL after the grace period.
-    auto c = process::spawn(sh("trap '' TERM; sleep 100"));
+    auto c = process::spawn(sh("trap '' TERM; exec sleep 100"));
     auto sc = co_await c->wait_or_kill(50ms, 100ms);
     EXPECT_TRUE(sc && sc->signal == SIGKILL);
 
