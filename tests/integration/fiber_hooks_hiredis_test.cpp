@@ -25,6 +25,7 @@
 #include "ringio/ringio.hpp"
 #include "support/backend_test.hpp"
 #include "support/child_process.hpp"
+#include "support/redis_ready.hpp"
 
 using namespace ringio;
 using namespace ringio_test;
@@ -39,31 +40,8 @@ constexpr std::size_t client_stack = 256 * 1024;
 #endif
 constexpr int rounds = 10;  // SET then GET, per client
 
-int free_port() {
-  const int s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  int port = -1;
-  if (::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-      ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len) == 0)
-    port = ntohs(a.sin_port);
-  ::close(s);
-  return port;
-}
-
-bool accepts_connections(int port) {
-  const auto until = std::chrono::steady_clock::now() + 20s;
-  while (std::chrono::steady_clock::now() < until) {
-    redisContext* c = redisConnect("127.0.0.1", port);
-    const bool up = c != nullptr && c->err == 0;
-    if (c != nullptr) redisFree(c);
-    if (up) return true;
-    std::this_thread::sleep_for(20ms);
-  }
-  return false;
-}
+using ringio_test::accepts_connections;
+using ringio_test::free_port;
 
 // Raises the soft descriptor limit to the hard one; returns the soft limit now.
 rlim_t raise_nofile() {
