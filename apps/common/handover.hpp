@@ -45,15 +45,20 @@ class handover {
   bool took_over() const { return took_over_; }
 
   /// Stops listening for successors (the drain began) and closes the duplicates; the
-  /// path is removed unless a successor has it now.
+  /// path is removed unless a successor has it now. After a handover, late successors
+  /// are still referred to the new process until it owns the path.
   void close();
 
  private:
   void run(std::stop_source stop_serving);
   bool answer(int client);
+  void refer_to_successor();
+  void stop();  // everything, the thread joined
 
   std::string path_;
   int predecessor_ = -1;        // connection to the old process while taking over
+  int predecessor_exit_ = -1;   // its pidfd: readable once it exited
+  int successor_exit_ = -1;     // the same for the process we handed over to
   int listener_ = -1;           // our Unix socket on path_
   int wake_[2] = {-1, -1};      // close() wakes the thread
   std::vector<int> listeners_;  // duplicates of the listening sockets, for a successor

@@ -177,6 +177,85 @@ def two_successors_race():
                           "the handover peer keeps its listeners (stderr: %s)" % p.stderr.name)
 
 
+def many_successors_race():
+    # Rounds of five new processes started at once: each one either serves the port the
+    # group serves or exits non-zero (none believes it is the first and binds another
+    # port), the port answers after each round, and at the end one process owns the
+    # handover socket while every other one has exited.
+    hs = TMP + "/h.sock"
+    old, port = server(HTTP, hs)
+    live = [old]
+    for rnd in range(3):
+        racers = [spawn([HTTP, "--port", "0", "--handover-socket", hs]) for _ in range(5)]
+        lines = [first_line(p, 40) for p in racers]
+        for p, l in zip(racers, lines):
+            if l:
+                check(port_of(l) == port, "round %d: a successor serves another port: %s" % (rnd, l))
+        check(any(lines), "round %d: no successor started" % rnd)
+        for _ in range(10):
+            check(get(port) == b"Hello world!", "round %d: no answer after the race" % rnd)
+        live += [p for p, l in zip(racers, lines) if l]
+    last, portl = server(HTTP, hs)
+    check(portl == port, "the last process serves another port")
+    for p in live:
+        try:
+            rc = p.wait(30)
+        except subprocess.TimeoutExpired:
+            raise Failure("a process still runs after the last one took over (it no longer owns the handover socket)")
+        check(rc == 0, "a replaced process exited %r" % rc)
+    check(get(port) == b"Hello world!", "the last process does not answer")
+
+
+FAKE_OLD = """
+import array, os, socket, struct, sys, time
+path, how = sys.argv[1], sys.argv[2]
+tcp = socket.socket(); tcp.bind(("127.0.0.1", 0)); tcp.listen(64)
+u = socket.socket(socket.AF_UNIX); u.bind(path); u.listen(8)
+print(tcp.getsockname()[1], flush=True)
+c, _ = u.accept()
+c.sendmsg([b"RINGIOLS" + struct.pack("<II", 1, 1)],
+          [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [tcp.fileno()]))])
+c.settimeout(20)
+got = c.recv(1)
+print("ready" if got == b"R" else "no ready %r" % got, flush=True)
+c.close()
+if how == "dies":
+    os._exit(0)
+time.sleep(60)
+"""
+
+
+def predecessor_refuses_or_dies():
+    # A running process that gives up on its successor after sending the sockets (as one
+    # does when "ready" comes too late) serves on and keeps the path: the successor
+    # must stop, exit non-zero and leave the path alone. One that dies instead before
+    # confirming leaves the successor serving and owning the path.
+    for how in ("refuses", "dies"):
+        hs = TMP + "/fake-%s.sock" % how
+        fake = spawn([sys.executable, "-c", FAKE_OLD, hs, how])
+        port = int(first_line(fake))
+        inode = os.stat(hs).st_ino
+        new = spawn([HTTP, "--port", "0", "--handover-socket", hs])
+        check((first_line(fake) or "").startswith("ready"), "the successor sent no ready (%s)" % how)
+        if how == "refuses":
+            try:
+                rc = new.wait(20)
+            except subprocess.TimeoutExpired:
+                raise Failure("the successor serves on beside a predecessor that refused the handover")
+            err = stderr_of(new)
+            check(rc != 0, "the successor of a refusing predecessor exited 0")
+            check("did not accept the handover" in err, "no reason given: %r" % err)
+            check(os.stat(hs).st_ino == inode, "the successor took the path of a predecessor that serves on")
+        else:
+            line = first_line(new)
+            check(line and port_of(line) == port, "the successor of a dead predecessor does not serve: %r" % line)
+            check(get(port) == b"Hello world!", "no answer from the successor of a dead predecessor")
+            check(os.stat(hs).st_ino != inode, "the successor does not own the path")
+            n2, p2 = server(HTTP, hs)
+            check(p2 == port, "the next process serves another port")
+            check(new.wait(30) == 0, "the successor did not hand over in turn")
+
+
 def path_is(kind):
     hs = TMP + "/h.sock"
     if kind == "file":

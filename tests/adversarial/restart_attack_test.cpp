@@ -71,6 +71,8 @@ TEST(RestartAttack, SuccessorThatTakesTheSocketsAndDiesCostsNothing) {
 }
 TEST(RestartAttack, SilentHandoverClientBlocksNoRestart) { run_scenario("handover_holder_blocks_nobody"); }
 TEST(RestartAttack, TwoSuccessorsRacing) { run_scenario("two_successors_race"); }
+TEST(RestartAttack, FiveSuccessorsRacingThreeRounds) { run_scenario("many_successors_race"); }
+TEST(RestartAttack, PredecessorThatRefusesOrDies) { run_scenario("predecessor_refuses_or_dies"); }
 TEST(RestartAttack, HandoverPathRegularFile) { run_scenario("path_regular_file"); }
 TEST(RestartAttack, HandoverPathDirectory) { run_scenario("path_directory"); }
 TEST(RestartAttack, HandoverPathTooLong) { run_scenario("path_too_long"); }
