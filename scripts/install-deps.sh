@@ -20,7 +20,7 @@ common=(build-essential cmake ninja-build pkg-config liburing-dev libgtest-dev
 test_only=(chromium curl clang-format-16 clang-tidy-16 python3-websockets prometheus python3-prometheus-client tmux
            wrk nginx-light libhiredis-dev redis-server libpq-dev postgresql)
 bench_only=(libasio-dev libbenchmark-dev python3-venv wrk apache2-utils nginx-light
-            cargo-web rustc-web linux-perf procps fio)
+            cargo-web rustc-web linux-perf procps fio h2o)
 
 case "${1:-}" in
   test)  want=("${common[@]}" "${test_only[@]}") ;;
@@ -43,6 +43,9 @@ export DEBIAN_FRONTEND=noninteractive
 # their own instances.
 if [[ " ${missing[*]} " == *" nginx-light "* ]]; then
   "${sudo[@]}" service nginx stop >/dev/null 2>&1 || true
+fi
+if [[ " ${missing[*]} " == *" h2o "* ]]; then
+  "${sudo[@]}" service h2o stop >/dev/null 2>&1 || true
 fi
 if [[ " ${missing[*]} " == *" redis-server "* ]]; then
   "${sudo[@]}" service redis-server stop >/dev/null 2>&1 || true

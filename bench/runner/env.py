@@ -109,6 +109,7 @@ def collect(root, build_dir, usable, server_cpus, client_cpus, nofile, perf_note
         "tokio": cargo_lock_version(os.path.join(root, "bench/peers/tokio/Cargo.lock"), "tokio"),
         "rustc": _run(["rustc", "--version"]),
         "nginx": dpkg_version("nginx-light") or _first_line(_run(["nginx", "-v"])),
+        "h2o": dpkg_version("h2o") or _first_line(_run(["h2o", "--version"])),
         "wrk": dpkg_version("wrk"),
         "ab": dpkg_version("apache2-utils"),
         "python": platform.python_version(),

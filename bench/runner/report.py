@@ -304,6 +304,7 @@ def env_rows(res):
         ["liburing", e.get("liburing")],
         ["asio", e.get("asio")],
         ["nginx / wrk / ab", f"{e.get('nginx')} / {e.get('wrk')} / {e.get('ab')}"],
+        ["h2o", f"{e.get('h2o')}"],
     ]
     for name, line in sorted(res.get("backend_lines", {}).items()):
         rows.append([f"{name} start-up line", f"`{line}`"])

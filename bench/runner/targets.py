@@ -93,11 +93,36 @@ def evaluate(summary, skipped, full, selected=None, servers=None):
     rows += _scaling_targets(summary, miss, full)
     rows += _fast_path_targets(summary, miss)
     rows += _websocket_targets(summary, miss)
+    rows += _h2o_targets(summary, miss)
     return rows
 
 
 WS_PEERS = ("tokio-percore", "beast")
 WS_LIMIT = 1.10
+
+
+def _h2o_targets(summary, miss):
+    """h2o: >= 1.25x its requests per server CPU second on hello keep-alive at 100
+    and 1,000 connections (CPU per request <= 0.80x); level or better on static
+    files and HTTPS (CPU per request <= 1.00x, throughput >= 1.00x)."""
+    rows = []
+    checks = [("http-wrk", lambda c: one_thread(c) and int(c.get("connections", 0)) in (100, 1000), 0.80),
+              ("http-static", lambda c: True, 1.00), ("https-wrk", one_thread, 1.00)]
+    for scen, pred, cpu_limit in checks:
+        if not stats_has(summary, scen, "h2o"):
+            rows.append({"target": f"{scen}: server CPU per request <= {cpu_limit:.2f}x h2o", "cell": "-",
+                         "measured": "not measured: " + miss(scen, [ME, "h2o"]), "met": None})
+            continue
+        for label, _ in _cells(summary, scen, pred):
+            rows.append(_compare(summary, miss, scen, label, "h2o", "server_us", cpu_limit, False,
+                                 "server CPU per request"))
+            if cpu_limit == 1.00:
+                rows.append(_compare(summary, miss, scen, label, "h2o", "throughput", 1.00, True, "throughput"))
+    return rows
+
+
+def stats_has(summary, scenario, subject):
+    return any(g["scenario"] == scenario and g["subject"] == subject for g in summary)
 
 
 def _websocket_targets(summary, miss):
