@@ -20,14 +20,14 @@ template <class Prep>
 concept sqe_preparer = std::invocable<Prep&, io_uring_sqe*> || std::invocable<Prep&, io_uring_sqe&>;
 
 /// A callable that turns a successful CQE into a value: `T(int res, unsigned cqe_flags)`
-/// or `T(int res)`, where T may be void or a result<U> (to fail with an error of its own).
+/// or `T(int res)`, where T may be void or a `result<U>` (to fail with an error of its own).
 template <class Transform>
 concept cqe_transform = std::invocable<Transform&, int, unsigned> || std::invocable<Transform&, int>;
 
 /// One io_uring request that ringio has no wrapper for: `prep` fills a zeroed SQE now
 /// (call io_uring_prep_*; set sqe->flags, ioprio, ... as the opcode needs; never
 /// user_data), and awaiting the operation submits it. The result is the CQE's res,
-/// >= 0, as result<int>; a negative res is its error (errno_code), operation_canceled
+/// >= 0, as `result<int>`; a negative res is its error (errno_code), operation_canceled
 /// when a stop cancelled it, timed_out under with_timeout.
 ///
 /// Cancellation follows ringio's rules: a stop before the start sends nothing
@@ -49,7 +49,7 @@ template <class Prep>
 }
 
 /// The same, with `transform(res, cqe_flags)` or `transform(res)` making the value of a
-/// successful CQE: the result is result<T> for a T (or a result<T>) it returns. It runs
+/// successful CQE: the result is `result<T>` for a T (or a `result<T>`) it returns. It runs
 /// on the loop's thread when the operation completes.
 template <class Prep, class Transform>
   requires sqe_preparer<Prep> && cqe_transform<std::decay_t<Transform>>

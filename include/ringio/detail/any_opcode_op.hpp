@@ -56,7 +56,7 @@ class any_opcode_op : public io_operation<any_opcode_op<Transform>> {
   using base = io_operation<any_opcode_op<Transform>>;
 
  public:
-  /// The result awaiting it gives: result<T> for a transform returning T or result<T>.
+  /// The result awaiting it gives: `result<T>` for a transform returning T or `result<T>`.
   using result_type = typename as_any_opcode_result<any_opcode_value_t<Transform>>::type;
 
   /// Fills the SQE now: `prep(io_uring_sqe*)` (or `prep(io_uring_sqe&)`) on a zeroed one.
