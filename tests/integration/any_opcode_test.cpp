@@ -20,6 +20,8 @@
 #include <stop_token>
 #include <string>
 #include <system_error>
+#include <thread>
+#include <tuple>
 
 #include "ringio/exec.hpp"
 #include "ringio/exec/any_opcode.hpp"
@@ -229,6 +231,44 @@ TEST_P(AnyOpcode, StopInFlightCancelsAReadThatNeverCompletes) {
   // The cancelled read took nothing: what is written now is all there.
   write_text(p.write_end, "after");
   EXPECT_EQ(drain(p.read_end), "after");
+}
+
+// A stop requested on another thread travels to the loop, which sends the cancel.
+TEST_P(AnyOpcode, StopFromAnotherThreadCancelsTheRequest) {
+  pipe_fds p;
+  std::array<char, 16> buf{};
+  std::stop_source stop;
+  std::thread stopper([&stop] {
+    std::this_thread::sleep_for(20ms);
+    stop.request_stop();
+  });
+  auto r = run([](int fd, std::array<char, 16>& buf, std::stop_token token) -> task<result<int>> {
+    auto prep = [&](io_uring_sqe* sqe) { io_uring_prep_read(sqe, fd, buf.data(), buf.size(), static_cast<__u64>(-1)); };
+    co_return co_await any_opcode(prep).with_stop(std::move(token));
+  }(p.read_end, buf, stop.get_token()));
+  stopper.join();
+  if (refused_off_uring(GetParam(), r)) return;
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error(), std::errc::operation_canceled) << r.error().message();
+  EXPECT_EQ(ctx().in_flight(), 0u);
+}
+
+// ringio::chain runs hatch requests one after the other; a failed link cancels the rest.
+TEST_P(AnyOpcode, ChainRunsRequestsInOrder) {
+  auto results = run([]() -> task<std::tuple<result<int>, result<int>>> {
+    auto nop = [](io_uring_sqe* sqe) { io_uring_prep_nop(sqe); };
+    co_return co_await chain(any_opcode(nop), any_opcode(nop));
+  }());
+  auto& [first, second] = results;
+  if (refused_off_uring(GetParam(), first)) {
+    ASSERT_FALSE(second);
+    EXPECT_EQ(second.error(), std::errc::operation_canceled) << second.error().message();
+    return;
+  }
+  ASSERT_TRUE(first) << first.error().message();
+  ASSERT_TRUE(second) << second.error().message();
+  EXPECT_EQ(*first, 0);
+  EXPECT_EQ(*second, 0);
 }
 
 // A stop of the awaiting task (when_any's loser) reaches the request too.
