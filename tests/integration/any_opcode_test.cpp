@@ -290,6 +290,33 @@ TEST_P(AnyOpcode, TaskStopReachesTheRequest) {
   EXPECT_EQ(ctx().in_flight(), 0u);
 }
 
+// A cancel that loses the race delivers the real result: the stop comes while the
+// read's SQE still waits in the submission queue, so the cancel follows it in the same
+// submission and finds the read already done (the pipe held data).
+TEST_P(AnyOpcode, CancelThatLosesTheRaceDeliversTheData) {
+  pipe_fds p;
+  write_text(p.write_end, "won");
+  std::array<char, 16> buf{};
+  auto r = run([](int fd, std::array<char, 16>& buf) -> task<result<int>> {
+    std::stop_source stop;
+    result<int> got = unexpected(std::errc::no_message);
+    auto reader = [](int fd, std::array<char, 16>& buf, std::stop_token token, result<int>& got) -> task<void> {
+      auto prep = [&](io_uring_sqe* sqe) {
+        io_uring_prep_read(sqe, fd, buf.data(), buf.size(), static_cast<__u64>(-1));
+      };
+      got = co_await any_opcode(prep).with_stop(std::move(token));
+    };
+    scope s(std::stop_token{});
+    s.spawn(reader(fd, buf, stop.get_token(), got));  // runs until the read is started
+    stop.request_stop();
+    co_await s.join();
+    co_return got;
+  }(p.read_end, buf));
+  if (refused_off_uring(GetParam(), r)) return;
+  ASSERT_TRUE(r) << r.error().message();
+  EXPECT_EQ(std::string(buf.data(), static_cast<std::size_t>(*r)), "won");
+}
+
 TEST_P(AnyOpcode, StopAfterCompletionChangesNothing) {
   if (!on_uring()) GTEST_SKIP() << "io_uring only: the other backends refuse (OtherBackendsRefuseAtOnce)";
   pipe_fds p;
