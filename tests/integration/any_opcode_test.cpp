@@ -174,6 +174,15 @@ TEST_P(AnyOpcode, TransformsShapeTheResult) {
     auto nothing = [](int) {};
     result<void> done = co_await any_opcode(nop, nothing);
     EXPECT_TRUE(done);
+    // A preparer may take the SQE by reference; a transform may return a reference.
+    auto by_reference = [](io_uring_sqe& sqe) { io_uring_prep_nop(&sqe); };
+    const std::string kept = "kept";
+    auto reference = [&kept](int) -> const std::string& { return kept; };
+    result<std::string> copied = co_await any_opcode(by_reference, reference);
+    EXPECT_TRUE(copied);
+    if (copied) {
+      EXPECT_EQ(*copied, "kept");
+    }
   }());
 }
 

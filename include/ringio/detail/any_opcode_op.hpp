@@ -44,11 +44,12 @@ struct as_any_opcode_result<result<U>> {  // a transform that can fail itself
   using type = result<U>;
 };
 
-/// What `Transform` gives for a CQE: it takes (res, cqe flags) or (res).
+/// What `Transform` gives for a CQE (by value): it takes (res, cqe flags) or (res).
 template <class Transform>
 using any_opcode_value_t =
-    std::conditional_t<std::is_invocable_v<Transform&, int, unsigned>, std::invoke_result<Transform&, int, unsigned>,
-                       std::invoke_result<Transform&, int>>::type;
+    std::remove_cvref_t<typename std::conditional_t<std::is_invocable_v<Transform&, int, unsigned>,
+                                                    std::invoke_result<Transform&, int, unsigned>,
+                                                    std::invoke_result<Transform&, int>>::type>;
 
 /// The operation: an SQE image, the transform of its result. Not movable once started.
 template <class Transform = cqe_res>
