@@ -46,10 +46,14 @@ namespace ringio::detail {
 inline constexpr int op_fixed_fd_install = 54;
 
 /// Opcodes newer than liburing 2.3's enum, for the probe ringio-doctor reports.
-inline constexpr int op_waitid = 50;      ///< IORING_OP_WAITID (6.7)
-inline constexpr int op_futex_wait = 51;  ///< IORING_OP_FUTEX_WAIT (6.7)
-inline constexpr int op_futex_wake = 52;  ///< IORING_OP_FUTEX_WAKE (6.7)
-inline constexpr int op_ftruncate = 55;   ///< IORING_OP_FTRUNCATE (6.9)
+inline constexpr int op_waitid = 50;          ///< IORING_OP_WAITID (6.7)
+inline constexpr int op_futex_wait = 51;      ///< IORING_OP_FUTEX_WAIT (6.7)
+inline constexpr int op_futex_wake = 52;      ///< IORING_OP_FUTEX_WAKE (6.7)
+inline constexpr int op_ftruncate = 55;       ///< IORING_OP_FTRUNCATE (6.9)
+inline constexpr int op_read_multishot = 49;  ///< IORING_OP_READ_MULTISHOT (6.7)
+
+/// IORING_TIMEOUT_MULTISHOT (6.4): a timeout that fires again and again.
+inline constexpr unsigned timeout_multishot = 1U << 6;
 
 /// struct io_uring_getevents_arg as Linux 6.12 lays it out: `min_wait_usec` took the
 /// place of liburing 2.3's `pad`.
