@@ -7,11 +7,15 @@
 
 #include <cerrno>
 #include <chrono>
+#include <new>
 #include <stop_token>
 #include <system_error>
 #include <utility>
 #include <vector>
 
+#include "ringio/blocking/spawn_blocking.hpp"
+#include "ringio/io_context.hpp"
+#include "ringio/error.hpp"
 #include "ringio/fiber/this_fiber.hpp"
 #include "ringio/net/wait_ready.hpp"
 #include "ringio/time/timeout.hpp"
@@ -106,7 +110,54 @@ void closing(int fd) {
   forget_descriptor(fd);
 }
 
-constexpr ringio_fiber_hook_bridge the_bridge{&running_slot, &wait_fd, &sleep_ns, &closing};
+// The argument of a run_blocking() call: handed to `discard` unless released.
+class owned_arg {
+ public:
+  owned_arg(void* arg, void (*discard)(void*)) noexcept : arg_(arg), discard_(discard) {}
+  owned_arg(owned_arg&& o) noexcept : arg_(std::exchange(o.arg_, nullptr)), discard_(o.discard_) {}
+  owned_arg(const owned_arg&) = delete;
+  owned_arg& operator=(const owned_arg&) = delete;
+  owned_arg& operator=(owned_arg&&) = delete;
+  ~owned_arg() {
+    if (arg_ != nullptr) discard_(arg_);
+  }
+  void* get() const noexcept { return arg_; }
+  void release() noexcept { arg_ = nullptr; }
+
+ private:
+  void* arg_;
+  void (*discard_)(void*);
+};
+
+int run_blocking(void (*fn)(void*), void (*discard)(void*), void* arg) {
+  owned_arg owned(arg, discard);
+  fiber_core* f = running_fiber;
+  if (f == nullptr) return -EAGAIN;
+  const std::stop_token* t = f->stop_token();
+  if (t != nullptr && t->stop_requested()) return -ECANCELED;
+  try {
+    // Whatever happens to the await, the job owns `arg` until it is handed back: a
+    // stopped await leaves the job's value (the argument) to be destroyed unread.
+    auto op = spawn_blocking([fn, a = std::move(owned)]() mutable {
+      fn(a.get());
+      return std::move(a);
+    });
+    auto r = this_fiber::await(std::move(op));
+    if (r) {
+      r->release();
+      return 0;
+    }
+    if (r.error() == errc::queue_full) return -EAGAIN;
+    return -EINTR;
+  } catch (const std::bad_alloc&) {
+    return -ENOMEM;
+  } catch (...) {  // the fiber is being unwound
+    return -ECANCELED;
+  }
+}
+
+constexpr ringio_fiber_hook_bridge the_bridge{sizeof(ringio_fiber_hook_bridge), &running_slot, &wait_fd, &sleep_ns,
+                                              &closing, &run_blocking};
 
 }  // namespace
 

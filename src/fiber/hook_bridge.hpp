@@ -8,6 +8,9 @@ extern "C" {
 
 /// What a program's ringio offers the hooks. Every function runs on the calling thread.
 struct ringio_fiber_hook_bridge {
+  /// sizeof(ringio_fiber_hook_bridge) of the ringio that made it: a member that ends
+  /// past it is absent (a hooks library newer than the program's ringio).
+  unsigned long size;
   /// The address of the calling thread's "fiber running now" slot: non-null contents
   /// while a fiber runs on this thread.
   void* const* (*running_fiber_slot)();
@@ -22,6 +25,13 @@ struct ringio_fiber_hook_bridge {
   /// Called before `fd` is closed, from any thread: the waits on `fd` of this thread's
   /// fibers end with -EBADF, and ringio forgets its registration of the number.
   void (*closing)(int fd);
+  /// Runs `fn(arg)` on the loop's default blocking pool while the running fiber
+  /// suspends. 0 when `fn` ran to its end: `arg` is the caller's again. Otherwise `arg`
+  /// is the bridge's, which calls `discard(arg)` once `fn` has finished or is known never
+  /// to run (on the loop's thread or a pool thread): -EINTR when the fiber was stopped
+  /// during the wait, -ECANCELED when it was stopped before, -EAGAIN when the pool's
+  /// queue is full, -ENOMEM.
+  int (*run_blocking)(void (*fn)(void*), void (*discard)(void*), void* arg);
 };
 
 /// The bridge of the ringio linked into this program.

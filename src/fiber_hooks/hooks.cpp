@@ -7,10 +7,14 @@
 // O_NONBLOCK set for the duration of the call), and on EAGAIN wait for readiness
 // through the loop (the fiber suspends), then try again. A descriptor the program made
 // O_NONBLOCK itself gets libc's answer, EAGAIN included.
+#include <arpa/inet.h>
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sys/epoll.h>
+#include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -21,7 +25,9 @@
 #include <climits>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <new>
 
 #include "../fiber/hook_bridge.hpp"
 
@@ -168,9 +174,11 @@ class call_deadline {
     const long long d = at_ - now_ns();
     return d > 0 ? d : 0;
   }
-  void set_timeout_ms(int ms) noexcept {
+  void set_timeout_ms(int ms) noexcept { set_timeout_ns(ms < 0 ? -1 : static_cast<long long>(ms) * 1000000LL); }
+  /// `ns` from now; negative: none.
+  void set_timeout_ns(long long ns) noexcept {
     known_ = true;
-    at_ = ms < 0 ? -1 : now_ns() + static_cast<long long>(ms) * 1000000LL;
+    at_ = ns < 0 ? -1 : now_ns() + ns;
   }
 
  private:
@@ -474,6 +482,31 @@ RINGIO_HOOK int accept(int fd, sockaddr* a, socklen_t* len) {
 
 namespace {
 
+int libc_ppoll(pollfd* fds, nfds_t n, const timespec* t, const sigset_t* mask) {
+  RINGIO_REAL(ppoll);
+  return real_fn(fds, n, t, mask);
+}
+int libc_select(int n, fd_set* r, fd_set* w, fd_set* e, timeval* t) {
+  RINGIO_REAL(select);
+  return real_fn(n, r, w, e, t);
+}
+int libc_pselect(int n, fd_set* r, fd_set* w, fd_set* e, const timespec* t, const sigset_t* mask) {
+  RINGIO_REAL(pselect);
+  return real_fn(n, r, w, e, t, mask);
+}
+int libc_epoll_wait(int ep, epoll_event* ev, int max, int timeout) {
+  RINGIO_REAL(epoll_wait);
+  return real_fn(ep, ev, max, timeout);
+}
+int libc_epoll_pwait(int ep, epoll_event* ev, int max, int timeout, const sigset_t* mask) {
+  RINGIO_REAL(epoll_pwait);
+  return real_fn(ep, ev, max, timeout, mask);
+}
+int libc_epoll_pwait2(int ep, epoll_event* ev, int max, const timespec* t, const sigset_t* mask) {
+  RINGIO_REAL(epoll_pwait2);
+  return real_fn(ep, ev, max, t, mask);
+}
+
 int poll_events_to_wait(short events) noexcept {
   const bool r = (events & (POLLIN | POLLPRI | POLLRDHUP)) != 0;
   const bool w = (events & POLLOUT) != 0;
@@ -482,26 +515,231 @@ int poll_events_to_wait(short events) noexcept {
   return 0;
 }
 
-// Several descriptors, or both directions: an epoll instance of their own, awaited
-// for readability through the loop.
-int wait_any(pollfd* fds, nfds_t n, long long timeout_ns) {
-  const int ep = ::epoll_create1(EPOLL_CLOEXEC);
-  if (ep < 0) return -errno;
-  for (nfds_t i = 0; i < n; ++i) {
-    if (fds[i].fd < 0) continue;
+// A wait of this thread for several descriptors at once (poll, select): an epoll
+// instance of its own, awaited for readability through the loop. While it waits, a
+// close() on this thread of one of its descriptors wakes it (the kernel would silently
+// drop the closed file from the instance, and the wait could last for ever).
+class interest_set {
+ public:
+  using member_fn = bool (*)(const void* what, int fd) noexcept;
+
+  interest_set(member_fn is_member, const void* what) noexcept
+      : ep_(::epoll_create1(EPOLL_CLOEXEC)), is_member_(is_member), what_(what) {}
+  ~interest_set() {
+    if (ep_ < 0) return;
+    the_bridge().closing(ep_);  // ringio forgets the number before it is reused
+    libc_close(ep_);
+  }
+  interest_set(const interest_set&) = delete;
+  interest_set& operator=(const interest_set&) = delete;
+
+  /// -errno when the instance could not be made.
+  int error() const noexcept { return ep_ < 0 ? -EMFILE : 0; }
+  /// Adds `fd` for `events` (EPOLLIN, EPOLLOUT, EPOLLPRI, EPOLLRDHUP); 0 or errno.
+  int add(int fd, std::uint32_t events) noexcept {
     epoll_event ev{};
-    ev.events = static_cast<std::uint32_t>(fds[i].events & (POLLIN | POLLPRI | POLLOUT | POLLRDHUP));
-    ev.data.fd = fds[i].fd;
-    if (::epoll_ctl(ep, EPOLL_CTL_ADD, fds[i].fd, &ev) != 0 && errno == EEXIST) {
-      // The same descriptor twice: wait for the union of the events.
-      for (nfds_t j = 0; j < i; ++j)
-        if (fds[j].fd == fds[i].fd) ev.events |= static_cast<std::uint32_t>(fds[j].events);
-      ::epoll_ctl(ep, EPOLL_CTL_MOD, fds[i].fd, &ev);
+    ev.events = events;
+    ev.data.fd = fd;
+    return ::epoll_ctl(ep_, EPOLL_CTL_ADD, fd, &ev) == 0 ? 0 : errno;
+  }
+  /// Replaces the events of a descriptor added before.
+  void modify(int fd, std::uint32_t events) noexcept {
+    epoll_event ev{};
+    ev.events = events;
+    ev.data.fd = fd;
+    ::epoll_ctl(ep_, EPOLL_CTL_MOD, fd, &ev);
+  }
+  /// Waits until a descriptor is ready: 0, or -ETIMEDOUT, -EINTR, -ECANCELED, and
+  /// -EBADF when one of the descriptors was closed on this thread meanwhile.
+  int wait(long long timeout_ns) noexcept {
+    next_ = waits_head;
+    waits_head = this;
+    const int rc = the_bridge().wait(ep_, want_read, timeout_ns);
+    interest_set** link = &waits_head;
+    while (*link != this) link = &(*link)->next_;
+    *link = next_;
+    return member_closed_ ? -EBADF : rc;
+  }
+
+  /// Called by close(fd) on this thread: wakes the waits that include `fd`.
+  static void closing(int fd) noexcept {
+    for (interest_set* s = waits_head; s != nullptr; s = s->next_) {
+      if (s->member_closed_ || !s->is_member_(s->what_, fd)) continue;
+      s->member_closed_ = true;
+      the_bridge().closing(s->ep_);  // ends the wait on the instance with -EBADF
     }
   }
-  const int rc = the_bridge().wait(ep, want_read, timeout_ns);
-  libc_close(ep);
-  return rc;
+
+ private:
+  static inline __attribute__((tls_model("initial-exec"))) thread_local interest_set* waits_head = nullptr;
+
+  int ep_;
+  member_fn is_member_;
+  const void* what_;
+  bool member_closed_ = false;
+  interest_set* next_ = nullptr;
+};
+
+struct poll_array {
+  const pollfd* fds;
+  nfds_t n;
+};
+
+bool in_poll_array(const void* what, int fd) noexcept {
+  const auto* a = static_cast<const poll_array*>(what);
+  for (nfds_t i = 0; i < a->n; ++i)
+    if (a->fds[i].fd == fd) return true;
+  return false;
+}
+
+int wait_any(pollfd* fds, nfds_t n, long long timeout_ns) {
+  const poll_array what{fds, n};
+  interest_set set(&in_poll_array, &what);
+  if (const int e = set.error(); e != 0) return e;
+  for (nfds_t i = 0; i < n; ++i) {
+    if (fds[i].fd < 0) continue;
+    auto events = static_cast<std::uint32_t>(fds[i].events & (POLLIN | POLLPRI | POLLOUT | POLLRDHUP));
+    if (set.add(fds[i].fd, events) == EEXIST) {
+      // The same descriptor twice: wait for the union of the events.
+      for (nfds_t j = 0; j < i; ++j)
+        if (fds[j].fd == fds[i].fd) events |= static_cast<std::uint32_t>(fds[j].events);
+      set.modify(fds[i].fd, events);
+    }
+  }
+  return set.wait(timeout_ns);
+}
+
+// Sleeps through the loop: 0 when the time passed, -EINTR or -ECANCELED.
+int sleep_for_ns(long long timeout_ns) noexcept {
+  long long rem = 0;
+  return the_bridge().sleep(timeout_ns < 0 ? LLONG_MAX / 2 : timeout_ns, &rem);
+}
+
+// poll and ppoll in a fiber: `try_now()` polls without waiting; when nothing is ready,
+// the fiber waits through the loop until one descriptor is, or the deadline passes.
+template <class TryNow>
+int poll_in_fiber(pollfd* fds, nfds_t n, call_deadline& deadline, TryNow try_now) {
+  for (;;) {
+    const int r = try_now();
+    if (r != 0) return r;
+    const long long left = deadline.left();
+    if (left == 0) return 0;
+    int rc;
+    if (n == 0) {
+      rc = sleep_for_ns(left);
+      if (rc == 0) return 0;
+    } else if (const int dir = n == 1 ? poll_events_to_wait(fds[0].events) : 0; dir != 0) {
+      rc = the_bridge().wait(fds[0].fd, dir, left);
+    } else {
+      rc = wait_any(fds, n, left);
+    }
+    if (rc == -ETIMEDOUT) return 0;
+    if (rc == -EBADF) continue;  // closed meanwhile: the next try reports POLLNVAL
+    if (rc != 0) {
+      errno = -rc;
+      return -1;
+    }
+  }
+}
+
+long long timespec_ns(const timespec& t) noexcept {
+  return t.tv_sec > LLONG_MAX / 2000000000LL ? LLONG_MAX / 2 : t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+bool valid_timespec(const timespec* t) noexcept {
+  return t == nullptr || (t->tv_sec >= 0 && t->tv_nsec >= 0 && t->tv_nsec < 1000000000L);
+}
+
+bool zero_timespec(const timespec* t) noexcept { return t != nullptr && t->tv_sec == 0 && t->tv_nsec == 0; }
+
+// The descriptor sets of a select, as the program passed them in.
+struct select_sets {
+  int nfds;
+  fd_set r, w, e;
+  bool has_r, has_w, has_e;
+};
+
+bool in_select_sets(const void* what, int fd) noexcept {
+  const auto* s = static_cast<const select_sets*>(what);
+  if (fd < 0 || fd >= s->nfds) return false;
+  return (s->has_r && FD_ISSET(fd, &s->r)) || (s->has_w && FD_ISSET(fd, &s->w)) || (s->has_e && FD_ISSET(fd, &s->e));
+}
+
+// select and pselect in a fiber: `try_now(r, w, e)` selects without waiting on the
+// program's sets (restored before each try); when nothing is ready, the fiber waits
+// through the loop for the descriptors of the sets, or the deadline.
+template <class TryNow>
+int select_in_fiber(int nfds, fd_set* r, fd_set* w, fd_set* e, call_deadline& deadline, TryNow try_now) {
+  select_sets in{};
+  in.nfds = nfds;
+  in.has_r = r != nullptr;
+  in.has_w = w != nullptr;
+  in.has_e = e != nullptr;
+  if (in.has_r) in.r = *r;
+  if (in.has_w) in.w = *w;
+  if (in.has_e) in.e = *e;
+  const auto restore = [&] {
+    if (in.has_r) *r = in.r;
+    if (in.has_w) *w = in.w;
+    if (in.has_e) *e = in.e;
+  };
+  for (bool first = true;; first = false) {
+    if (!first) restore();
+    const int n = try_now(r, w, e);
+    if (n != 0) return n;
+    const long long left = deadline.left();
+    if (left == 0) return 0;
+    int rc;
+    bool any = false;
+    for (int fd = 0; fd < nfds && !any; ++fd) any = in_select_sets(&in, fd);
+    if (!any) {
+      rc = sleep_for_ns(left);
+      if (rc == 0) return 0;
+    } else {
+      interest_set set(&in_select_sets, &in);
+      rc = set.error();
+      for (int fd = 0; fd < nfds && rc == 0; ++fd) {
+        std::uint32_t events = 0;
+        if (in.has_r && FD_ISSET(fd, &in.r)) events |= EPOLLIN;
+        if (in.has_w && FD_ISSET(fd, &in.w)) events |= EPOLLOUT;
+        if (in.has_e && FD_ISSET(fd, &in.e)) events |= EPOLLPRI;
+        if (events != 0) set.add(fd, events);  // a regular file is ready: the try said so
+      }
+      if (rc == 0) rc = set.wait(left);
+    }
+    if (rc == -ETIMEDOUT) {
+      if (in.has_r) FD_ZERO(r);
+      if (in.has_w) FD_ZERO(w);
+      if (in.has_e) FD_ZERO(e);
+      return 0;
+    }
+    if (rc == -EBADF) continue;  // closed meanwhile: the next try fails with EBADF
+    if (rc != 0) {
+      restore();
+      errno = -rc;
+      return -1;
+    }
+  }
+}
+
+// epoll_wait and its variants in a fiber: `try_now()` takes what is ready without
+// waiting; when nothing is, the fiber waits through the loop until the epoll instance
+// itself is readable (something in it is ready), or the deadline.
+template <class TryNow>
+int epoll_in_fiber(int ep, call_deadline& deadline, TryNow try_now) {
+  for (;;) {
+    const int r = try_now();
+    if (r != 0) return r;
+    const long long left = deadline.left();
+    if (left == 0) return 0;
+    const int rc = the_bridge().wait(ep, want_read, left);
+    if (rc == -ETIMEDOUT) return 0;
+    if (rc == -EBADF) continue;  // the instance was closed meanwhile: the next try says EBADF
+    if (rc != 0) {
+      errno = -rc;
+      return -1;
+    }
+  }
 }
 
 }  // namespace
@@ -510,28 +748,171 @@ RINGIO_HOOK int poll(pollfd* fds, nfds_t n, int timeout) {
   if (!in_fiber() || timeout == 0) return libc_poll(fds, n, timeout);
   call_deadline deadline(-1, 0);
   deadline.set_timeout_ms(timeout);
-  for (;;) {
-    const int r = libc_poll(fds, n, 0);
-    if (r != 0) return r;
+  return poll_in_fiber(fds, n, deadline, [&] { return libc_poll(fds, n, 0); });
+}
+
+RINGIO_HOOK int ppoll(pollfd* fds, nfds_t n, const timespec* timeout, const sigset_t* mask) {
+  if (!in_fiber() || zero_timespec(timeout) || !valid_timespec(timeout)) return libc_ppoll(fds, n, timeout, mask);
+  call_deadline deadline(-1, 0);
+  deadline.set_timeout_ns(timeout != nullptr ? timespec_ns(*timeout) : -1);
+  const timespec zero{};
+  return poll_in_fiber(fds, n, deadline, [&] { return libc_ppoll(fds, n, &zero, mask); });
+}
+
+RINGIO_HOOK int select(int nfds, fd_set* r, fd_set* w, fd_set* e, timeval* timeout) {
+  if (!in_fiber() || nfds < 0 || nfds > FD_SETSIZE ||
+      (timeout != nullptr && (timeout->tv_sec < 0 || timeout->tv_usec < 0 || timeout->tv_usec >= 1000000 ||
+                              (timeout->tv_sec == 0 && timeout->tv_usec == 0))))
+    return libc_select(nfds, r, w, e, timeout);
+  call_deadline deadline(-1, 0);
+  deadline.set_timeout_ns(timeout != nullptr ? (timeout->tv_sec > LLONG_MAX / 2000000000LL
+                                                    ? LLONG_MAX / 2
+                                                    : timeout->tv_sec * 1000000000LL + timeout->tv_usec * 1000LL)
+                                             : -1);
+  const int n = select_in_fiber(nfds, r, w, e, deadline, [&](fd_set* rr, fd_set* ww, fd_set* ee) {
+    timeval zero{};
+    return libc_select(nfds, rr, ww, ee, &zero);
+  });
+  if (timeout != nullptr) {  // Linux leaves the time not slept in the timeval
     const long long left = deadline.left();
-    if (left == 0) return 0;
-    int rc;
-    if (n == 0) {
-      long long rem = 0;
-      rc = left < 0 ? the_bridge().sleep(LLONG_MAX / 2, &rem) : the_bridge().sleep(left, &rem);
-      if (rc == 0) return 0;
-    } else if (const int dir = n == 1 ? poll_events_to_wait(fds[0].events) : 0; dir != 0) {
-      rc = the_bridge().wait(fds[0].fd, dir, left);
-    } else {
-      rc = wait_any(fds, n, left);
-    }
-    if (rc == -ETIMEDOUT) return 0;
-    if (rc == -EBADF && n == 1) continue;  // closed meanwhile: poll reports POLLNVAL
-    if (rc != 0) {
-      errno = -rc;
-      return -1;
-    }
+    timeout->tv_sec = static_cast<time_t>(left / 1000000000LL);
+    timeout->tv_usec = static_cast<suseconds_t>(left % 1000000000LL / 1000);
   }
+  return n;
+}
+
+RINGIO_HOOK int pselect(int nfds, fd_set* r, fd_set* w, fd_set* e, const timespec* timeout, const sigset_t* mask) {
+  if (!in_fiber() || nfds < 0 || nfds > FD_SETSIZE || zero_timespec(timeout) || !valid_timespec(timeout))
+    return libc_pselect(nfds, r, w, e, timeout, mask);
+  call_deadline deadline(-1, 0);
+  deadline.set_timeout_ns(timeout != nullptr ? timespec_ns(*timeout) : -1);
+  return select_in_fiber(nfds, r, w, e, deadline, [&](fd_set* rr, fd_set* ww, fd_set* ee) {
+    const timespec zero{};
+    return libc_pselect(nfds, rr, ww, ee, &zero, mask);
+  });
+}
+
+RINGIO_HOOK int epoll_wait(int ep, epoll_event* events, int max, int timeout) {
+  if (!in_fiber() || timeout == 0) return libc_epoll_wait(ep, events, max, timeout);
+  call_deadline deadline(-1, 0);
+  deadline.set_timeout_ms(timeout);
+  return epoll_in_fiber(ep, deadline, [&] { return libc_epoll_wait(ep, events, max, 0); });
+}
+
+RINGIO_HOOK int epoll_pwait(int ep, epoll_event* events, int max, int timeout, const sigset_t* mask) {
+  if (!in_fiber() || timeout == 0) return libc_epoll_pwait(ep, events, max, timeout, mask);
+  call_deadline deadline(-1, 0);
+  deadline.set_timeout_ms(timeout);
+  return epoll_in_fiber(ep, deadline, [&] { return libc_epoll_pwait(ep, events, max, 0, mask); });
+}
+
+RINGIO_HOOK int epoll_pwait2(int ep, epoll_event* events, int max, const timespec* timeout, const sigset_t* mask) {
+  if (!in_fiber() || zero_timespec(timeout) || !valid_timespec(timeout))
+    return libc_epoll_pwait2(ep, events, max, timeout, mask);
+  call_deadline deadline(-1, 0);
+  deadline.set_timeout_ns(timeout != nullptr ? timespec_ns(*timeout) : -1);
+  const timespec zero{};
+  return epoll_in_fiber(ep, deadline, [&] { return libc_epoll_pwait2(ep, events, max, &zero, mask); });
+}
+
+namespace {
+
+int libc_getaddrinfo(const char* node, const char* service, const addrinfo* hints, addrinfo** res) {
+  static const auto real_fn = next_definition<decltype(&::getaddrinfo)>("getaddrinfo");
+  if (real_fn == nullptr) [[unlikely]] {
+    errno = ENOSYS;
+    return EAI_SYSTEM;
+  }
+  return real_fn(node, service, hints, res);
+}
+
+// One name lookup run on the blocking pool: it owns copies of its arguments, and its
+// result until the fiber takes it (or, the fiber stopped, until it is discarded).
+struct lookup {
+  char* node = nullptr;
+  char* service = nullptr;
+  addrinfo hints{};
+  bool has_hints = false;
+  int rc = EAI_SYSTEM;
+  int err = 0;
+  addrinfo* result = nullptr;
+};
+
+void free_lookup(lookup* l) noexcept {
+  std::free(l->node);
+  std::free(l->service);
+  delete l;
+}
+
+void run_lookup(void* p) {
+  auto* l = static_cast<lookup*>(p);
+  l->rc = libc_getaddrinfo(l->node, l->service, l->has_hints ? &l->hints : nullptr, &l->result);
+  l->err = errno;
+  if (l->rc != 0) l->result = nullptr;
+}
+
+void discard_lookup(void* p) {
+  auto* l = static_cast<lookup*>(p);
+  if (l->result != nullptr) ::freeaddrinfo(l->result);
+  free_lookup(l);
+}
+
+bool numeric_host(const char* node, int flags) noexcept {
+  if (node == nullptr || (flags & AI_NUMERICHOST) != 0) return true;
+  unsigned char addr[sizeof(in6_addr)];
+  return ::inet_pton(AF_INET, node, addr) == 1 || ::inet_pton(AF_INET6, node, addr) == 1;
+}
+
+bool numeric_service(const char* service, int flags) noexcept {
+  if (service == nullptr || (flags & AI_NUMERICSERV) != 0) return true;
+  if (*service == '\0') return false;
+  for (const char* c = service; *c != '\0'; ++c)
+    if (*c < '0' || *c > '9') return false;
+  return true;
+}
+
+bool bridge_runs_blocking(const ringio_fiber_hook_bridge& b) noexcept {
+  return b.size >= offsetof(ringio_fiber_hook_bridge, run_blocking) + sizeof b.run_blocking &&
+         b.run_blocking != nullptr;
+}
+
+}  // namespace
+
+RINGIO_HOOK int getaddrinfo(const char* node, const char* service, const addrinfo* hints, addrinfo** res) {
+  if (!in_fiber() || res == nullptr) return libc_getaddrinfo(node, service, hints, res);
+  const int flags = hints != nullptr ? hints->ai_flags : 0;
+  // Numbers are parsed, not looked up: no I/O, no reason to leave the fiber.
+  if (numeric_host(node, flags) && numeric_service(service, flags)) return libc_getaddrinfo(node, service, hints, res);
+  const ringio_fiber_hook_bridge& b = the_bridge();
+  if (!bridge_runs_blocking(b)) return libc_getaddrinfo(node, service, hints, res);
+  const int saved = errno;
+  auto* l = new (std::nothrow) lookup;
+  if (l == nullptr) return EAI_MEMORY;
+  if (hints != nullptr) {  // POSIX: only these four members of the hints count
+    l->has_hints = true;
+    l->hints.ai_flags = hints->ai_flags;
+    l->hints.ai_family = hints->ai_family;
+    l->hints.ai_socktype = hints->ai_socktype;
+    l->hints.ai_protocol = hints->ai_protocol;
+  }
+  l->node = node != nullptr ? ::strdup(node) : nullptr;
+  l->service = service != nullptr ? ::strdup(service) : nullptr;
+  if ((node != nullptr && l->node == nullptr) || (service != nullptr && l->service == nullptr)) {
+    free_lookup(l);
+    return EAI_MEMORY;
+  }
+  const int rc = b.run_blocking(&run_lookup, &discard_lookup, l);
+  if (rc != 0) {  // `l` is the bridge's now
+    if (rc == -EAGAIN) return EAI_AGAIN;
+    if (rc == -ENOMEM) return EAI_MEMORY;
+    errno = -rc;  // EINTR: stopped during the lookup; ECANCELED: stopped before
+    return EAI_SYSTEM;
+  }
+  const int result = l->rc;
+  if (result == 0) *res = l->result;
+  errno = result == EAI_SYSTEM ? l->err : saved;
+  free_lookup(l);
+  return result;
 }
 
 RINGIO_HOOK int nanosleep(const timespec* req, timespec* rem) {
@@ -598,6 +979,7 @@ RINGIO_HOOK unsigned sleep(unsigned s) {
 RINGIO_HOOK int close(int fd) {
   if (const ringio_fiber_hook_bridge* b = bridge.load(std::memory_order_acquire); b != nullptr && fd >= 0) {
     const int saved = errno;
+    interest_set::closing(fd);
     b->closing(fd);
     errno = saved;
   }
