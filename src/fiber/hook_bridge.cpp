@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "ringio/blocking/spawn_blocking.hpp"
-#include "ringio/io_context.hpp"
 #include "ringio/error.hpp"
 #include "ringio/fiber/this_fiber.hpp"
+#include "ringio/io_context.hpp"
 #include "ringio/net/wait_ready.hpp"
 #include "ringio/time/timeout.hpp"
 
@@ -156,8 +156,8 @@ int run_blocking(void (*fn)(void*), void (*discard)(void*), void* arg) {
   }
 }
 
-constexpr ringio_fiber_hook_bridge the_bridge{sizeof(ringio_fiber_hook_bridge), &running_slot, &wait_fd, &sleep_ns,
-                                              &closing, &run_blocking};
+constexpr ringio_fiber_hook_bridge the_bridge{
+    sizeof(ringio_fiber_hook_bridge), &running_slot, &wait_fd, &sleep_ns, &closing, &run_blocking};
 
 }  // namespace
 

@@ -3,7 +3,8 @@
 // wait through the loop, keep the semantics C code relies on (errno, SO_RCVTIMEO,
 // O_NONBLOCK, close, a stop), and are libc's own calls outside fibers. Built twice: with
 // the hooks linked in (fiber_hooks_tests), and without them, run with
-// LD_PRELOAD=libringio_fiber_hooks.so (fiber_hooks_preload_tests).
+// LD_PRELOAD=libringio_fiber_hooks.so (fiber_hooks_preload_tests), with
+// fiber_hooks_wait_test.cpp (select, ppoll, epoll_wait, getaddrinfo, close).
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -20,9 +21,7 @@
 #include <string>
 #include <thread>
 
-#include "ringio/fiber.hpp"
-#include "ringio/ringio.hpp"
-#include "support/backend_test.hpp"
+#include "fiber_hooks_support.hpp"
 
 using namespace ringio;
 using namespace ringio_test;
@@ -30,43 +29,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-class FiberHooks : public backend_test {
- protected:
-  void SetUp() override {
-    backend_test::SetUp();
-    if (GetParam() == backend_kind::sim)
-      GTEST_SKIP() << "the hooks wait on real descriptors; sim is not a loop for them";
-    if (::dlsym(RTLD_DEFAULT, "ringio_fiber_hooks_attach") == nullptr)
-      GTEST_SKIP() << "the hooks are neither linked in nor preloaded (LD_PRELOAD=libringio_fiber_hooks.so)";
-  }
-};
-
-struct blocking_pair {
-  int a = -1, b = -1;
-  blocking_pair() {
-    int fds[2];
-    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) == 0) {
-      a = fds[0];
-      b = fds[1];
-    }
-  }
-  ~blocking_pair() {
-    if (a >= 0) ::close(a);
-    if (b >= 0) ::close(b);
-  }
-};
-
-// A task that wakes every millisecond while `running` and counts its wake-ups: proof
-// that the loop ran while a fiber sat in a blocking call.
-task<void> ticker(const std::atomic<bool>& running, int& ticks) {
-  while (running.load()) {
-    auto slept = co_await sleep_for(1ms);
-    if (!slept) co_return;
-    ++ticks;
-  }
-}
-
-constexpr fiber_options small_stack{.stack_size = 128 * 1024};
+class FiberHooks : public fiber_hooks_test {};
 
 TEST_P(FiberHooks, ReadAndWriteOnBlockingSocketsWaitThroughTheLoop) {
   blocking_pair p;
