@@ -16,9 +16,10 @@ common=(build-essential cmake ninja-build pkg-config liburing-dev libgtest-dev
 # libhiredis-dev and redis-server: a C library that brings its own descriptor, driven
 # through wait_readable/wait_writable (tests/integration/hiredis_async_test.cpp), and its
 # blocking API on fibers through the system-call hooks (fiber_hooks_hiredis_test.cpp);
-# libpq-dev and postgresql: libpq's blocking API on fibers (fiber_hooks_libpq_test.cpp).
+# libpq-dev and postgresql: libpq's blocking API on fibers (fiber_hooks_libpq_test.cpp);
+# libcurl4-openssl-dev: libcurl's easy API on fibers (fiber_hooks_curl_test.cpp).
 test_only=(chromium curl clang-format-16 clang-tidy-16 python3-websockets prometheus python3-prometheus-client tmux
-           wrk nginx-light libhiredis-dev redis-server libpq-dev postgresql)
+           wrk nginx-light libhiredis-dev redis-server libpq-dev postgresql libcurl4-openssl-dev)
 bench_only=(libasio-dev libbenchmark-dev python3-venv wrk apache2-utils nginx-light
             cargo-web rustc-web linux-perf procps fio h2o)
 
