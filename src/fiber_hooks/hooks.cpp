@@ -52,16 +52,31 @@ inline bool in_fiber() noexcept {
 
 const ringio_fiber_hook_bridge& the_bridge() noexcept { return *bridge.load(std::memory_order_relaxed); }
 
-// libc's definitions, found once (the next definition after this library's).
-template <class F>
-F next_definition(const char* name) noexcept {
-  return reinterpret_cast<F>(::dlsym(RTLD_NEXT, name));
-}
-#define RINGIO_REAL(name)                                                \
-  static const auto real_fn = next_definition<decltype(&::name)>(#name); \
-  if (real_fn == nullptr) [[unlikely]] {                                 \
-    errno = ENOSYS;                                                      \
-    return -1;                                                           \
+// libc's definitions (the next definition after this library's), found on first use.
+// A constant-initialised atomic per name rather than a function-local static: no
+// initialisation guard, and threads racing to the first use all store the same pointer.
+class next_definition {
+ public:
+  explicit constexpr next_definition(const char* name) noexcept : name_(name) {}
+  void* get() noexcept {
+    void* f = fn_.load(std::memory_order_relaxed);
+    if (f == nullptr) [[unlikely]] {
+      f = ::dlsym(RTLD_NEXT, name_);
+      fn_.store(f, std::memory_order_relaxed);
+    }
+    return f;
+  }
+
+ private:
+  const char* name_;
+  std::atomic<void*> fn_{nullptr};
+};
+#define RINGIO_REAL(name)                                                          \
+  static constinit next_definition real_definition(#name);                         \
+  const auto real_fn = reinterpret_cast<decltype(&::name)>(real_definition.get()); \
+  if (real_fn == nullptr) [[unlikely]] {                                           \
+    errno = ENOSYS;                                                                \
+    return -1;                                                                     \
   }
 
 ssize_t libc_read(int fd, void* buf, size_t n) {
@@ -133,7 +148,8 @@ int libc_usleep(useconds_t us) {
   return real_fn(us);
 }
 unsigned libc_sleep(unsigned s) {
-  static const auto real_fn = next_definition<decltype(&::sleep)>("sleep");
+  static constinit next_definition real_definition("sleep");
+  const auto real_fn = reinterpret_cast<decltype(&::sleep)>(real_definition.get());
   return real_fn != nullptr ? real_fn(s) : s;
 }
 
@@ -818,7 +834,8 @@ RINGIO_HOOK int epoll_pwait2(int ep, epoll_event* events, int max, const timespe
 namespace {
 
 int libc_getaddrinfo(const char* node, const char* service, const addrinfo* hints, addrinfo** res) {
-  static const auto real_fn = next_definition<decltype(&::getaddrinfo)>("getaddrinfo");
+  static constinit next_definition real_definition("getaddrinfo");
+  const auto real_fn = reinterpret_cast<decltype(&::getaddrinfo)>(real_definition.get());
   if (real_fn == nullptr) [[unlikely]] {
     errno = ENOSYS;
     return EAI_SYSTEM;
@@ -935,7 +952,8 @@ RINGIO_HOOK int nanosleep(const timespec* req, timespec* rem) {
 }
 
 RINGIO_HOOK int clock_nanosleep(clockid_t clock, int flags, const timespec* req, timespec* rem) {
-  static const auto real_fn = next_definition<decltype(&::clock_nanosleep)>("clock_nanosleep");
+  static constinit next_definition real_definition("clock_nanosleep");
+  const auto real_fn = reinterpret_cast<decltype(&::clock_nanosleep)>(real_definition.get());
   if (!in_fiber() || (clock != CLOCK_MONOTONIC && clock != CLOCK_REALTIME && clock != CLOCK_BOOTTIME))
     return real_fn != nullptr ? real_fn(clock, flags, req, rem) : ENOSYS;
   if (req == nullptr || req->tv_nsec < 0 || req->tv_nsec >= 1000000000L || req->tv_sec < 0) return EINVAL;
