@@ -6,7 +6,11 @@
 // Shape of every hooked call inside a fiber: try without blocking (MSG_DONTWAIT, or
 // O_NONBLOCK set for the duration of the call), and on EAGAIN wait for readiness
 // through the loop (the fiber suspends), then try again. A descriptor the program made
-// O_NONBLOCK itself gets libc's answer, EAGAIN included.
+// O_NONBLOCK itself gets libc's answer, EAGAIN included (its flag is read from the open
+// file when a call would block, never cached: dup, fork and FIONBIO share and set it).
+// The multiplexers (poll, ppoll, select, pselect, epoll_wait and variants) try with a
+// zero timeout, then wait through the loop; getaddrinfo of a name runs on the loop's
+// blocking pool.
 #include <arpa/inet.h>
 #include <dlfcn.h>
 #include <fcntl.h>
