@@ -24,6 +24,7 @@
 #include <string>
 #include <thread>
 
+#include "../../src/fiber/hook_bridge.hpp"
 #include "fiber_hooks_support.hpp"
 #include "ringio/blocking/blocking_pool.hpp"
 #include "ringio/blocking/spawn_blocking.hpp"
@@ -428,6 +429,57 @@ TEST_P(FiberHooksLookup, AStopGivesEaiSystemWithEintrThenEcanceled) {
   EXPECT_EQ(err, EINTR);
   EXPECT_EQ(again_rc, EAI_SYSTEM);
   EXPECT_EQ(again_err, ECANCELED);
+}
+
+// The bridge's run_blocking, which getaddrinfo uses: when the fiber is stopped while
+// the function runs, the call returns at once with -EINTR, and the argument goes to
+// `discard` once the function has finished (on the loop, when the abandoned result
+// comes back), exactly once.
+struct blocking_arg {
+  std::atomic<bool> finished{false};
+  std::atomic<int> discarded{0};
+  std::atomic<bool> finished_before_discard{false};
+};
+
+TEST_P(FiberHooksLookup, RunBlockingDiscardsTheArgumentOnceTheStoppedWorkEnds) {
+  const ringio_fiber_hook_bridge* bridge = ringio_fiber_hook_bridge_get();
+  ASSERT_NE(bridge, nullptr);
+  auto* arg = new blocking_arg;
+  int rc = 0;
+  bool finished_at_return = true;
+  run([&]() -> task<void> {
+    scope s;
+    spawn_fiber(
+        s,
+        [&] {
+          rc = bridge->run_blocking(
+              [](void* p) {
+                std::this_thread::sleep_for(300ms);
+                static_cast<blocking_arg*>(p)->finished = true;
+              },
+              [](void* p) {
+                auto* a = static_cast<blocking_arg*>(p);
+                a->finished_before_discard = a->finished.load();
+                ++a->discarded;
+              },
+              arg);
+          finished_at_return = arg->finished.load();
+        },
+        small_stack);
+    (void)co_await sleep_for(20ms);
+    s.request_stop();
+    co_await s.join();
+  }());
+  EXPECT_EQ(rc, -EINTR);
+  EXPECT_FALSE(finished_at_return) << "the stopped fiber waited for the work";
+  // The abandoned result comes back to the loop, which discards it: run the loop.
+  run([&]() -> task<void> {
+    const auto until = clock_type::now() + 10s;
+    while (arg->discarded.load() == 0 && clock_type::now() < until) (void)co_await sleep_for(1ms);
+  }());
+  EXPECT_EQ(arg->discarded.load(), 1);
+  EXPECT_TRUE(arg->finished_before_discard.load());
+  delete arg;
 }
 
 RINGIO_ALL_BACKENDS(FiberHooksLookup);
