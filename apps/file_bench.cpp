@@ -50,7 +50,7 @@ void report_error(load& l, const char* what, std::uint64_t off, const char* why)
     std::fprintf(stderr, "file_bench: %s at %llu: %s\n", what, static_cast<unsigned long long>(off), why);
 }
 
-ringio::task<void> worker(load& l, std::byte* buf, std::uint64_t seed) {
+ringio::task<void> worker(load& l, std::byte* buf, unsigned index, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::uint32_t n = 0;
   const bool writing = l.rw != pattern::randread;
@@ -68,10 +68,10 @@ ringio::task<void> worker(load& l, std::byte* buf, std::uint64_t seed) {
     ringio::result<std::size_t> r;
     if (writing) {
       const ringio::const_buffer b(buf, l.block);
-      r = l.fixed ? co_await l.f->write_fixed_at(b, off, 0) : co_await l.f->write_at(b, off);
+      r = l.fixed ? co_await l.f->write_fixed_at(b, off, index) : co_await l.f->write_at(b, off);
     } else {
       const ringio::mutable_buffer b(buf, l.block);
-      r = l.fixed ? co_await l.f->read_fixed_at(b, off, 0) : co_await l.f->read_at(b, off);
+      r = l.fixed ? co_await l.f->read_fixed_at(b, off, index) : co_await l.f->read_at(b, off);
     }
     if (!r || *r != l.block) {
       report_error(l, writing ? "write" : "read", off, r ? "short transfer" : r.error().message().c_str());
@@ -132,8 +132,10 @@ int main(int argc, char** argv) {
   ringio::aligned_buffer mem(depth * block, ringio::aligned_buffer::direct_io_alignment(*f));
   std::memset(mem.data(), 0xa5, mem.size());  // written blocks: real bytes, every page touched
   if (fixed) {
-    iovec whole{mem.data(), mem.size()};
-    if (int r = ctx.register_buffers(&whole, 1); r < 0) {
+    // One registered buffer per queue slot, as fio's --fixedbufs does.
+    std::vector<iovec> slots(depth);
+    for (std::size_t i = 0; i < depth; ++i) slots[i] = iovec{mem.data() + i * block, block};
+    if (int r = ctx.register_buffers(slots.data(), static_cast<unsigned>(depth)); r < 0) {
       std::fprintf(stderr, "file_bench: registering buffers: %s\n", std::strerror(-r));
       return 1;
     }
@@ -150,7 +152,8 @@ int main(int argc, char** argv) {
       start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds));
   ringio::sync_wait(ctx, [](load& l, ringio::aligned_buffer& mem, std::size_t depth) -> ringio::task<void> {
     ringio::scope s;
-    for (std::size_t i = 0; i < depth; ++i) s.spawn(worker(l, mem.data() + i * l.block, 1 + i));
+    for (std::size_t i = 0; i < depth; ++i)
+      s.spawn(worker(l, mem.data() + i * l.block, static_cast<unsigned>(i), 1 + i));
     co_await s.join();
   }(l, mem, depth));
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -355,10 +355,21 @@ def run(layout, full, repeats, cpus, seconds=None, where=None, backends=("uring"
         for f in files.values():
             if f.get("path"):
                 os.unlink(f["path"])
-    example = dict(cells(full, seconds)[1], fs="disk")
-    rec["commands"] = {s: " ".join([os.path.basename(a) if i == 0 else a
-                                    for i, a in enumerate(command(layout, s, "FILE", example))]) for s in subs}
+    rec["commands"] = example_commands(layout, subs, full, seconds)
     return rec
+
+
+def example_commands(layout, subs, full, seconds=None):
+    """Each subject's command in its first random-read cell on the disk (O_DIRECT at qd32
+    where it runs there)."""
+    out = {}
+    for s in subs:
+        reads = [c for c in cells(full, seconds) if c["fs"] == "disk" and c["rw"] == "randread" and not applies(s, c)]
+        cell = next((c for c in reads if c["depth"] == 32), reads[0] if reads else None)
+        if cell:
+            argv = command(layout, s, "FILE", cell)
+            out[s] = " ".join([os.path.basename(argv[0])] + argv[1:])
+    return out
 
 
 def _fmt(v, digits):
@@ -395,7 +406,7 @@ def section(rec):
     for s, why in (rec.get("missing") or {}).items():
         out.append(f"- {s}: skipped: {why}.")
     if rec.get("commands"):
-        out += ["", "Commands (disk, O_DIRECT, random reads at qd32):", ""]
+        out += ["", "Commands (disk, random reads, O_DIRECT at qd32 where the subject runs there):", ""]
         out += [f"- {s}: `{c}`" for s, c in rec["commands"].items()]
     subs = rec.get("subjects") or ["ringio", "fio"]
     base = rec.get("baseline") or "fio"

@@ -103,6 +103,14 @@ class FileIo(unittest.TestCase):
         ts = fileio.command(FakeLayout(), "tokio", "/f", seq)
         self.assertEqual(ts[ts.index("--fsync") + 1], "16")
 
+    def test_example_commands_use_a_cell_each_subject_runs_in(self):
+        c = fileio.example_commands(FakeLayout(), fileio.subjects(["uring"]), False)
+        self.assertIn("--iodepth=32 --direct=1", c["fio-uring"])
+        self.assertIn("--iodepth=1 --direct=1", c["fio-psync"])
+        self.assertTrue(c["ringio-uring-fixed"].startswith("file_bench --file FILE"))
+        self.assertIn("--depth 32", c["tokio-fs"])
+        self.assertNotIn("--direct", c["tokio-fs"])
+
     def test_parsers(self):
         self.assertEqual(fileio.parse_ringio(RINGIO_OUT), (53024, 2.042814))
         self.assertEqual(fileio.parse_ringio(RINGIO_WRITE_OUT), (720, 0.5))
