@@ -22,12 +22,14 @@ namespace {
 
 const std::string usage =
     "usage: file_bench --file PATH [--rw randread|randwrite|write] [--depth N] [--block BYTES]\n"
-    "                  [--seconds S] [--fsync N] [--direct] [--fixed] [--backend uring|epoll|uring-poll]\n"
+    "                  [--seconds S] [--fsync N] [--direct] [--fixed] [--no-defer-taskrun]\n"
+    "                  [--backend uring|epoll|uring-poll]\n"
     "  --rw: random reads (default), random writes, or sequential writes (wrapping at the\n"
     "  end of PATH) of --block bytes (default 4096) at block-aligned offsets of PATH, with\n"
     "  --depth operations in flight (default 1) for --seconds (default 5); --fsync N: an\n"
     "  fsync after every N writes; --direct opens with O_DIRECT; --fixed uses buffers\n"
-    "  registered with the ring (READ_FIXED / WRITE_FIXED)\n";
+    "  registered with the ring (READ_FIXED / WRITE_FIXED); --no-defer-taskrun sets up the\n"
+    "  ring without IORING_SETUP_DEFER_TASKRUN (io_context_options::defer_taskrun)\n";
 
 enum class pattern { randread, randwrite, seqwrite };
 
@@ -93,7 +95,7 @@ ringio::task<void> worker(load& l, std::byte* buf, unsigned index, std::uint64_t
 }  // namespace
 
 int main(int argc, char** argv) {
-  apps::cli args(argc, argv, usage, {"direct", "fixed"});
+  apps::cli args(argc, argv, usage, {"direct", "fixed", "no-defer-taskrun"});
   const std::string path = args.text("file", "");
   const std::string rw_name = args.text("rw", "randread");
   const auto depth = static_cast<std::size_t>(args.integer("depth", 1, 1, 4096));
@@ -102,6 +104,7 @@ int main(int argc, char** argv) {
   const auto fsync_every = static_cast<std::uint64_t>(args.integer("fsync", 0, 0, 1 << 30));
   const bool direct = args.flag("direct");
   const bool fixed = args.flag("fixed");
+  const bool defer_taskrun = !args.flag("no-defer-taskrun");
   auto backend = args.backend();
   args.done();
   if (path.empty()) args.fail("--file is required");
@@ -117,6 +120,7 @@ int main(int argc, char** argv) {
 
   ringio::io_context_options opts;
   if (backend) opts.backend = *backend;
+  opts.defer_taskrun = defer_taskrun;
   ringio::io_context ctx(opts);
   const int access = rw == pattern::randread ? O_RDONLY : O_WRONLY;
   auto f = ringio::file::open(path, direct ? access | O_DIRECT : access);
