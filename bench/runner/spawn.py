@@ -19,8 +19,8 @@ PROGRAM = "echo"
 
 def cells(full):
     if full:
-        return [{"program": p, "concurrency": c, "count": 5000} for p in ("echo", "true") for c in (1, 8, 64)]
-    return [{"program": PROGRAM, "concurrency": c, "count": 500} for c in (1, 8)]
+        return [{"program": p, "concurrency": c, "count": 10000} for p in ("echo", "true") for c in (1, 8, 64)]
+    return [{"program": PROGRAM, "concurrency": c, "count": 2000} for c in (1, 8)]
 
 
 def label(cell):

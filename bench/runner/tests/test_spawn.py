@@ -22,7 +22,7 @@ class Spawn(unittest.TestCase):
         full = spawn.cells(True)
         self.assertEqual({c["program"] for c in full}, {"echo", "true"})
         self.assertEqual(sorted({c["concurrency"] for c in full}), [1, 8, 64])
-        self.assertEqual(spawn.label(spawn.cells(False)[1]), "echo concurrency=8 count=500")
+        self.assertEqual(spawn.label(spawn.cells(False)[1]), "echo concurrency=8 count=2000")
 
     def test_commands(self):
         cell = {"program": "echo", "concurrency": 8, "count": 500}
