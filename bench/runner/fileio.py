@@ -80,6 +80,12 @@ def applies(subject, cell):
     return None
 
 
+def round_seconds(cells_, subs):
+    """About how long one round of cells_ takes: each run's length plus fio's or the
+    program's start-up (about 0.3 s), for every subject that runs in the cell."""
+    return sum((c["seconds"] + 0.3) * sum(1 for s in subs if not applies(s, c)) for c in cells_)
+
+
 def tmpfs_dir(mounts_text=None):
     """A writable tmpfs directory (/dev/shm first), or None."""
     if mounts_text is None:

@@ -109,9 +109,10 @@ def make_plan(a, layout, ncpus, server_cpus, nofile, ports):
             why = fileio.available(layout)
             if why:
                 skipped.append({"scenario": name, "reason": f"skipped: {why}"})
+            todo = [c for c in fileio.cells(a.full, a.seconds) if fileio.matches(c, a.where_filter)]
             plan.append({"scenario": name, "subjects": [] if why else fileio.subjects(a.fileio_backends),
-                         "cells": [], "file_cells": [fileio.label(c) for c in fileio.cells(a.full, a.seconds)
-                                                     if fileio.matches(c, a.where_filter)],
+                         "cells": [], "file_cells": [fileio.label(c) for c in todo],
+                         "run_seconds": 0 if why else fileio.round_seconds(todo, fileio.subjects(a.fileio_backends)),
                          "client_cmd": "file_bench / fio --ioengine=io_uring,psync / tokio_file_bench"})
             continue
         if name == scenarios.SPAWN:
@@ -124,6 +125,9 @@ def make_plan(a, layout, ncpus, server_cpus, nofile, ports):
             plan.append({"scenario": name, "subjects": [] if why else list(spawn.SUBJECTS), "cells": [],
                          "spawn_cells": [spawn.label(c) for c in spawn.cells(a.full)
                                          if fileio.matches(c, a.where_filter)],
+                         "run_seconds": 0 if why else sum(len(spawn.SUBJECTS) * c["count"] / 800
+                                                         for c in spawn.cells(a.full)
+                                                         if fileio.matches(c, a.where_filter)),
                          "client_cmd": "spawn_bench / tokio_spawn_bench"})
             continue
         scen = scenarios.SCENARIOS[name]
@@ -195,6 +199,7 @@ def estimate(plan, repeats, syscalls):
                 one = scenarios.expected_seconds(p["scenario"], c["cell"]) + 0.3
                 probe = syscalls and scenarios.counts_syscalls(p["scenario"], c["cell"])
                 total += len(p["subjects"]) * one * (repeats + (0.7 if probe else 0))
+        total += p.get("run_seconds", 0) * repeats  # fileio and spawn: one round's estimate
     return total
 
 

@@ -47,6 +47,11 @@ class FileIo(unittest.TestCase):
         self.assertTrue(all(c["seconds"] == 5 for c in full))
         self.assertTrue(all(c["seconds"] == 2 for c in fileio.cells(False, 2)))
 
+    def test_a_quick_round_is_short(self):
+        t = fileio.round_seconds(fileio.cells(False), fileio.subjects(["uring"]))
+        self.assertEqual(t, 98 * 0.8)  # 98 runs of 0.5 s: three rounds take about 4 minutes
+        self.assertLess(3 * t, 300)
+
     def test_labels(self):
         self.assertEqual(fileio.label({"fs": "tmpfs", "rw": "randread", "direct": 1, "depth": 32, "block": 4096}),
                          "tmpfs direct randread 4k qd32")
