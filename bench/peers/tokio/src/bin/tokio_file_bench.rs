@@ -57,7 +57,8 @@ fn usage_error(msg: &str) -> ! {
 }
 
 fn number<T: std::str::FromStr>(name: &str, v: &str) -> T {
-    v.parse().unwrap_or_else(|_| usage_error(&format!("bad {name} '{v}'")))
+    v.parse()
+        .unwrap_or_else(|_| usage_error(&format!("bad {name} '{v}'")))
 }
 
 fn parse_args() -> Config {
@@ -80,7 +81,9 @@ fn parse_args() -> Config {
             }
             "--direct" => c.direct = true,
             "--file" | "--rw" | "--depth" | "--block" | "--seconds" | "--fsync" | "--api" => {
-                let v = args.next().unwrap_or_else(|| usage_error(&format!("{a} needs a value")));
+                let v = args
+                    .next()
+                    .unwrap_or_else(|| usage_error(&format!("{a} needs a value")));
                 match a.as_str() {
                     "--file" => c.file = v,
                     "--rw" => {
@@ -110,11 +113,14 @@ fn parse_args() -> Config {
     if c.file.is_empty() {
         usage_error("--file is required");
     }
-    if c.depth == 0 || c.depth > 4096 || c.block < 512 || c.block > (16 << 20) || !(c.seconds > 0.0) {
+    if c.depth == 0 || c.depth > 4096 || c.block < 512 || c.block > (16 << 20) || !(c.seconds > 0.0)
+    {
         usage_error("--depth 1..4096, --block 512..16777216, --seconds > 0");
     }
     if c.direct && c.api == Api::Fs {
-        usage_error("--direct needs --api blocking (tokio::fs::File buffers through its own unaligned Vec)");
+        usage_error(
+            "--direct needs --api blocking (tokio::fs::File buffers through its own unaligned Vec)",
+        );
     }
     if c.fsync != 0 && c.rw == Rw::RandRead {
         usage_error("--fsync needs --rw randwrite or write");
@@ -230,7 +236,10 @@ async fn blocking_worker(s: Arc<Shared>, file: Arc<std::fs::File>, seed: u64) {
         }
         if s.count() {
             let f = file.clone();
-            if let Err(e) = tokio::task::spawn_blocking(move || f.sync_all()).await.unwrap() {
+            if let Err(e) = tokio::task::spawn_blocking(move || f.sync_all())
+                .await
+                .unwrap()
+            {
                 s.fail("fsync", e);
                 return;
             }
@@ -307,7 +316,10 @@ fn main() {
         eprintln!("tokio_file_bench: {} is smaller than one block", cfg.file);
         exit(1);
     }
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     let start = Instant::now();
     let s = Arc::new(Shared {
         blocks: size / cfg.block as u64,
@@ -353,5 +365,9 @@ fn main() {
         cpu_self(),
         s.errors.load(Ordering::Relaxed)
     );
-    exit(if s.errors.load(Ordering::Relaxed) == 0 { 0 } else { 1 });
+    exit(if s.errors.load(Ordering::Relaxed) == 0 {
+        0
+    } else {
+        1
+    });
 }

@@ -5,9 +5,9 @@
 //! next, until `--count` children have run. `echo` runs `/bin/echo x` and checks its
 //! output; `true` runs `/bin/true`. Prints one `RESULT {json}` line.
 
+use std::cell::Cell;
 use std::process::{exit, Stdio};
 use std::rc::Rc;
-use std::cell::Cell;
 use std::time::Instant;
 
 const USAGE: &str = "\
@@ -38,7 +38,11 @@ async fn runner(l: Rc<Load>) {
             Ok(o) if o.status.success() && o.stdout == l.expect => l.done.set(l.done.get() + 1),
             other => {
                 if l.errors.get() == 0 {
-                    eprintln!("tokio_spawn_bench: {}: {:?}", l.argv[0], other.map(|o| o.status));
+                    eprintln!(
+                        "tokio_spawn_bench: {}: {:?}",
+                        l.argv[0],
+                        other.map(|o| o.status)
+                    );
                 }
                 l.errors.set(l.errors.get() + 1);
                 return;
@@ -55,10 +59,16 @@ fn main() {
             println!("{USAGE}");
             exit(0);
         }
-        let v = args.next().unwrap_or_else(|| usage_error(&format!("{a} needs a value")));
+        let v = args
+            .next()
+            .unwrap_or_else(|| usage_error(&format!("{a} needs a value")));
         match a.as_str() {
             "--count" => count = v.parse().unwrap_or_else(|_| usage_error("bad --count")),
-            "--concurrency" => concurrency = v.parse().unwrap_or_else(|_| usage_error("bad --concurrency")),
+            "--concurrency" => {
+                concurrency = v
+                    .parse()
+                    .unwrap_or_else(|_| usage_error("bad --concurrency"))
+            }
             "--program" => program = v,
             _ => usage_error(&format!("unknown argument '{a}'")),
         }
@@ -71,12 +81,23 @@ fn main() {
     if count == 0 || concurrency == 0 || concurrency > 4096 {
         usage_error("--count >= 1, --concurrency 1..4096");
     }
-    let l = Rc::new(Load { argv, expect, remaining: Cell::new(count), done: Cell::new(0), errors: Cell::new(0) });
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let l = Rc::new(Load {
+        argv,
+        expect,
+        remaining: Cell::new(count),
+        done: Cell::new(0),
+        errors: Cell::new(0),
+    });
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     let local = tokio::task::LocalSet::new();
     let start = Instant::now();
     local.block_on(&rt, async {
-        let tasks: Vec<_> = (0..concurrency).map(|_| tokio::task::spawn_local(runner(l.clone()))).collect();
+        let tasks: Vec<_> = (0..concurrency)
+            .map(|_| tokio::task::spawn_local(runner(l.clone())))
+            .collect();
         for t in tasks {
             t.await.expect("task panicked");
         }
