@@ -22,14 +22,16 @@ namespace {
 
 const std::string usage =
     "usage: file_bench --file PATH [--rw randread|randwrite|write] [--depth N] [--block BYTES]\n"
-    "                  [--seconds S] [--fsync N] [--direct] [--fixed] [--no-defer-taskrun]\n"
+    "                  [--seconds S] [--fsync N] [--direct] [--fixed] [--no-defer-taskrun] [--pool-threads N]\n"
     "                  [--backend uring|epoll|uring-poll]\n"
     "  --rw: random reads (default), random writes, or sequential writes (wrapping at the\n"
     "  end of PATH) of --block bytes (default 4096) at block-aligned offsets of PATH, with\n"
     "  --depth operations in flight (default 1) for --seconds (default 5); --fsync N: an\n"
     "  fsync after every N writes; --direct opens with O_DIRECT; --fixed uses buffers\n"
     "  registered with the ring (READ_FIXED / WRITE_FIXED); --no-defer-taskrun sets up the\n"
-    "  ring without IORING_SETUP_DEFER_TASKRUN (io_context_options::defer_taskrun)\n";
+    "  ring without IORING_SETUP_DEFER_TASKRUN (io_context_options::defer_taskrun);\n"
+    "  --pool-threads: the blocking pool's threads, where the readiness backends run file\n"
+    "  operations (default: blocking_pool_options' default)\n";
 
 enum class pattern { randread, randwrite, seqwrite };
 
@@ -105,6 +107,7 @@ int main(int argc, char** argv) {
   const bool direct = args.flag("direct");
   const bool fixed = args.flag("fixed");
   const bool defer_taskrun = !args.flag("no-defer-taskrun");
+  const auto pool_threads = static_cast<unsigned>(args.integer("pool-threads", 0, 0, 4096));
   auto backend = args.backend();
   args.done();
   if (path.empty()) args.fail("--file is required");
@@ -121,6 +124,7 @@ int main(int argc, char** argv) {
   ringio::io_context_options opts;
   if (backend) opts.backend = *backend;
   opts.defer_taskrun = defer_taskrun;
+  if (pool_threads != 0) opts.blocking.threads = pool_threads;
   ringio::io_context ctx(opts);
   const int access = rw == pattern::randread ? O_RDONLY : O_WRONLY;
   auto f = ringio::file::open(path, direct ? access | O_DIRECT : access);
