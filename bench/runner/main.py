@@ -8,7 +8,8 @@ import shutil
 import sys
 import time
 
-from . import clients, env, execute, fileio, measure, procs, report, scenarios, servers, stats, switch, targets, venv
+from . import (clients, env, execute, fileio, measure, procs, report, scenarios, servers, spawn, stats, switch, targets,
+               venv)
 
 USAGE_EPILOG = """\
 servers:   """ + ", ".join(servers.ORDER) + """
@@ -44,6 +45,9 @@ def parse_args(argv):
     ap.add_argument("--no-plots", action="store_true", help="skip bench/.venv and the PNG plots")
     ap.add_argument("--build-dir", default="build/bench", help="ringio/peer build directory (default build/bench)")
     ap.add_argument("--report-from", metavar="DIR", help="rewrite report.md and plots from DIR/results.json")
+    ap.add_argument("--fileio-backends", default="uring", metavar="B1,B2",
+                    help="ringio backends in fileio (and the first one in spawn): "
+                         + ", ".join(fileio.BACKENDS) + " (default uring)")
     ap.add_argument("--where", action="append", default=[], metavar="KEY=V1,V2",
                     help="keep only grid cells whose KEY is one of the values (repeatable), "
                          "e.g. --where connections=50,1000")
@@ -60,6 +64,7 @@ def parse_args(argv):
                          [s for s in scenarios.ORDER if a.full or s not in scenarios.FULL_ONLY])
     if a.repeats < 1:
         ap.error("--repeats must be at least 1")
+    a.fileio_backends = _names(ap, a.fileio_backends, fileio.BACKENDS, "backend")
     a.where_filter = {}
     for w in a.where:
         key, eq, vals = w.partition("=")
@@ -104,9 +109,26 @@ def make_plan(a, layout, ncpus, server_cpus, nofile, ports):
             why = fileio.available(layout)
             if why:
                 skipped.append({"scenario": name, "reason": f"skipped: {why}"})
-            plan.append({"scenario": name, "subjects": [] if why else fileio.SUBJECTS, "cells": [],
-                         "file_cells": [fileio.label(c) for c in fileio.cells(a.full, a.seconds)],
-                         "client_cmd": "file_bench / fio --ioengine=io_uring"})
+            todo = [c for c in fileio.cells(a.full, a.seconds) if fileio.matches(c, a.where_filter)]
+            plan.append({"scenario": name, "subjects": [] if why else fileio.subjects(a.fileio_backends),
+                         "cells": [], "file_cells": [fileio.label(c) for c in todo],
+                         "run_seconds": 0 if why else fileio.round_seconds(todo, fileio.subjects(a.fileio_backends)),
+                         "client_cmd": "file_bench / fio --ioengine=io_uring,psync / tokio_file_bench"})
+            continue
+        if name == scenarios.SPAWN:
+            why = spawn.available(layout)
+            if why:
+                skipped.append({"scenario": name, "reason": f"skipped: {why}"})
+            for s, w in spawn.missing(layout).items():
+                if s != "ringio":
+                    skipped.append({"scenario": name, "subject": s, "reason": f"skipped: {w}"})
+            plan.append({"scenario": name, "subjects": [] if why else list(spawn.SUBJECTS), "cells": [],
+                         "spawn_cells": [spawn.label(c) for c in spawn.cells(a.full)
+                                         if fileio.matches(c, a.where_filter)],
+                         "run_seconds": 0 if why else sum(len(spawn.SUBJECTS) * c["count"] / 800
+                                                         for c in spawn.cells(a.full)
+                                                         if fileio.matches(c, a.where_filter)),
+                         "client_cmd": "spawn_bench / tokio_spawn_bench"})
             continue
         scen = scenarios.SCENARIOS[name]
         entry = {"scenario": name, "subjects": [], "cells": [], "client_cmd": None}
@@ -177,6 +199,7 @@ def estimate(plan, repeats, syscalls):
                 one = scenarios.expected_seconds(p["scenario"], c["cell"]) + 0.3
                 probe = syscalls and scenarios.counts_syscalls(p["scenario"], c["cell"])
                 total += len(p["subjects"]) * one * (repeats + (0.7 if probe else 0))
+        total += p.get("run_seconds", 0) * repeats  # fileio and spawn: one round's estimate
     return total
 
 
@@ -186,7 +209,7 @@ def run_plan(a, ctx, plan, runs, skipped):
                for p in plan for c in p["cells"] if c["status"] == "run")
     done = 0
     for p in plan:
-        if p["scenario"] in (scenarios.SWITCH, scenarios.FILEIO):
+        if p["scenario"] in scenarios.STANDALONE:
             continue  # ran before the plan (switch.run): it has no cells
         scen = scenarios.SCENARIOS[p["scenario"]]
         ctx.cost_server = p.get("server")
@@ -273,6 +296,8 @@ def list_all(a, layout, ncpus, server_cpus, nofile, ports):
         log(f"  {p['scenario']}: `{p['client_cmd']}` against {', '.join(p['subjects']) or 'nothing'}")
         for c in p["cells"]:
             log(f"    {c['label']}" + (f"  -> {c['reason']}" if c["reason"] else ""))
+        for lab in p.get("file_cells", []) + p.get("spawn_cells", []):
+            log(f"    {lab}")
     if skipped:
         log("\nnot run:")
         for s in skipped:
@@ -341,8 +366,13 @@ def main(argv=None):
         if scenarios.FILEIO in a.scenarios and not fileio.available(layout):
             log("fileio: file_bench and fio, alternating")
             res["fileio"] = fileio.run(layout, a.full, a.repeats, switch.cpus_for(server_cpus), a.seconds,
-                                       a.where_filter)
+                                       a.where_filter, a.fileio_backends)
             log(f"fileio: {res['fileio'].get('error') or [c['label'] for c in res['fileio']['cells']]}")
+        if scenarios.SPAWN in a.scenarios and not spawn.available(layout):
+            log("spawn: spawn_bench and tokio_spawn_bench, alternating")
+            res["spawn"] = spawn.run(layout, a.full, a.repeats, switch.cpus_for(server_cpus), a.where_filter,
+                                     a.fileio_backends[0])
+            log(f"spawn: {res['spawn'].get('error') or [c['label'] for c in res['spawn']['cells']]}")
         run_plan(a, ctx, plan, res["runs"], skipped)
     except (KeyboardInterrupt, SystemExit) as e:
         res["notes"].append("Interrupted: this report covers only the runs before the interruption.")

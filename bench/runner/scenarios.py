@@ -71,12 +71,16 @@ SCENARIOS = {s.name: s for s in [
              "connection downloading a 256 MiB file, and slow readers of a 1 MiB file with a 4 KiB "
              "receive buffer (server RSS before, at the peak, and after they close)"),
 ]}
-ORDER = list(SCENARIOS) + ["switch", "fileio"]
+ORDER = list(SCENARIOS) + ["switch", "fileio", "spawn"]
 COST_CLIENTS = list(SCENARIOS["client-cost"].subject_clients)
 # Not a client/server scenario: bench/runner/switch.py runs apps/switch_bench.
 SWITCH = "switch"
 # Not a client/server scenario either: bench/runner/fileio.py runs apps/file_bench and fio.
 FILEIO = "fileio"
+# Nor is spawn: bench/runner/spawn.py runs apps/spawn_bench and the tokio peer.
+SPAWN = "spawn"
+# The scenarios that run before the client/server plan, with no cells of their own.
+STANDALONE = (SWITCH, FILEIO, SPAWN)
 
 # The files of the static root: name in the cell -> (file name, size).  Real
 # bytes, not sparse: a hole is read as zeros without touching the page cache.
@@ -114,8 +118,8 @@ def cells(name, full, seconds=None):
     is sized so that all of it, with every peer, takes about 8 minutes on two
     cores, half of it the memory cells' waits (see docs/benchmarks.md)."""
     d = seconds or (FULL_SECONDS if full else QUICK_SECONDS)
-    if name in (SWITCH, FILEIO):
-        return []  # not client/server cells (bench/runner/switch.py, bench/runner/fileio.py)
+    if name in STANDALONE:
+        return []  # not client/server cells (bench/runner/switch.py, fileio.py, spawn.py)
     if name == "pingpong":
         if full:
             return _grid(threads=[1, 2, 4, 8], sessions=[10, 100, 1000, 10000, 100000],
