@@ -8,12 +8,12 @@ import shutil
 import sys
 import time
 
-from . import (clients, env, execute, fileio, measure, procs, report, scenarios, servers, spawn, stats, switch, targets,
-               venv)
+from . import (clients, env, execute, fileio, hiredis, measure, procs, report, scenarios, servers, spawn, stats,
+               switch, targets, venv)
 
 USAGE_EPILOG = """\
 servers:   """ + ", ".join(servers.ORDER) + """
-           (named only: """ + ", ".join(servers.VARIANTS) + """)
+           (named only: """ + ", ".join(list(servers.VARIANTS) + list(servers.HOOKED)) + """)
 scenarios: """ + ", ".join(scenarios.ORDER) + """
 
 `make bench` runs `bench/run` (quick); `make bench FULL=1` adds --full.
@@ -58,6 +58,7 @@ def parse_args(argv):
         a.full = True
         a.servers = a.servers or ",".join(WS_DEFAULT_SERVERS)
         a.scenarios = a.scenarios or ",".join(WS_SCENARIOS)
+    a.servers_named = bool(a.servers) or a.metrics_cost  # (else churn adds scenarios.DEFAULT_EXTRA)
     a.servers = _names(ap, a.servers, servers.KNOWN, "server",
                        servers.METRICS_COST if a.metrics_cost else servers.ORDER)
     a.scenarios = _names(ap, a.scenarios, scenarios.ORDER, "scenario",
@@ -130,10 +131,26 @@ def make_plan(a, layout, ncpus, server_cpus, nofile, ports):
                                                          if fileio.matches(c, a.where_filter)),
                          "client_cmd": "spawn_bench / tokio_spawn_bench"})
             continue
+        if name == scenarios.HIREDIS:
+            why = hiredis.available(layout)
+            if why:
+                skipped.append({"scenario": name, "reason": f"skipped: {why}"})
+            hcells = [c for c in hiredis.cells(a.full, a.seconds)
+                      if not any(k in c and str(c[k]) not in vs for k, vs in a.where_filter.items())]
+            for c in hcells:
+                reason = hiredis.mark(c, nofile)
+                if reason:
+                    skipped.append({"scenario": name, "cell": hiredis.label(c), "reason": reason})
+            plan.append({"scenario": name, "subjects": [] if why else hiredis.SUBJECTS, "cells": [],
+                         "hiredis_cells": [hiredis.label(c) for c in hcells],
+                         "client_cmd": "hiredis_bench / hiredis_bench_hooked against redis-server",
+                         "run_seconds": 0 if why or not hcells else hiredis.round_seconds(hcells)})
+            continue
         scen = scenarios.SCENARIOS[name]
         entry = {"scenario": name, "subjects": [], "cells": [], "client_cmd": None}
         usable = []
-        for s in a.servers:
+        extra = [] if getattr(a, "servers_named", True) else scenarios.DEFAULT_EXTRA.get(name, [])
+        for s in a.servers + [x for x in extra if x not in a.servers]:
             if not servers.supports(s, scen.mode):
                 continue
             try:
@@ -199,7 +216,7 @@ def estimate(plan, repeats, syscalls):
                 one = scenarios.expected_seconds(p["scenario"], c["cell"]) + 0.3
                 probe = syscalls and scenarios.counts_syscalls(p["scenario"], c["cell"])
                 total += len(p["subjects"]) * one * (repeats + (0.7 if probe else 0))
-        total += p.get("run_seconds", 0) * repeats  # fileio and spawn: one round's estimate
+        total += p.get("run_seconds", 0) * repeats  # fileio, spawn, hiredis: one round's estimate
     return total
 
 
@@ -258,6 +275,7 @@ def finish(res, outdir, bench_dir, want_plots):
     res["baselines"] = {s: baseline_of(s, res.get("servers", ())) for s in res["scenarios"]}
     res["targets"] = targets.evaluate(res["summary"], res["skipped"], res["mode"] == "full",
                                      res["scenarios"], res["servers"])
+    res["targets"] += hiredis.targets(res.get("hiredis"), scenarios.HIREDIS in res["scenarios"])
     os.makedirs(outdir, exist_ok=True)
     write_json(res, outdir)
     if want_plots and res.get("venv_python"):
@@ -296,7 +314,7 @@ def list_all(a, layout, ncpus, server_cpus, nofile, ports):
         log(f"  {p['scenario']}: `{p['client_cmd']}` against {', '.join(p['subjects']) or 'nothing'}")
         for c in p["cells"]:
             log(f"    {c['label']}" + (f"  -> {c['reason']}" if c["reason"] else ""))
-        for lab in p.get("file_cells", []) + p.get("spawn_cells", []):
+        for lab in p.get("file_cells", []) + p.get("spawn_cells", []) + p.get("hiredis_cells", []):
             log(f"    {lab}")
     if skipped:
         log("\nnot run:")
@@ -373,6 +391,10 @@ def main(argv=None):
             res["spawn"] = spawn.run(layout, a.full, a.repeats, switch.cpus_for(server_cpus), a.where_filter,
                                      a.fileio_backends[0])
             log(f"spawn: {res['spawn'].get('error') or [c['label'] for c in res['spawn']['cells']]}")
+        if scenarios.HIREDIS in a.scenarios and not hiredis.available(layout):
+            log("hiredis: hooked fibers, async API, thread per client, alternating")
+            res["hiredis"] = hiredis.run(layout, a.full, a.repeats, server_cpus, client_cpus, nofile, a.seconds,
+                                         a.where_filter, log)
         run_plan(a, ctx, plan, res["runs"], skipped)
     except (KeyboardInterrupt, SystemExit) as e:
         res["notes"].append("Interrupted: this report covers only the runs before the interruption.")

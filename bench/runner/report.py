@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """report.md from the results (the same dict that goes to results.json)."""
-from . import fileio, scenarios, servers, spawn, switch
+from . import fileio, hiredis, scenarios, servers, spawn, switch
 
 DASH = "–"
 
@@ -145,6 +145,8 @@ def scenario_section(res, name):
         return fileio.section(res["fileio"]) if res.get("fileio") else "### fileio\n\nNot run."
     if name == scenarios.SPAWN:
         return spawn.section(res["spawn"]) if res.get("spawn") else "### spawn\n\nNot run."
+    if name == scenarios.HIREDIS:
+        return hiredis.section(res["hiredis"]) if res.get("hiredis") else "### hiredis\n\nNot run."
     scen = scenarios.SCENARIOS[name]
     groups = [g for g in res["summary"] if g["scenario"] == name]
     p = next((p for p in res["plan"] if p["scenario"] == name), None)

@@ -71,7 +71,7 @@ SCENARIOS = {s.name: s for s in [
              "connection downloading a 256 MiB file, and slow readers of a 1 MiB file with a 4 KiB "
              "receive buffer (server RSS before, at the peak, and after they close)"),
 ]}
-ORDER = list(SCENARIOS) + ["switch", "fileio", "spawn"]
+ORDER = list(SCENARIOS) + ["switch", "fileio", "spawn", "hiredis"]
 COST_CLIENTS = list(SCENARIOS["client-cost"].subject_clients)
 # Not a client/server scenario: bench/runner/switch.py runs apps/switch_bench.
 SWITCH = "switch"
@@ -79,8 +79,15 @@ SWITCH = "switch"
 FILEIO = "fileio"
 # Nor is spawn: bench/runner/spawn.py runs apps/spawn_bench and the tokio peer.
 SPAWN = "spawn"
+# Nor hiredis: bench/runner/hiredis.py runs apps/hiredis_bench against a redis-server.
+HIREDIS = "hiredis"
 # The scenarios that run before the client/server plan, with no cells of their own.
-STANDALONE = (SWITCH, FILEIO, SPAWN)
+STANDALONE = (SWITCH, FILEIO, SPAWN, HIREDIS)
+
+# Servers a scenario runs besides the selected ones when --servers is not given:
+# churn compares ringio's task server with its fiber server and with plain blocking
+# code on hooked fibers (the hooks' target: hooked >= 0.9x fibers' sessions/s).
+DEFAULT_EXTRA = {"churn": ["ringio-uring-fibers", "ringio-uring-hooked"]}
 
 # The files of the static root: name in the cell -> (file name, size).  Real
 # bytes, not sparse: a hole is read as zeros without touching the page cache.
@@ -119,7 +126,7 @@ def cells(name, full, seconds=None):
     cores, half of it the memory cells' waits (see docs/benchmarks.md)."""
     d = seconds or (FULL_SECONDS if full else QUICK_SECONDS)
     if name in STANDALONE:
-        return []  # not client/server cells (bench/runner/switch.py, fileio.py, spawn.py)
+        return []  # not client/server cells (bench/runner/switch.py, fileio.py, spawn.py, hiredis.py)
     if name == "pingpong":
         if full:
             return _grid(threads=[1, 2, 4, 8], sessions=[10, 100, 1000, 10000, 100000],

@@ -64,8 +64,13 @@ TOKIO = ("tokio-mt", "tokio-percore")
 # h2o (Debian's h2o): one process with --threads event loops (num-threads), in the
 # http, http-static and https modes.
 H2O = "h2o"
+# Plain blocking POSIX code on ringio fibers through the system-call hooks
+# (apps/blocking_echo_hooked: accept4/read/write/close, a fiber per connection); echo
+# mode, one thread. Named only, and in churn by default (scenarios.DEFAULT_EXTRA).
+HOOKED_APP = "blocking_echo_hooked"
+HOOKED = {"ringio-uring-hooked": "uring", "ringio-epoll-hooked": "epoll"}
 ORDER = list(RINGIO) + list(PEERS) + [URING_EXEC, "nginx", H2O]
-KNOWN = ORDER + list(VARIANTS)
+KNOWN = ORDER + list(VARIANTS) + list(HOOKED)
 BASELINE = "ringio-uring"
 RINGIO_APP = {"echo": "echo_server", "pong": "pong", "http": "http_server", "http-static": "http_server",
               "https": "http_server", "ws": "http_server"}
@@ -137,6 +142,8 @@ def supports(name, mode):
         return mode == "ws" and name in WS_SERVERS
     if name in VARIANTS:
         return mode in VARIANTS[name][2]
+    if name in HOOKED:
+        return mode == "echo"
     if name == URING_EXEC:
         return mode == "pong"
     return name not in ("nginx", H2O) or mode == "http"
@@ -148,6 +155,8 @@ def binary_for(layout, name, mode):
         return layout.app(RINGIO_APP[mode])
     if name in PEERS:
         return layout.peer(PEERS[name][0])
+    if name in HOOKED:
+        return layout.app(HOOKED_APP)
     if name == URING_EXEC:
         return layout.peer("uring_exec_pong")
     if name == "nginx":
@@ -225,6 +234,10 @@ def spec(layout, name, mode, port, cell, tmpdir, static_root=None, tls_files=Non
                 "--tls-cert", cert, "--tls-key", key] + _http_args(mode, cell, static_root)
         return ServerSpec(name, mode, argv, path)
     threads = int(cell.get("threads", 1))
+    if name in HOOKED:
+        if threads != 1:
+            raise Unavailable(f"{name} runs one thread")
+        return ServerSpec(name, mode, [path, "--port", str(port), "--backend", HOOKED[name]], path)
     if name in RINGIO:
         backend = RINGIO[name]
         if mode == "pong":

@@ -94,7 +94,51 @@ def evaluate(summary, skipped, full, selected=None, servers=None):
     rows += _fast_path_targets(summary, miss)
     rows += _websocket_targets(summary, miss)
     rows += _h2o_targets(summary, miss)
+    rows += _hooks_targets(summary, skipped, selected)
     return rows
+
+
+HOOKED, FIBERS = "ringio-uring-hooked", "ringio-uring-fibers"
+HOOKS_LIMIT = 0.90
+
+
+def _hooks_targets(summary, skipped, selected=None):
+    """churn: plain blocking code on hooked fibers >= 0.9x the sessions per second of
+    ringio's fiber server (a fiber per connection awaiting ringio's own operations)."""
+    what = f"churn: sessions/s of {HOOKED} (blocking POSIX code, hooks) >= {HOOKS_LIMIT:.2f}x {FIBERS}"
+    cells = _cells(summary, "churn", one_thread)
+    rows = []
+    for label, _ in cells:
+        rows.append(_hooks_row(summary, skipped, label, what))
+    if not cells:
+        why = "churn not selected (--scenarios)" if selected is not None and "churn" not in selected else \
+            _hooks_missing(skipped)
+        rows.append({"target": what, "cell": "-", "measured": "not measured: " + why, "met": None})
+    return rows
+
+
+def _hooks_missing(skipped):
+    for s in skipped:
+        if s["scenario"] == "churn" and not s.get("cell") and s.get("subject") in (HOOKED, FIBERS, None):
+            return f"{s.get('subject') or 'churn'} {s['reason']}".strip()
+    return "no successful runs"
+
+
+def _hooks_row(summary, skipped, label, what):
+    row = {"target": what, "cell": label}
+    mine = stats.find(summary, "churn", label, HOOKED)
+    theirs = stats.find(summary, "churn", label, FIBERS)
+    m = (mine or {}).get("throughput")
+    t = (theirs or {}).get("throughput")
+    if not m or not t or not t["median"]:
+        why = _hooks_missing(skipped)
+        if why == "no successful runs" and (not mine or not theirs):
+            why = f"{HOOKED} and {FIBERS} not both run (they run by default, or name them in --servers)"
+        row.update(measured="not measured: " + why, met=None)
+        return row
+    r = m["median"] / t["median"]
+    row.update(measured=f"{r:.3f}x", ratio=r, met=r >= HOOKS_LIMIT)
+    return row
 
 
 WS_PEERS = ("tokio-percore", "beast")
