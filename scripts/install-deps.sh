@@ -20,8 +20,9 @@ common=(build-essential cmake ninja-build pkg-config liburing-dev libgtest-dev
 # libcurl4-openssl-dev: libcurl's easy API on fibers (fiber_hooks_curl_test.cpp).
 test_only=(chromium curl clang-format-16 clang-tidy-16 python3-websockets prometheus python3-prometheus-client tmux
            wrk nginx-light libhiredis-dev redis-server libpq-dev postgresql libcurl4-openssl-dev)
+# libhiredis-dev and redis-server: bench/run's hiredis scenario (apps/hiredis_bench).
 bench_only=(libasio-dev libbenchmark-dev python3-venv wrk apache2-utils nginx-light
-            cargo-web rustc-web linux-perf procps fio h2o)
+            cargo-web rustc-web linux-perf procps fio h2o libhiredis-dev redis-server)
 
 case "${1:-}" in
   test)  want=("${common[@]}" "${test_only[@]}") ;;

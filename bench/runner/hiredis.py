@@ -175,7 +175,8 @@ def start_redis(cell, server_cpus, tmpdir):
     while time.monotonic() < deadline:
         if child.exited():
             child.reap()
-            raise RuntimeError(f"redis-server exited {child.status}: {(child.errors() or child.output()).strip()[-300:]}")
+            text = (child.errors() or child.output()).strip()[-300:]
+            raise RuntimeError(f"redis-server exited {child.status}: {text}")
         if procs.port_accepts(port):
             return child, port
         time.sleep(0.02)

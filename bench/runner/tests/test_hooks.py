@@ -161,7 +161,8 @@ class Hiredis(unittest.TestCase):
                   "marked": []}
         self.assertFalse(hiredis.targets(missed)[0]["met"])
         self.assertIn("not selected", hiredis.targets(None, selected=False)[0]["measured"])
-        self.assertIn("not built", hiredis.targets({"error": "build/bench/apps/hiredis_bench not built"})[0]["measured"])
+        broken = {"error": "build/bench/apps/hiredis_bench not built"}
+        self.assertIn("not built", hiredis.targets(broken)[0]["measured"])
         marked = {"cells": [], "marked": [{"label": "clients=1000", "reason": "beyond the descriptor limit"}]}
         self.assertIn("descriptor limit", hiredis.targets(marked)[0]["measured"])
         self.assertIsNone(hiredis.targets({"cells": [], "marked": []})[0]["met"])
