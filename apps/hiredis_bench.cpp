@@ -18,11 +18,13 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <exception>
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -63,6 +65,28 @@ struct shared_state {
   std::atomic<long> gets{0};
   std::atomic<long> errors{0};
   std::string first_error;  // (written once, by the first failure, on the loop or under the race it tolerates)
+  // Threads wait for the start here; fibers poll with a sleep (a hooked usleep waits on
+  // the loop), since the hooks take one waiter per descriptor and a condition variable
+  // would block the loop.
+  std::mutex start_lock;
+  std::condition_variable started;
+  bool threads = false;
+
+  void wait_for_start() {
+    if (!threads) {
+      while (phase.load(std::memory_order_relaxed) == 0) ::usleep(1000);
+      return;
+    }
+    std::unique_lock lock(start_lock);
+    started.wait(lock, [this] { return phase.load() != 0; });
+  }
+  void start() {
+    {
+      std::lock_guard lock(start_lock);
+      phase = 1;
+    }
+    started.notify_all();
+  }
 };
 
 bool reply_ok(const redisReply* r) {
@@ -79,7 +103,7 @@ void blocking_client(int port, shared_state& st) {
     return;
   }
   st.connected.fetch_add(1);
-  while (st.phase.load(std::memory_order_relaxed) == 0) ::usleep(1000);
+  st.wait_for_start();
   long gets = 0;
   long errors = 0;
   while (st.phase.load(std::memory_order_relaxed) == 1) {
@@ -145,6 +169,7 @@ void run_threads(int port, int clients, double seconds, long server_pid, std::si
   };
   static arg a;
   a = {port, &st};
+  st.threads = true;
   pthread_attr_t attr;
   pthread_attr_init(&attr);
   pthread_attr_setstacksize(&attr, stack);
@@ -168,7 +193,7 @@ void run_threads(int port, int clients, double seconds, long server_pid, std::si
   pthread_attr_destroy(&attr);
   while (st.connected.load() + st.failed.load() < clients) ::usleep(1000);
   w.begin(server_pid);
-  st.phase = 1;
+  st.start();
   ::usleep(static_cast<useconds_t>(seconds * 1e6));
   st.phase = 2;
   w.end(server_pid);
