@@ -130,13 +130,26 @@ def summarize(samples):
 
 
 def ratios(summary):
-    """(a, b) -> a's median GETs per second over b's, where both ran."""
+    """'a/b' -> a's median GETs per second over b's, and 'cpu:a/b' -> a's GETs per client
+    CPU second over b's (b's median CPU per GET over a's), where both ran."""
     out = {}
     for a, b in RATIOS:
         x, y = (summary.get(a) or {}).get("gets_per_s"), (summary.get(b) or {}).get("gets_per_s")
         if x and y and y["median"]:
             out[f"{a}/{b}"] = x["median"] / y["median"]
+        x, y = (summary.get(a) or {}).get("cpu_us_per_get"), (summary.get(b) or {}).get("cpu_us_per_get")
+        if x and y and x["median"]:
+            out[f"cpu:{a}/{b}"] = y["median"] / x["median"]
     return out
+
+
+def resummarize(rec):
+    """Recomputes every cell's summary and ratios from its runs (for --report-from)."""
+    for c in (rec or {}).get("cells", []):
+        if c.get("runs"):
+            c["summary"] = {s: summarize([x for x in c["runs"].get(s, []) if "error" not in x]) for s in SUBJECTS}
+            c["ratios"] = ratios(c["summary"])
+    return rec
 
 
 def order(repeat):
@@ -279,12 +292,15 @@ def section(rec):
             rows.append(f"| {c['cell']['clients']} | {s} | {_fmt(sm.get('gets_per_s'))} | "
                         f"{_fmt(sm.get('cpu_us_per_get'), 2)} | {_fmt(sm.get('server_us_per_get'), 2)} | "
                         f"{_fmt(sm.get('cpu_use'), 0, 100)}% | {_fmt(sm.get('server_cpu_use'), 0, 100)}% | {errs} |")
-    ratio_rows = ["| clients | " + " | ".join(f"{a} / {b}" for a, b in RATIOS) + " |",
-                  "|---|" + "---|" * len(RATIOS)]
+    ratio_rows = ["| clients | " + " | ".join(f"{a} / {b}" for a, b in RATIOS) + " | "
+                  + " | ".join(f"{a} / {b} per CPU" for a, b in RATIOS) + " |",
+                  "|---|" + "---|" * (2 * len(RATIOS))]
     for c in rec["cells"]:
+        keys = [f"{a}/{b}" for a, b in RATIOS] + [f"cpu:{a}/{b}" for a, b in RATIOS]
         ratio_rows.append(f"| {c['cell']['clients']} | " + " | ".join(
-            f"{c['ratios'][f'{a}/{b}']:.2f}x" if f"{a}/{b}" in c["ratios"] else "-" for a, b in RATIOS) + " |")
-    out += ["", *rows, "", "Ratios of the median GETs per second:", "", *ratio_rows]
+            f"{c['ratios'][k]:.2f}x" if k in c["ratios"] else "-" for k in keys) + " |")
+    out += ["", *rows, "", "Ratios of the median GETs per second, then of the GETs per client CPU second (the "
+            "inverse ratio of the median client CPU per GET: steadier on a busy machine):", "", *ratio_rows]
     for m in rec.get("marked", []):
         out += ["", f"Not run: {m['label']}: {m['reason']}."]
     errs = [e for c in rec["cells"] for e in c["errors"]]

@@ -275,6 +275,7 @@ def finish(res, outdir, bench_dir, want_plots):
     res["baselines"] = {s: baseline_of(s, res.get("servers", ())) for s in res["scenarios"]}
     res["targets"] = targets.evaluate(res["summary"], res["skipped"], res["mode"] == "full",
                                      res["scenarios"], res["servers"])
+    hiredis.resummarize(res.get("hiredis"))
     res["targets"] += hiredis.targets(res.get("hiredis"), scenarios.HIREDIS in res["scenarios"])
     os.makedirs(outdir, exist_ok=True)
     write_json(res, outdir)

@@ -146,9 +146,13 @@ class Hiredis(unittest.TestCase):
         self.assertAlmostEqual(c["ratios"]["hooked/threads"], 100000 / 30000)
         self.assertAlmostEqual(c["ratios"]["hooked/async"], 1.0)
         self.assertAlmostEqual(c["ratios"]["async/threads"], 100000 / 30000)
+        # GETs per client CPU second: the fixture's CPU per GET is 1e6 / GETs per second.
+        self.assertAlmostEqual(c["ratios"]["cpu:hooked/threads"], 100000 / 30000)
         self.assertEqual(hiredis.ratios({"hooked": hiredis.summarize([])}), {})
         self.assertEqual([hiredis.order(r)[0] for r in range(3)], hiredis.SUBJECTS)
         self.assertEqual(sorted(hiredis.order(1)), sorted(hiredis.SUBJECTS))
+        stale = dict(c, summary={}, ratios={})
+        self.assertEqual(hiredis.resummarize({"cells": [stale]})["cells"][0]["ratios"], c["ratios"])
 
     def test_target(self):
         met = {"cells": [hiredis_cell(1000, {"hooked": [100000], "async": [100000], "threads": [30000]})],
@@ -174,7 +178,7 @@ class Hiredis(unittest.TestCase):
         text = report.scenario_section({"hiredis": rec}, "hiredis")
         self.assertIn("### hiredis", text)
         self.assertIn("| 1000 | hooked | 90000 (90000\u201390000) |", text)
-        self.assertIn("| 1000 | 3.00x | 0.90x | 3.33x |", text)
+        self.assertIn("| 1000 | 3.00x | 0.90x | 3.33x | 3.00x | 0.90x | 3.33x |", text)
         self.assertIn("`cmd-threads`", text)
         self.assertIn("Other work on the machine", text)
         self.assertIn("Not run: redis-server is not installed",
