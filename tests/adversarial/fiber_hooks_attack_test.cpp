@@ -1662,6 +1662,197 @@ TEST_P(FiberHooksAttack, LargePipeWriteCompletes) {
   EXPECT_EQ(received, 1u << 20);
 }
 
+// A descriptor that is duplicated and then closed while a fiber waits on it: the
+// waiter fails with EBADF, the duplicate still works, and a new descriptor on the old
+// number waits and reads normally.
+TEST_P(FiberHooksAttack, DupThenCloseOfAWaitedDescriptor) {
+  fd_pair p;
+  ASSERT_GE(p.a, 0);
+  ssize_t r_old = -2, r_dup = -2, r_new = -2;
+  int e_old = 0, e_dup = 0, e_new = 0;
+  int number = p.a;
+  in_two_fibers(
+      [&] {
+        char c;
+        r_old = ::read(number, &c, 1);
+        e_old = errno;
+      },
+      [&] {
+        ::usleep(10000);
+        const int d = ::dup(p.a);
+        ::close(p.a);
+        p.a = -1;
+        std::thread t([&] {
+          std::this_thread::sleep_for(20ms);
+          ::write(p.b, "d", 1);
+        });
+        char c;
+        r_dup = ::read(d, &c, 1);
+        e_dup = errno;
+        t.join();
+        // A new socket on the old number.
+        int fds[2];
+        ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds);
+        ::dup2(fds[0], number);
+        if (fds[0] != number) ::close(fds[0]);
+        std::thread t2([&] {
+          std::this_thread::sleep_for(20ms);
+          ::write(fds[1], "n", 1);
+          std::this_thread::sleep_for(20ms);
+          ::write(p.b, "x", 1);  // readiness of the old file, now only behind d
+        });
+        r_new = ::read(number, &c, 1);
+        e_new = errno;
+        t2.join();
+        ::close(number);
+        ::close(fds[1]);
+        ::close(d);
+      });
+  EXPECT_EQ(r_old, -1);
+  EXPECT_EQ(e_old, EBADF);
+  EXPECT_EQ(r_dup, 1) << std::strerror(e_dup);
+  EXPECT_EQ(r_new, 1) << std::strerror(e_new);
+}
+
+// SO_RCVTIMEO is honoured by every receiving call.
+TEST_P(FiberHooksAttack, ReceiveTimeoutForEveryReceivingCall) {
+  fd_pair p;
+  ASSERT_GE(p.a, 0);
+  timeval tv{0, 30 * 1000};
+  ASSERT_EQ(::setsockopt(p.a, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv), 0);
+  struct row {
+    const char* name;
+    long ret;
+    int err;
+    std::chrono::steady_clock::duration took;
+  };
+  std::vector<row> rows;
+  in_fiber([&] {
+    char buf[4];
+    iovec iov{buf, sizeof buf};
+    msghdr m{};
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    const auto one = [&](const char* name, const std::function<long()>& call) {
+      const auto t0 = std::chrono::steady_clock::now();
+      const long r = call();
+      const int e = errno;
+      rows.push_back({name, r, e, std::chrono::steady_clock::now() - t0});
+    };
+    one("read", [&] { return static_cast<long>(::read(p.a, buf, sizeof buf)); });
+    one("readv", [&] { return static_cast<long>(::readv(p.a, &iov, 1)); });
+    one("recvfrom", [&] { return static_cast<long>(::recvfrom(p.a, buf, sizeof buf, 0, nullptr, nullptr)); });
+    one("recvmsg", [&] { return static_cast<long>(::recvmsg(p.a, &m, 0)); });
+    one("recv MSG_WAITALL", [&] { return static_cast<long>(::recv(p.a, buf, sizeof buf, MSG_WAITALL)); });
+  });
+  for (const auto& r : rows) {
+    EXPECT_EQ(r.ret, -1) << r.name;
+    EXPECT_EQ(r.err, EAGAIN) << r.name << ": " << std::strerror(r.err);
+    EXPECT_GE(r.took, 25ms) << r.name;
+  }
+}
+
+// A fiber blocked reading a socket and another blocked writing the same socket.
+TEST_P(FiberHooksAttack, ReaderAndWriterBlockedOnOneSocket) {
+  fd_pair p;
+  ASSERT_GE(p.a, 0);
+  ::fcntl(p.a, F_SETFL, O_NONBLOCK);
+  std::vector<char> big(1 << 20, 'x');
+  std::size_t prefilled = 0;
+  for (;;) {
+    const ssize_t n = ::write(p.a, big.data(), big.size());
+    if (n <= 0) break;
+    prefilled += static_cast<std::size_t>(n);
+  }
+  ::fcntl(p.a, F_SETFL, 0);
+  ssize_t r = -2, w = -2;
+  std::thread peer([&] {
+    std::this_thread::sleep_for(20ms);
+    ::write(p.b, "r", 1);
+    std::this_thread::sleep_for(20ms);
+    std::vector<char> buf(1 << 16);
+    std::size_t got = 0;
+    while (got < prefilled + 1000) {
+      const ssize_t n = ::read(p.b, buf.data(), buf.size());
+      if (n <= 0) break;
+      got += static_cast<std::size_t>(n);
+    }
+  });
+  in_two_fibers(
+      [&] {
+        char c;
+        r = ::read(p.a, &c, 1);
+      },
+      [&] { w = ::write(p.a, big.data(), 1000); });
+  peer.join();
+  EXPECT_EQ(r, 1);
+  EXPECT_EQ(w, 1000);
+}
+
+// A non-blocking connect that is refused, then waited for with poll: POLLOUT with
+// POLLERR/POLLHUP and SO_ERROR ECONNREFUSED, as libc reports.
+TEST_P(FiberHooksAttack, NonBlockingConnectThenPoll) {
+  const sockaddr_in a = refused_address();
+  tcp_listener l;
+  int rc_refused = -2, err_refused = 0, so_error = -1, pr = -2;
+  short revents = 0;
+  int rc_ok = -2, so_ok = -1;
+  in_fiber([&] {
+    const int c = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    rc_refused = ::connect(c, reinterpret_cast<const sockaddr*>(&a), sizeof a);
+    err_refused = errno;
+    pollfd pf{c, POLLOUT, 0};
+    pr = ::poll(&pf, 1, 5000);
+    revents = pf.revents;
+    socklen_t len = sizeof so_error;
+    ::getsockopt(c, SOL_SOCKET, SO_ERROR, &so_error, &len);
+    ::close(c);
+    const int c2 = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    rc_ok = ::connect(c2, l.sa(), sizeof l.addr);
+    pollfd pf2{c2, POLLOUT, 0};
+    ::poll(&pf2, 1, 5000);
+    len = sizeof so_ok;
+    ::getsockopt(c2, SOL_SOCKET, SO_ERROR, &so_ok, &len);
+    ::close(c2);
+  });
+  if (rc_refused == -1 && err_refused == EINPROGRESS) {
+    EXPECT_EQ(pr, 1);
+    EXPECT_NE(revents & (POLLERR | POLLHUP), 0) << revents;
+    EXPECT_EQ(so_error, ECONNREFUSED);
+  } else {
+    EXPECT_EQ(rc_refused, -1);
+    EXPECT_EQ(err_refused, ECONNREFUSED);
+  }
+  EXPECT_TRUE(rc_ok == 0 || rc_ok == -1);
+  EXPECT_EQ(so_ok, 0);
+}
+
+// poll of a listening socket waits for a connection.
+TEST_P(FiberHooksAttack, PollOfAListenerWaitsForAConnection) {
+  tcp_listener l;
+  int pr = -2;
+  short revents = 0;
+  int accepted = -2;
+  in_two_fibers(
+      [&] {
+        pollfd pf{l.fd, POLLIN, 0};
+        pr = ::poll(&pf, 1, 5000);
+        revents = pf.revents;
+        accepted = ::accept(l.fd, nullptr, nullptr);
+        if (accepted >= 0) ::close(accepted);
+      },
+      [&] {
+        ::usleep(10000);
+        const int c = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        ::connect(c, l.sa(), sizeof l.addr);
+        ::usleep(10000);
+        ::close(c);
+      });
+  EXPECT_EQ(pr, 1);
+  EXPECT_EQ(revents, POLLIN);
+  EXPECT_GE(accepted, 0);
+}
+
 // ---- scale ----
 
 TEST_P(FiberHooksAttack, ThousandFibersPingPongOnSocketpairs) {
