@@ -1853,6 +1853,112 @@ TEST_P(FiberHooksAttack, PollOfAListenerWaitsForAConnection) {
   EXPECT_GE(accepted, 0);
 }
 
+// A connected loopback TCP pair.
+struct tcp_pair {
+  int a = -1, b = -1;
+  tcp_pair() {
+    tcp_listener l;
+    a = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ::connect(a, l.sa(), sizeof l.addr);
+    b = ::accept4(l.fd, nullptr, nullptr, SOCK_CLOEXEC);
+  }
+  ~tcp_pair() {
+    if (a >= 0) ::close(a);
+    if (b >= 0) ::close(b);
+  }
+};
+
+// A listener closed by another fiber while a fiber waits in accept: EBADF.
+TEST_P(FiberHooksAttack, CloseOfAListenerAFiberAcceptsOn) {
+  tcp_listener l;
+  int r = -2, err = 0;
+  in_two_fibers(
+      [&] {
+        r = ::accept(l.fd, nullptr, nullptr);
+        err = errno;
+      },
+      [&] {
+        ::usleep(10000);
+        ::close(l.fd);
+        l.fd = -1;
+      });
+  EXPECT_EQ(r, -1);
+  EXPECT_EQ(err, EBADF) << std::strerror(err);
+}
+
+// poll for POLLPRI waits for urgent data; poll for POLLRDHUP waits for the peer's
+// shutdown.
+TEST_P(FiberHooksAttack, PollForUrgentDataAndForPeerShutdown) {
+  tcp_pair t;
+  ASSERT_GE(t.b, 0);
+  int pr1 = -2, pr2 = -2;
+  short re1 = 0, re2 = 0;
+  in_two_fibers(
+      [&] {
+        pollfd pf{t.a, POLLPRI, 0};
+        pr1 = ::poll(&pf, 1, 3000);
+        re1 = pf.revents;
+        char c;
+        ::recv(t.a, &c, 1, MSG_OOB);
+        pollfd pf2{t.a, POLLRDHUP, 0};
+        pr2 = ::poll(&pf2, 1, 3000);
+        re2 = pf2.revents;
+      },
+      [&] {
+        ::usleep(10000);
+        ::send(t.b, "u", 1, MSG_OOB);
+        ::usleep(20000);
+        ::shutdown(t.b, SHUT_WR);
+      });
+  EXPECT_EQ(pr1, 1);
+  EXPECT_EQ(re1, POLLPRI);
+  EXPECT_EQ(pr2, 1);
+  EXPECT_EQ(re2, POLLRDHUP);
+}
+
+// A receive waiting when the peer resets the connection fails with ECONNRESET.
+TEST_P(FiberHooksAttack, ResetWhileWaitingGivesEconnreset) {
+  tcp_pair t;
+  ASSERT_GE(t.b, 0);
+  ssize_t r = -2;
+  int err = 0;
+  in_two_fibers(
+      [&] {
+        char c;
+        r = ::recv(t.a, &c, 1, 0);
+        err = errno;
+      },
+      [&] {
+        ::usleep(10000);
+        linger lg{1, 0};
+        ::setsockopt(t.b, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+        ::close(t.b);
+        t.b = -1;
+      });
+  EXPECT_EQ(r, -1);
+  EXPECT_EQ(err, ECONNRESET) << std::strerror(err);
+}
+
+// recv(MSG_OOB) without urgent data fails at once with EINVAL, as libc's does.
+TEST_P(FiberHooksAttack, OutOfBandReceiveWithoutUrgentData) {
+  tcp_pair t;
+  ASSERT_GE(t.b, 0);
+  char c;
+  errno = 0;
+  const ssize_t libc_r = ::recv(t.a, &c, 1, MSG_OOB);
+  const int libc_err = errno;
+  ssize_t r = -2;
+  int err = 0;
+  in_fiber(
+      [&] {
+        r = ::recv(t.a, &c, 1, MSG_OOB);
+        err = errno;
+      },
+      3s);
+  EXPECT_EQ(r, libc_r);
+  EXPECT_EQ(err, libc_err) << std::strerror(err);
+}
+
 // ---- scale ----
 
 TEST_P(FiberHooksAttack, ThousandFibersPingPongOnSocketpairs) {
