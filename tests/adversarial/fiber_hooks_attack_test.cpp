@@ -9,6 +9,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/resource.h>
@@ -1957,6 +1958,106 @@ TEST_P(FiberHooksAttack, OutOfBandReceiveWithoutUrgentData) {
       3s);
   EXPECT_EQ(r, libc_r);
   EXPECT_EQ(err, libc_err) << std::strerror(err);
+}
+
+// A mode the program sets on a pipe while a fiber waits in read on it is the mode the
+// pipe has after the read: the hooks never change it for good.
+TEST_P(FiberHooksAttack, ModeSetByTheProgramDuringAWaitIsKept) {
+  pipe_pair p;
+  ASSERT_GE(p.r, 0);
+  ssize_t n = -2;
+  int flags_after = -1;
+  in_two_fibers(
+      [&] {
+        char c;
+        n = ::read(p.r, &c, 1);
+        flags_after = ::fcntl(p.r, F_GETFL);
+      },
+      [&] {
+        ::usleep(10000);
+        ::fcntl(p.r, F_SETFL, ::fcntl(p.r, F_GETFL) | O_NONBLOCK);
+        ::usleep(10000);
+        ::write(p.w, "x", 1);
+      });
+  EXPECT_EQ(n, 1);
+  EXPECT_NE(flags_after & O_NONBLOCK, 0) << "the program set O_NONBLOCK while the read waited; it was cleared";
+  EXPECT_NE(::fcntl(p.r, F_GETFL) & O_NONBLOCK, 0);
+}
+
+// Reads of an eventfd and of a pseudo-terminal wait through the loop.
+TEST_P(FiberHooksAttack, EventfdAndPtyReadsWait) {
+  const int efd = ::eventfd(0, EFD_CLOEXEC);
+  ASSERT_GE(efd, 0);
+  const int master = ::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+  int slave = -1;
+  if (master >= 0 && ::grantpt(master) == 0 && ::unlockpt(master) == 0) {
+    const char* name = ::ptsname(master);
+    if (name != nullptr) slave = ::open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
+  }
+  ssize_t en = -2, pn = -2;
+  std::uint64_t value = 0;
+  in_two_fibers(
+      [&] {
+        en = ::read(efd, &value, sizeof value);
+        if (master >= 0) {
+          char buf[16];
+          pn = ::read(master, buf, sizeof buf);
+        }
+      },
+      [&] {
+        ::usleep(10000);
+        const std::uint64_t one = 5;
+        ::write(efd, &one, sizeof one);
+        ::usleep(10000);
+        if (slave >= 0) ::write(slave, "tty\n", 4);
+      });
+  EXPECT_EQ(en, 8);
+  EXPECT_EQ(value, 5u);
+  if (slave >= 0) {
+    EXPECT_GT(pn, 0);
+  }
+  ::close(efd);
+  if (slave >= 0) ::close(slave);
+  if (master >= 0) ::close(master);
+}
+
+// A stop of a fiber waiting in a blocking connect (a Unix listener's backlog is full):
+// EINTR.
+TEST_P(FiberHooksAttack, StopInterruptsAWaitingConnect) {
+  char dir[] = "/tmp/ringio-hook-attack-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  const std::string path = std::string(dir) + "/s";
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::strcpy(a.sun_path, path.c_str());
+  const int l = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_EQ(::bind(l, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(l, 0), 0);
+  std::vector<int> fillers;
+  for (int i = 0; i < 64; ++i) {
+    const int c = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (::connect(c, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+      ::close(c);
+      break;
+    }
+    fillers.push_back(c);
+  }
+  int r = -2, err = 0;
+  int flags = -1;
+  stopped_after(20ms, [&] {
+    const int c = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    r = ::connect(c, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    err = errno;
+    flags = ::fcntl(c, F_GETFL);
+    ::close(c);
+  });
+  EXPECT_EQ(r, -1);
+  EXPECT_EQ(err, EINTR) << std::strerror(err);
+  EXPECT_EQ(flags & O_NONBLOCK, 0) << "the socket's mode after a stopped connect";
+  for (int f : fillers) ::close(f);
+  ::close(l);
+  ::unlink(path.c_str());
+  ::rmdir(dir);
 }
 
 // ---- scale ----
