@@ -2060,6 +2060,93 @@ TEST_P(FiberHooksAttack, StopInterruptsAWaitingConnect) {
   ::rmdir(dir);
 }
 
+// io_context::stop() (not its destruction) while a fiber waits in a hooked read: the
+// read goes on waiting and completes when the loop runs again.
+TEST_P(FiberHooksAttack, LoopStoppedAndRunAgainResumesTheHookedCall) {
+  fd_pair p;
+  ASSERT_GE(p.a, 0);
+  ssize_t r = -2;
+  int err = 0;
+  bool done = false;
+  {
+    io_context ctx(io_context_options{.backend = GetParam(), .quiet = true});
+    spawn_fiber(
+        ctx,
+        [&] {
+          char c;
+          r = ::read(p.a, &c, 1);
+          err = errno;
+          done = true;
+        },
+        hook_stack);
+    run_for(ctx, 10ms);
+    EXPECT_FALSE(done);
+    ::write(p.b, "x", 1);
+    run_for(ctx, 50ms);
+    EXPECT_TRUE(done);
+  }
+  EXPECT_EQ(r, 1) << std::strerror(err);
+}
+
+// Sleeps last at least as long as asked, by every clock and form.
+TEST_P(FiberHooksAttack, SleepsLastAtLeastTheirTime) {
+  std::vector<std::pair<const char*, std::chrono::steady_clock::duration>> took;
+  in_fiber([&] {
+    const auto time = [&](const char* name, const std::function<void()>& f) {
+      const auto t0 = std::chrono::steady_clock::now();
+      f();
+      took.emplace_back(name, std::chrono::steady_clock::now() - t0);
+    };
+    time("usleep", [] { ::usleep(30000); });
+    time("nanosleep", [] {
+      timespec ts{0, 30000000};
+      ::nanosleep(&ts, nullptr);
+    });
+    time("clock_nanosleep realtime absolute", [] {
+      timespec now{};
+      ::clock_gettime(CLOCK_REALTIME, &now);
+      now.tv_nsec += 30000000;
+      if (now.tv_nsec >= 1000000000) {
+        now.tv_nsec -= 1000000000;
+        ++now.tv_sec;
+      }
+      ::clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &now, nullptr);
+    });
+    time("clock_nanosleep boottime", [] {
+      timespec ts{0, 30000000};
+      ::clock_nanosleep(CLOCK_BOOTTIME, 0, &ts, nullptr);
+    });
+    time("sleep(1)", [] { ::sleep(1); });
+    time("poll(NULL, 0, 30)", [] { ::poll(nullptr, 0, 30); });
+  });
+  ASSERT_EQ(took.size(), 6u);
+  for (const auto& [name, d] : took) EXPECT_GE(d, std::string(name) == "sleep(1)" ? 995ms : 29ms) << name;
+}
+
+// A partial write to a pipe the program made non-blocking succeeds with a count and
+// leaves errno alone, as libc's does.
+TEST_P(FiberHooksAttack, PartialWriteToANonBlockingPipeLeavesErrnoAlone) {
+  pipe_pair p;
+  ASSERT_GE(p.r, 0);
+  ::fcntl(p.w, F_SETFL, O_NONBLOCK);
+  std::vector<char> big(1 << 20, 'x');
+  while (::write(p.w, big.data(), big.size()) > 0) {
+  }
+  char drain[8192];
+  ASSERT_GT(::read(p.r, drain, sizeof drain), 0);
+  ssize_t n = -2;
+  int err = 0;
+  in_fiber(
+      [&] {
+        errno = untouched;
+        n = ::write(p.w, big.data(), 65536);
+        err = errno;
+      },
+      3s);
+  EXPECT_GT(n, 0);
+  EXPECT_EQ(err, untouched) << "a successful write set errno to " << std::strerror(err);
+}
+
 // ---- scale ----
 
 TEST_P(FiberHooksAttack, ThousandFibersPingPongOnSocketpairs) {
