@@ -629,10 +629,11 @@ std::vector<scenario> immediate_scenarios() {
                  return o;
                }});
   v.push_back({"poll with nfds beyond RLIMIT_NOFILE", [] {
-                 pollfd pf{-1, POLLIN, 0};
                  rlimit rl{};
                  ::getrlimit(RLIMIT_NOFILE, &rl);
-                 return measure([&] { return ::poll(&pf, rl.rlim_cur + 1, 10); });
+                 const std::size_t n = std::min<std::size_t>(rl.rlim_cur, std::size_t{1} << 22) + 1;
+                 std::vector<pollfd> pf(n, pollfd{-1, POLLIN, 0});
+                 return measure([&] { return ::poll(pf.data(), rl.rlim_cur + 1, 10); });
                }});
   v.push_back({"poll of a closed number (POLLNVAL)", [] {
                  int fd = ::eventfd(0, EFD_CLOEXEC);
