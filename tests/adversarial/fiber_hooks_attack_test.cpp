@@ -88,7 +88,9 @@ class FiberHooksAttack : public backend_test {
     }(fns, limit));
   }
   void in_fiber(const std::function<void()>& fn, std::chrono::seconds limit = 10s) { in_fibers({fn}, limit); }
-  void in_two_fibers(const std::function<void()>& a, const std::function<void()>& b) { in_fibers({a, b}); }
+  void in_two_fibers(const std::function<void()>& a, const std::function<void()>& b, std::chrono::seconds limit = 10s) {
+    in_fibers({a, b}, limit);
+  }
   // Runs `fn` in a fiber and stops the fiber's scope after `after`.
   void stopped_after(std::chrono::milliseconds after, const std::function<void()>& fn) {
     run([](std::chrono::milliseconds after, const std::function<void()>& fn) -> task<void> {
@@ -2171,6 +2173,108 @@ TEST_P(FiberHooksAttack, PartialWriteToANonBlockingPipeLeavesErrnoAlone) {
       3s);
   EXPECT_GT(n, 0);
   EXPECT_EQ(err, untouched) << "a successful write set errno to " << std::strerror(err);
+}
+
+// MSG_WAITALL on datagram and seqpacket sockets: libc returns one message; it does not
+// gather several into the buffer.
+TEST_P(FiberHooksAttack, WaitallOnMessageSocketsReturnsOneMessage) {
+  for (int type : {SOCK_DGRAM, SOCK_SEQPACKET}) {
+    SCOPED_TRACE(type == SOCK_DGRAM ? "SOCK_DGRAM" : "SOCK_SEQPACKET");
+    fd_pair p(type);
+    ASSERT_GE(p.a, 0);
+    ssize_t n = -2;
+    std::string got;
+    in_two_fibers(
+        [&] {
+          char buf[10];
+          n = ::recv(p.a, buf, sizeof buf, MSG_WAITALL);
+          if (n > 0) got.assign(buf, static_cast<std::size_t>(n));
+        },
+        [&] {
+          ::usleep(10000);
+          ::send(p.b, "ab", 2, 0);
+          ::usleep(10000);
+          ::send(p.b, "cd", 2, 0);
+        },
+        3s);
+    EXPECT_EQ(n, 2);
+    EXPECT_EQ(got, "ab");
+  }
+}
+
+// MSG_WAITALL|MSG_PEEK waits until the whole buffer is there and leaves it there.
+TEST_P(FiberHooksAttack, WaitallPeekPeeksTheWholeBuffer) {
+  fd_pair p;
+  ASSERT_GE(p.a, 0);
+  ssize_t n = -2, m = -2;
+  std::string peeked, got;
+  in_two_fibers(
+      [&] {
+        char buf[3];
+        n = ::recv(p.a, buf, sizeof buf, MSG_WAITALL | MSG_PEEK);
+        if (n > 0) peeked.assign(buf, static_cast<std::size_t>(n));
+        char all[8];
+        m = ::recv(p.a, all, sizeof all, MSG_DONTWAIT);
+        if (m > 0) got.assign(all, static_cast<std::size_t>(m));
+      },
+      [&] {
+        ::usleep(10000);
+        ::write(p.b, "a", 1);
+        ::usleep(10000);
+        ::write(p.b, "bc", 2);
+      });
+  EXPECT_EQ(n, 3);
+  EXPECT_EQ(peeked, "abc");
+  EXPECT_EQ(got, "abc") << "the peeked bytes stay in the socket";
+}
+
+// A blocking send of one datagram that has to wait for room: one datagram, whole.
+TEST_P(FiberHooksAttack, DatagramSendThatWaitsSendsOneDatagram) {
+  fd_pair p(SOCK_DGRAM);
+  ASSERT_GE(p.a, 0);
+  int queued = 0;
+  while (::send(p.a, "q", 1, MSG_DONTWAIT) == 1) ++queued;
+  ssize_t n = -2;
+  int err = 0;
+  std::vector<ssize_t> sizes;
+  in_two_fibers(
+      [&] {
+        std::string d(1000, 'd');
+        n = ::send(p.a, d.data(), d.size(), 0);
+        err = errno;
+      },
+      [&] {
+        ::usleep(10000);
+        char buf[2000];
+        for (int i = 0; i < queued + 1; ++i) {
+          const ssize_t r = ::recv(p.b, buf, sizeof buf, 0);
+          if (r <= 0) break;
+          if (r != 1) sizes.push_back(r);
+        }
+      });
+  EXPECT_EQ(n, 1000) << std::strerror(err);
+  ASSERT_EQ(sizes.size(), 1u);
+  EXPECT_EQ(sizes[0], 1000);
+}
+
+// The losing branch of when_any is a fiber in a hooked read: the read fails with
+// EINTR and when_any completes.
+TEST_P(FiberHooksAttack, LosingWhenAnyBranchInterruptsTheHookedCall) {
+  fd_pair p;
+  ASSERT_GE(p.a, 0);
+  ssize_t r = -2;
+  int err = 0;
+  run([](fd_pair& p, ssize_t& r, int& err) -> task<void> {
+    auto reader = [&] {
+      char c;
+      r = ::read(p.a, &c, 1);
+      err = errno;
+    };
+    auto timer = []() -> task<void> { (void)co_await sleep_for(20ms); };
+    (void)co_await when_any(fiber(reader, hook_stack), timer());
+  }(p, r, err));
+  EXPECT_EQ(r, -1);
+  EXPECT_EQ(err, EINTR) << std::strerror(err);
 }
 
 // ---- scale ----
