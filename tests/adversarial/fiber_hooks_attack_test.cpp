@@ -460,6 +460,22 @@ std::vector<scenario> immediate_scenarios() {
                    return ::recv(p.a, &c, 1, MSG_DONTWAIT);
                  });
                }});
+  v.push_back({"recv MSG_WAITALL|MSG_DONTWAIT with part of the buffer there", [] {
+                 fd_pair p;
+                 ::write(p.b, "ab", 2);
+                 return measure([&] {
+                   char buf[4];
+                   return ::recv(p.a, buf, sizeof buf, MSG_WAITALL | MSG_DONTWAIT);
+                 });
+               }});
+  v.push_back({"recv MSG_WAITALL of a datagram that is there", [] {
+                 fd_pair p(SOCK_DGRAM);
+                 ::send(p.b, "ab", 2, 0);
+                 return measure([&] {
+                   char buf[4];
+                   return ::recv(p.a, buf, sizeof buf, MSG_WAITALL);
+                 });
+               }});
   v.push_back({"recv MSG_PEEK then recv", [] {
                  fd_pair p;
                  ::write(p.b, "abc", 3);
