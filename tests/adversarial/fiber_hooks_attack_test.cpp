@@ -2293,6 +2293,49 @@ TEST_P(FiberHooksAttack, LosingWhenAnyBranchInterruptsTheHookedCall) {
   EXPECT_EQ(err, EINTR) << std::strerror(err);
 }
 
+// A stop of a MSG_WAITALL receive that already got bytes returns them, as a signal does.
+TEST_P(FiberHooksAttack, StoppedWaitallReceiveReturnsTheBytesReceived) {
+  fd_pair p;
+  ASSERT_GE(p.a, 0);
+  ::write(p.b, "ab", 2);
+  ssize_t n = -2;
+  int err = 0;
+  stopped_after(20ms, [&] {
+    char buf[10];
+    n = ::recv(p.a, buf, sizeof buf, MSG_WAITALL);
+    err = errno;
+  });
+  EXPECT_EQ(n, 2) << std::strerror(err);
+}
+
+// SO_RCVTIMEO bounds a MSG_WAITALL receive as a whole while bytes keep trickling in.
+TEST_P(FiberHooksAttack, ReceiveTimeoutBoundsATricklingWaitallReceive) {
+  fd_pair p;
+  ASSERT_GE(p.a, 0);
+  timeval tv{0, 60 * 1000};
+  ASSERT_EQ(::setsockopt(p.a, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv), 0);
+  ssize_t n = -2;
+  std::chrono::steady_clock::duration took{};
+  std::atomic<bool> done{false};
+  std::thread trickle([&] {
+    for (int i = 0; i < 100 && !done.load(); ++i) {
+      std::this_thread::sleep_for(15ms);
+      ::write(p.b, "t", 1);
+    }
+  });
+  in_fiber([&] {
+    char buf[100];
+    const auto t0 = std::chrono::steady_clock::now();
+    n = ::recv(p.a, buf, sizeof buf, MSG_WAITALL);
+    took = std::chrono::steady_clock::now() - t0;
+  });
+  done = true;
+  trickle.join();
+  EXPECT_GT(n, 0);
+  EXPECT_LT(n, 100);
+  EXPECT_LT(took, 1s) << "the deadline of the whole call is 60 ms";
+}
+
 // ---- scale ----
 
 TEST_P(FiberHooksAttack, ThousandFibersPingPongOnSocketpairs) {
