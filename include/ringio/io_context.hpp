@@ -280,6 +280,8 @@ class io_context {
   void run_until(bool (*done)(void*), void* arg);
   /// True on the thread currently running this context.
   [[nodiscard]] bool on_loop_thread() const noexcept { return current() == this; }
+  /// True while the destructor (or shut_down()) ends the loop's operations.
+  [[nodiscard]] bool shutting_down() const noexcept;
   /// @endcond
 
  private:

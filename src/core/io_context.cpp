@@ -575,6 +575,8 @@ void io_context::run_until(bool (*done)(void*), void* arg) {
 
 // Cancels everything in flight and runs until every completion has arrived, so no
 // operation's memory is released while the kernel may still write to it.
+bool io_context::shutting_down() const noexcept { return state_->shutting_down; }
+
 void io_context::shutdown() noexcept {
   if (owner_ != std::thread::id{} && owner_ != std::this_thread::get_id()) {
     // Only the loop's thread may drive its ring, so what is still pending could never

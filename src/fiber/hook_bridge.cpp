@@ -38,6 +38,16 @@ thread_local std::vector<std::stop_source> spare_sources;
 
 void* const* running_slot() { return reinterpret_cast<void* const*>(&running_fiber); }
 
+// A call that would wait fails at once with ECANCELED when the fiber was stopped, or
+// when its loop is being destroyed (the wait interrupted by either got EINTR): a C
+// library that retries after EINTR then gives up instead of spinning.
+bool stopped(const fiber_core* f) noexcept {
+  const std::stop_token* t = f->stop_token();
+  if (t != nullptr && t->stop_requested()) return true;
+  io_context* ctx = io_context::current();
+  return ctx != nullptr && ctx->shutting_down();
+}
+
 int error_to_errno(const std::error_code& ec, const hook_wait& w) {
   if (w.closed) return -EBADF;
   if (ec == std::errc::operation_canceled) return -EINTR;
@@ -51,8 +61,7 @@ int error_to_errno(const std::error_code& ec, const hook_wait& w) {
 int wait_fd(int fd, int events, long long timeout_ns) {
   fiber_core* f = running_fiber;
   if (f == nullptr) return -EAGAIN;
-  const std::stop_token* t = f->stop_token();
-  if (t != nullptr && t->stop_requested()) return -ECANCELED;
+  if (stopped(f)) return -ECANCELED;
   hook_wait w{fd};
   if (!spare_sources.empty()) {
     w.source = std::move(spare_sources.back());
@@ -83,8 +92,7 @@ int sleep_ns(long long ns, long long* remaining_ns) {
   fiber_core* f = running_fiber;
   if (remaining_ns != nullptr) *remaining_ns = 0;
   if (f == nullptr) return -EAGAIN;
-  const std::stop_token* t = f->stop_token();
-  if (t != nullptr && t->stop_requested()) {
+  if (stopped(f)) {
     if (remaining_ns != nullptr) *remaining_ns = ns;
     return -ECANCELED;
   }
@@ -133,8 +141,7 @@ int run_blocking(void (*fn)(void*), void (*discard)(void*), void* arg) {
   owned_arg owned(arg, discard);
   fiber_core* f = running_fiber;
   if (f == nullptr) return -EAGAIN;
-  const std::stop_token* t = f->stop_token();
-  if (t != nullptr && t->stop_requested()) return -ECANCELED;
+  if (stopped(f)) return -ECANCELED;
   try {
     // Whatever happens to the await, the job owns `arg` until it is handed back: a
     // stopped await leaves the job's value (the argument) to be destroyed unread.

@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <climits>
@@ -277,15 +278,96 @@ ssize_t send_fully(std::size_t total, Once once) {
   }
 }
 
-std::size_t iov_total(const iovec* iov, int n) {
+std::size_t iov_total(const iovec* iov, std::size_t n) {
   std::size_t t = 0;
-  for (int i = 0; i < n; ++i) t += iov[i].iov_len;
+  for (std::size_t i = 0; i < n; ++i) t += iov[i].iov_len;
   return t;
 }
 
+// Progress through an iovec array without copying it: the next transfer is the rest of
+// the array, or, when its head entry went out in part, the rest of that entry alone.
+class iov_cursor {
+ public:
+  iov_cursor(const iovec* iov, std::size_t n) noexcept : iov_(iov), n_(n) {}
+  /// The next piece: `n` entries from the returned pointer.
+  const iovec* next(std::size_t& n) noexcept {
+    if (skip_ == 0) {
+      n = std::min<std::size_t>(n_, IOV_MAX);
+      return iov_;
+    }
+    one_ = iovec{static_cast<char*>(iov_[0].iov_base) + skip_, iov_[0].iov_len - skip_};
+    n = 1;
+    return &one_;
+  }
+  void advance(std::size_t bytes) noexcept {
+    bytes += skip_;
+    skip_ = 0;
+    while (n_ > 0 && bytes >= iov_[0].iov_len) {
+      bytes -= iov_[0].iov_len;
+      ++iov_;
+      --n_;
+    }
+    skip_ = n_ > 0 ? bytes : 0;
+  }
+
+ private:
+  const iovec* iov_;
+  std::size_t n_;
+  std::size_t skip_ = 0;
+  iovec one_{};
+};
+
+// A hooked call that succeeded leaves errno as it found it, as libc's do.
+template <class R>
+R keep_errno(int saved, R r) noexcept {
+  if (r >= 0) errno = saved;
+  return r;
+}
+
+bool stream_socket(int fd) noexcept {
+  const int saved = errno;
+  int type = 0;
+  socklen_t len = sizeof type;
+  const bool stream = ::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0 && type == SOCK_STREAM;
+  errno = saved;
+  return stream;
+}
+
+// Whether the peer of a stream socket has closed its side (nothing more will come).
+bool peer_done(int fd) noexcept {
+  pollfd p{fd, POLLRDHUP, 0};
+  return libc_poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+}
+
+// recv(MSG_WAITALL | MSG_PEEK) of a stream: the bytes stay queued, so the socket stays
+// readable while fewer than `n` are there; look again every millisecond until `n` are
+// there, the peer is done, the deadline passes or a stop comes (then what is there).
+ssize_t peek_all(int fd, void* buf, size_t n, int flags, sockaddr* from, socklen_t* len, call_deadline& deadline) {
+  const int try_flags = (flags & ~MSG_WAITALL) | MSG_DONTWAIT;
+  for (;;) {
+    const ssize_t r =
+        socket_call(fd, want_read, deadline, [&] { return libc_recvfrom(fd, buf, n, try_flags, from, len); });
+    if (r <= 0 || static_cast<size_t>(r) >= n || peer_done(fd)) return r;
+    const long long left = deadline.left();
+    if (left == 0) return r;
+    long long rem = 0;
+    if (the_bridge().sleep(left < 0 ? 1000000 : std::min<long long>(left, 1000000), &rem) != 0) return r;
+  }
+}
+
 ssize_t hooked_recv(int fd, void* buf, size_t n, int flags, sockaddr* from, socklen_t* len) {
+  // Zero bytes from a stream: libc answers at once, whatever is queued.
+  if (n == 0 && stream_socket(fd)) {
+    const int saved = errno;
+    const ssize_t r = libc_recvfrom(fd, buf, 0, (flags & ~MSG_WAITALL) | MSG_DONTWAIT, from, len);
+    if (r >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) return r;
+    errno = saved;
+    return 0;
+  }
   call_deadline deadline(fd, SO_RCVTIMEO);
-  const bool all = (flags & MSG_WAITALL) != 0 && n > 0;
+  // MSG_WAITALL fills the buffer on streams only (a datagram is one message).
+  const bool all = (flags & MSG_WAITALL) != 0 && n > 0 && stream_socket(fd);
+  if (all && (flags & MSG_PEEK) != 0) return peek_all(fd, buf, n, flags, from, len, deadline);
   const int try_flags = (flags & ~MSG_WAITALL) | MSG_DONTWAIT;
   std::size_t done = 0;
   for (;;) {
@@ -307,47 +389,60 @@ ssize_t hooked_send(int fd, const void* buf, size_t n, int flags, const sockaddr
   });
 }
 
-// Vectored sends: the iovec array advanced on a copy (up to 64 entries; longer arrays
-// may return a partial count, which POSIX allows).
-constexpr int max_iov_copy = 64;
-
+// Vectored sends: on a blocking stream everything goes out unless an error, timeout or
+// stop comes first (then the bytes sent so far are the result).
 ssize_t hooked_sendmsg(int fd, const msghdr* m, int flags) {
   call_deadline deadline(fd, SO_SNDTIMEO);
-  const int n = static_cast<int>(m->msg_iovlen);
-  const std::size_t total = iov_total(m->msg_iov, n);
-  iovec copy[max_iov_copy];
+  const std::size_t total = iov_total(m->msg_iov, m->msg_iovlen);
+  iov_cursor rest(m->msg_iov, m->msg_iovlen);
   msghdr mine = *m;
-  if (n <= max_iov_copy) {
-    std::memcpy(copy, m->msg_iov, sizeof(iovec) * static_cast<std::size_t>(n));
-    mine.msg_iov = copy;
-  }
   std::size_t done = 0;
   for (;;) {
+    std::size_t n = 0;
+    mine.msg_iov = const_cast<iovec*>(rest.next(n));
+    mine.msg_iovlen = n;
     const ssize_t r =
         socket_call(fd, want_write, deadline, [&] { return libc_sendmsg(fd, &mine, flags | MSG_DONTWAIT); });
     if (r < 0) return done > 0 ? static_cast<ssize_t>(done) : -1;
     done += static_cast<std::size_t>(r);
-    if (done >= total || r == 0 || n > max_iov_copy) return static_cast<ssize_t>(done);
-    // Skip what went out; the control data went with the first bytes.
-    std::size_t skip = static_cast<std::size_t>(r);
-    while (mine.msg_iovlen > 0 && skip >= mine.msg_iov[0].iov_len) {
-      skip -= mine.msg_iov[0].iov_len;
-      ++mine.msg_iov;
-      --mine.msg_iovlen;
-    }
-    if (mine.msg_iovlen > 0) {
-      mine.msg_iov[0].iov_base = static_cast<char*>(mine.msg_iov[0].iov_base) + skip;
-      mine.msg_iov[0].iov_len -= skip;
-    }
-    mine.msg_control = nullptr;
+    if (done >= total || r == 0) return static_cast<ssize_t>(done);
+    rest.advance(static_cast<std::size_t>(r));
+    mine.msg_control = nullptr;  // the control data went with the first bytes
     mine.msg_controllen = 0;
   }
 }
 
 ssize_t hooked_recvmsg(int fd, msghdr* m, int flags) {
+  const std::size_t total = iov_total(m->msg_iov, m->msg_iovlen);
+  if (total == 0 && stream_socket(fd)) {
+    const int saved = errno;
+    const ssize_t r = libc_recvmsg(fd, m, (flags & ~MSG_WAITALL) | MSG_DONTWAIT);
+    if (r >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) return r;
+    errno = saved;
+    return 0;
+  }
   call_deadline deadline(fd, SO_RCVTIMEO);
-  return socket_call(fd, want_read, deadline,
-                     [&] { return libc_recvmsg(fd, m, (flags & ~MSG_WAITALL) | MSG_DONTWAIT); });
+  const ssize_t first =
+      socket_call(fd, want_read, deadline, [&] { return libc_recvmsg(fd, m, (flags & ~MSG_WAITALL) | MSG_DONTWAIT); });
+  const bool all = (flags & MSG_WAITALL) != 0 && (flags & MSG_PEEK) == 0 && stream_socket(fd);
+  if (!all || first <= 0 || static_cast<std::size_t>(first) >= total) return first;
+  // MSG_WAITALL on a stream: the rest of the buffer, entry by entry (control data and
+  // the message flags came with the first part).
+  std::size_t done = static_cast<std::size_t>(first);
+  iov_cursor rest(m->msg_iov, m->msg_iovlen);
+  rest.advance(done);
+  const int try_flags = (flags & ~MSG_WAITALL) | MSG_DONTWAIT;
+  while (done < total) {
+    std::size_t n = 0;
+    const iovec* v = rest.next(n);
+    const ssize_t r = socket_call(fd, want_read, deadline, [&] {
+      return libc_recvfrom(fd, v[0].iov_base, v[0].iov_len, try_flags, nullptr, nullptr);
+    });
+    if (r <= 0) break;
+    done += static_cast<std::size_t>(r);
+    rest.advance(static_cast<std::size_t>(r));
+  }
+  return static_cast<ssize_t>(done);
 }
 
 bool not_a_socket(ssize_t r) noexcept { return r < 0 && errno == ENOTSOCK; }
@@ -379,23 +474,24 @@ RINGIO_HOOK ssize_t read(int fd, void* buf, size_t n) {
   if (!in_fiber()) return libc_read(fd, buf, n);
   const int saved = errno;
   const ssize_t r = hooked_recv(fd, buf, n, 0, nullptr, nullptr);
-  if (!not_a_socket(r)) return r;
+  if (!not_a_socket(r)) return keep_errno(saved, r);
   errno = saved;
   call_deadline none(fd, 0);
-  return nonblocking_call(fd, want_read, none, [&] { return libc_read(fd, buf, n); });
+  return keep_errno(saved, nonblocking_call(fd, want_read, none, [&] { return libc_read(fd, buf, n); }));
 }
 
 RINGIO_HOOK ssize_t write(int fd, const void* buf, size_t n) {
   if (!in_fiber()) return libc_write(fd, buf, n);
   const int saved = errno;
   const ssize_t r = hooked_send(fd, buf, n, 0, nullptr, 0);
-  if (!not_a_socket(r)) return r;
+  if (!not_a_socket(r)) return keep_errno(saved, r);
   errno = saved;
   call_deadline none(fd, 0);
-  return send_fully(n, [&](std::size_t done) {
-    return nonblocking_call(fd, want_write, none,
-                            [&] { return libc_write(fd, static_cast<const char*>(buf) + done, n - done); });
-  });
+  return keep_errno(saved, send_fully(n, [&](std::size_t done) {
+                      return nonblocking_call(fd, want_write, none, [&] {
+                        return libc_write(fd, static_cast<const char*>(buf) + done, n - done);
+                      });
+                    }));
 }
 
 RINGIO_HOOK ssize_t readv(int fd, const iovec* iov, int n) {
@@ -406,10 +502,10 @@ RINGIO_HOOK ssize_t readv(int fd, const iovec* iov, int n) {
   m.msg_iovlen = static_cast<std::size_t>(n < 0 ? 0 : n);
   if (n < 0 || n > IOV_MAX) return libc_readv(fd, iov, n);
   const ssize_t r = hooked_recvmsg(fd, &m, 0);
-  if (!not_a_socket(r)) return r;
+  if (!not_a_socket(r)) return keep_errno(saved, r);
   errno = saved;
   call_deadline none(fd, 0);
-  return nonblocking_call(fd, want_read, none, [&] { return libc_readv(fd, iov, n); });
+  return keep_errno(saved, nonblocking_call(fd, want_read, none, [&] { return libc_readv(fd, iov, n); }));
 }
 
 RINGIO_HOOK ssize_t writev(int fd, const iovec* iov, int n) {
@@ -420,46 +516,65 @@ RINGIO_HOOK ssize_t writev(int fd, const iovec* iov, int n) {
   m.msg_iov = const_cast<iovec*>(iov);
   m.msg_iovlen = static_cast<std::size_t>(n);
   const ssize_t r = hooked_sendmsg(fd, &m, 0);
-  if (!not_a_socket(r)) return r;
+  if (!not_a_socket(r)) return keep_errno(saved, r);
   errno = saved;
+  // Not a socket (a pipe, a terminal): everything goes out too, piece by piece.
   call_deadline none(fd, 0);
-  return nonblocking_call(fd, want_write, none, [&] { return libc_writev(fd, iov, n); });
+  const std::size_t total = iov_total(iov, static_cast<std::size_t>(n));
+  iov_cursor rest(iov, static_cast<std::size_t>(n));
+  std::size_t done = 0;
+  for (;;) {
+    std::size_t k = 0;
+    const iovec* v = rest.next(k);
+    const ssize_t w = nonblocking_call(fd, want_write, none, [&] { return libc_writev(fd, v, static_cast<int>(k)); });
+    if (w < 0) return done > 0 ? keep_errno(saved, static_cast<ssize_t>(done)) : -1;
+    done += static_cast<std::size_t>(w);
+    if (done >= total || w == 0) return keep_errno(saved, static_cast<ssize_t>(done));
+    rest.advance(static_cast<std::size_t>(w));
+  }
 }
 
 RINGIO_HOOK ssize_t recv(int fd, void* buf, size_t n, int flags) {
   if (!in_fiber() || (flags & MSG_DONTWAIT) != 0) return libc_recv(fd, buf, n, flags);
-  return hooked_recv(fd, buf, n, flags, nullptr, nullptr);
+  const int saved = errno;
+  return keep_errno(saved, hooked_recv(fd, buf, n, flags, nullptr, nullptr));
 }
 
 RINGIO_HOOK ssize_t recvfrom(int fd, void* buf, size_t n, int flags, sockaddr* from, socklen_t* len) {
   if (!in_fiber() || (flags & MSG_DONTWAIT) != 0) return libc_recvfrom(fd, buf, n, flags, from, len);
-  return hooked_recv(fd, buf, n, flags, from, len);
+  const int saved = errno;
+  return keep_errno(saved, hooked_recv(fd, buf, n, flags, from, len));
 }
 
 RINGIO_HOOK ssize_t send(int fd, const void* buf, size_t n, int flags) {
   if (!in_fiber() || (flags & MSG_DONTWAIT) != 0) return libc_send(fd, buf, n, flags);
-  return hooked_send(fd, buf, n, flags, nullptr, 0);
+  const int saved = errno;
+  return keep_errno(saved, hooked_send(fd, buf, n, flags, nullptr, 0));
 }
 
 RINGIO_HOOK ssize_t sendto(int fd, const void* buf, size_t n, int flags, const sockaddr* to, socklen_t len) {
   if (!in_fiber() || (flags & MSG_DONTWAIT) != 0) return libc_sendto(fd, buf, n, flags, to, len);
-  return hooked_send(fd, buf, n, flags, to, len);
+  const int saved = errno;
+  return keep_errno(saved, hooked_send(fd, buf, n, flags, to, len));
 }
 
 RINGIO_HOOK ssize_t recvmsg(int fd, msghdr* m, int flags) {
   if (!in_fiber() || (flags & MSG_DONTWAIT) != 0) return libc_recvmsg(fd, m, flags);
-  return hooked_recvmsg(fd, m, flags);
+  const int saved = errno;
+  return keep_errno(saved, hooked_recvmsg(fd, m, flags));
 }
 
 RINGIO_HOOK ssize_t sendmsg(int fd, const msghdr* m, int flags) {
   if (!in_fiber() || (flags & MSG_DONTWAIT) != 0) return libc_sendmsg(fd, m, flags);
-  return hooked_sendmsg(fd, m, flags);
+  const int saved = errno;
+  return keep_errno(saved, hooked_sendmsg(fd, m, flags));
 }
 
 RINGIO_HOOK int connect(int fd, const sockaddr* a, socklen_t len) {
   if (!in_fiber()) return libc_connect(fd, a, len);
   const int fl = ::fcntl(fd, F_GETFL);
   if (fl < 0 || (fl & O_NONBLOCK) != 0) return libc_connect(fd, a, len);
+  const int saved = errno;
   call_deadline deadline(fd, SO_SNDTIMEO);
   for (;;) {
     ::fcntl(fd, F_SETFL, fl | O_NONBLOCK);
@@ -467,9 +582,15 @@ RINGIO_HOOK int connect(int fd, const sockaddr* a, socklen_t len) {
     const int err = errno;
     ::fcntl(fd, F_SETFL, fl);
     errno = err;
-    if (r == 0 || (err != EINPROGRESS && err != EAGAIN)) return r;
+    if (r == 0) return keep_errno(saved, r);
+    if (err != EINPROGRESS && err != EAGAIN) return r;
     const long long left = deadline.left();
-    const int rc = left == 0 ? -ETIMEDOUT : the_bridge().wait(fd, want_write, left);
+    long long rem = 0;
+    // A full Unix-socket backlog has no readiness to wait for: look again every
+    // millisecond. A TCP connect in progress is done when the socket is writable.
+    const int rc = left == 0       ? -ETIMEDOUT
+                   : err == EAGAIN ? the_bridge().sleep(left < 0 ? 1000000 : std::min<long long>(left, 1000000), &rem)
+                                   : the_bridge().wait(fd, want_write, left);
     if (rc != 0) {
       // The kernel reports a timed-out blocking connect as EINPROGRESS; an interrupted
       // one goes on in the background (EINTR), as after a signal.
@@ -484,20 +605,25 @@ RINGIO_HOOK int connect(int fd, const sockaddr* a, socklen_t len) {
       errno = so_error;
       return -1;
     }
+    errno = saved;
     return 0;
   }
 }
 
 RINGIO_HOOK int accept4(int fd, sockaddr* a, socklen_t* len, int flags) {
   if (!in_fiber()) return libc_accept4(fd, a, len, flags);
+  const int saved = errno;
   call_deadline deadline(fd, SO_RCVTIMEO);
-  return static_cast<int>(nonblocking_call(fd, want_read, deadline, [&] { return libc_accept4(fd, a, len, flags); }));
+  return static_cast<int>(
+      keep_errno(saved, nonblocking_call(fd, want_read, deadline, [&] { return libc_accept4(fd, a, len, flags); })));
 }
 
 RINGIO_HOOK int accept(int fd, sockaddr* a, socklen_t* len) {
   if (!in_fiber()) return libc_accept(fd, a, len);
+  const int saved = errno;
   call_deadline deadline(fd, SO_RCVTIMEO);
-  return static_cast<int>(nonblocking_call(fd, want_read, deadline, [&] { return libc_accept(fd, a, len); }));
+  return static_cast<int>(
+      keep_errno(saved, nonblocking_call(fd, want_read, deadline, [&] { return libc_accept(fd, a, len); })));
 }
 
 namespace {
@@ -766,17 +892,19 @@ int epoll_in_fiber(int ep, call_deadline& deadline, TryNow try_now) {
 
 RINGIO_HOOK int poll(pollfd* fds, nfds_t n, int timeout) {
   if (!in_fiber() || timeout == 0) return libc_poll(fds, n, timeout);
+  const int saved = errno;
   call_deadline deadline(-1, 0);
   deadline.set_timeout_ms(timeout);
-  return poll_in_fiber(fds, n, deadline, [&] { return libc_poll(fds, n, 0); });
+  return keep_errno(saved, poll_in_fiber(fds, n, deadline, [&] { return libc_poll(fds, n, 0); }));
 }
 
 RINGIO_HOOK int ppoll(pollfd* fds, nfds_t n, const timespec* timeout, const sigset_t* mask) {
   if (!in_fiber() || zero_timespec(timeout) || !valid_timespec(timeout)) return libc_ppoll(fds, n, timeout, mask);
+  const int saved = errno;
   call_deadline deadline(-1, 0);
   deadline.set_timeout_ns(timeout != nullptr ? timespec_ns(*timeout) : -1);
   const timespec zero{};
-  return poll_in_fiber(fds, n, deadline, [&] { return libc_ppoll(fds, n, &zero, mask); });
+  return keep_errno(saved, poll_in_fiber(fds, n, deadline, [&] { return libc_ppoll(fds, n, &zero, mask); }));
 }
 
 RINGIO_HOOK int select(int nfds, fd_set* r, fd_set* w, fd_set* e, timeval* timeout) {
