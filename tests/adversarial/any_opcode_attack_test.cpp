@@ -36,6 +36,7 @@
 #include "ringio/any_opcode.hpp"
 #include "ringio/exec.hpp"
 #include "ringio/exec/any_opcode.hpp"
+#include "ringio/fiber.hpp"
 #include "ringio/fs/chain.hpp"
 #include "ringio/fs/file.hpp"
 #include "ringio/ringio.hpp"
@@ -895,6 +896,64 @@ TEST(AnyOpcodeAttackUring, ThousandsOfIdleReadsOverTheCapStoppedTogether) {
   EXPECT_EQ(ctx->in_flight(), 0u);
 }
 
+// this_fiber::await: a fiber's stop before the start wins over the refusal, a refusal
+// is invalid_argument, a stop in flight cancels and waits (the pipe keeps its data).
+TEST_P(AnyOpcodeAttack, FiberAwaitObeysTheSameRules) {
+  pipe_fds p;
+  struct outcome {
+    result<int> stopped_refused = unexpected(std::errc::no_message);
+    result<int> refused = unexpected(std::errc::no_message);
+    result<int> nop = unexpected(std::errc::no_message);
+    result<int> stopped_in_flight = unexpected(std::errc::no_message);
+  };
+  auto r = run([](int fd) -> task<outcome> {
+    outcome out;
+    static std::array<char, 8> buf{};
+    {
+      scope s;
+      s.request_stop();
+      spawn_fiber(s, [&out] {
+        auto ud = [](io_uring_sqe* sqe) {
+          io_uring_prep_nop(sqe);
+          io_uring_sqe_set_data64(sqe, 5);
+        };
+        out.stopped_refused = this_fiber::await(any_opcode(ud));
+      });
+      co_await s.join();
+    }
+    {
+      scope s;
+      spawn_fiber(s, [&out, fd] {
+        auto ud = [](io_uring_sqe* sqe) {
+          io_uring_prep_nop(sqe);
+          io_uring_sqe_set_data64(sqe, 5);
+        };
+        out.refused = this_fiber::await(any_opcode(ud));
+        auto nop = [](io_uring_sqe* sqe) { io_uring_prep_nop(sqe); };
+        out.nop = this_fiber::await(with_timeout(any_opcode(nop), 5s));
+        auto rd = [fd](io_uring_sqe* sqe) { io_uring_prep_read(sqe, fd, buf.data(), buf.size(), ~0ULL); };
+        out.stopped_in_flight = this_fiber::await(any_opcode(rd));
+      });
+      (void)co_await sleep_for(20ms);
+      s.request_stop();
+      co_await s.join();
+    }
+    co_return out;
+  }(p.read_end));
+  ASSERT_FALSE(r.stopped_refused) << describe(r.stopped_refused);
+  EXPECT_EQ(r.stopped_refused.error(), std::errc::operation_canceled) << r.stopped_refused.error().message();
+  expect_invalid_argument("this_fiber::await", "user_data", r.refused);
+  ASSERT_FALSE(r.stopped_in_flight) << describe(r.stopped_in_flight);
+  if (on_uring()) {
+    EXPECT_TRUE(r.nop) << describe(r.nop);
+    EXPECT_EQ(r.stopped_in_flight.error(), std::errc::operation_canceled) << r.stopped_in_flight.error().message();
+  } else {
+    EXPECT_EQ(r.stopped_in_flight.error(), std::errc::operation_not_supported) << r.stopped_in_flight.error().message();
+  }
+  write_text(p.write_end, "intact");
+  EXPECT_EQ(drain(p.read_end), "intact");
+}
+
 // ---- chain ----
 
 // A link the hatch refuses must not leave an earlier link's IOSQE_IO_LINK dangling: the
@@ -1250,6 +1309,95 @@ TEST(AnyOpcodeAttackFallback, UringThatFellBackToEpollRefuses) {
   ASSERT_TRUE(WIFEXITED(st)) << "the child died: signal " << (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
   if (got == "seccomp unavailable") GTEST_SKIP() << got;
   EXPECT_EQ(got, "ok");
+}
+
+// The extreme deadlines: the largest one does not expire at once (saturated, not
+// wrapped), one in the past expires at once; a FUTEX_WAIT that never wakes ends with its
+// deadline.
+TEST(AnyOpcodeAttackUring, ExtremeDeadlinesAndAFutexWait) {
+  std::optional<io_context> ctx;
+  try {
+    ctx.emplace(io_context_options{.backend = backend_kind::uring, .quiet = true});
+  } catch (const std::system_error& e) {
+    GTEST_SKIP() << "io_uring cannot start here: " << e.what();
+  }
+  pipe_fds p;
+  std::array<char, 8> buf{};
+  alignas(4) static std::uint32_t word = 0;
+  struct outcome {
+    std::size_t longest_winner = 9;
+    result<int> past = unexpected(std::errc::no_message);
+    result<int> futex = unexpected(std::errc::no_message);
+  };
+  auto r = sync_wait(*ctx, [](int fd, std::array<char, 8>& buf) -> task<outcome> {
+    outcome out;
+    auto reader = [](int fd, std::array<char, 8>& buf, std::chrono::nanoseconds d) -> task<result<int>> {
+      auto rd = [fd, &buf](io_uring_sqe* sqe) { io_uring_prep_read(sqe, fd, buf.data(), buf.size(), ~0ULL); };
+      co_return co_await with_timeout(any_opcode(rd), d);
+    };
+    auto longest = co_await when_any(reader(fd, buf, std::chrono::nanoseconds::max()), sleep_for(50ms));
+    out.longest_winner = longest.index();
+    out.past = co_await reader(fd, buf, -1s);
+    auto wait = [](io_uring_sqe* sqe) {
+      io_uring_prep_rw(op_futex_wait, sqe, futex2_size_u32, &word, 0, 0);
+      sqe->addr2 = 0;
+      sqe->addr3 = FUTEX_BITSET_MATCH_ANY;
+    };
+    out.futex = co_await with_timeout(any_opcode(wait), 20ms);
+    co_return out;
+  }(p.read_end, buf));
+  EXPECT_EQ(r.longest_winner, 1u) << "a read with the largest deadline ended before a 50 ms sleep";
+  ASSERT_FALSE(r.past) << describe(r.past);
+  EXPECT_EQ(r.past.error(), std::errc::timed_out) << r.past.error().message();
+  ASSERT_FALSE(r.futex) << describe(r.futex);
+  EXPECT_EQ(r.futex.error(), std::errc::timed_out) << r.futex.error().message();
+  EXPECT_EQ(ctx->in_flight(), 0u);
+  write_text(p.write_end, "intact");
+  EXPECT_EQ(drain(p.read_end), "intact");
+}
+
+// An SQPOLL ring: requests run, refusals hold, a stop in flight cancels and waits.
+TEST(AnyOpcodeAttackUring, SqpollRingRunsRefusesAndCancels) {
+  std::optional<io_context> ctx;
+  try {
+    ctx.emplace(io_context_options{.backend = backend_kind::uring, .sqpoll = true, .quiet = true});
+  } catch (const std::system_error& e) {
+    GTEST_SKIP() << "io_uring with SQPOLL cannot start here: " << e.what();
+  }
+  pipe_fds p;
+  std::array<char, 8> buf{};
+  struct outcome {
+    int nops = 0;
+    result<int> refused = unexpected(std::errc::no_message);
+    result<int> stopped = unexpected(std::errc::no_message);
+    result<int> timed = unexpected(std::errc::no_message);
+  };
+  auto r = sync_wait(*ctx, [](int fd, std::array<char, 8>& buf) -> task<outcome> {
+    outcome out;
+    auto nop = [](io_uring_sqe* sqe) { io_uring_prep_nop(sqe); };
+    for (int i = 0; i < 1000; ++i)
+      if (auto n = co_await any_opcode(nop); n && *n == 0) ++out.nops;
+    auto drained = [](io_uring_sqe* sqe) {
+      io_uring_prep_nop(sqe);
+      sqe->flags |= IOSQE_IO_DRAIN;
+    };
+    out.refused = co_await any_opcode(drained);
+    auto rd = [fd, &buf](io_uring_sqe* sqe) { io_uring_prep_read(sqe, fd, buf.data(), buf.size(), ~0ULL); };
+    auto read_task = [](decltype(rd)& rd) -> task<result<int>> { co_return co_await any_opcode(rd); };
+    auto stopped = co_await with_timeout(read_task(rd), 20ms);
+    out.stopped = stopped;
+    out.timed = co_await with_timeout(any_opcode(rd), 20ms);
+    co_return out;
+  }(p.read_end, buf));
+  EXPECT_EQ(r.nops, 1000);
+  expect_invalid_argument("sqpoll", "IOSQE_IO_DRAIN", r.refused);
+  ASSERT_FALSE(r.stopped) << describe(r.stopped);
+  EXPECT_EQ(r.stopped.error(), std::errc::timed_out) << r.stopped.error().message();
+  ASSERT_FALSE(r.timed) << describe(r.timed);
+  EXPECT_EQ(r.timed.error(), std::errc::timed_out) << r.timed.error().message();
+  EXPECT_EQ(ctx->in_flight(), 0u);
+  write_text(p.write_end, "intact");
+  EXPECT_EQ(drain(p.read_end), "intact");
 }
 
 // ---- shutdown with hatch requests in flight ----
