@@ -12,6 +12,7 @@
 #include <linux/futex.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -41,10 +42,22 @@
 #include "ringio/fs/file.hpp"
 #include "ringio/ringio.hpp"
 #include "support/backend_test.hpp"
-#include "support/counting_new.hpp"
 #include "support/sanitizer.hpp"
 #include "support/syscall_filter.hpp"
 #include "support/watchdog.hpp"
+
+// ThreadSanitizer's runtime defines the global operator new and delete itself: the
+// counting replacement (and the allocation probe) is left out there.
+#if defined(__SANITIZE_THREAD__)
+#define ANY_ATTACK_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define ANY_ATTACK_TSAN 1
+#endif
+#endif
+#ifndef ANY_ATTACK_TSAN
+#include "support/counting_new.hpp"
+#endif
 
 using namespace ringio;
 using namespace ringio_test;
@@ -1013,6 +1026,69 @@ TEST_P(AnyOpcodeAttack, ChainWithARefusedHatchLinkLeavesNoDanglingLink) {
   EXPECT_EQ(ctx().in_flight(), 0u);
 }
 
+// A hatch link first, a file write after it: a refused hatch link (or one the kernel
+// fails) cancels the write, which writes nothing; a hatch read that moves fewer bytes
+// than it asked for is not an error to ringio (it does not know the buffer): the
+// documented rule is that hatch links run one after the other, so the write runs.
+TEST_P(AnyOpcodeAttack, ChainWithAHatchLinkFirst) {
+  const std::string path = ::testing::TempDir() + "ringio-any-attack-first-" + std::to_string(::getpid());
+  auto f = file::open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+  ASSERT_TRUE(f) << f.error().message();
+  pipe_fds p;
+  write_text(p.write_end, "ab");
+  struct outcome {
+    std::vector<std::string> hatch;
+    std::vector<std::string> write;
+  };
+  std::array<char, 16> buf{};
+  auto r = run([](file& f, int fd, std::array<char, 16>& buf) -> task<outcome> {
+    outcome out;
+    static const char data[4] = {'w', 'x', 'y', 'z'};
+    auto refused = [](io_uring_sqe* sqe) {
+      io_uring_prep_nop(sqe);
+      sqe->opcode = 250;
+    };
+    auto kernel_fails = [](io_uring_sqe* sqe) {
+      io_uring_prep_nop(sqe);
+      sqe->flags |= 0x80;
+    };
+    auto short_read = [fd, &buf](io_uring_sqe* sqe) { io_uring_prep_read(sqe, fd, buf.data(), buf.size(), ~0ULL); };
+    auto size_text = [](const result<std::size_t>& w) { return w ? std::to_string(*w) : w.error().message(); };
+    {
+      auto links = co_await chain(any_opcode(refused), f.write_at(const_buffer(data, sizeof data), 0));
+      out.hatch.push_back(describe(std::get<0>(links)));
+      out.write.push_back(size_text(std::get<1>(links)));
+    }
+    {
+      auto links = co_await chain(any_opcode(kernel_fails), f.write_at(const_buffer(data, sizeof data), 0));
+      out.hatch.push_back(describe(std::get<0>(links)));
+      out.write.push_back(size_text(std::get<1>(links)));
+    }
+    {
+      auto links = co_await chain(any_opcode(short_read), f.write_at(const_buffer(data, sizeof data), 4));
+      out.hatch.push_back(describe(std::get<0>(links)));
+      out.write.push_back(size_text(std::get<1>(links)));
+    }
+    co_return out;
+  }(*f, p.read_end, buf));
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  ::unlink(path.c_str());
+  ASSERT_EQ(r.hatch.size(), 3u);
+  const std::string canceled = std::make_error_code(std::errc::operation_canceled).message();
+  EXPECT_NE(r.hatch[0], "value 0");
+  EXPECT_EQ(r.write[0], canceled) << "after a refused hatch link";
+  EXPECT_NE(r.hatch[1], "value 0");
+  EXPECT_EQ(r.write[1], canceled) << "after a hatch link the kernel failed";
+  if (on_uring()) {
+    EXPECT_EQ(r.hatch[2], "value 2");
+    EXPECT_EQ(r.write[2], "4") << "after a hatch read of 2 bytes of 16";
+    EXPECT_EQ(st.st_size, 8) << "the file holds what the writes wrote";
+  } else {
+    EXPECT_EQ(st.st_size, 0) << "a write after a refused hatch link wrote";
+  }
+}
+
 // ---- the other backends touch nothing ----
 
 TEST_P(AnyOpcodeAttack, OtherBackendsLeaveDescriptorsAlone) {
@@ -1477,6 +1553,7 @@ TEST(AnyOpcodeAttackUring, ShutdownWithHatchRequestsInFlight) {
 }
 
 // ---- zero allocations ----
+#ifndef ANY_ATTACK_TSAN
 
 struct counting_scope {
   counting_scope() {
@@ -1528,6 +1605,8 @@ TEST(AnyOpcodeAttackUring, NoAllocationPerRequest) {
   EXPECT_EQ(ok, 2 * 200 * 5);
   EXPECT_EQ(counted, 0) << "allocations during 200 rounds of hatch requests";
 }
+
+#endif  // ANY_ATTACK_TSAN
 
 RINGIO_ALL_BACKENDS_AND_SIM(AnyOpcodeAttack);
 
