@@ -686,6 +686,62 @@ TEST_P(AnyOpcodeAttack, TransformThatThrowsReachesTheTaskAfterTheCqe) {
   EXPECT_EQ(ctx().in_flight(), 0u);
 }
 
+// A transform that throws beside a read that never completes: try_when_all counts the
+// exception as a failure, stops the read, waits for it and rethrows; when_any with the
+// throwing request as the winner rethrows after the read was cancelled.
+TEST_P(AnyOpcodeAttack, TransformThatThrowsStopsItsSiblings) {
+  if (!on_uring()) GTEST_SKIP() << "io_uring only: the other backends refuse every request";
+  pipe_fds p;
+  std::array<char, 16> buf{};
+  watchdog wd(30s, [&p] { (void)::write(p.write_end, "!", 1); });
+  auto r = run([](int fd, std::array<char, 16>& buf) -> task<std::tuple<std::string, std::string>> {
+    std::tuple<std::string, std::string> out{"no exception", "no exception"};
+    auto nop = [](io_uring_sqe* sqe) { io_uring_prep_nop(sqe); };
+    auto boom = [](int) -> int { throw std::runtime_error("transform failed"); };
+    auto rd = [fd, &buf](io_uring_sqe* sqe) { io_uring_prep_read(sqe, fd, buf.data(), buf.size(), ~0ULL); };
+    try {
+      (void)co_await try_when_all(any_opcode(rd), any_opcode(nop, boom));
+    } catch (const std::runtime_error& e) {
+      std::get<0>(out) = e.what();
+    }
+    try {
+      (void)co_await when_any(any_opcode(rd), any_opcode(nop, boom));
+    } catch (const std::runtime_error& e) {
+      std::get<1>(out) = e.what();
+    }
+    co_return out;
+  }(p.read_end, buf));
+  EXPECT_FALSE(wd.disarm()) << "the sibling read was not stopped";
+  EXPECT_EQ(std::get<0>(r), "transform failed");
+  EXPECT_EQ(std::get<1>(r), "transform failed");
+  EXPECT_EQ(ctx().in_flight(), 0u);
+  write_text(p.write_end, "intact");
+  EXPECT_EQ(drain(p.read_end), "intact");
+}
+
+// A refused sender started before a read, in exec::when_any and when_all: the read is
+// stopped before it starts (nothing sent) and the refusal is the result.
+TEST_P(AnyOpcodeAttack, RefusedSenderFirstStopsTheReadBeforeItStarts) {
+  pipe_fds p;
+  write_text(p.write_end, "kept");
+  std::array<char, 16> buf{};
+  auto rd = [&](io_uring_sqe* sqe) { io_uring_prep_read(sqe, p.read_end, buf.data(), buf.size(), ~0ULL); };
+  auto refused = [](io_uring_sqe* sqe) {
+    io_uring_prep_nop(sqe);
+    io_uring_sqe_set_data64(sqe, 1);
+  };
+  for (int which = 0; which < 2; ++which) {
+    try {
+      if (which == 0) (void)ex::sync_wait(ctx(), ex::when_all(ex::any_opcode(refused), ex::any_opcode(rd)));
+      else (void)ex::sync_wait(ctx(), ex::when_any(ex::any_opcode(refused), ex::any_opcode(rd)));
+      ADD_FAILURE() << (which == 0 ? "when_all" : "when_any") << ": no error";
+    } catch (const std::system_error& e) {
+      EXPECT_EQ(e.code(), std::errc::invalid_argument) << e.code().message();
+    }
+  }
+  EXPECT_EQ(drain(p.read_end), "kept") << "a read stopped before its start took data";
+}
+
 // ---- stops in flight ----
 
 // IOSQE_ASYNC: the read blocks in an io-wq worker; its cancel interrupts it (-EINTR),
@@ -1527,6 +1583,51 @@ TEST(AnyOpcodeAttackUring, SqpollRingRunsRefusesAndCancels) {
   EXPECT_EQ(drain(p.read_end), "intact");
 }
 
+// A cap of one completion (smaller than a request with a deadline and a cancel posts)
+// and a cap far above the CQ (16 entries; the kernel keeps the overflow): thousands of
+// hatch requests, plain, with deadlines that fire and with stops, all complete.
+TEST(AnyOpcodeAttackUring, CapOfOneAndCapAboveTheCq) {
+  for (unsigned cap : {1u, 100000u}) {
+    auto ctx = capped_uring(cap);
+    if (!ctx) GTEST_SKIP() << "io_uring cannot start here";
+    pipe_fds idle;
+    constexpr int n = 2000;
+    int ok = 0;
+    int timed = 0;
+    int stopped = 0;
+    watchdog wd(120s, [&idle] { (void)::write(idle.write_end, std::string(4096, 'i').data(), 4096); });
+    sync_wait(*ctx, [](int fd, int& ok, int& timed, int& stopped) -> task<void> {
+      scope s;
+      static std::array<char, 4> buf{};
+      for (int i = 0; i < n; ++i) {
+        s.spawn([](int& ok) -> task<void> {
+          auto nop = [](io_uring_sqe* sqe) { io_uring_prep_nop(sqe); };
+          if (auto r = co_await with_timeout(any_opcode(nop), 60s); r && *r == 0) ++ok;
+        }(ok));
+        if (i % 100 == 0) {
+          s.spawn([](int fd, int& timed) -> task<void> {
+            auto rd = [fd](io_uring_sqe* sqe) { io_uring_prep_read(sqe, fd, buf.data(), 1, ~0ULL); };
+            auto r = co_await with_timeout(any_opcode(rd), 10ms);
+            if (!r && r.error() == std::errc::timed_out) ++timed;
+          }(fd, timed));
+          s.spawn([](int fd, int& stopped) -> task<void> {
+            auto rd = [fd](io_uring_sqe* sqe) { io_uring_prep_read(sqe, fd, buf.data(), 1, ~0ULL); };
+            auto reader = [](decltype(rd)& rd) -> task<result<int>> { co_return co_await any_opcode(rd); };
+            auto r = co_await with_timeout(reader(rd), 10ms);
+            if (!r && r.error() == std::errc::timed_out) ++stopped;
+          }(fd, stopped));
+        }
+      }
+      co_await s.join();
+    }(idle.read_end, ok, timed, stopped));
+    EXPECT_FALSE(wd.disarm()) << "cap " << cap << ": the requests did not finish in time";
+    EXPECT_EQ(ok, n) << "cap " << cap;
+    EXPECT_EQ(timed, n / 100) << "cap " << cap;
+    EXPECT_EQ(stopped, n / 100) << "cap " << cap;
+    EXPECT_EQ(ctx->in_flight(), 0u);
+  }
+}
+
 // ---- shutdown with hatch requests in flight ----
 
 // ~io_context cancels everything, waits for every CQE and resumes the tasks with
@@ -1640,6 +1741,31 @@ TEST(AnyOpcodeAttackUring, ShutdownRacingACrossThreadStop) {
     ASSERT_FALSE(out) << "round " << i << ": " << describe(out);
     EXPECT_EQ(out.error(), std::errc::operation_canceled) << "round " << i << ": " << out.error().message();
   }
+  write_text(never.write_end, "intact");
+  EXPECT_EQ(drain(never.read_end), "intact");
+}
+
+// A hatch sender in flight when its context is destroyed: the receiver is completed
+// (set_stopped) before the destructor returns, and the read took nothing.
+TEST(AnyOpcodeAttackUring, SenderInFlightAtShutdownIsStopped) {
+  auto ctx = capped_uring(0);
+  if (!ctx) GTEST_SKIP() << "io_uring cannot start here";
+  pipe_fds never;
+  std::array<char, 8> buf{};
+  std::optional<int> value;
+  std::optional<std::error_code> error;
+  bool stopped = false;
+  auto rd = [&](io_uring_sqe* sqe) { io_uring_prep_read(sqe, never.read_end, buf.data(), buf.size(), ~0ULL); };
+  auto state = ex::any_opcode(rd).connect(probe_receiver<int>{&value, &error, &stopped});
+  ctx->spawn([](decltype(state)& st, io_context& ctx) -> task<void> {
+    st.start();
+    (void)co_await sleep_for(10ms);
+    ctx.stop();
+  }(state, *ctx));
+  ctx->run();
+  EXPECT_FALSE(stopped || value || error) << "completed before the shutdown";
+  ctx.reset();
+  EXPECT_TRUE(stopped) << (value ? "set_value" : error ? "set_error " + error->message() : "not completed");
   write_text(never.write_end, "intact");
   EXPECT_EQ(drain(never.read_end), "intact");
 }
