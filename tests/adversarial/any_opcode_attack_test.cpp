@@ -777,6 +777,118 @@ TEST_P(AnyOpcodeAttack, StopOfAnAsyncWorkerReadIsACancellation) {
   EXPECT_EQ(drain(p.read_end), "after");
 }
 
+// What a request bounded at 50 ms gave, and after how long.
+struct bounded_outcome {
+  result<int> r = unexpected(std::errc::no_message);
+  long ms = 0;
+};
+
+// Runs `request` (a task) while a rescuer, should it still run after 10 s, calls
+// `unblock` every 500 ms until it ends.
+template <class Request, class Unblock>
+bounded_outcome run_with_rescuer(io_context& ctx, Request request, Unblock unblock) {
+  std::atomic<bool> finished{false};
+  std::thread rescuer([&] {
+    for (int i = 0; i < 100 && !finished; ++i) std::this_thread::sleep_for(100ms);
+    while (!finished) {
+      unblock();
+      std::this_thread::sleep_for(500ms);
+    }
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  bounded_outcome out;
+  out.r = sync_wait(ctx, request());
+  out.ms = static_cast<long>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count());
+  finished = true;
+  rescuer.join();
+  return out;
+}
+
+void expect_timed_out_soon(const char* name, const bounded_outcome& o) {
+  EXPECT_FALSE(o.r) << name << ": " << describe(o.r) << " after " << o.ms << " ms";
+  if (!o.r) {
+    EXPECT_EQ(o.r.error(), std::errc::timed_out) << name << ": " << o.r.error().message() << " after " << o.ms << " ms";
+  }
+  EXPECT_LT(o.ms, 5000) << name << ": a 50 ms deadline ended it only after " << o.ms << " ms";
+}
+
+// Requests that block in an io-wq worker, bounded with with_timeout(op, d) as the
+// documentation's example bounds a SPLICE ("within a second"): the deadline ends them
+// (timed_out) while nothing arrives. A SPLICE from an empty pipe, an openat of a FIFO
+// with no writer (O_TRUNC sends it to a worker), an IOSQE_ASYNC read.
+TEST_P(AnyOpcodeAttack, DeadlineEndsRequestsBlockedInAWorker) {
+  if (!on_uring()) GTEST_SKIP() << "io_uring only: the other backends refuse every request";
+  pipe_fds from;
+  pipe_fds to;
+  auto splice = [&](io_uring_sqe* sqe) { io_uring_prep_splice(sqe, from.read_end, -1, to.write_end, -1, 64, 0); };
+  auto spliced = run_with_rescuer(
+      ctx(), [&]() -> task<result<int>> { co_return co_await with_timeout(any_opcode(splice), 50ms); },
+      [&] { (void)::write(from.write_end, "r", 1); });
+  expect_timed_out_soon("SPLICE from an empty pipe", spliced);
+
+  const std::string fifo = ::testing::TempDir() + "ringio-any-attack-fifo-" + std::to_string(::getpid());
+  ::unlink(fifo.c_str());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  auto open_fifo = [&](io_uring_sqe* sqe) {
+    io_uring_prep_openat(sqe, AT_FDCWD, fifo.c_str(), O_RDONLY | O_TRUNC | O_CLOEXEC, 0);
+  };
+  auto opened = run_with_rescuer(
+      ctx(), [&]() -> task<result<int>> { co_return co_await with_timeout(any_opcode(open_fifo), 50ms); },
+      [&] {
+        int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+        std::this_thread::sleep_for(100ms);
+        if (fd >= 0) ::close(fd);
+      });
+  ::unlink(fifo.c_str());
+  if (opened.r) ::close(*opened.r);
+  expect_timed_out_soon("openat of a FIFO", opened);
+
+  pipe_fds src;
+  std::array<char, 16> buf{};
+  auto async_read = [&](io_uring_sqe* sqe) {
+    io_uring_prep_read(sqe, src.read_end, buf.data(), buf.size(), ~0ULL);
+    sqe->flags |= IOSQE_ASYNC;
+  };
+  auto read = run_with_rescuer(
+      ctx(), [&]() -> task<result<int>> { co_return co_await with_timeout(any_opcode(async_read), 50ms); },
+      [&] { (void)::write(src.write_end, "r", 1); });
+  expect_timed_out_soon("IOSQE_ASYNC read", read);
+  EXPECT_EQ(ctx().in_flight(), 0u);
+}
+
+// The same requests in a task bounded by with_timeout(task, d) (the remedy files.md
+// gives for opens): the task's stop cancels them (timed_out).
+TEST_P(AnyOpcodeAttack, TaskDeadlineEndsRequestsBlockedInAWorker) {
+  if (!on_uring()) GTEST_SKIP() << "io_uring only: the other backends refuse every request";
+  pipe_fds from;
+  pipe_fds to;
+  auto splice = [&](io_uring_sqe* sqe) { io_uring_prep_splice(sqe, from.read_end, -1, to.write_end, -1, 64, 0); };
+  auto in_task = [](auto& prep) -> task<result<int>> { co_return co_await any_opcode(prep); };
+  auto spliced = run_with_rescuer(
+      ctx(), [&]() -> task<result<int>> { co_return co_await with_timeout(in_task(splice), 50ms); },
+      [&] { (void)::write(from.write_end, "r", 1); });
+  expect_timed_out_soon("SPLICE from an empty pipe", spliced);
+
+  const std::string fifo = ::testing::TempDir() + "ringio-any-attack-fifo2-" + std::to_string(::getpid());
+  ::unlink(fifo.c_str());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  auto open_fifo = [&](io_uring_sqe* sqe) {
+    io_uring_prep_openat(sqe, AT_FDCWD, fifo.c_str(), O_RDONLY | O_TRUNC | O_CLOEXEC, 0);
+  };
+  auto opened = run_with_rescuer(
+      ctx(), [&]() -> task<result<int>> { co_return co_await with_timeout(in_task(open_fifo), 50ms); },
+      [&] {
+        int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+        std::this_thread::sleep_for(100ms);
+        if (fd >= 0) ::close(fd);
+      });
+  ::unlink(fifo.c_str());
+  if (opened.r) ::close(*opened.r);
+  expect_timed_out_soon("openat of a FIFO", opened);
+  EXPECT_EQ(ctx().in_flight(), 0u);
+}
+
 // when_any of two hatch reads: the one with data wins, the other is cancelled and took
 // nothing; with_timeout(task) around a hatch read reports timed_out.
 TEST_P(AnyOpcodeAttack, WhenAnyAndTaskTimeoutCancelTheLoser) {
