@@ -783,10 +783,10 @@ struct bounded_outcome {
   long ms = 0;
 };
 
-// Runs `request` (a task) while a rescuer, should it still run after 10 s, calls
+// Runs `request` (returning result<int>, on the test's thread) while a rescuer, should it still run after 10 s, calls
 // `unblock` every 500 ms until it ends.
 template <class Request, class Unblock>
-bounded_outcome run_with_rescuer(io_context& ctx, Request request, Unblock unblock) {
+bounded_outcome run_with_rescuer(Request request, Unblock unblock) {
   std::atomic<bool> finished{false};
   std::thread rescuer([&] {
     for (int i = 0; i < 100 && !finished; ++i) std::this_thread::sleep_for(100ms);
@@ -797,7 +797,7 @@ bounded_outcome run_with_rescuer(io_context& ctx, Request request, Unblock unblo
   });
   const auto t0 = std::chrono::steady_clock::now();
   bounded_outcome out;
-  out.r = sync_wait(ctx, request());
+  out.r = request();
   out.ms = static_cast<long>(
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count());
   finished = true;
@@ -823,9 +823,22 @@ TEST_P(AnyOpcodeAttack, DeadlineEndsRequestsBlockedInAWorker) {
   pipe_fds to;
   auto splice = [&](io_uring_sqe* sqe) { io_uring_prep_splice(sqe, from.read_end, -1, to.write_end, -1, 64, 0); };
   auto spliced = run_with_rescuer(
-      ctx(), [&]() -> task<result<int>> { co_return co_await with_timeout(any_opcode(splice), 50ms); },
+      [&] { return run([&]() -> task<result<int>> { co_return co_await with_timeout(any_opcode(splice), 50ms); }()); },
       [&] { (void)::write(from.write_end, "r", 1); });
   expect_timed_out_soon("SPLICE from an empty pipe", spliced);
+  // The sender of the same operation: set_error(timed_out).
+  auto sent = run_with_rescuer(
+      [&]() -> result<int> {
+        try {
+          auto v = ex::sync_wait(ctx(), ex::as_sender(with_timeout(any_opcode(splice), 50ms)));
+          if (!v) return result<int>(unexpected(std::errc::operation_canceled));
+          return result<int>(std::get<0>(*v));
+        } catch (const std::system_error& e) {
+          return result<int>(unexpected(e.code()));
+        }
+      },
+      [&] { (void)::write(from.write_end, "r", 1); });
+  expect_timed_out_soon("SPLICE sender", sent);
 
   const std::string fifo = ::testing::TempDir() + "ringio-any-attack-fifo-" + std::to_string(::getpid());
   ::unlink(fifo.c_str());
@@ -834,7 +847,9 @@ TEST_P(AnyOpcodeAttack, DeadlineEndsRequestsBlockedInAWorker) {
     io_uring_prep_openat(sqe, AT_FDCWD, fifo.c_str(), O_RDONLY | O_TRUNC | O_CLOEXEC, 0);
   };
   auto opened = run_with_rescuer(
-      ctx(), [&]() -> task<result<int>> { co_return co_await with_timeout(any_opcode(open_fifo), 50ms); },
+      [&] {
+        return run([&]() -> task<result<int>> { co_return co_await with_timeout(any_opcode(open_fifo), 50ms); }());
+      },
       [&] {
         int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
         std::this_thread::sleep_for(100ms);
@@ -851,7 +866,9 @@ TEST_P(AnyOpcodeAttack, DeadlineEndsRequestsBlockedInAWorker) {
     sqe->flags |= IOSQE_ASYNC;
   };
   auto read = run_with_rescuer(
-      ctx(), [&]() -> task<result<int>> { co_return co_await with_timeout(any_opcode(async_read), 50ms); },
+      [&] {
+        return run([&]() -> task<result<int>> { co_return co_await with_timeout(any_opcode(async_read), 50ms); }());
+      },
       [&] { (void)::write(src.write_end, "r", 1); });
   expect_timed_out_soon("IOSQE_ASYNC read", read);
   EXPECT_EQ(ctx().in_flight(), 0u);
@@ -866,7 +883,7 @@ TEST_P(AnyOpcodeAttack, TaskDeadlineEndsRequestsBlockedInAWorker) {
   auto splice = [&](io_uring_sqe* sqe) { io_uring_prep_splice(sqe, from.read_end, -1, to.write_end, -1, 64, 0); };
   auto in_task = [](auto& prep) -> task<result<int>> { co_return co_await any_opcode(prep); };
   auto spliced = run_with_rescuer(
-      ctx(), [&]() -> task<result<int>> { co_return co_await with_timeout(in_task(splice), 50ms); },
+      [&] { return run([&]() -> task<result<int>> { co_return co_await with_timeout(in_task(splice), 50ms); }()); },
       [&] { (void)::write(from.write_end, "r", 1); });
   expect_timed_out_soon("SPLICE from an empty pipe", spliced);
 
@@ -877,7 +894,7 @@ TEST_P(AnyOpcodeAttack, TaskDeadlineEndsRequestsBlockedInAWorker) {
     io_uring_prep_openat(sqe, AT_FDCWD, fifo.c_str(), O_RDONLY | O_TRUNC | O_CLOEXEC, 0);
   };
   auto opened = run_with_rescuer(
-      ctx(), [&]() -> task<result<int>> { co_return co_await with_timeout(in_task(open_fifo), 50ms); },
+      [&] { return run([&]() -> task<result<int>> { co_return co_await with_timeout(in_task(open_fifo), 50ms); }()); },
       [&] {
         int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
         std::this_thread::sleep_for(100ms);
@@ -1880,6 +1897,62 @@ TEST(AnyOpcodeAttackUring, SenderInFlightAtShutdownIsStopped) {
   EXPECT_TRUE(stopped) << (value ? "set_value" : error ? "set_error " + error->message() : "not completed");
   write_text(never.write_end, "intact");
   EXPECT_EQ(drain(never.read_end), "intact");
+}
+
+// The context destroyed with a SPLICE from an empty pipe and an openat of a FIFO
+// blocked in io-wq workers: the shutdown's cancel ends them (operation_canceled) without
+// waiting for data. A rescuer unblocks them after 10 s should it not.
+TEST(AnyOpcodeAttackUring, ShutdownEndsRequestsBlockedInAWorker) {
+  auto ctx = capped_uring(0);
+  if (!ctx) GTEST_SKIP() << "io_uring cannot start here";
+  pipe_fds from;
+  pipe_fds to;
+  const std::string fifo = ::testing::TempDir() + "ringio-any-attack-fifo3-" + std::to_string(::getpid());
+  ::unlink(fifo.c_str());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  result<int> spliced = unexpected(std::errc::no_message);
+  result<int> opened = unexpected(std::errc::no_message);
+  ctx->spawn([](int from, int to, result<int>& out) -> task<void> {
+    auto splice = [from, to](io_uring_sqe* sqe) { io_uring_prep_splice(sqe, from, -1, to, -1, 64, 0); };
+    out = co_await any_opcode(splice);
+  }(from.read_end, to.write_end, spliced));
+  ctx->spawn([](const std::string& fifo, result<int>& out) -> task<void> {
+    auto open_fifo = [&fifo](io_uring_sqe* sqe) {
+      io_uring_prep_openat(sqe, AT_FDCWD, fifo.c_str(), O_RDONLY | O_TRUNC | O_CLOEXEC, 0);
+    };
+    out = co_await any_opcode(open_fifo);
+  }(fifo, opened));
+  ctx->spawn([](io_context& ctx) -> task<void> {
+    (void)co_await sleep_for(50ms);
+    ctx.stop();
+  }(*ctx));
+  ctx->run();
+  std::atomic<bool> finished{false};
+  std::thread rescuer([&] {
+    for (int i = 0; i < 100 && !finished; ++i) std::this_thread::sleep_for(100ms);
+    while (!finished) {
+      (void)::write(from.write_end, "r", 1);
+      int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+      std::this_thread::sleep_for(500ms);
+      if (fd >= 0) ::close(fd);
+    }
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  ctx.reset();
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+  finished = true;
+  rescuer.join();
+  ::unlink(fifo.c_str());
+  if (opened) ::close(*opened);
+  EXPECT_LT(ms, 5000) << "~io_context waited " << ms << " ms for requests blocked in workers";
+  EXPECT_FALSE(spliced) << describe(spliced);
+  if (!spliced) {
+    EXPECT_EQ(spliced.error(), std::errc::operation_canceled) << spliced.error().message();
+  }
+  EXPECT_FALSE(opened) << describe(opened);
+  if (!opened) {
+    EXPECT_EQ(opened.error(), std::errc::operation_canceled) << opened.error().message();
+  }
 }
 
 // ---- zero allocations ----
