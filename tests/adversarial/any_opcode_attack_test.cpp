@@ -633,6 +633,34 @@ TEST(AnyOpcodeAttackUring, CancelAnyLeavesTheLoopWakeable) {
   ctx.reset();  // ends the read if it is still in flight
 }
 
+// MSG_RING aimed at this loop's ring and at another loop's: refused, nothing delivered
+// (the other loop goes on running its own requests).
+TEST(AnyOpcodeAttackUring, MsgRingToThisOrAnotherRingIsRefused) {
+  std::optional<io_context> ctx;
+  std::optional<io_context> other;
+  try {
+    ctx.emplace(io_context_options{.backend = backend_kind::uring, .quiet = true});
+    other.emplace(io_context_options{.backend = backend_kind::uring, .quiet = true});
+  } catch (const std::system_error& e) {
+    GTEST_SKIP() << "io_uring cannot start here: " << e.what();
+  }
+  auto r = sync_wait(*ctx, [](int own_fd, int other_fd) -> task<std::tuple<result<int>, result<int>>> {
+    auto to_own = [own_fd](io_uring_sqe* sqe) { io_uring_prep_msg_ring(sqe, own_fd, 7, 0x1234, 0); };
+    auto to_other = [other_fd](io_uring_sqe* sqe) { io_uring_prep_msg_ring(sqe, other_fd, 7, 0x1234, 0); };
+    auto a = co_await with_timeout(any_opcode(to_own), 5s);
+    auto b = co_await with_timeout(any_opcode(to_other), 5s);
+    co_return std::tuple{a, b};
+  }(ctx->ring_fd(), other->ring_fd()));
+  expect_invalid_argument("co_await", "MSG_RING to this ring", std::get<0>(r));
+  expect_invalid_argument("co_await", "MSG_RING to another ring", std::get<1>(r));
+  auto still = sync_wait(*other, []() -> task<result<int>> {
+    auto nop = [](io_uring_sqe* sqe) { io_uring_prep_nop(sqe); };
+    (void)co_await sleep_for(5ms);
+    co_return co_await any_opcode(nop);
+  }());
+  EXPECT_TRUE(still) << describe(still);
+}
+
 // ---- preparers and transforms that throw ----
 
 TEST_P(AnyOpcodeAttack, PreparerThatThrowsStartsNothing) {
