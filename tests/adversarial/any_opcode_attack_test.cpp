@@ -1471,6 +1471,46 @@ TEST_P(AnyOpcodeAttack, SenderStartedOffTheLoopSendsNothing) {
   EXPECT_EQ(drain(p.read_end), "kept");
 }
 
+// A hatch read moved to another loop's thread with spawn_on, its task bounded by
+// with_timeout on the home loop: the stop crosses loops, the read is cancelled there
+// (timed_out at home) and took nothing; on a readiness loop the read is refused.
+TEST(AnyOpcodeAttackUring, StopCrossesLoopsToAHatchRead) {
+  for (backend_kind other_kind : {backend_kind::uring, backend_kind::epoll}) {
+    std::optional<io_context> home;
+    std::optional<io_context> other;
+    try {
+      home.emplace(io_context_options{.backend = backend_kind::uring, .quiet = true});
+      other.emplace(io_context_options{.backend = other_kind, .quiet = true});
+    } catch (const std::system_error& e) {
+      GTEST_SKIP() << "a backend cannot start here: " << e.what();
+    }
+    std::thread runner([&other] { other->run(); });
+    pipe_fds p;
+    std::array<char, 8> buf{};
+    auto r = sync_wait(*home, [](io_context& other, int fd, std::array<char, 8>& buf) -> task<result<int>> {
+      auto remote = [](int fd, std::array<char, 8>& buf) -> task<result<int>> {
+        auto rd = [fd, &buf](io_uring_sqe* sqe) { io_uring_prep_read(sqe, fd, buf.data(), buf.size(), ~0ULL); };
+        co_return co_await any_opcode(rd);
+      };
+      auto moved = [](io_context& other, int fd, std::array<char, 8>& buf,
+                      decltype(remote)& remote) -> task<result<int>> {
+        co_return co_await spawn_on(other, remote(fd, buf));
+      };
+      co_return co_await with_timeout(moved(other, fd, buf, remote), 50ms);
+    }(*other, p.read_end, buf));
+    other->stop();
+    runner.join();
+    ASSERT_FALSE(r) << to_string(other_kind) << ": " << describe(r);
+    if (other_kind == backend_kind::uring) {
+      EXPECT_EQ(r.error(), std::errc::timed_out) << r.error().message();
+    } else {
+      EXPECT_EQ(r.error(), std::errc::operation_not_supported) << r.error().message();
+    }
+    write_text(p.write_end, "intact");
+    EXPECT_EQ(drain(p.read_end), "intact");
+  }
+}
+
 // ---- the in-flight cap ----
 
 // Thousands of hatch requests, plain and with deadlines, on a ring of 8 SQEs capped at 8
