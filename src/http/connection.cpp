@@ -32,7 +32,6 @@ connection::connection(server_core& core, stream_socket s)
   loop_.watch(*this, tick.count());
 }
 
-connection::connection(server_core& core, tls::stream& secure) : connection(core, stream_socket{}) { tls_ = &secure; }
 
 connection::~connection() {
   if (phase_ == phase::idle) --stats_.connections_idle;
@@ -80,7 +79,7 @@ void connection::consume(std::size_t n) noexcept {
 
 // Timeouts of the hot path (waiting for a request, sending a response) are enforced
 // here rather than with a linked timeout per operation, which cost 12-15% of the
-// hello-world throughput on io_uring: run() counts progress, and a phase that makes
+// hello-world throughput on io_uring: serve() counts progress, and a phase that makes
 // none for the timeout is cancelled. The loop's sweep calls this every tick (one timer
 // for all the connections of a loop); a timeout fires up to one tick late.
 void connection::on_tick(std::chrono::milliseconds elapsed) noexcept {
@@ -115,34 +114,44 @@ void connection_tick(sweep_hook& h, std::chrono::milliseconds elapsed) noexcept 
 // copied into a borrowed request_state, and serve_requests() (whose frame is free while
 // the connection is idle) answers until everything received is answered. Arrivals are
 // served in order (the receive waits for readiness first, as recv_op::poll_first).
-task<void> connection::run() {
-  // Waits for the next request obey idle_ (drain, idle timeout); sends obey kill_
-  // (send timeout); both, and everything else, obey this task's own stop token.
+// The connection object lives in this coroutine's frame, so that an idle connection
+// holds one frame (see docs/http.md, "Memory per connection").
+task<void> connection::serve(server_core& core, stream_socket s, tls::stream* secure) {
+  connection self(core, std::move(s));
+  self.tls_ = secure;
+  if (secure == nullptr && !core.admit()) {  // HTTPS: admitted before its handshake
+    co_await self.refuse();
+    co_return;
+  }
+  const admission_release held{secure == nullptr ? &core : nullptr};
+
+  // Waits for the next request obey idle_ (drain, idle timeout); sends obey kill_ (send
+  // timeout); both, and everything else, obey this task's own stop token.
   std::stop_token outer = co_await current_stop_token();
-  std::stop_callback<forward_stop_both> on_outer(outer, forward_stop_both{&idle_, &kill_});
-  std::stop_callback<forward_stop> on_drain(core_.drain_token(), forward_stop{&idle_});
+  std::stop_callback<forward_stop_both> on_outer(outer, forward_stop_both{&self.idle_, &self.kill_});
+  std::stop_callback<forward_stop> on_drain(core.drain_token(), forward_stop{&self.idle_});
   for (;;) {
-    if (idle_.stop_requested()) co_return;
-    enter(phase::idle);
+    if (self.idle_.stop_requested()) break;
+    self.enter(phase::idle);
     bool receive_first = false;
-    if (tls_ != nullptr && tls_->has_buffered_input()) {  // pipelined records, or the peer's end
-      enter(phase::busy);
-      work();
+    if (self.tls_ != nullptr && self.tls_->has_buffered_input()) {  // pipelined records, or the peer's end
+      self.enter(phase::busy);
+      self.work();
       receive_first = true;
     } else {
       // One operation object in the frame (a .with_stop() temporary would be a second).
       // Over TLS the pool buffer receives ciphertext, handed to the stream to decrypt.
-      auto wait = receive_pooled(raw_socket(), loop_.pool());
-      wait.set_stop_token(idle_.get_token());
+      auto wait = receive_pooled(self.raw_socket(), self.loop_.pool());
+      wait.set_stop_token(self.idle_.get_token());
       auto chunk = co_await wait;
-      enter(phase::busy);
+      self.enter(phase::busy);
       if (chunk) {
-        if (chunk->empty()) co_return;  // the client closed
-        request_state& w = work();
-        if (tls_ != nullptr) {
-          auto fed = tls_->feed(chunk->bytes());
+        if (chunk->empty()) break;  // the client closed
+        request_state& w = self.work();
+        if (self.tls_ != nullptr) {
+          auto fed = self.tls_->feed(chunk->bytes());
           chunk->release();
-          if (!fed) co_return;
+          if (!fed) break;
           receive_first = true;
         } else {
           static_assert(loop_resources::pool_buffer_size <= request_state::initial_input);
@@ -151,15 +160,18 @@ task<void> connection::run() {
           chunk->release();
         }
       } else if (chunk.error() == std::errc::no_buffer_space) {
-        work();  // every pool buffer was taken at once: receive into our own
+        self.work();  // every pool buffer was taken at once: receive into our own
         receive_first = true;
       } else {
-        co_return;
+        break;
       }
     }
-    bool more = co_await serve_requests(receive_first);
-    if (!more) co_return;
+    bool more = co_await self.serve_requests(receive_first);
+    if (!more) break;
   }
+  // HTTPS, after Connection: close, the idle timeout, a drain, the client's
+  // close_notify: close_notify (not after a send timeout or a stop).
+  if (secure != nullptr) co_await self.send_close_notify();
 }
 
 task<bool> connection::serve_requests(bool receive_first) {

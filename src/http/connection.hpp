@@ -52,25 +52,37 @@ struct under_token {
   ringio::detail::token_awaiter<T> operator co_await() & noexcept { return {t, token}; }
 };
 
+/// Releases an admission (server_core::admit) when it ends, unless `core` is null.
+struct admission_release {
+  server_core* core;
+  explicit admission_release(server_core* c) noexcept : core(c) {}
+  admission_release(const admission_release&) = delete;
+  admission_release& operator=(const admission_release&) = delete;
+  ~admission_release() {
+    if (core != nullptr) core->release();
+  }
+};
+
 class connection : public sweep_hook {
  public:
   connection(server_core& core, stream_socket s);
-  /// Serves over `secure` (handshake done), which must outlive the connection.
-  connection(server_core& core, tls::stream& secure);
   ~connection();
   connection(const connection&) = delete;
   connection& operator=(const connection&) = delete;
 
-  /// Serves requests until the connection ends.
-  task<void> run();
-  /// Enforces the idle and send timeouts of run(); called by the loop's sweep.
+  /// Serves requests on `s` until the connection ends; the connection lives in the
+  /// returned task's frame. Plain HTTP (`secure` null): admitted here (a 503 over the
+  /// limit). HTTPS: over `secure` (handshake done, admitted by the caller, `s` empty),
+  /// which must outlive the task; close_notify is sent at the end.
+  static task<void> serve(server_core& core, stream_socket s, tls::stream* secure);
+  /// Enforces the idle and send timeouts of serve(); called by the loop's sweep.
   void on_tick(std::chrono::milliseconds elapsed) noexcept;
   /// Answers 503 (connection limit) and closes.
   task<void> refuse();
   /// HTTPS port, before any TLS: answers a client that sent something other than a
   /// TLS handshake (plain HTTP) with a plain-text 400 and closes.
   task<void> refuse_plain_http();
-  /// HTTPS, after run(): sends close_notify (bounded by close_notify_timeout) unless a
+  /// HTTPS, after the request loop: sends close_notify (bounded by close_notify_timeout) unless a
   /// send timed out or the connection was stopped; the caller closes the socket.
   task<void> send_close_notify();
 
@@ -85,7 +97,7 @@ class connection : public sweep_hook {
   static constexpr auto close_notify_timeout = std::chrono::milliseconds(500);
 
   enum class framing : std::uint8_t { length, chunked, until_close, none };
-  // What run() waits for; every change counts as progress for the watchdog.
+  // What serve() waits for; every change counts as progress for the watchdog.
   enum class phase : std::uint8_t { busy, idle, sending };
   void enter(phase p) noexcept {
     if ((p == phase::idle) != (phase_ == phase::idle)) {

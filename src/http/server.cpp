@@ -91,14 +91,7 @@ std::size_t server::connections() const noexcept { return core_->active(); }
 server_metrics server::metrics() const { return core_->metrics(); }
 
 task<void> server::serve_connection(stream_socket s) {
-  detail::server_core& core = *core_;
-  detail::connection conn(core, std::move(s));
-  if (!core.admit()) {
-    co_await conn.refuse();
-    co_return;
-  }
-  detail::admission held(core);
-  co_await conn.run();
+  return detail::connection::serve(*core_, std::move(s), nullptr);
 }
 
 task<void> server::serve(stream_listener& listener, std::stop_token stop) {

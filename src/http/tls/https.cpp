@@ -84,11 +84,9 @@ task<void> serve_tls_connection(server& srv, const tls::context& ctx, stream_soc
       co_return;
     }
   }
-  detail::connection conn(core, *t);
-  co_await conn.run();
-  // Connection: close, the idle timeout, a drain, the client's close_notify: close_notify
-  // (not after a send timeout or a stop). The socket closes with the stream.
-  co_await conn.send_close_notify();
+  // Then close_notify (see connection::serve); the socket closes with the stream.
+  task<void> served = detail::connection::serve(core, stream_socket{}, &*t);
+  co_await std::move(served);
 }
 
 task<void> serve_tls(server& srv, const tls::context& ctx, stream_listener& listener, std::stop_token stop) {
