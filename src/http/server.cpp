@@ -91,7 +91,10 @@ std::size_t server::connections() const noexcept { return core_->active(); }
 server_metrics server::metrics() const { return core_->metrics(); }
 
 task<void> server::serve_connection(stream_socket s) {
-  return detail::connection::serve(*core_, std::move(s), nullptr);
+  detail::server_core& core = *core_;
+  if (!core.admit()) return detail::connection::refuse(core, std::move(s));
+  // The task holds the admission from here: released when it ends (or is destroyed).
+  return detail::connection::serve(core, std::move(s), detail::admission_release(&core));
 }
 
 task<void> server::serve(stream_listener& listener, std::stop_token stop) {

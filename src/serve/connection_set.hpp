@@ -6,15 +6,15 @@
 
 #include <atomic>
 #include <chrono>
-#include <cstddef>
 #include <coroutine>
+#include <cstddef>
 #include <cstdint>
 #include <exception>
 #include <optional>
 #include <stop_token>
 
-#include "ringio/net/stream_socket.hpp"
 #include "ringio/detail/promise_base.hpp"
+#include "ringio/net/stream_socket.hpp"
 #include "ringio/serve.hpp"
 #include "ringio/task.hpp"
 #include "serve/rate_limited_log.hpp"

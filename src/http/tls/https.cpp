@@ -64,7 +64,7 @@ task<void> serve_tls_connection(server& srv, const tls::context& ctx, stream_soc
     }
     if (!peeked || *peeked == 0) co_return;
     if (first != tls_handshake_record) {
-      detail::connection conn(core, std::move(s));
+      detail::connection conn(core, s);
       co_await conn.refuse_plain_http();
       co_return;
     }
@@ -85,7 +85,7 @@ task<void> serve_tls_connection(server& srv, const tls::context& ctx, stream_soc
     }
   }
   // Then close_notify (see connection::serve); the socket closes with the stream.
-  task<void> served = detail::connection::serve(core, stream_socket{}, &*t);
+  task<void> served = detail::connection::serve(core, *t);
   co_await std::move(served);
 }
 
