@@ -146,9 +146,10 @@ template <class Transport, class Owner>
 task<void> connection::serve_loop(Transport transport, Owner owner) {
   constexpr bool secure = std::is_pointer_v<Transport>;
   connection self(core_of(owner), socket_of(transport), tls_of(transport));
-  // The wait for the next request ends on a drain and on this task's own stop (tokens
-  // of the receive itself: no stop callback in this frame while idle), and on the idle
-  // timeout, which cancels the receive directly (end_idle_wait).
+  // The wait for the next request ends on a drain (this thread's relay of it) and on
+  // this task's own stop (tokens of the receive itself: no stop callback in this frame
+  // while idle), and on the idle timeout, which cancels the receive directly
+  // (end_idle_wait).
   for (;;) {
     if (self.idle_ended_ || self.core_.drain_token().stop_requested()) break;
     self.enter(phase::idle);
@@ -161,7 +162,7 @@ task<void> connection::serve_loop(Transport transport, Owner owner) {
       // its result is read in place (take_arrival), so the frame holds no copy of it.
       // Over TLS the pool buffer receives ciphertext, handed to the stream to decrypt.
       auto wait = receive_pooled(self.raw_socket(), self.loop_.pool());
-      wait.set_stop_token(self.core_.drain_token());
+      wait.set_stop_token(self.stats_.drain_token());  // this thread's relay
       self.waiting_ = &wait;
       co_await await_in_place<ringio::detail::pooled_recv_op>{wait};
       self.waiting_ = nullptr;
@@ -215,7 +216,7 @@ connection::arrival connection::take_arrival(ringio::detail::pooled_recv_op& wai
 task<bool> connection::serve_requests(bool receive_first) {
   const std::stop_token kill_token = kill_.get_token();
   const std::stop_token own_token = co_await current_stop_token();
-  const std::stop_token& drain_token = core_.drain_token();
+  const std::stop_token drain_token = stats_.drain_token();  // this thread's relay of the drain
   // Sends obey kill_ (send timeout), waits for more of a request the drain; both obey
   // this task's own stop token. Plain operations obey it besides their own token; over
   // TLS, whose operations obey the given token instead, the task's stop is forwarded to

@@ -38,7 +38,11 @@ server_counters& server_core::counters() {
     const std::thread::id self = std::this_thread::get_id();
     for (auto& [owner, shard] : shards_)
       if (owner == self) mine = shard.get();
-    if (mine == nullptr) mine = shards_.emplace_back(self, std::make_unique<server_counters>()).second.get();
+    if (mine == nullptr) {
+      auto made = std::make_unique<server_counters>();
+      made->relay_drain(drain_token_);
+      mine = shards_.emplace_back(self, std::move(made)).second.get();
+    }
   }
   cache[next_slot] = {id_, mine};
   next_slot = (next_slot + 1) % cache.size();
