@@ -7,6 +7,9 @@
 #include <chrono>
 #include <cstring>
 #include <exception>
+#include <limits>
+#include <optional>
+#include <type_traits>
 
 #include "ringio/http/status.hpp"
 #include "ringio/io_context.hpp"
@@ -19,11 +22,12 @@ namespace ringio::http::detail {
 
 using clock = std::chrono::steady_clock;
 
-connection::connection(server_core& core, stream_socket s)
+connection::connection(server_core& core, stream_socket& s, tls::stream* secure)
     : core_(core),
       loop_(io_context::current()->service<loop_resources>()),
-      sock_(std::move(s)),
-      limit_(core.opts.max_header_bytes + core.opts.max_body_bytes + 16 * 1024),
+      sock_(s),
+      tls_(secure),
+      idle_(secure != nullptr ? std::stop_source() : std::stop_source(std::nostopstate)),  // see serve_requests
       stats_(core.counters()) {
   loop_.connection_opened();
   const server_options& o = core.opts;
@@ -31,8 +35,6 @@ connection::connection(server_core& core, stream_socket s)
                                                           std::chrono::milliseconds(10), std::chrono::seconds(1));
   loop_.watch(*this, tick.count());
 }
-
-connection::connection(server_core& core, tls::stream& secure) : connection(core, stream_socket{}) { tls_ = &secure; }
 
 connection::~connection() {
   if (phase_ == phase::idle) --stats_.connections_idle;
@@ -58,10 +60,11 @@ bool connection::make_room(std::size_t min_free) {
     std::memmove(w_->in.get(), w_->in.get() + w_->start, used);
     w_->req.rebase(w_->in.get() + w_->start, used, w_->in.get());
   } else {
-    if (used + min_free > limit_) return false;
+    const std::size_t limit = input_limit();
+    if (used + min_free > limit) return false;
     std::size_t cap = w_->cap * 2;
     while (cap < used + min_free) cap *= 2;
-    cap = std::min(cap, limit_);
+    cap = std::min(cap, limit);
     auto fresh = std::make_unique_for_overwrite<char[]>(cap);
     std::memcpy(fresh.get(), w_->in.get() + w_->start, used);
     w_->req.rebase(w_->in.get() + w_->start, used, fresh.get());
@@ -80,30 +83,39 @@ void connection::consume(std::size_t n) noexcept {
 
 // Timeouts of the hot path (waiting for a request, sending a response) are enforced
 // here rather than with a linked timeout per operation, which cost 12-15% of the
-// hello-world throughput on io_uring: run() counts progress, and a phase that makes
+// hello-world throughput on io_uring: serve() counts progress, and a phase that makes
 // none for the timeout is cancelled. The loop's sweep calls this every tick (one timer
 // for all the connections of a loop); a timeout fires up to one tick late.
 void connection::on_tick(std::chrono::milliseconds elapsed) noexcept {
   const server_options& o = core_.opts;
   if (progress_ != seen_progress_) {
     seen_progress_ = progress_;
-    stalled_ = {};
+    stalled_ms_ = 0;
     return;
   }
-  stalled_ += elapsed;
+  // Saturates (after 49 days): a longer timeout never fires.
+  stalled_ms_ = static_cast<std::uint32_t>(
+      std::min<std::int64_t>(std::int64_t{stalled_ms_} + elapsed.count(), std::numeric_limits<std::uint32_t>::max()));
+  const std::chrono::milliseconds stalled(stalled_ms_);
   if (const std::int64_t grace = core_.closing_grace_ms();
-      grace >= 0 && phase_ == phase::idle && stalled_.count() >= grace && !idle_.stop_requested()) {
-    idle_.request_stop();  // a gentle drain: idle for its grace period
+      grace >= 0 && phase_ == phase::idle && stalled.count() >= grace && !idle_ended_) {
+    end_idle_wait();  // a gentle drain: idle for its grace period
     return;
   }
-  if (phase_ == phase::idle && stalled_ >= o.idle_timeout && !idle_.stop_requested()) {
+  if (phase_ == phase::idle && stalled >= o.idle_timeout && !idle_ended_) {
     ++stats_.idle_timeouts;
-    idle_.request_stop();
+    end_idle_wait();
   }
-  if (phase_ == phase::sending && stalled_ >= o.send_timeout && !kill_.stop_requested()) {
+  if (phase_ == phase::sending && stalled >= o.send_timeout && !kill_.stop_requested()) {
     ++stats_.send_timeouts;
     kill_.request_stop();
   }
+}
+
+void connection::end_idle_wait() noexcept {
+  idle_ended_ = true;
+  // On the loop's thread, as the stop callback of the receive would do.
+  if (waiting_ != nullptr) waiting_->ctx->cancel(*waiting_);
 }
 
 void connection_tick(sweep_hook& h, std::chrono::milliseconds elapsed) noexcept {
@@ -115,57 +127,109 @@ void connection_tick(sweep_hook& h, std::chrono::milliseconds elapsed) noexcept 
 // copied into a borrowed request_state, and serve_requests() (whose frame is free while
 // the connection is idle) answers until everything received is answered. Arrivals are
 // served in order (the receive waits for readiness first, as recv_op::poll_first).
-task<void> connection::run() {
-  // Waits for the next request obey idle_ (drain, idle timeout); sends obey kill_
-  // (send timeout); both, and everything else, obey this task's own stop token.
-  std::stop_token outer = co_await current_stop_token();
-  std::stop_callback<forward_stop_both> on_outer(outer, forward_stop_both{&idle_, &kill_});
-  std::stop_callback<forward_stop> on_drain(core_.drain_token(), forward_stop{&idle_});
+// The connection object lives in this coroutine's frame, so that an idle connection
+// holds one frame (see docs/http.md, "Memory per connection").
+namespace {
+stream_socket& socket_of(stream_socket& s) noexcept { return s; }
+stream_socket& socket_of(tls::stream* t) noexcept { return t->socket(); }
+tls::stream* tls_of(const stream_socket&) noexcept { return nullptr; }
+tls::stream* tls_of(tls::stream* t) noexcept { return t; }
+server_core& core_of(const admission_release& a) noexcept { return *a.core; }
+server_core& core_of(server_core* core) noexcept { return *core; }
+}  // namespace
+
+// Plain HTTP (`Transport` a stream_socket) and HTTPS (a tls::stream*) are two
+// instantiations, so that the plain frame holds nothing of TLS.
+// `owner`: the admission (plain HTTP, admitted here) or the server_core (HTTPS, admitted
+// by the caller); no more than these two parameters, so that the frame stays small.
+template <class Transport, class Owner>
+task<void> connection::serve_loop(Transport transport, Owner owner) {
+  constexpr bool secure = std::is_pointer_v<Transport>;
+  connection self(core_of(owner), socket_of(transport), tls_of(transport));
+  // The wait for the next request ends on a drain (this thread's relay of it) and on
+  // this task's own stop (tokens of the receive itself: no stop callback in this frame
+  // while idle), and on the idle timeout, which cancels the receive directly
+  // (end_idle_wait).
   for (;;) {
-    if (idle_.stop_requested()) co_return;
-    enter(phase::idle);
-    bool receive_first = false;
-    if (tls_ != nullptr && tls_->has_buffered_input()) {  // pipelined records, or the peer's end
-      enter(phase::busy);
-      work();
-      receive_first = true;
+    if (self.idle_ended_ || self.core_.drain_token().stop_requested()) break;
+    self.enter(phase::idle);
+    arrival got = arrival::receive_first;
+    if (secure && self.tls_->has_buffered_input()) {  // pipelined records, or the peer's end
+      self.enter(phase::busy);
+      self.work();
     } else {
-      // One operation object in the frame (a .with_stop() temporary would be a second).
+      // One operation object in the frame (a .with_stop() temporary would be a second);
+      // its result is read in place (take_arrival), so the frame holds no copy of it.
       // Over TLS the pool buffer receives ciphertext, handed to the stream to decrypt.
-      auto wait = receive_pooled(raw_socket(), loop_.pool());
-      wait.set_stop_token(idle_.get_token());
-      auto chunk = co_await wait;
-      enter(phase::busy);
-      if (chunk) {
-        if (chunk->empty()) co_return;  // the client closed
-        request_state& w = work();
-        if (tls_ != nullptr) {
-          auto fed = tls_->feed(chunk->bytes());
-          chunk->release();
-          if (!fed) co_return;
-          receive_first = true;
-        } else {
-          static_assert(loop_resources::pool_buffer_size <= request_state::initial_input);
-          std::memcpy(w.in.get(), chunk->data(), chunk->size());
-          w.end = chunk->size();
-          chunk->release();
-        }
-      } else if (chunk.error() == std::errc::no_buffer_space) {
-        work();  // every pool buffer was taken at once: receive into our own
-        receive_first = true;
-      } else {
-        co_return;
-      }
+      auto wait = receive_pooled(self.raw_socket(), self.loop_.pool());
+      wait.set_stop_token(self.stats_.drain_token());  // this thread's relay
+      self.waiting_ = &wait;
+      co_await await_in_place<ringio::detail::pooled_recv_op>{wait};
+      self.waiting_ = nullptr;
+      self.enter(phase::busy);
+      got = self.take_arrival(wait);
+      if (got == arrival::end) break;
     }
-    bool more = co_await serve_requests(receive_first);
-    if (!more) co_return;
+    bool more = co_await self.serve_requests(got == arrival::receive_first);
+    if (!more) break;
   }
+  // HTTPS, after Connection: close, the idle timeout, a drain, the client's
+  // close_notify: close_notify (not after a send timeout or a stop).
+  if constexpr (secure) co_await self.send_close_notify();
+}
+
+task<void> connection::serve(server_core& core, stream_socket s, admission_release admitted) {
+  (void)core;  // the admission's
+  return serve_loop(std::move(s), std::move(admitted));
+}
+
+task<void> connection::serve(server_core& core, tls::stream& secure) { return serve_loop(&secure, &core); }
+
+task<void> connection::refuse(server_core& core, stream_socket s) {
+  connection self(core, s);
+  co_await self.refuse();
+}
+
+connection::arrival connection::take_arrival(ringio::detail::pooled_recv_op& wait) {
+  auto chunk = wait.get_result();
+  if (chunk) {
+    if (chunk->empty()) return arrival::end;  // the client closed
+    request_state& w = work();
+    if (tls_ != nullptr) {
+      auto fed = tls_->feed(chunk->bytes());
+      chunk->release();
+      return fed ? arrival::receive_first : arrival::end;
+    }
+    static_assert(loop_resources::pool_buffer_size <= request_state::initial_input);
+    std::memcpy(w.in.get(), chunk->data(), chunk->size());
+    w.end = chunk->size();
+    chunk->release();
+    return arrival::received;
+  }
+  if (chunk.error() == std::errc::no_buffer_space) {
+    work();  // every pool buffer was taken at once: receive into our own
+    return arrival::receive_first;
+  }
+  return arrival::end;
 }
 
 task<bool> connection::serve_requests(bool receive_first) {
-  const std::stop_token idle_token = idle_.get_token();
   const std::stop_token kill_token = kill_.get_token();
   const std::stop_token own_token = co_await current_stop_token();
+  const std::stop_token drain_token = stats_.drain_token();  // this thread's relay of the drain
+  // Sends obey kill_ (send timeout), waits for more of a request the drain; both obey
+  // this task's own stop token. Plain operations obey it besides their own token; over
+  // TLS, whose operations obey the given token instead, the task's stop is forwarded to
+  // kill_, and it and the drain to idle_ (callbacks held only while requests are served).
+  std::optional<std::stop_callback<forward_stop_both>> tls_on_outer;
+  std::optional<std::stop_callback<forward_stop>> tls_on_drain;
+  if (tls_ != nullptr) {
+    tls_on_outer.emplace(own_token, forward_stop_both{&idle_, &kill_});
+    tls_on_drain.emplace(drain_token, forward_stop{&idle_});
+  }
+  const std::stop_token idle_token = tls_ != nullptr ? idle_.get_token() : drain_token;
+  // No further request is taken: a drain, the idle timeout, the task's stop.
+  auto ending = [&]() noexcept { return idle_ended_ || own_token.stop_requested() || drain_token.stop_requested(); };
   const server_options& o = core_.opts;
   for (;;) {
     w_->req.clear();
@@ -255,13 +319,11 @@ task<bool> connection::serve_requests(bool receive_first) {
       log_handler_error("unknown exception");
     }
     if (threw) resp = response::borrowed(500, reason_phrase(500));
-    bool keep = w_->req.keep_alive_ && !resp.close_ && !idle_token.stop_requested() && !core_.closing() &&
-                (!refused || discard);
+    bool keep = w_->req.keep_alive_ && !resp.close_ && !ending() && !core_.closing() && (!refused || discard);
     // A gentle drain (drain(idle_grace)) still serves requests, upgrades included: the
     // upgraded connection stays until the drain's end like those upgraded before.
-    const bool upgrade_ok = w_->req.version_minor_ == 1 && w_->req.keep_alive_ && !resp.close_ &&
-                            !idle_token.stop_requested() && !core_.drain_token().stop_requested() &&
-                            (!refused || discard);
+    const bool upgrade_ok =
+        w_->req.version_minor_ == 1 && w_->req.keep_alive_ && !resp.close_ && !ending() && (!refused || discard);
     if (resp.is_upgrade() && !upgrade_ok) {
       // No 101 to HTTP/1.0 nor with Connection: close: 400. During a hard drain the
       // server is stopping and takes on no new upgraded connection: 503 (with

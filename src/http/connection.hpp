@@ -14,10 +14,12 @@
 #include <memory>
 #include <stop_token>
 #include <string_view>
+#include <utility>
 
 #include "loop_resources.hpp"
 #include "request_state.hpp"
 #include "ringio/http/response.hpp"
+#include "ringio/net/pooled_receive.hpp"
 #include "ringio/net/stream_socket.hpp"
 #include "ringio/task.hpp"
 #include "ringio/time/timeout.hpp"
@@ -52,25 +54,61 @@ struct under_token {
   ringio::detail::token_awaiter<T> operator co_await() & noexcept { return {t, token}; }
 };
 
+/// Releases an admission (server_core::admit) when it ends, unless `core` is null.
+/// Movable, so that a task that holds it as a parameter releases it even if the task
+/// never runs.
+struct admission_release {
+  server_core* core;
+  explicit admission_release(server_core* c) noexcept : core(c) {}
+  admission_release(admission_release&& o) noexcept : core(std::exchange(o.core, nullptr)) {}
+  admission_release& operator=(admission_release&&) = delete;
+  ~admission_release() {
+    if (core != nullptr) core->release();
+  }
+};
+
+/// Awaits `op` and leaves its result in it, to be read after (op.get_result()): the
+/// awaiting coroutine's frame then holds no copy of the result.
+template <class Op>
+struct await_in_place {
+  Op& op;
+  bool await_ready() const noexcept { return false; }
+  template <class H>
+  bool await_suspend(H h) {
+    return op.await_suspend(h);
+  }
+  void await_resume() const noexcept {}
+};
+
 class connection : public sweep_hook {
  public:
-  connection(server_core& core, stream_socket s);
-  /// Serves over `secure` (handshake done), which must outlive the connection.
-  connection(server_core& core, tls::stream& secure);
+  /// Over `s`, which must outlive the connection; HTTPS: over `secure` (handshake
+  /// done, `s` its socket).
+  connection(server_core& core, stream_socket& s, tls::stream* secure = nullptr);
   ~connection();
   connection(const connection&) = delete;
   connection& operator=(const connection&) = delete;
 
-  /// Serves requests until the connection ends.
-  task<void> run();
-  /// Enforces the idle and send timeouts of run(); called by the loop's sweep.
+  /// Serves requests on `s` until the connection ends; the connection lives in the
+  /// returned task's frame, which holds `admitted` (admitted.core: `core`; released
+  /// with the frame).
+  static task<void> serve(server_core& core, stream_socket s, admission_release admitted);
+  /// The same over `secure` (handshake done, admitted by the caller), which must outlive
+  /// the task; close_notify is sent at the end.
+  static task<void> serve(server_core& core, tls::stream& secure);
+  /// Answers 503 (connection limit) on `s` and closes.
+  static task<void> refuse(server_core& core, stream_socket s);
+  /// Enforces the idle and send timeouts of serve(); called by the loop's sweep.
   void on_tick(std::chrono::milliseconds elapsed) noexcept;
+  /// Ends the wait for the next request (idle timeout, gentle drain): cancels the
+  /// receive, and the connection takes no further request.
+  void end_idle_wait() noexcept;
   /// Answers 503 (connection limit) and closes.
   task<void> refuse();
   /// HTTPS port, before any TLS: answers a client that sent something other than a
   /// TLS handshake (plain HTTP) with a plain-text 400 and closes.
   task<void> refuse_plain_http();
-  /// HTTPS, after run(): sends close_notify (bounded by close_notify_timeout) unless a
+  /// HTTPS, after the request loop: sends close_notify (bounded by close_notify_timeout) unless a
   /// send timed out or the connection was stopped; the caller closes the socket.
   task<void> send_close_notify();
 
@@ -84,8 +122,20 @@ class connection : public sweep_hook {
   static constexpr std::uint64_t read_through_limit = 16 * 1024;
   static constexpr auto close_notify_timeout = std::chrono::milliseconds(500);
 
+  template <class Transport, class Owner>
+  static task<void> serve_loop(Transport transport, Owner owner);
+  /// The receive buffer never grows beyond this.
+  [[nodiscard]] std::size_t input_limit() const noexcept {
+    return core_.opts.max_header_bytes + core_.opts.max_body_bytes + 16 * 1024;
+  }
+
   enum class framing : std::uint8_t { length, chunked, until_close, none };
-  // What run() waits for; every change counts as progress for the watchdog.
+  // What the wait for the next request brought: the end of the connection, a request's
+  // first bytes (copied into the request_state), or bytes to receive first.
+  enum class arrival : std::uint8_t { end, received, receive_first };
+  /// Takes the result of the finished wait for the next request.
+  arrival take_arrival(ringio::detail::pooled_recv_op& wait);
+  // What serve() waits for; every change counts as progress for the watchdog.
   enum class phase : std::uint8_t { busy, idle, sending };
   void enter(phase p) noexcept {
     if ((p == phase::idle) != (phase_ == phase::idle)) {
@@ -144,17 +194,20 @@ class connection : public sweep_hook {
 
   server_core& core_;
   loop_resources& loop_;
-  stream_socket sock_;          // plain HTTP
-  tls::stream* tls_ = nullptr;  // HTTPS (sock_ is then empty)
-  request_state* w_ = nullptr;  // while a request is in progress
-  std::size_t limit_;           // the receive buffer never grows beyond this
-  std::stop_source idle_;       // stops waits for a next request: drain, idle timeout, our own stop
-  std::stop_source kill_;       // stops sends: send timeout, our own stop
+  stream_socket& sock_;                         // (over TLS, the stream's socket: only the stream uses it)
+  tls::stream* tls_ = nullptr;                  // HTTPS
+  request_state* w_ = nullptr;                  // while a request is in progress
+  ringio::detail::op_base* waiting_ = nullptr;  // the receive waiting for the next request
+  // TLS only (none for plain HTTP: its waits obey the drain's token directly): stops the
+  // waits for more of a request while requests are served: drain, our own stop.
+  std::stop_source idle_{std::nostopstate};
+  std::stop_source kill_;  // stops sends: send timeout; over TLS, while serving: our own stop
   std::uint32_t progress_ = 0;
   std::uint32_t seen_progress_ = 0;  // as of the last tick
-  std::chrono::milliseconds stalled_{0};
+  std::uint32_t stalled_ms_ = 0;     // without progress, as of the last tick
   phase phase_ = phase::busy;
-  server_counters& stats_;  // this thread's counters of the server
+  bool idle_ended_ = false;  // the idle timeout or a gentle drain ended the idle wait
+  server_counters& stats_;   // this thread's counters of the server
 };
 
 }  // namespace ringio::http::detail

@@ -228,7 +228,7 @@ task<void> connection::close_gracefully(bool linger) {
     if (!sent) co_return;
   }
   // The socket closes with the connection: FIN after the data (over TLS the close_notify
-  // goes first: send_close_notify() after run(), unless sent here).
+  // goes first: send_close_notify() after the request loop, unless sent here).
   if (!linger) co_return;
   if (tls_ != nullptr) {
     const std::stop_token kill_token = kill_.get_token();

@@ -38,7 +38,11 @@ server_counters& server_core::counters() {
     const std::thread::id self = std::this_thread::get_id();
     for (auto& [owner, shard] : shards_)
       if (owner == self) mine = shard.get();
-    if (mine == nullptr) mine = shards_.emplace_back(self, std::make_unique<server_counters>()).second.get();
+    if (mine == nullptr) {
+      auto made = std::make_unique<server_counters>();
+      made->relay_drain(drain_token_);
+      mine = shards_.emplace_back(self, std::move(made)).second.get();
+    }
   }
   cache[next_slot] = {id_, mine};
   next_slot = (next_slot + 1) % cache.size();
@@ -92,13 +96,9 @@ server_metrics server::metrics() const { return core_->metrics(); }
 
 task<void> server::serve_connection(stream_socket s) {
   detail::server_core& core = *core_;
-  detail::connection conn(core, std::move(s));
-  if (!core.admit()) {
-    co_await conn.refuse();
-    co_return;
-  }
-  detail::admission held(core);
-  co_await conn.run();
+  if (!core.admit()) return detail::connection::refuse(core, std::move(s));
+  // The task holds the admission from here: released when it ends (or is destroyed).
+  return detail::connection::serve(core, std::move(s), detail::admission_release(&core));
 }
 
 task<void> server::serve(stream_listener& listener, std::stop_token stop) {

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "ringio/log.hpp"
+#include "ringio/scope.hpp"
 #include "ringio/time/sleep.hpp"
 
 namespace ringio::detail {
@@ -17,7 +18,7 @@ struct forward_stop {
 };
 
 // Requests the stop of every connection once `grace` has passed (unless stopped).
-task<void> deadline(scope& conns, std::chrono::milliseconds grace) {
+task<void> deadline(std::stop_source& conns, std::chrono::milliseconds grace) {
   auto fired = co_await sleep_for(grace);  // bound first: see docs/toolchain.md
   if (fired) conns.request_stop();
 }
@@ -28,7 +29,16 @@ constexpr std::chrono::milliseconds longest_wait = std::chrono::hours(24 * 365 *
 }  // namespace
 
 connection_set::connection_set(std::stop_token parent, std::size_t limit, loop_counters* counters)
-    : conns_(std::move(parent)), limit_(limit == 0 ? 1 : limit), counters_(counters) {}
+    : limit_(limit == 0 ? 1 : limit), counters_(counters) {
+  if (parent.stop_possible()) parent_link_.emplace(parent, forward_stop{&stop_});
+}
+
+connection_set::~connection_set() {
+  if (open_ != 0) {
+    log(log_level::error, "serve: connection set destroyed with %zu running connections", open_);
+    std::terminate();
+  }
+}
 
 void connection_set::start(const connection_handler& handler, stream_socket s) {
   ++open_;
@@ -44,18 +54,19 @@ void connection_set::start(const connection_handler& handler, stream_socket s) {
     closed();
     return;
   }
-  conns_.spawn(run(std::move(t)));
+  // The task itself is the connection's only frame: this set receives it when it ends.
+  auto h = t.release();
+  h.promise().set_sink(this);
+  h.promise().set_stop_token(&token_);
+  resume_inline(h);
 }
 
-task<void> connection_set::run(task<void> handler_task) {
-  std::exception_ptr error;
-  try {
-    co_await std::move(handler_task);
-  } catch (...) {
-    error = std::current_exception();
-  }
-  if (error) report(error);
+std::coroutine_handle<> connection_set::on_task_done(std::coroutine_handle<> h, promise_base& p) noexcept {
+  if (p.failed()) report(p.exception());
+  h.destroy();
   closed();
+  if (open_ == 0 && joiner_) return std::exchange(joiner_, {});
+  return std::noop_coroutine();
 }
 
 void connection_set::report(const std::exception_ptr& error) noexcept {
@@ -94,12 +105,12 @@ task<void> connection_set::wait_for_room(std::stop_token stop) {
 task<void> connection_set::drain(std::chrono::milliseconds grace) {
   if (open_ != 0) {
     scope timer;
-    timer.spawn(deadline(conns_, std::min(grace, longest_wait)));
-    co_await conns_.join();
+    timer.spawn(deadline(stop_, std::min(grace, longest_wait)));
+    co_await join();
     timer.request_stop();
     co_await timer.join();
   }
-  co_await conns_.join();
+  co_await join();
 }
 
 }  // namespace ringio::detail

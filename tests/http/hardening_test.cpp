@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -537,6 +538,30 @@ TEST_P(HttpHardening, NoDescriptorLeaksAfterGoodBadAndTimedOutConnections) {
   EXPECT_EQ(server().connections(), 0u);
   stop_server();
   EXPECT_EQ(open_fd_count(), before);
+}
+
+// serve_connection() counts the connection at once; a task that is destroyed without
+// ever running gives its place back (and closes the socket).
+TEST(HttpServeConnection, ATaskDestroyedBeforeItRunsGivesItsPlaceBack) {
+  ringio::http::server_options o;
+  o.max_connections = 1;
+  ringio::http::server srv(
+      [](ringio::http::request&) -> ringio::task<ringio::http::response> {
+        co_return ringio::http::response::borrowed(200, "ok");
+      },
+      std::move(o));
+  int fds[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
+  auto s = ringio::stream_socket::adopt(fds[0]);
+  ASSERT_TRUE(s);
+  {
+    auto t = srv.serve_connection(std::move(*s));
+    EXPECT_EQ(srv.connections(), 1u);
+  }
+  EXPECT_EQ(srv.connections(), 0u) << "the unstarted connection kept its place";
+  char byte = 0;
+  EXPECT_EQ(::recv(fds[1], &byte, 1, 0), 0) << "the socket was not closed";
+  ::close(fds[1]);
 }
 
 RINGIO_ALL_BACKENDS(HttpHardening);

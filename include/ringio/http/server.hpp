@@ -40,13 +40,14 @@ struct server_options {
   std::size_t max_body_bytes = 1024 * 1024;
   /// From a request's first byte to the end of its head (slow clients: 408, close).
   std::chrono::milliseconds header_timeout{10'000};
-  /// An idle keep-alive connection is closed after this; a body that stalls this long
-  /// is answered 408.
+  /// An idle keep-alive connection is closed after this (49 days or more: never); a
+  /// body that stalls this long is answered 408.
   std::chrono::milliseconds idle_timeout{30'000};
   /// A whole request body, however steadily it trickles in, must arrive within this
   /// (408 and close otherwise).
   std::chrono::milliseconds body_timeout{60'000};
-  /// One send (a response, or one part of a large body) must finish within this.
+  /// One send (a response, or one part of a large body) must finish within this (49
+  /// days or more: no limit).
   std::chrono::milliseconds send_timeout{30'000};
   /// File bodies over 16 KiB are sent by the kernel with sendfile(2) (no copy, no
   /// buffer per connection while a slow client reads). false: they are read through

@@ -64,7 +64,7 @@ task<void> serve_tls_connection(server& srv, const tls::context& ctx, stream_soc
     }
     if (!peeked || *peeked == 0) co_return;
     if (first != tls_handshake_record) {
-      detail::connection conn(core, std::move(s));
+      detail::connection conn(core, s);
       co_await conn.refuse_plain_http();
       co_return;
     }
@@ -84,11 +84,9 @@ task<void> serve_tls_connection(server& srv, const tls::context& ctx, stream_soc
       co_return;
     }
   }
-  detail::connection conn(core, *t);
-  co_await conn.run();
-  // Connection: close, the idle timeout, a drain, the client's close_notify: close_notify
-  // (not after a send timeout or a stop). The socket closes with the stream.
-  co_await conn.send_close_notify();
+  // Then close_notify (see connection::serve); the socket closes with the stream.
+  task<void> served = detail::connection::serve(core, *t);
+  co_await std::move(served);
 }
 
 task<void> serve_tls(server& srv, const tls::context& ctx, stream_listener& listener, std::stop_token stop) {
