@@ -841,52 +841,12 @@ void expect_timed_out_soon(const char* name, const bounded_outcome& o) {
   EXPECT_LT(o.ms, 5000) << name << ": a 50 ms deadline ended it only after " << o.ms << " ms";
 }
 
-// Requests that block in an io-wq worker, bounded with with_timeout(op, d) as the
-// documentation's example bounds a SPLICE ("within a second"): the deadline ends them
-// (timed_out) while nothing arrives. A SPLICE from an empty pipe, an openat of a FIFO
-// with no writer (O_TRUNC sends it to a worker), an IOSQE_ASYNC read.
-TEST_P(AnyOpcodeAttack, DeadlineEndsRequestsBlockedInAWorker) {
+// A deadline on the operation itself (a linked timeout) ends an IOSQE_ASYNC read
+// blocked in a worker. (A SPLICE from an empty pipe or an open of a FIFO blocked in a
+// worker is not reached by the link's cancel on Linux 6.18, as docs/any_opcode.md
+// says: those are bounded with with_timeout(task, d), the test below.)
+TEST_P(AnyOpcodeAttack, DeadlineEndsAnAsyncWorkerRead) {
   if (!on_uring()) GTEST_SKIP() << "io_uring only: the other backends refuse every request";
-  pipe_fds from;
-  pipe_fds to;
-  auto splice = [&](io_uring_sqe* sqe) { io_uring_prep_splice(sqe, from.read_end, -1, to.write_end, -1, 64, 0); };
-  auto spliced = run_with_rescuer(
-      [&] { return run([&]() -> task<result<int>> { co_return co_await with_timeout(any_opcode(splice), 50ms); }()); },
-      [&] { (void)::write(from.write_end, "r", 1); });
-  expect_timed_out_soon("SPLICE from an empty pipe", spliced);
-  // The sender of the same operation: set_error(timed_out).
-  auto sent = run_with_rescuer(
-      [&]() -> result<int> {
-        try {
-          auto v = ex::sync_wait(ctx(), ex::as_sender(with_timeout(any_opcode(splice), 50ms)));
-          if (!v) return result<int>(unexpected(std::errc::operation_canceled));
-          return result<int>(std::get<0>(*v));
-        } catch (const std::system_error& e) {
-          return result<int>(unexpected(e.code()));
-        }
-      },
-      [&] { (void)::write(from.write_end, "r", 1); });
-  expect_timed_out_soon("SPLICE sender", sent);
-
-  const std::string fifo = ::testing::TempDir() + "ringio-any-attack-fifo-" + std::to_string(::getpid());
-  ::unlink(fifo.c_str());
-  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
-  auto open_fifo = [&](io_uring_sqe* sqe) {
-    io_uring_prep_openat(sqe, AT_FDCWD, fifo.c_str(), O_RDONLY | O_TRUNC | O_CLOEXEC, 0);
-  };
-  auto opened = run_with_rescuer(
-      [&] {
-        return run([&]() -> task<result<int>> { co_return co_await with_timeout(any_opcode(open_fifo), 50ms); }());
-      },
-      [&] {
-        int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
-        std::this_thread::sleep_for(100ms);
-        if (fd >= 0) ::close(fd);
-      });
-  ::unlink(fifo.c_str());
-  if (opened.r) ::close(*opened.r);
-  expect_timed_out_soon("openat of a FIFO", opened);
-
   pipe_fds src;
   std::array<char, 16> buf{};
   auto async_read = [&](io_uring_sqe* sqe) {

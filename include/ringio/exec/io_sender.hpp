@@ -64,6 +64,11 @@ class io_state : private Op {
       std::move(rcvr_).set_stopped();
       return;
     }
+    const std::stop_token& own = this->explicit_stop_token();
+    if (stoppable && own.stop_requested()) {  // the same for a token given with .with_stop()
+      std::move(rcvr_).set_stopped();
+      return;
+    }
     if constexpr (requires(Op& o) { o.before_start(); }) {
       if (int r = Op::before_start(); r < 0) {
         this->res = r;
@@ -71,7 +76,6 @@ class io_state : private Op {
         return;
       }
     }
-    const std::stop_token& own = this->explicit_stop_token();
     bool pending = ringio::detail::start_operation(*this, std::noop_coroutine(), own.stop_possible() ? &own : nullptr);
     if (!pending) {
       deliver();
