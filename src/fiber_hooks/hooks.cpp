@@ -339,6 +339,25 @@ bool peer_done(int fd) noexcept {
   return libc_poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
 }
 
+// For waits that have no readiness to wait on: sleeps a millisecond, or what is left of
+// `left_ns` when less (negative: no deadline). 0, or -EINTR / -ECANCELED on a stop.
+int sleep_a_moment(long long left_ns) noexcept {
+  constexpr long long moment = 1000000;
+  long long rem = 0;
+  return the_bridge().sleep(left_ns < 0 ? moment : std::min(left_ns, moment), &rem);
+}
+
+// A zero-byte receive on a stream: libc answers 0 at once, whatever is queued; `attempt`
+// is the receive with MSG_DONTWAIT.
+template <class Try>
+ssize_t receive_nothing(Try attempt) {
+  const int saved = errno;
+  const ssize_t r = attempt();
+  if (r >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) return r;
+  errno = saved;
+  return 0;
+}
+
 // recv(MSG_WAITALL | MSG_PEEK) of a stream: the bytes stay queued, so the socket stays
 // readable while fewer than `n` are there; look again every millisecond until `n` are
 // there, the peer is done, the deadline passes or a stop comes (then what is there).
@@ -350,20 +369,14 @@ ssize_t peek_all(int fd, void* buf, size_t n, int flags, sockaddr* from, socklen
     if (r <= 0 || static_cast<size_t>(r) >= n || peer_done(fd)) return r;
     const long long left = deadline.left();
     if (left == 0) return r;
-    long long rem = 0;
-    if (the_bridge().sleep(left < 0 ? 1000000 : std::min<long long>(left, 1000000), &rem) != 0) return r;
+    if (sleep_a_moment(left) != 0) return r;
   }
 }
 
 ssize_t hooked_recv(int fd, void* buf, size_t n, int flags, sockaddr* from, socklen_t* len) {
   // Zero bytes from a stream: libc answers at once, whatever is queued.
-  if (n == 0 && stream_socket(fd)) {
-    const int saved = errno;
-    const ssize_t r = libc_recvfrom(fd, buf, 0, (flags & ~MSG_WAITALL) | MSG_DONTWAIT, from, len);
-    if (r >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) return r;
-    errno = saved;
-    return 0;
-  }
+  if (n == 0 && stream_socket(fd))
+    return receive_nothing([&] { return libc_recvfrom(fd, buf, 0, (flags & ~MSG_WAITALL) | MSG_DONTWAIT, from, len); });
   call_deadline deadline(fd, SO_RCVTIMEO);
   // MSG_WAITALL fills the buffer on streams only (a datagram is one message).
   const bool all = (flags & MSG_WAITALL) != 0 && n > 0 && stream_socket(fd);
@@ -414,13 +427,8 @@ ssize_t hooked_sendmsg(int fd, const msghdr* m, int flags) {
 
 ssize_t hooked_recvmsg(int fd, msghdr* m, int flags) {
   const std::size_t total = iov_total(m->msg_iov, m->msg_iovlen);
-  if (total == 0 && stream_socket(fd)) {
-    const int saved = errno;
-    const ssize_t r = libc_recvmsg(fd, m, (flags & ~MSG_WAITALL) | MSG_DONTWAIT);
-    if (r >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) return r;
-    errno = saved;
-    return 0;
-  }
+  if (total == 0 && stream_socket(fd))
+    return receive_nothing([&] { return libc_recvmsg(fd, m, (flags & ~MSG_WAITALL) | MSG_DONTWAIT); });
   call_deadline deadline(fd, SO_RCVTIMEO);
   const ssize_t first =
       socket_call(fd, want_read, deadline, [&] { return libc_recvmsg(fd, m, (flags & ~MSG_WAITALL) | MSG_DONTWAIT); });
@@ -585,11 +593,10 @@ RINGIO_HOOK int connect(int fd, const sockaddr* a, socklen_t len) {
     if (r == 0) return keep_errno(saved, r);
     if (err != EINPROGRESS && err != EAGAIN) return r;
     const long long left = deadline.left();
-    long long rem = 0;
     // A full Unix-socket backlog has no readiness to wait for: look again every
     // millisecond. A TCP connect in progress is done when the socket is writable.
     const int rc = left == 0       ? -ETIMEDOUT
-                   : err == EAGAIN ? the_bridge().sleep(left < 0 ? 1000000 : std::min<long long>(left, 1000000), &rem)
+                   : err == EAGAIN ? sleep_a_moment(left)
                                    : the_bridge().wait(fd, want_write, left);
     if (rc != 0) {
       // The kernel reports a timed-out blocking connect as EINPROGRESS; an interrupted

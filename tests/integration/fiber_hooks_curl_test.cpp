@@ -23,6 +23,7 @@
 #include "ringio/http/router.hpp"
 #include "ringio/http/server.hpp"
 #include "ringio/sync_wait.hpp"
+#include "support/loop_stall_meter.hpp"
 #include "support/loopback.hpp"
 
 using namespace ringio;
@@ -78,31 +79,6 @@ int run_client(int port, int id, std::string* first_error) {
   }
   curl_easy_cleanup(c);
   return correct;
-}
-
-// Wakes every millisecond while `running` and records the longest gap between wake-ups
-// (as the hiredis hook test does): over the whole run, and once `started` (every
-// client spawned).
-struct stall_record {
-  std::chrono::nanoseconds longest{0};
-  std::chrono::nanoseconds longest_after_start{0};
-  long ticks = 0;
-};
-
-task<void> stall_meter(const std::atomic<bool>& running, const std::atomic<bool>& started, stall_record& rec) {
-  auto last = std::chrono::steady_clock::now();
-  bool last_after_start = false;
-  while (running.load()) {
-    auto slept = co_await sleep_for(1ms);
-    if (!slept) co_return;
-    const auto now = std::chrono::steady_clock::now();
-    rec.longest = std::max<std::chrono::nanoseconds>(rec.longest, now - last);
-    if (last_after_start)
-      rec.longest_after_start = std::max<std::chrono::nanoseconds>(rec.longest_after_start, now - last);
-    last = now;
-    last_after_start = started.load();
-    ++rec.ticks;
-  }
 }
 
 class FiberHooksCurl : public fiber_hooks_test {

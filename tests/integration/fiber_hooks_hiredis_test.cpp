@@ -25,6 +25,7 @@
 #include "ringio/ringio.hpp"
 #include "support/backend_test.hpp"
 #include "support/child_process.hpp"
+#include "support/loop_stall_meter.hpp"
 #include "support/redis_ready.hpp"
 
 using namespace ringio;
@@ -82,31 +83,6 @@ int run_client(int port, int id, std::string* first_error) {
   }
   redisFree(c);
   return correct;
-}
-
-// Wakes every millisecond while `running` and records the longest gap between wake-ups:
-// over the whole run, and once `started` (every client spawned: spawning runs each new
-// fiber up to its first wait inside one turn of the loop).
-struct stall_record {
-  std::chrono::nanoseconds longest{0};
-  std::chrono::nanoseconds longest_after_start{0};
-  long ticks = 0;
-};
-
-task<void> stall_meter(const std::atomic<bool>& running, const std::atomic<bool>& started, stall_record& rec) {
-  auto last = std::chrono::steady_clock::now();
-  bool last_after_start = false;
-  while (running.load()) {
-    auto slept = co_await sleep_for(1ms);
-    if (!slept) co_return;
-    const auto now = std::chrono::steady_clock::now();
-    rec.longest = std::max<std::chrono::nanoseconds>(rec.longest, now - last);
-    if (last_after_start)
-      rec.longest_after_start = std::max<std::chrono::nanoseconds>(rec.longest_after_start, now - last);
-    last = now;
-    last_after_start = started.load();
-    ++rec.ticks;
-  }
 }
 
 class FiberHooksHiredis : public backend_test {
