@@ -75,6 +75,15 @@ std::unique_ptr<tcp_pair> make_pair(io_context& ctx) {
   return p;
 }
 
+// For a peer that reads (at once, or after a short stall): a receive buffer of 256 KiB, so that the writer's
+// small send buffer alone splits the sends. A 4 KiB receive buffer is under two loopback
+// segments (64 KiB): the receiver could never open its window by a segment, so every
+// window update would wait for the sender's zero-window probe (seconds per test).
+void reading_peer_buffer(tcp_pair& p) {
+  int big = 256 * 1024;
+  EXPECT_EQ(::setsockopt(p.peer, SOL_SOCKET, SO_RCVBUF, &big, sizeof big), 0);
+}
+
 // Reads the peer descriptor in a thread once `go` is set, until EOF/error/timeout or `stop`.
 struct peer_reader {
   int fd;
@@ -658,6 +667,7 @@ TEST_P(BatchingWriterPromises, DestroyRightAfterTryWriteWokeRun) {
 TEST_P(BatchingWriterPromises, DestroyWhenPeerHasObservedTheLastByte) {
   for (int round = 0; round < 5; ++round) {
     auto p = make_pair(ctx());
+    reading_peer_buffer(*p);
     peer_reader rd(p->peer);
     rd.go = true;
     std::optional<result<void>> ran;
@@ -787,6 +797,7 @@ TEST_P(BatchingWriterPromises, OnlyZeroLengthMessagesThenClose) {
 // A big message under wait queued behind small ones waits for an empty queue, then goes.
 TEST_P(BatchingWriterPromises, BigMessagesBehindSmallOnesUnderWaitArriveWhole) {
   auto p = make_pair(ctx());
+  reading_peer_buffer(*p);  // 900 KB in all: the stall still holds the writer back
   peer_reader rd(p->peer);
   writer w(p->w, {.max_messages = 16, .max_bytes = 2048, .when_full = overflow_policy::wait});
   std::optional<result<void>> ran;
@@ -909,7 +920,7 @@ TEST_P(BatchingWriterPromises, CloseFailsWaitingWriteAndDeliversQueuedMessagesWh
 
 TEST_P(BatchingWriterPromises, SendsCountsOneGatheredSendPer64Messages) {
   auto p = make_pair(ctx());
-  int big = 1 << 20;
+  int big = 256 * 1024;
   ::setsockopt(p->w.native_handle(), SOL_SOCKET, SO_SNDBUF, &big, sizeof big);
   peer_reader rd(p->peer);
   rd.go = true;
@@ -996,6 +1007,7 @@ template <class M = std::string>
 void partial_sends_case(backend_kind kind, std::vector<std::size_t> sizes, batching_writer_options opt) {
   io_context ctx(io_context_options{.backend = kind, .quiet = true});
   auto p = make_pair(ctx);
+  reading_peer_buffer(*p);
   peer_reader rd(p->peer);
   rd.go = true;
   batching_writer<M> w(p->w, opt);
@@ -1010,6 +1022,7 @@ void partial_sends_case(backend_kind kind, std::vector<std::size_t> sizes, batch
   ::shutdown(p->w.native_handle(), SHUT_WR);
   rd.join();
   EXPECT_EQ(mismatch(rd.data, want), "") << "sends() " << w.sends();
+  EXPECT_GT(w.sends(), 1u) << "the case needs the writer's send buffer to split the sends";
 }
 
 class BatchingWriterPartialSend : public ::testing::TestWithParam<backend_kind> {};
