@@ -17,7 +17,7 @@ constexpr const char* usage =
     "            [--senders | --when-any [--op-timeout MS]]\n"
     "Opens <sessions> connections to ADDR:<port> (default 127.0.0.1) over <threads> loop\n"
     "threads. Once all are connected, each one loops \"send <blocksize> bytes, receive all\n"
-    "<blocksize> bytes back\" for <timeout> seconds. Prints the throughput in GiB/s (bytes\n"
+    "<blocksize> bytes back\" for <timeout> seconds (a decimal: 0.25). Prints the throughput in GiB/s (bytes\n"
     "received back / measured seconds), round trips and failed sessions, then a\n"
     "`RESULT {json}` line. --verify checks every byte that comes back.\n"
     "--senders runs every send and receive as a sender (ringio/exec.hpp) awaited by the\n"
@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
   cfg.threads = static_cast<unsigned>(args.positional_integer(1, "threads", 1, 1024));
   cfg.length = static_cast<std::size_t>(args.positional_integer(2, "blocksize", 1, 64 << 20));
   cfg.connections = static_cast<std::size_t>(args.positional_integer(3, "sessions", 1, 1'000'000));
-  cfg.duration_s = static_cast<double>(args.positional_integer(4, "timeout(s)", 1, 86400));
+  cfg.duration_s = args.positional_seconds(4, "timeout(s)", 0.05, 86400);
   auto host = args.text("host", "127.0.0.1");
   cfg.backend = args.backend();
   cfg.verify = args.flag("verify");

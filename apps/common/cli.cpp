@@ -109,6 +109,16 @@ std::int64_t cli::positional_integer(std::size_t i, const std::string& what, std
   return *v;
 }
 
+double cli::positional_seconds(std::size_t i, const std::string& what, double min, double max) {
+  if (i >= positionals_.size()) fail("missing <" + what + ">");
+  char* end = nullptr;
+  const double v = std::strtod(positionals_[i].c_str(), &end);
+  if (positionals_[i].empty() || *end != '\0' || !(v >= min && v <= max))
+    fail("<" + what + "> must be a number of seconds in [" + std::to_string(min) + ", " + std::to_string(max) +
+         "], got '" + positionals_[i] + "'");
+  return v;
+}
+
 std::string cli::positional_text(std::size_t i, const std::string& what) {
   if (i >= positionals_.size()) fail("missing <" + what + ">");
   return positionals_[i];

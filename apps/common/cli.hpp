@@ -31,6 +31,8 @@ class cli {
   bool flag(const std::string& name);
   /// The i-th positional argument as an integer within [min, max] (required).
   std::int64_t positional_integer(std::size_t i, const std::string& what, std::int64_t min, std::int64_t max);
+  /// The i-th positional argument as seconds ("10", "0.25") within [min, max] (required).
+  double positional_seconds(std::size_t i, const std::string& what, double min, double max);
   /// The i-th positional argument (required).
   std::string positional_text(std::size_t i, const std::string& what);
   /// `--backend uring|epoll|uring-poll`; nullopt when absent (RINGIO_BACKEND or the default).

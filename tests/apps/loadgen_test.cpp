@@ -76,7 +76,7 @@ TEST_P(Loadgen, PongEchoesBlocksExactlyWithEveryReceiveBufferOption) {
       auto port = port_of(pong);
       ASSERT_FALSE(port.empty()) << pong.stderr_text();
       int st = -1;
-      auto r = run_client({PING_PATH, port, "2", block, "6", "1", "--backend", GetParam(), "--verify"}, &st);
+      auto r = run_client({PING_PATH, port, "2", block, "6", "0.25", "--backend", GetParam(), "--verify"}, &st);
       EXPECT_EQ(st, 0);
       EXPECT_GT(r["round_trips"], 10.0);
       EXPECT_EQ(r["errors"], 0.0);
@@ -95,7 +95,7 @@ TEST_P(Loadgen, PongEchoesBlocksExactlyInBothReceiveModes) {
       auto port = port_of(pong);
       ASSERT_FALSE(port.empty()) << pong.stderr_text();
       int st = -1;
-      auto r = run_client({PING_PATH, port, "2", block, "6", "1", "--backend", GetParam(), "--verify"}, &st);
+      auto r = run_client({PING_PATH, port, "2", block, "6", "0.25", "--backend", GetParam(), "--verify"}, &st);
       EXPECT_EQ(st, 0);
       EXPECT_GT(r["round_trips"], 10.0);
       EXPECT_EQ(r["errors"], 0.0);
@@ -114,7 +114,7 @@ TEST_P(Loadgen, SenderPongAndPingEchoExactly) {
       auto port = port_of(pong);
       ASSERT_FALSE(port.empty()) << pong.stderr_text();
       int st = -1;
-      auto r = run_client({PING_PATH, port, "2", block, "4", "1", "--backend", GetParam(), "--verify", client}, &st);
+      auto r = run_client({PING_PATH, port, "2", block, "4", "0.25", "--backend", GetParam(), "--verify", client}, &st);
       EXPECT_EQ(st, 0);
       EXPECT_GT(r["round_trips"], 10.0);
       EXPECT_EQ(r["errors"], 0.0);
@@ -162,6 +162,8 @@ TEST(LoadgenCli, BadArgumentsExitTwo) {
            {PING_PATH},
            {PING_PATH, "1", "1", "16384", "10"},
            {PING_PATH, "1", "x", "16384", "10", "1"},
+           {PING_PATH, "1", "1", "16384", "10", "0"},
+           {PING_PATH, "1", "1", "16384", "10", "1s"},
            {PONG_PATH, "1", "1", "0", "1"},
            {PONG_PATH, "1", "1", "64", "1", "--senders", "--recv", "multishot"},
            {PONG_PATH, "1", "1", "64", "1", "--recv-bundle", "yes"},
