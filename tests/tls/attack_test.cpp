@@ -1032,7 +1032,9 @@ TEST_P(TlsAttack, HandshakeStoppedAtManyPointsThenClosed) {
         s.request_stop();
       }(stop, us));
       auto t0 = clock_type::now();
-      auto [hc, hs] = co_await when_all(under(stop.get_token(), p.client.handshake(2s)), p.server.handshake(2s));
+      // The server's result is not checked: after a stopped client it waits out its own
+      // (short) timeout.
+      auto [hc, hs] = co_await when_all(under(stop.get_token(), p.client.handshake(2s)), p.server.handshake(400ms));
       co_await stopper.join();
       std::printf("[hs] stop after %dus: client %s, server %s, %lld ms\n", us, hc ? "ok" : hc.error().message().c_str(),
                   hs ? "ok" : hs.error().message().c_str(),
