@@ -1025,7 +1025,15 @@ TEST(SimUdpAttack, PortSharingRules) {
     os << co_await recv_text(*u4) << "\n";
     co_return os.str();
   };
-  EXPECT_SAME_AS_KERNEL(p);
+  // On the kernel the other protocol's port may be held by another process at that
+  // moment (the ports are the kernel's picks, shared with the whole machine): the
+  // kernel's answer is taken again then. The simulated world is alone.
+  auto clash = [](const std::string& out) {
+    return out.find("tcp same port ok") == std::string::npos || out.find("udp on tcp port ok") == std::string::npos;
+  };
+  auto k = on_kernel(p);
+  for (int i = 0; i < 20 && clash(k); ++i) k = on_kernel(p);
+  EXPECT_EQ(k, in_world(p)) << "kernel vs sim";
 }
 
 TEST(SimUdpAttack, CancelPendingRecvKeepsLaterDatagram) {
