@@ -239,6 +239,45 @@ ssize_t socket_call(int fd, int events, call_deadline& deadline, Try attempt) {
   }
 }
 
+// Whether the program's ringio offers `member` of the bridge (a hooks library newer
+// than the program's ringio finds the older, shorter bridge).
+#define RINGIO_BRIDGE_HAS(member) \
+  (the_bridge().size >= offsetof(ringio_fiber_hook_bridge, member) + sizeof(the_bridge().member))
+
+// The answer of a ring request (ring_recv, ring_accept) as a libc call's: the value, or
+// -1 with errno (a passed SO_*TIMEO deadline is EAGAIN, as the kernel reports it).
+long from_ring(long r) noexcept {
+  if (r >= 0) return r;
+  errno = r == -ETIMEDOUT ? EAGAIN : static_cast<int>(-r);
+  return -1;
+}
+
+// A receive on a blocking socket: a try with MSG_DONTWAIT, and when nothing is there,
+// the receive itself as one io_uring request where the loop has io_uring (the kernel
+// waits and copies: no readiness round trip, no second try); readiness and another try
+// elsewhere. `flags` without MSG_DONTWAIT and MSG_WAITALL.
+ssize_t receive(int fd, void* buf, size_t n, int flags, sockaddr* from, socklen_t* len, call_deadline& deadline) {
+  const bool ring = from == nullptr && RINGIO_BRIDGE_HAS(ring_recv);
+  for (;;) {
+    const ssize_t r = libc_recvfrom(fd, buf, n, flags | MSG_DONTWAIT, from, len);
+    if (r >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) return r;
+    if (ring) {
+      if (user_nonblocking(fd)) {
+        errno = EAGAIN;
+        return -1;
+      }
+      const long long left = deadline.left();
+      if (left == 0) {
+        errno = EAGAIN;
+        return -1;
+      }
+      const long rr = the_bridge().ring_recv(fd, buf, n, flags, left);
+      if (rr != RINGIO_HOOK_NO_RING) return from_ring(rr);
+    }
+    if (!wait_again(fd, want_read, deadline)) return -1;
+  }
+}
+
 // Any descriptor: the call made with O_NONBLOCK set on it for its duration, retried
 // after readiness. Regular files are always ready: they are read as libc reads them.
 template <class Try>
@@ -381,12 +420,10 @@ ssize_t hooked_recv(int fd, void* buf, size_t n, int flags, sockaddr* from, sock
   // MSG_WAITALL fills the buffer on streams only (a datagram is one message).
   const bool all = (flags & MSG_WAITALL) != 0 && n > 0 && stream_socket(fd);
   if (all && (flags & MSG_PEEK) != 0) return peek_all(fd, buf, n, flags, from, len, deadline);
-  const int try_flags = (flags & ~MSG_WAITALL) | MSG_DONTWAIT;
+  const int once_flags = flags & ~MSG_WAITALL;
   std::size_t done = 0;
   for (;;) {
-    const ssize_t r = socket_call(fd, want_read, deadline, [&] {
-      return libc_recvfrom(fd, static_cast<char*>(buf) + done, n - done, try_flags, from, len);
-    });
+    const ssize_t r = receive(fd, static_cast<char*>(buf) + done, n - done, once_flags, from, len, deadline);
     if (r < 0) return done > 0 ? static_cast<ssize_t>(done) : -1;
     done += static_cast<std::size_t>(r);
     if (!all || r == 0 || done >= n) return static_cast<ssize_t>(done);
@@ -617,20 +654,34 @@ RINGIO_HOOK int connect(int fd, const sockaddr* a, socklen_t len) {
   }
 }
 
-RINGIO_HOOK int accept4(int fd, sockaddr* a, socklen_t* len, int flags) {
-  if (!in_fiber()) return libc_accept4(fd, a, len, flags);
+namespace {
+
+// accept4 on a blocking listener in a fiber: one io_uring request where the loop has
+// io_uring (the kernel waits for a connection), otherwise a try with O_NONBLOCK set
+// for its duration and readiness waits.
+int hooked_accept(int fd, sockaddr* a, socklen_t* len, int flags) {
   const int saved = errno;
   call_deadline deadline(fd, SO_RCVTIMEO);
+  if (RINGIO_BRIDGE_HAS(ring_accept)) {
+    if (user_nonblocking(fd)) return libc_accept4(fd, a, len, flags);
+    const long long left = deadline.left();
+    const int r = the_bridge().ring_accept(fd, a, len, flags, left);
+    if (r != RINGIO_HOOK_NO_RING) return static_cast<int>(keep_errno(saved, from_ring(r)));
+  }
   return static_cast<int>(
       keep_errno(saved, nonblocking_call(fd, want_read, deadline, [&] { return libc_accept4(fd, a, len, flags); })));
 }
 
+}  // namespace
+
+RINGIO_HOOK int accept4(int fd, sockaddr* a, socklen_t* len, int flags) {
+  if (!in_fiber()) return libc_accept4(fd, a, len, flags);
+  return hooked_accept(fd, a, len, flags);
+}
+
 RINGIO_HOOK int accept(int fd, sockaddr* a, socklen_t* len) {
   if (!in_fiber()) return libc_accept(fd, a, len);
-  const int saved = errno;
-  call_deadline deadline(fd, SO_RCVTIMEO);
-  return static_cast<int>(
-      keep_errno(saved, nonblocking_call(fd, want_read, deadline, [&] { return libc_accept(fd, a, len); })));
+  return hooked_accept(fd, a, len, 0);
 }
 
 namespace {
