@@ -196,6 +196,16 @@ class call_deadline {
     return d > 0 ? d : 0;
   }
   void set_timeout_ms(int ms) noexcept { set_timeout_ns(ms < 0 ? -1 : static_cast<long long>(ms) * 1000000LL); }
+  /// A wait's result as the call reports it. A stop is EINTR when it came while the call
+  /// was under way: also when a later wait of the call finds it (it came between two
+  /// waits, or together with the completion that ended the previous one); ECANCELED only
+  /// at the call's first wait (the fiber was stopped before the call).
+  template <class R>
+  R after_wait(R rc) noexcept {
+    if (rc == -ECANCELED && waited_) rc = -EINTR;
+    waited_ = true;
+    return rc;
+  }
   /// `ns` from now; negative: none.
   void set_timeout_ns(long long ns) noexcept {
     known_ = true;
@@ -206,6 +216,7 @@ class call_deadline {
   int fd_;
   int option_;
   bool known_ = false;
+  bool waited_ = false;
   long long at_ = -1;
 };
 
@@ -222,7 +233,7 @@ bool wait_again(int fd, int events, call_deadline& deadline) noexcept {
     errno = EAGAIN;
     return false;
   }
-  const int rc = the_bridge().wait(fd, events, left);
+  const int rc = deadline.after_wait(the_bridge().wait(fd, events, left));
   if (rc == 0) return true;
   errno = rc == -ETIMEDOUT ? EAGAIN : -rc;
   return false;
@@ -271,7 +282,7 @@ ssize_t receive(int fd, void* buf, size_t n, int flags, sockaddr* from, socklen_
         errno = EAGAIN;
         return -1;
       }
-      const long rr = the_bridge().ring_recv(fd, buf, n, flags, left);
+      const long rr = deadline.after_wait(the_bridge().ring_recv(fd, buf, n, flags, left));
       if (rr != RINGIO_HOOK_NO_RING) return from_ring(rr);
     }
     if (!wait_again(fd, want_read, deadline)) return -1;
@@ -296,7 +307,7 @@ ssize_t nonblocking_call(int fd, int events, call_deadline& deadline, Try attemp
       errno = EAGAIN;
       return -1;
     }
-    const int rc = the_bridge().wait(fd, events, left);
+    const int rc = deadline.after_wait(the_bridge().wait(fd, events, left));
     if (rc != 0) {
       errno = rc == -ETIMEDOUT ? EAGAIN : -rc;
       return -1;
@@ -408,7 +419,7 @@ ssize_t peek_all(int fd, void* buf, size_t n, int flags, sockaddr* from, socklen
     if (r <= 0 || static_cast<size_t>(r) >= n || peer_done(fd)) return r;
     const long long left = deadline.left();
     if (left == 0) return r;
-    if (sleep_a_moment(left) != 0) return r;
+    if (deadline.after_wait(sleep_a_moment(left)) != 0) return r;
   }
 }
 
@@ -633,8 +644,8 @@ RINGIO_HOOK int connect(int fd, const sockaddr* a, socklen_t len) {
     // A full Unix-socket backlog has no readiness to wait for: look again every
     // millisecond. A TCP connect in progress is done when the socket is writable.
     const int rc = left == 0       ? -ETIMEDOUT
-                   : err == EAGAIN ? sleep_a_moment(left)
-                                   : the_bridge().wait(fd, want_write, left);
+                   : err == EAGAIN ? deadline.after_wait(sleep_a_moment(left))
+                                   : deadline.after_wait(the_bridge().wait(fd, want_write, left));
     if (rc != 0) {
       // The kernel reports a timed-out blocking connect as EINPROGRESS; an interrupted
       // one goes on in the background (EINTR), as after a signal.
@@ -837,6 +848,7 @@ int poll_in_fiber(pollfd* fds, nfds_t n, call_deadline& deadline, TryNow try_now
     } else {
       rc = wait_any(fds, n, left);
     }
+    rc = deadline.after_wait(rc);
     if (rc == -ETIMEDOUT) return 0;
     if (rc == -EBADF) continue;  // closed meanwhile: the next try reports POLLNVAL
     if (rc != 0) {
@@ -911,6 +923,7 @@ int select_in_fiber(int nfds, fd_set* r, fd_set* w, fd_set* e, call_deadline& de
       }
       if (rc == 0) rc = set.wait(left);
     }
+    rc = deadline.after_wait(rc);
     if (rc == -ETIMEDOUT) {
       if (in.has_r) FD_ZERO(r);
       if (in.has_w) FD_ZERO(w);
@@ -936,7 +949,7 @@ int epoll_in_fiber(int ep, call_deadline& deadline, TryNow try_now) {
     if (r != 0) return r;
     const long long left = deadline.left();
     if (left == 0) return 0;
-    const int rc = the_bridge().wait(ep, want_read, left);
+    const int rc = deadline.after_wait(the_bridge().wait(ep, want_read, left));
     if (rc == -ETIMEDOUT) return 0;
     if (rc == -EBADF) continue;  // the instance was closed meanwhile: the next try says EBADF
     if (rc != 0) {
