@@ -4,15 +4,21 @@
 #include "hook_bridge.hpp"
 
 #include <dlfcn.h>
+#include <liburing.h>
+#include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstddef>
 #include <new>
 #include <stop_token>
 #include <system_error>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "ringio/any_opcode.hpp"
 #include "ringio/blocking/spawn_blocking.hpp"
 #include "ringio/error.hpp"
 #include "ringio/fiber/this_fiber.hpp"
@@ -23,7 +29,8 @@
 namespace ringio::detail {
 namespace {
 
-// One wait of a fiber of this thread; lives on the fiber's stack for the wait.
+// One wait of a fiber of this thread; lives on the fiber's stack for the wait, linked
+// with the other waits of this thread on the same descriptor.
 struct hook_wait {
   int fd;
   bool closed = false;
@@ -32,7 +39,10 @@ struct hook_wait {
   hook_wait* next = nullptr;
 };
 
-thread_local hook_wait* waits_head = nullptr;
+// The waits of this thread's fibers by descriptor number: closing(fd) finds its waits at
+// once however many fibers wait on other descriptors. Grows to the largest number waited
+// on (an allocation only when it grows).
+thread_local std::vector<hook_wait*> waits_by_fd;
 // Stop sources not yet stopped, kept for reuse: a wait allocates nothing in steady state.
 thread_local std::vector<std::stop_source> spare_sources;
 
@@ -58,34 +68,89 @@ int error_to_errno(const std::error_code& ec, const hook_wait& w) {
   return -EIO;
 }
 
+// The registration of one wait for the length of a scope: close(fd) on this thread
+// stops it (closing()).
+class registered_wait {
+ public:
+  explicit registered_wait(int fd) : w_{fd} {
+    if (!spare_sources.empty()) {
+      w_.source = std::move(spare_sources.back());
+      spare_sources.pop_back();
+    }
+    const auto i = static_cast<std::size_t>(fd);
+    if (i >= waits_by_fd.size()) waits_by_fd.resize(std::max<std::size_t>(i + 1, 2 * waits_by_fd.size()), nullptr);
+    w_.next = waits_by_fd[i];
+    if (w_.next != nullptr) w_.next->prev = &w_;
+    waits_by_fd[i] = &w_;
+  }
+  ~registered_wait() {
+    if (w_.prev != nullptr) w_.prev->next = w_.next;
+    else waits_by_fd[static_cast<std::size_t>(w_.fd)] = w_.next;
+    if (w_.next != nullptr) w_.next->prev = w_.prev;
+    if (!w_.source.stop_requested()) spare_sources.push_back(std::move(w_.source));
+  }
+  registered_wait(const registered_wait&) = delete;
+  registered_wait& operator=(const registered_wait&) = delete;
+
+  [[nodiscard]] std::stop_token token() const noexcept { return w_.source.get_token(); }
+  [[nodiscard]] const hook_wait& wait() const noexcept { return w_; }
+
+ private:
+  hook_wait w_;
+};
+
+// Awaits `op` for the running fiber under the wait's stop and `timeout_ns` (negative:
+// none). The operation's value (>= 0) or -errno as wait() reports them.
+template <class Op>
+long await_registered(Op& op, int fd, long long timeout_ns) {
+  registered_wait reg(fd);
+  try {
+    if (timeout_ns >= 0) op.set_deadline(deadline_after(std::chrono::nanoseconds(timeout_ns)));
+    op.set_stop_token(reg.token());
+    auto r = this_fiber::await(op);
+    if (!r) return error_to_errno(r.error(), reg.wait());
+    if constexpr (std::is_void_v<typename decltype(r)::value_type>) {
+      return reg.wait().closed ? -EBADF : 0;
+    } else {
+      return static_cast<long>(*r);  // what the kernel transferred, even if closed meanwhile
+    }
+  } catch (...) {  // the fiber is being unwound: the C code above cannot unwind
+    return -ECANCELED;
+  }
+}
+
 int wait_fd(int fd, int events, long long timeout_ns) {
   fiber_core* f = running_fiber;
   if (f == nullptr) return -EAGAIN;
+  if (fd < 0) return -EBADF;
   if (stopped(f)) return -ECANCELED;
-  hook_wait w{fd};
-  if (!spare_sources.empty()) {
-    w.source = std::move(spare_sources.back());
-    spare_sources.pop_back();
-  }
-  w.next = waits_head;
-  if (waits_head != nullptr) waits_head->prev = &w;
-  waits_head = &w;
-  int rc = 0;
-  try {
-    fd_wait_op op = (events & 2) != 0 ? wait_writable(fd) : wait_readable(fd);
-    if (timeout_ns >= 0) op.set_deadline(deadline_after(std::chrono::nanoseconds(timeout_ns)));
-    op.set_stop_token(w.source.get_token());
-    auto r = this_fiber::await(op);
-    if (!r) rc = error_to_errno(r.error(), w);
-    else if (w.closed) rc = -EBADF;
-  } catch (...) {  // the fiber is being unwound: the C code above cannot unwind
-    rc = -ECANCELED;
-  }
-  if (w.prev != nullptr) w.prev->next = w.next;
-  else waits_head = w.next;
-  if (w.next != nullptr) w.next->prev = w.prev;
-  if (!w.source.stop_requested()) spare_sources.push_back(std::move(w.source));
-  return rc;
+  fd_wait_op op = (events & 2) != 0 ? wait_writable(fd) : wait_readable(fd);
+  return static_cast<int>(await_registered(op, fd, timeout_ns));
+}
+
+// Whether one io_uring request can stand for the call: the running fiber's loop is
+// io_uring's completion backend. Otherwise the hooks wait for readiness.
+bool ring_available() noexcept {
+  const io_context* ctx = io_context::current();
+  return ctx != nullptr && ctx->backend() == backend_kind::uring;
+}
+
+long ring_recv(int fd, void* buf, unsigned long n, int flags, long long timeout_ns) {
+  fiber_core* f = running_fiber;
+  if (f == nullptr || fd < 0 || !ring_available()) return RINGIO_HOOK_NO_RING;
+  if (stopped(f)) return -ECANCELED;
+  auto op = any_opcode([&](io_uring_sqe* sqe) { io_uring_prep_recv(sqe, fd, buf, n, flags); });
+  return await_registered(op, fd, timeout_ns);
+}
+
+int ring_accept(int fd, void* addr, void* addrlen, int flags, long long timeout_ns) {
+  fiber_core* f = running_fiber;
+  if (f == nullptr || fd < 0 || !ring_available()) return RINGIO_HOOK_NO_RING;
+  if (stopped(f)) return -ECANCELED;
+  auto op = any_opcode([&](io_uring_sqe* sqe) {
+    io_uring_prep_accept(sqe, fd, static_cast<sockaddr*>(addr), static_cast<socklen_t*>(addrlen), flags);
+  });
+  return static_cast<int>(await_registered(op, fd, timeout_ns));
 }
 
 int sleep_ns(long long ns, long long* remaining_ns) {
@@ -110,10 +175,13 @@ int sleep_ns(long long ns, long long* remaining_ns) {
 }
 
 void closing(int fd) {
-  for (hook_wait* w = waits_head; w != nullptr; w = w->next) {
-    if (w->fd != fd || w->closed) continue;
-    w->closed = true;
-    w->source.request_stop();
+  const auto i = static_cast<std::size_t>(fd);
+  if (fd >= 0 && i < waits_by_fd.size()) {
+    for (hook_wait* w = waits_by_fd[i]; w != nullptr; w = w->next) {
+      if (w->closed) continue;
+      w->closed = true;
+      w->source.request_stop();
+    }
   }
   forget_descriptor(fd);
 }
@@ -163,8 +231,14 @@ int run_blocking(void (*fn)(void*), void (*discard)(void*), void* arg) {
   }
 }
 
-constexpr ringio_fiber_hook_bridge the_bridge{
-    sizeof(ringio_fiber_hook_bridge), &running_slot, &wait_fd, &sleep_ns, &closing, &run_blocking};
+constexpr ringio_fiber_hook_bridge the_bridge{sizeof(ringio_fiber_hook_bridge),
+                                              &running_slot,
+                                              &wait_fd,
+                                              &sleep_ns,
+                                              &closing,
+                                              &run_blocking,
+                                              &ring_recv,
+                                              &ring_accept};
 
 }  // namespace
 

@@ -32,7 +32,19 @@ struct ringio_fiber_hook_bridge {
   /// during the wait, -ECANCELED when it was stopped before, -EAGAIN when the pool's
   /// queue is full, -ENOMEM.
   int (*run_blocking)(void (*fn)(void*), void (*discard)(void*), void* arg);
+  /// Receives into `buf` from socket `fd` as one io_uring request of the running
+  /// fiber's loop (IORING_OP_RECV with `flags`): the kernel waits for data and copies
+  /// it, so a blocking read costs no readiness round trip. Bytes (>= 0) or -errno; the
+  /// errors of wait(); RINGIO_HOOK_NO_RING when the loop is not io_uring's completion
+  /// backend (nothing was done: wait for readiness instead).
+  long (*ring_recv)(int fd, void* buf, unsigned long n, int flags, long long timeout_ns);
+  /// accept4(fd, addr, addrlen, flags) as one io_uring request (IORING_OP_ACCEPT), as
+  /// ring_recv(): the new descriptor or -errno, RINGIO_HOOK_NO_RING.
+  int (*ring_accept)(int fd, void* addr, void* addrlen, int flags, long long timeout_ns);
 };
+
+/// ring_recv() and ring_accept(): not available on this loop.
+#define RINGIO_HOOK_NO_RING (-0x7fff0000)
 
 /// The bridge of the ringio linked into this program.
 const ringio_fiber_hook_bridge* ringio_fiber_hook_bridge_get() noexcept;

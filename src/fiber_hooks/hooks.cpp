@@ -196,6 +196,16 @@ class call_deadline {
     return d > 0 ? d : 0;
   }
   void set_timeout_ms(int ms) noexcept { set_timeout_ns(ms < 0 ? -1 : static_cast<long long>(ms) * 1000000LL); }
+  /// A wait's result as the call reports it. A stop is EINTR when it came while the call
+  /// was under way: also when a later wait of the call finds it (it came between two
+  /// waits, or together with the completion that ended the previous one); ECANCELED only
+  /// at the call's first wait (the fiber was stopped before the call).
+  template <class R>
+  R after_wait(R rc) noexcept {
+    if (rc == -ECANCELED && waited_) rc = -EINTR;
+    waited_ = true;
+    return rc;
+  }
   /// `ns` from now; negative: none.
   void set_timeout_ns(long long ns) noexcept {
     known_ = true;
@@ -206,6 +216,7 @@ class call_deadline {
   int fd_;
   int option_;
   bool known_ = false;
+  bool waited_ = false;
   long long at_ = -1;
 };
 
@@ -222,7 +233,7 @@ bool wait_again(int fd, int events, call_deadline& deadline) noexcept {
     errno = EAGAIN;
     return false;
   }
-  const int rc = the_bridge().wait(fd, events, left);
+  const int rc = deadline.after_wait(the_bridge().wait(fd, events, left));
   if (rc == 0) return true;
   errno = rc == -ETIMEDOUT ? EAGAIN : -rc;
   return false;
@@ -236,6 +247,45 @@ ssize_t socket_call(int fd, int events, call_deadline& deadline, Try attempt) {
     const ssize_t r = attempt();
     if (r >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) return r;
     if (!wait_again(fd, events, deadline)) return -1;
+  }
+}
+
+// Whether the program's ringio offers `member` of the bridge (a hooks library newer
+// than the program's ringio finds the older, shorter bridge).
+#define RINGIO_BRIDGE_HAS(member) \
+  (the_bridge().size >= offsetof(ringio_fiber_hook_bridge, member) + sizeof(the_bridge().member))
+
+// The answer of a ring request (ring_recv, ring_accept) as a libc call's: the value, or
+// -1 with errno (a passed SO_*TIMEO deadline is EAGAIN, as the kernel reports it).
+long from_ring(long r) noexcept {
+  if (r >= 0) return r;
+  errno = r == -ETIMEDOUT ? EAGAIN : static_cast<int>(-r);
+  return -1;
+}
+
+// A receive on a blocking socket: a try with MSG_DONTWAIT, and when nothing is there,
+// the receive itself as one io_uring request where the loop has io_uring (the kernel
+// waits and copies: no readiness round trip, no second try); readiness and another try
+// elsewhere. `flags` without MSG_DONTWAIT and MSG_WAITALL.
+ssize_t receive(int fd, void* buf, size_t n, int flags, sockaddr* from, socklen_t* len, call_deadline& deadline) {
+  const bool ring = from == nullptr && RINGIO_BRIDGE_HAS(ring_recv);
+  for (;;) {
+    const ssize_t r = libc_recvfrom(fd, buf, n, flags | MSG_DONTWAIT, from, len);
+    if (r >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) return r;
+    if (ring) {
+      if (user_nonblocking(fd)) {
+        errno = EAGAIN;
+        return -1;
+      }
+      const long long left = deadline.left();
+      if (left == 0) {
+        errno = EAGAIN;
+        return -1;
+      }
+      const long rr = deadline.after_wait(the_bridge().ring_recv(fd, buf, n, flags, left));
+      if (rr != RINGIO_HOOK_NO_RING) return from_ring(rr);
+    }
+    if (!wait_again(fd, want_read, deadline)) return -1;
   }
 }
 
@@ -257,7 +307,7 @@ ssize_t nonblocking_call(int fd, int events, call_deadline& deadline, Try attemp
       errno = EAGAIN;
       return -1;
     }
-    const int rc = the_bridge().wait(fd, events, left);
+    const int rc = deadline.after_wait(the_bridge().wait(fd, events, left));
     if (rc != 0) {
       errno = rc == -ETIMEDOUT ? EAGAIN : -rc;
       return -1;
@@ -369,7 +419,7 @@ ssize_t peek_all(int fd, void* buf, size_t n, int flags, sockaddr* from, socklen
     if (r <= 0 || static_cast<size_t>(r) >= n || peer_done(fd)) return r;
     const long long left = deadline.left();
     if (left == 0) return r;
-    if (sleep_a_moment(left) != 0) return r;
+    if (deadline.after_wait(sleep_a_moment(left)) != 0) return r;
   }
 }
 
@@ -381,12 +431,10 @@ ssize_t hooked_recv(int fd, void* buf, size_t n, int flags, sockaddr* from, sock
   // MSG_WAITALL fills the buffer on streams only (a datagram is one message).
   const bool all = (flags & MSG_WAITALL) != 0 && n > 0 && stream_socket(fd);
   if (all && (flags & MSG_PEEK) != 0) return peek_all(fd, buf, n, flags, from, len, deadline);
-  const int try_flags = (flags & ~MSG_WAITALL) | MSG_DONTWAIT;
+  const int once_flags = flags & ~MSG_WAITALL;
   std::size_t done = 0;
   for (;;) {
-    const ssize_t r = socket_call(fd, want_read, deadline, [&] {
-      return libc_recvfrom(fd, static_cast<char*>(buf) + done, n - done, try_flags, from, len);
-    });
+    const ssize_t r = receive(fd, static_cast<char*>(buf) + done, n - done, once_flags, from, len, deadline);
     if (r < 0) return done > 0 ? static_cast<ssize_t>(done) : -1;
     done += static_cast<std::size_t>(r);
     if (!all || r == 0 || done >= n) return static_cast<ssize_t>(done);
@@ -596,8 +644,8 @@ RINGIO_HOOK int connect(int fd, const sockaddr* a, socklen_t len) {
     // A full Unix-socket backlog has no readiness to wait for: look again every
     // millisecond. A TCP connect in progress is done when the socket is writable.
     const int rc = left == 0       ? -ETIMEDOUT
-                   : err == EAGAIN ? sleep_a_moment(left)
-                                   : the_bridge().wait(fd, want_write, left);
+                   : err == EAGAIN ? deadline.after_wait(sleep_a_moment(left))
+                                   : deadline.after_wait(the_bridge().wait(fd, want_write, left));
     if (rc != 0) {
       // The kernel reports a timed-out blocking connect as EINPROGRESS; an interrupted
       // one goes on in the background (EINTR), as after a signal.
@@ -617,20 +665,34 @@ RINGIO_HOOK int connect(int fd, const sockaddr* a, socklen_t len) {
   }
 }
 
-RINGIO_HOOK int accept4(int fd, sockaddr* a, socklen_t* len, int flags) {
-  if (!in_fiber()) return libc_accept4(fd, a, len, flags);
+namespace {
+
+// accept4 on a blocking listener in a fiber: one io_uring request where the loop has
+// io_uring (the kernel waits for a connection), otherwise a try with O_NONBLOCK set
+// for its duration and readiness waits.
+int hooked_accept(int fd, sockaddr* a, socklen_t* len, int flags) {
   const int saved = errno;
   call_deadline deadline(fd, SO_RCVTIMEO);
+  if (RINGIO_BRIDGE_HAS(ring_accept)) {
+    if (user_nonblocking(fd)) return libc_accept4(fd, a, len, flags);
+    const long long left = deadline.left();
+    const int r = the_bridge().ring_accept(fd, a, len, flags, left);
+    if (r != RINGIO_HOOK_NO_RING) return static_cast<int>(keep_errno(saved, from_ring(r)));
+  }
   return static_cast<int>(
       keep_errno(saved, nonblocking_call(fd, want_read, deadline, [&] { return libc_accept4(fd, a, len, flags); })));
 }
 
+}  // namespace
+
+RINGIO_HOOK int accept4(int fd, sockaddr* a, socklen_t* len, int flags) {
+  if (!in_fiber()) return libc_accept4(fd, a, len, flags);
+  return hooked_accept(fd, a, len, flags);
+}
+
 RINGIO_HOOK int accept(int fd, sockaddr* a, socklen_t* len) {
   if (!in_fiber()) return libc_accept(fd, a, len);
-  const int saved = errno;
-  call_deadline deadline(fd, SO_RCVTIMEO);
-  return static_cast<int>(
-      keep_errno(saved, nonblocking_call(fd, want_read, deadline, [&] { return libc_accept(fd, a, len); })));
+  return hooked_accept(fd, a, len, 0);
 }
 
 namespace {
@@ -786,6 +848,7 @@ int poll_in_fiber(pollfd* fds, nfds_t n, call_deadline& deadline, TryNow try_now
     } else {
       rc = wait_any(fds, n, left);
     }
+    rc = deadline.after_wait(rc);
     if (rc == -ETIMEDOUT) return 0;
     if (rc == -EBADF) continue;  // closed meanwhile: the next try reports POLLNVAL
     if (rc != 0) {
@@ -860,6 +923,7 @@ int select_in_fiber(int nfds, fd_set* r, fd_set* w, fd_set* e, call_deadline& de
       }
       if (rc == 0) rc = set.wait(left);
     }
+    rc = deadline.after_wait(rc);
     if (rc == -ETIMEDOUT) {
       if (in.has_r) FD_ZERO(r);
       if (in.has_w) FD_ZERO(w);
@@ -885,7 +949,7 @@ int epoll_in_fiber(int ep, call_deadline& deadline, TryNow try_now) {
     if (r != 0) return r;
     const long long left = deadline.left();
     if (left == 0) return 0;
-    const int rc = the_bridge().wait(ep, want_read, left);
+    const int rc = deadline.after_wait(the_bridge().wait(ep, want_read, left));
     if (rc == -ETIMEDOUT) return 0;
     if (rc == -EBADF) continue;  // the instance was closed meanwhile: the next try says EBADF
     if (rc != 0) {

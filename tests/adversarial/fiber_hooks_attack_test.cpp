@@ -2106,6 +2106,45 @@ TEST_P(FiberHooksAttack, StopInterruptsAWaitingConnect) {
   ::rmdir(dir);
 }
 
+// The same many times, the stop timed to land together with one of the connect's
+// millisecond retries (both timers expire in one pass of the loop): a stop that comes
+// while the call is under way is EINTR whichever of its waits finds it.
+TEST_P(FiberHooksAttack, StopLandingWithARetryOfAWaitingConnectIsEintr) {
+  char dir[] = "/tmp/ringio-hook-attack-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  const std::string path = std::string(dir) + "/s";
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::strcpy(a.sun_path, path.c_str());
+  const int l = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_EQ(::bind(l, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(l, 0), 0);
+  std::vector<int> fillers;
+  for (int i = 0; i < 64; ++i) {
+    const int c = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (::connect(c, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+      ::close(c);
+      break;
+    }
+    fillers.push_back(c);
+  }
+  for (int round = 0; round < 40; ++round) {
+    int r = -2, err = 0;
+    stopped_after(std::chrono::milliseconds(2 + round % 5), [&] {
+      const int c = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      r = ::connect(c, reinterpret_cast<sockaddr*>(&a), sizeof a);
+      err = errno;
+      ::close(c);
+    });
+    EXPECT_EQ(r, -1) << "round " << round;
+    EXPECT_EQ(err, EINTR) << "round " << round << ": " << std::strerror(err);
+  }
+  for (int f : fillers) ::close(f);
+  ::close(l);
+  ::unlink(path.c_str());
+  ::rmdir(dir);
+}
+
 // io_context::stop() (not its destruction) while a fiber waits in a hooked read: the
 // read goes on waiting and completes when the loop runs again.
 TEST_P(FiberHooksAttack, LoopStoppedAndRunAgainResumesTheHookedCall) {

@@ -20,6 +20,7 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "fiber_hooks_support.hpp"
 
@@ -227,6 +228,53 @@ TEST_P(FiberHooks, CloseOfADescriptorAnotherFiberWaitsOnFailsItsCallWithEbadf) {
   }(p, r, err));
   EXPECT_EQ(r, -1);
   EXPECT_EQ(err, EBADF);
+}
+
+// Among many fibers each waiting on its own descriptor (and two on the same one), a
+// close ends the waits on that descriptor only; the others go on and get their data.
+TEST_P(FiberHooks, CloseEndsTheWaitsOnItsDescriptorOnlyAmongManyWaiters) {
+  constexpr int pairs = 64;
+  std::vector<blocking_pair> p(pairs);
+  for (const auto& q : p) ASSERT_GE(q.a, 0);
+  const int victim = 17;
+  std::vector<ssize_t> r(pairs + 1, 0);
+  std::vector<int> err(pairs + 1, 0);
+  run([](std::vector<blocking_pair>& p, std::vector<ssize_t>& r, std::vector<int>& err) -> task<void> {
+    scope s;
+    for (int i = 0; i <= pairs; ++i) {
+      const int k = i == pairs ? victim : i;  // the last fiber waits on the victim too
+      spawn_fiber(
+          s,
+          [&, i, k] {
+            char c = 0;
+            r[static_cast<std::size_t>(i)] = ::read(p[static_cast<std::size_t>(k)].b, &c, 1);
+            err[static_cast<std::size_t>(i)] = errno;
+          },
+          small_stack);
+    }
+    spawn_fiber(
+        s,
+        [&] {
+          ::usleep(10000);
+          ::close(p[victim].b);
+          p[victim].b = -1;
+          ::usleep(10000);
+          for (int i = 0; i < pairs; ++i) {
+            if (i != victim) {
+              EXPECT_EQ(::write(p[static_cast<std::size_t>(i)].a, "x", 1), 1);
+            }
+          }
+        },
+        small_stack);
+    co_await s.join();
+  }(p, r, err));
+  for (int i = 0; i <= pairs; ++i) {
+    const bool closed = i == victim || i == pairs;
+    EXPECT_EQ(r[static_cast<std::size_t>(i)], closed ? -1 : 1) << "fiber " << i;
+    if (closed) {
+      EXPECT_EQ(err[static_cast<std::size_t>(i)], EBADF) << "fiber " << i;
+    }
+  }
 }
 
 TEST_P(FiberHooks, AStopInterruptsTheCallWithEintrAndLaterWaitsWithEcanceled) {
