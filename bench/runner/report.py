@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """report.md from the results (the same dict that goes to results.json)."""
-from . import fileio, hiredis, scenarios, servers, spawn, switch
+from . import fileio, hiredis, scenarios, servers, spawn, switch, verdict
 
 DASH = "–"
 
@@ -66,7 +66,7 @@ def resolution_text(res, name):
 
 
 def met_text(m):
-    return {True: "yes", False: "**no**", None: "n/a"}[m]
+    return {True: "yes", False: "**no**", None: "n/a", verdict.NOISE: "within noise"}[m]
 
 
 def table(header, rows):
@@ -261,6 +261,7 @@ def render(res):
            "## ringio-uring targets", "",
            table(["target", "cell", "measured", "met?"],
                  [[t["target"], t["cell"], t["measured"], met_text(t["met"])] for t in res["targets"]]), "",
+           verdict.RULE, "",
            "## Results", "",
            "Throughput and CPU columns show the median and, in brackets, min" + DASH + "max over the repeats. "
            "CPU us/op is server user+system time per operation (user+sys in brackets). "
