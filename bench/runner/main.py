@@ -74,8 +74,11 @@ def parse_args(argv):
         a.scenario_servers = {n: list(scenarios.QUICK_SERVERS.get(n, a.servers)) for n in a.scenarios}
         a.servers = [s for s in servers.KNOWN if any(s in v for v in a.scenario_servers.values())]
         a.servers_named = True  # churn's extra servers are in its own list
+    a.scenario_rounds = {}
     if a.repeats is None:
         a.repeats = scenarios.FULL_REPEATS if a.full else scenarios.QUICK_REPEATS
+        if not a.full:
+            a.scenario_rounds = {n: r for n, r in scenarios.QUICK_ROUNDS.items() if n in a.scenarios}
     if a.repeats < 1:
         ap.error("--repeats must be at least 1")
     a.fileio_backends = _names(ap, a.fileio_backends, fileio.BACKENDS, "backend")
@@ -160,7 +163,8 @@ def make_plan(a, layout, ncpus, server_cpus, nofile, ports):
                          "run_seconds": 0 if why or not hcells else hiredis.round_seconds(hcells)})
             continue
         scen = scenarios.SCENARIOS[name]
-        entry = {"scenario": name, "subjects": [], "cells": [], "client_cmd": None}
+        entry = {"scenario": name, "subjects": [], "cells": [], "client_cmd": None,
+                 "rounds": getattr(a, "scenario_rounds", {}).get(name, a.repeats)}
         usable = []
         extra = [] if getattr(a, "servers_named", True) else scenarios.DEFAULT_EXTRA.get(name, [])
         chosen = getattr(a, "scenario_servers", {}).get(name, a.servers)
@@ -230,14 +234,14 @@ def estimate(plan, repeats, syscalls):
             if c["status"] == "run":
                 one = scenarios.expected_seconds(p["scenario"], c["cell"]) + 0.3
                 probe = syscalls and scenarios.counts_syscalls(p["scenario"], c["cell"])
-                total += len(p["subjects"]) * one * (repeats + (0.7 if probe else 0))
+                total += len(p["subjects"]) * one * (p.get("rounds", repeats) + (0.7 if probe else 0))
         total += p.get("run_seconds", 0) * repeats  # fileio, spawn, hiredis: one round's estimate
     return total
 
 
 def run_plan(a, ctx, plan, runs, skipped):
     probe = lambda p, c: ctx.perf and scenarios.counts_syscalls(p["scenario"], c["cell"])  # noqa: E731
-    todo = sum(len(p["subjects"]) * (a.repeats + (1 if probe(p, c) else 0))
+    todo = sum(len(p["subjects"]) * (p.get("rounds", a.repeats) + (1 if probe(p, c) else 0))
                for p in plan for c in p["cells"] if c["status"] == "run")
     done = 0
     for p in plan:
@@ -247,7 +251,8 @@ def run_plan(a, ctx, plan, runs, skipped):
         ctx.cost_server = p.get("server")
         broken = {}
         for c in [c for c in p["cells"] if c["status"] == "run"]:
-            passes = [(r + 1, "measure") for r in range(a.repeats)] + ([(None, "syscalls")] if probe(p, c) else [])
+            passes = [(r + 1, "measure") for r in range(p.get("rounds", a.repeats))] + \
+                ([(None, "syscalls")] if probe(p, c) else [])
             for rep, kind in passes:
                 for subj in p["subjects"]:
                     done += 1
@@ -313,7 +318,7 @@ def write_json(res, outdir):
 
 def list_all(a, layout, ncpus, server_cpus, nofile, ports):
     plan, skipped = make_plan(a, layout, ncpus, server_cpus, nofile, ports)
-    log(f"{'full' if a.full else 'quick'} matrix, {a.repeats} repeats; server CPUs {server_cpus}, {ncpus} CPUs\n")
+    log(f"{'full' if a.full else 'quick'} matrix, {report.rounds_text(a.repeats, a.scenario_rounds)}; server CPUs {server_cpus}, {ncpus} CPUs\n")
     log("servers:")
     for s in a.servers:
         modes = []
@@ -369,6 +374,8 @@ def main(argv=None):
     res = {"version": 1, "mode": "full" if a.full else "quick", "started": started.isoformat(timespec="seconds"),
            "command": " ".join(["bench/run"] + (sys.argv[1:] if argv is None else argv)),
            "repeats": a.repeats, "servers": a.servers, "scenarios": a.scenarios, "runs": [], "notes": []}
+    if a.scenario_rounds:
+        res["scenario_rounds"] = a.scenario_rounds
     if a.scenario_servers:
         res["scenario_servers"] = a.scenario_servers
     if not a.no_plots:

@@ -123,15 +123,18 @@ FULL_REPEATS = 3
 # The quick default (`make bench`): the scenarios behind the central targets, each
 # against the servers those targets name, in under 5 minutes on two cores with
 # every peer built.  echo and ping/pong against the raw liburing loop (throughput
-# and CPU parity, the fast path) and two peers; HTTP hello against the raw loop and
+# and CPU parity, the fast path), echo against tokio too; HTTP hello against the raw loop and
 # nginx; churn with ringio's fiber and hooked servers (the hooks' target).  Every
 # other scenario is one --scenarios away, and --full runs them all.
 QUICK_SERVERS = {
-    "pingpong": ["ringio-uring", "raw-uring", "asio-epoll"],
-    "echo": ["ringio-uring", "raw-uring", "asio-epoll", "tokio-percore"],
+    "pingpong": ["ringio-uring", "raw-uring"],
+    "echo": ["ringio-uring", "raw-uring", "tokio-percore"],
     "churn": ["ringio-uring", "ringio-uring-fibers", "ringio-uring-hooked"],
     "http-wrk": ["ringio-uring", "raw-uring", "nginx"],
 }
+# The parity cells against the raw loop sit closest to their limits: more rounds
+# (when --repeats is not given).
+QUICK_ROUNDS = {"pingpong": 8, "echo": 8}
 # Seconds the runner spends before the first run (perf probe, environment, venv
 # check), for the estimate.
 STARTUP_SECONDS = 10
@@ -201,9 +204,9 @@ def probe_cell(name, cell):
     c = dict(cell)
     if "duration" in c:
         # wrk takes whole seconds only.
-        c["duration"] = min(c["duration"], 1 if client_of(name, c) == "wrk" else 0.5 if c["duration"] <= 1 else 2)
+        c["duration"] = min(c["duration"], 1 if client_of(name, c) == "wrk" else 0.5 if c["duration"] <= 2 else 2)
     if "timeout" in c:
-        c["timeout"] = min(c["timeout"], 2)
+        c["timeout"] = min(c["timeout"], 1 if c["timeout"] <= 2 else 2)
     if name in ("http-ab", "tls-handshake"):
         c["requests"] = min(c["requests"], max(2000, c["requests"] // 4))
     if name == "churn":
