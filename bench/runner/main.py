@@ -29,8 +29,9 @@ def parse_args(argv):
                                  epilog=USAGE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     g = ap.add_mutually_exclusive_group()
     g.add_argument("--quick", action="store_true",
-                   help="the quick default (default): echo, pingpong, http-wrk and churn against a few peers, "
-                        f"{scenarios.QUICK_REPEATS} rounds of {scenarios.QUICK_SECONDS} s, under 5 minutes on 2 cores")
+                   help="the quick default (default): pingpong, echo, churn and http-wrk against the servers "
+                        f"their targets name, {scenarios.QUICK_REPEATS} or 8 rounds of {scenarios.QUICK_SECONDS} s, "
+                        "under 5 minutes on 2 cores")
     g.add_argument("--full", action="store_true", help="the full grids of the issue")
     g.add_argument("--websocket", action="store_true",
                    help="only the WebSocket scenarios, full grids: --full --scenarios " + ",".join(WS_SCENARIOS)

@@ -3,7 +3,7 @@
 import unittest
 from unittest import mock
 
-from runner import clients, main, scenarios, servers, stats, targets, verdict
+from runner import clients, main, report, scenarios, servers, stats, targets, verdict
 
 from .fixtures import cell_runs
 
@@ -113,6 +113,7 @@ class QuickDefaultTest(unittest.TestCase):
         self.assertEqual(a.scenarios, [s for s in scenarios.ORDER if s in scenarios.QUICK_SERVERS])
         self.assertEqual(set(a.scenarios), {"echo", "pingpong", "http-wrk", "churn"})
         self.assertEqual(a.repeats, scenarios.QUICK_REPEATS)
+        self.assertEqual(a.scenario_rounds, {"pingpong": 8, "echo": 8})
         self.assertEqual(a.scenario_servers, scenarios.QUICK_SERVERS)
         self.assertIn("raw-uring", a.scenario_servers["echo"])
         self.assertIn("nginx", a.scenario_servers["http-wrk"])
@@ -122,7 +123,7 @@ class QuickDefaultTest(unittest.TestCase):
     def test_full_is_unchanged(self):
         a = main.parse_args(["--full"])
         self.assertEqual(a.repeats, 3)
-        self.assertEqual(a.scenario_servers, {})
+        self.assertEqual((a.scenario_servers, a.scenario_rounds), ({}, {}))
         self.assertEqual(a.servers, servers.ORDER)
         self.assertEqual(a.scenarios, scenarios.ORDER)
         self.assertEqual(scenarios.cells("echo", True)[0]["duration"], 5)
@@ -135,7 +136,7 @@ class QuickDefaultTest(unittest.TestCase):
         a = main.parse_args(["--scenarios", "echo,http-idle", "--repeats", "2"])
         self.assertEqual(a.scenario_servers["echo"], scenarios.QUICK_SERVERS["echo"])
         self.assertEqual(a.scenario_servers["http-idle"], servers.ORDER)  # not a quick default scenario: all
-        self.assertEqual(a.repeats, 2)
+        self.assertEqual((a.repeats, a.scenario_rounds), (2, {}))  # --repeats holds for every scenario
 
     def test_plan_fits_in_five_minutes(self):
         """With every binary present, the quick default's estimate (start-up,
@@ -147,10 +148,16 @@ class QuickDefaultTest(unittest.TestCase):
         self.assertEqual(skipped, [])
         for p in plan:
             self.assertEqual(p["subjects"], scenarios.QUICK_SERVERS[p["scenario"]])
+            self.assertEqual(p["rounds"], scenarios.QUICK_ROUNDS.get(p["scenario"], scenarios.QUICK_REPEATS))
             self.assertTrue(p["cells"] and all(c["status"] == "run" for c in p["cells"]))
         seconds = main.estimate(plan, a.repeats, True)
         self.assertLess(seconds, 300)
         self.assertGreater(seconds, 120)  # the estimate counts the rounds, not a token figure
+
+    def test_rounds_text(self):
+        self.assertEqual(report.rounds_text(3), "3 repeats")
+        self.assertEqual(report.rounds_text(6, {"pingpong": 8, "echo": 8, "churn": 6}),
+                         "6 repeats (pingpong, echo: 8)")
 
     def test_unselected_peer_says_quick_default(self):
         rows = targets.evaluate([], [], False, ["echo"], {"echo": ["ringio-uring", "raw-uring"]})
