@@ -30,18 +30,21 @@ def parse_args(argv):
     g = ap.add_mutually_exclusive_group()
     g.add_argument("--quick", action="store_true",
                    help="the quick default (default): pingpong, echo, churn and http-wrk against the servers "
-                        f"their targets name, {scenarios.QUICK_REPEATS} or 8 rounds of {scenarios.QUICK_SECONDS} s, "
+                        f"their targets name, {scenarios.QUICK_REPEATS} or {max(scenarios.QUICK_ROUNDS.values())} "
+                        f"rounds of {scenarios.QUICK_SECONDS} s, "
                         "under 5 minutes on 2 cores")
     g.add_argument("--full", action="store_true", help="the full grids of the issue")
     g.add_argument("--websocket", action="store_true",
                    help="only the WebSocket scenarios, full grids: --full --scenarios " + ",".join(WS_SCENARIOS)
                         + " --servers " + ",".join(WS_DEFAULT_SERVERS) + " (each overridable)")
-    ap.add_argument("--servers", help="comma-separated servers (default: all)")
+    ap.add_argument("--servers", help="comma-separated servers (default: each quick scenario's own, all with --full)")
     ap.add_argument("--metrics-cost", action="store_true",
                     help="servers: ringio with its metrics on and off (" + ",".join(servers.METRICS_COST) + ")")
-    ap.add_argument("--scenarios", help="comma-separated scenarios (default: all)")
-    ap.add_argument("--repeats", type=int, help="timed runs (rounds) per server and cell "
-                    f"(default: quick {scenarios.QUICK_REPEATS}, full {scenarios.FULL_REPEATS})")
+    ap.add_argument("--scenarios", help="comma-separated scenarios (default: the quick default's, all with --full)")
+    ap.add_argument("--repeats", type=int, help="timed runs (rounds) per server and cell, every scenario "
+                    f"(default: quick {scenarios.QUICK_REPEATS}, "
+                    + ", ".join(f"{n} {r}" for n, r in scenarios.QUICK_ROUNDS.items())
+                    + f"; full {scenarios.FULL_REPEATS})")
     ap.add_argument("--seconds", type=float, help="length of each timed run "
                     f"(default: quick {scenarios.QUICK_SECONDS}, full {scenarios.FULL_SECONDS})")
     ap.add_argument("--out", help="results directory (default bench/results/<timestamp>)")
@@ -319,7 +322,8 @@ def write_json(res, outdir):
 
 def list_all(a, layout, ncpus, server_cpus, nofile, ports):
     plan, skipped = make_plan(a, layout, ncpus, server_cpus, nofile, ports)
-    log(f"{'full' if a.full else 'quick'} matrix, {report.rounds_text(a.repeats, a.scenario_rounds)}; server CPUs {server_cpus}, {ncpus} CPUs\n")
+    log(f"{'full' if a.full else 'quick'} matrix, {report.rounds_text(a.repeats, a.scenario_rounds)}; "
+        f"server CPUs {server_cpus}, {ncpus} CPUs\n")
     log("servers:")
     for s in a.servers:
         modes = []
