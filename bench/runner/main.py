@@ -28,17 +28,25 @@ def parse_args(argv):
     ap = argparse.ArgumentParser(prog="bench/run", description="Side-by-side benchmark of ringio and its peers.",
                                  epilog=USAGE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     g = ap.add_mutually_exclusive_group()
-    g.add_argument("--quick", action="store_true", help="small matrix, about 8 minutes on 2 cores (default)")
+    g.add_argument("--quick", action="store_true",
+                   help="the quick default (default): pingpong, echo, churn and http-wrk against the servers "
+                        f"their targets name, {scenarios.QUICK_REPEATS} or {max(scenarios.QUICK_ROUNDS.values())} "
+                        f"rounds of {scenarios.QUICK_SECONDS} s, "
+                        "under 5 minutes on 2 cores")
     g.add_argument("--full", action="store_true", help="the full grids of the issue")
     g.add_argument("--websocket", action="store_true",
                    help="only the WebSocket scenarios, full grids: --full --scenarios " + ",".join(WS_SCENARIOS)
                         + " --servers " + ",".join(WS_DEFAULT_SERVERS) + " (each overridable)")
-    ap.add_argument("--servers", help="comma-separated servers (default: all)")
+    ap.add_argument("--servers", help="comma-separated servers (default: each quick scenario's own, all with --full)")
     ap.add_argument("--metrics-cost", action="store_true",
                     help="servers: ringio with its metrics on and off (" + ",".join(servers.METRICS_COST) + ")")
-    ap.add_argument("--scenarios", help="comma-separated scenarios (default: all)")
-    ap.add_argument("--repeats", type=int, default=3, help="timed runs per server and cell (default 3)")
-    ap.add_argument("--seconds", type=float, help="length of each timed run (default: quick 1, full 5)")
+    ap.add_argument("--scenarios", help="comma-separated scenarios (default: the quick default's, all with --full)")
+    ap.add_argument("--repeats", type=int, help="timed runs (rounds) per server and cell, every scenario "
+                    f"(default: quick {scenarios.QUICK_REPEATS}, "
+                    + ", ".join(f"{n} {r}" for n, r in scenarios.QUICK_ROUNDS.items())
+                    + f"; full {scenarios.FULL_REPEATS})")
+    ap.add_argument("--seconds", type=float, help="length of each timed run "
+                    f"(default: quick {scenarios.QUICK_SECONDS}, full {scenarios.FULL_SECONDS})")
     ap.add_argument("--out", help="results directory (default bench/results/<timestamp>)")
     ap.add_argument("--list", action="store_true", help="show servers, clients and cells, run nothing")
     ap.add_argument("--no-syscalls", action="store_true", help="skip the perf runs that count syscalls")
@@ -62,7 +70,19 @@ def parse_args(argv):
     a.servers = _names(ap, a.servers, servers.KNOWN, "server",
                        servers.METRICS_COST if a.metrics_cost else servers.ORDER)
     a.scenarios = _names(ap, a.scenarios, scenarios.ORDER, "scenario",
-                         [s for s in scenarios.ORDER if a.full or s not in scenarios.FULL_ONLY])
+                         scenarios.ORDER if a.full else [s for s in scenarios.ORDER if s in scenarios.QUICK_SERVERS])
+    # The quick default runs each of its scenarios against its own servers
+    # (scenarios.QUICK_SERVERS), unless --servers names them; other scenarios get them all.
+    a.scenario_servers = {}
+    if not a.full and not a.servers_named:
+        a.scenario_servers = {n: list(scenarios.QUICK_SERVERS.get(n, a.servers)) for n in a.scenarios}
+        a.servers = [s for s in servers.KNOWN if any(s in v for v in a.scenario_servers.values())]
+        a.servers_named = True  # churn's extra servers are in its own list
+    a.scenario_rounds = {}
+    if a.repeats is None:
+        a.repeats = scenarios.FULL_REPEATS if a.full else scenarios.QUICK_REPEATS
+        if not a.full:
+            a.scenario_rounds = {n: r for n, r in scenarios.QUICK_ROUNDS.items() if n in a.scenarios}
     if a.repeats < 1:
         ap.error("--repeats must be at least 1")
     a.fileio_backends = _names(ap, a.fileio_backends, fileio.BACKENDS, "backend")
@@ -147,10 +167,12 @@ def make_plan(a, layout, ncpus, server_cpus, nofile, ports):
                          "run_seconds": 0 if why or not hcells else hiredis.round_seconds(hcells)})
             continue
         scen = scenarios.SCENARIOS[name]
-        entry = {"scenario": name, "subjects": [], "cells": [], "client_cmd": None}
+        entry = {"scenario": name, "subjects": [], "cells": [], "client_cmd": None,
+                 "rounds": getattr(a, "scenario_rounds", {}).get(name, a.repeats)}
         usable = []
         extra = [] if getattr(a, "servers_named", True) else scenarios.DEFAULT_EXTRA.get(name, [])
-        for s in a.servers + [x for x in extra if x not in a.servers]:
+        chosen = getattr(a, "scenario_servers", {}).get(name, a.servers)
+        for s in chosen + [x for x in extra if x not in chosen]:
             if not servers.supports(s, scen.mode):
                 continue
             try:
@@ -209,20 +231,21 @@ def make_plan(a, layout, ncpus, server_cpus, nofile, ports):
 
 
 def estimate(plan, repeats, syscalls):
-    total = 0.0
+    """Seconds the plan takes, start-up included."""
+    total = float(scenarios.STARTUP_SECONDS)
     for p in plan:
         for c in p["cells"]:
             if c["status"] == "run":
                 one = scenarios.expected_seconds(p["scenario"], c["cell"]) + 0.3
                 probe = syscalls and scenarios.counts_syscalls(p["scenario"], c["cell"])
-                total += len(p["subjects"]) * one * (repeats + (0.7 if probe else 0))
+                total += len(p["subjects"]) * one * (p.get("rounds", repeats) + (0.7 if probe else 0))
         total += p.get("run_seconds", 0) * repeats  # fileio, spawn, hiredis: one round's estimate
     return total
 
 
 def run_plan(a, ctx, plan, runs, skipped):
     probe = lambda p, c: ctx.perf and scenarios.counts_syscalls(p["scenario"], c["cell"])  # noqa: E731
-    todo = sum(len(p["subjects"]) * (a.repeats + (1 if probe(p, c) else 0))
+    todo = sum(len(p["subjects"]) * (p.get("rounds", a.repeats) + (1 if probe(p, c) else 0))
                for p in plan for c in p["cells"] if c["status"] == "run")
     done = 0
     for p in plan:
@@ -232,7 +255,8 @@ def run_plan(a, ctx, plan, runs, skipped):
         ctx.cost_server = p.get("server")
         broken = {}
         for c in [c for c in p["cells"] if c["status"] == "run"]:
-            passes = [(r + 1, "measure") for r in range(a.repeats)] + ([(None, "syscalls")] if probe(p, c) else [])
+            passes = [(r + 1, "measure") for r in range(p.get("rounds", a.repeats))] + \
+                ([(None, "syscalls")] if probe(p, c) else [])
             for rep, kind in passes:
                 for subj in p["subjects"]:
                     done += 1
@@ -274,7 +298,7 @@ def finish(res, outdir, bench_dir, want_plots):
     res["summary"] = stats.summarize(res["runs"], lambda s: baseline_of(s, res.get("servers", ())))
     res["baselines"] = {s: baseline_of(s, res.get("servers", ())) for s in res["scenarios"]}
     res["targets"] = targets.evaluate(res["summary"], res["skipped"], res["mode"] == "full",
-                                     res["scenarios"], res["servers"])
+                                     res["scenarios"], res.get("scenario_servers") or res["servers"])
     hiredis.resummarize(res.get("hiredis"))
     res["targets"] += hiredis.targets(res.get("hiredis"), scenarios.HIREDIS in res["scenarios"])
     os.makedirs(outdir, exist_ok=True)
@@ -298,7 +322,8 @@ def write_json(res, outdir):
 
 def list_all(a, layout, ncpus, server_cpus, nofile, ports):
     plan, skipped = make_plan(a, layout, ncpus, server_cpus, nofile, ports)
-    log(f"{'full' if a.full else 'quick'} matrix, {a.repeats} repeats; server CPUs {server_cpus}, {ncpus} CPUs\n")
+    log(f"{'full' if a.full else 'quick'} matrix, {report.rounds_text(a.repeats, a.scenario_rounds)}; "
+        f"server CPUs {server_cpus}, {ncpus} CPUs\n")
     log("servers:")
     for s in a.servers:
         modes = []
@@ -354,6 +379,10 @@ def main(argv=None):
     res = {"version": 1, "mode": "full" if a.full else "quick", "started": started.isoformat(timespec="seconds"),
            "command": " ".join(["bench/run"] + (sys.argv[1:] if argv is None else argv)),
            "repeats": a.repeats, "servers": a.servers, "scenarios": a.scenarios, "runs": [], "notes": []}
+    if a.scenario_rounds:
+        res["scenario_rounds"] = a.scenario_rounds
+    if a.scenario_servers:
+        res["scenario_servers"] = a.scenario_servers
     if not a.no_plots:
         res["venv_python"], res["venv_note"] = venv.ensure(bench_dir, log)
         if not res["venv_python"]:

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """report.md from the results (the same dict that goes to results.json)."""
-from . import fileio, hiredis, scenarios, servers, spawn, switch
+from . import fileio, hiredis, scenarios, servers, spawn, switch, verdict
 
 DASH = "–"
 
@@ -65,8 +65,20 @@ def resolution_text(res, name):
             f"is {tick / med * 100:.1f}% of it.")
 
 
+def rounds_text(repeats, per_scenario=None):
+    """'6 repeats' or '6 repeats (pingpong, echo: 8)'."""
+    text = f"{repeats} repeats"
+    other = {}
+    for name, n in (per_scenario or {}).items():
+        if n != repeats:
+            other.setdefault(n, []).append(name)
+    if other:
+        text += " (" + "; ".join(f"{', '.join(names)}: {n}" for n, names in other.items()) + ")"
+    return text
+
+
 def met_text(m):
-    return {True: "yes", False: "**no**", None: "n/a"}[m]
+    return {True: "yes", False: "**no**", None: "n/a", verdict.NOISE: "within noise"}[m]
 
 
 def table(header, rows):
@@ -90,7 +102,8 @@ def method(res):
     env = res["environment"]
     mode = res["mode"]
     lines = [
-        f"- Mode `{mode}`, {res['repeats']} repeats. Within each grid cell the servers run in turn "
+        f"- Mode `{mode}`, {rounds_text(res['repeats'], res.get('scenario_rounds'))}. "
+        "Within each grid cell the servers run in turn "
         f"(A B C ... A B C ...), a fresh server process per run on a free port of 127.0.0.1.",
         f"- Servers are pinned to CPUs {env['server_cpus']} and clients (and perf) to CPUs {env['client_cpus']} "
         "with sched_setaffinity (what taskset does)." if env["server_cpus"] != env["client_cpus"] else
@@ -261,6 +274,7 @@ def render(res):
            "## ringio-uring targets", "",
            table(["target", "cell", "measured", "met?"],
                  [[t["target"], t["cell"], t["measured"], met_text(t["met"])] for t in res["targets"]]), "",
+           verdict.RULE, "",
            "## Results", "",
            "Throughput and CPU columns show the median and, in brackets, min" + DASH + "max over the repeats. "
            "CPU us/op is server user+system time per operation (user+sys in brackets). "

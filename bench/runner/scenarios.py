@@ -112,18 +112,38 @@ def _grid(**axes):
 # Message sizes of ws-echo: a small message, and one past a 16-bit frame length's
 # short form (126 <= L < 65536) that fills a 16 KiB buffer.
 WS_LENGTHS = [32, 16384]
-# Scenarios that only the full matrix runs (selected by --full, --scenarios or
-# --websocket), to keep the quick run short.
-FULL_ONLY = {"ws-idle"}
 
-QUICK_SECONDS = 1
+QUICK_SECONDS = 2
 FULL_SECONDS = 5
+# Rounds per cell: the servers of a cell take turns, once per round (A B C A B C ...),
+# and the targets are judged on the spread of the per-round ratios (verdict.py).
+QUICK_REPEATS = 6
+FULL_REPEATS = 3
+
+# The quick default (`make bench`): the scenarios behind the central targets, each
+# against the servers those targets name, in under 5 minutes on two cores with
+# every peer built.  echo and ping/pong against the raw liburing loop (throughput
+# and CPU parity, the fast path), echo against tokio too; HTTP hello against the raw loop and
+# nginx; churn with ringio's fiber and hooked servers (the hooks' target).  Every
+# other scenario is one --scenarios away, and --full runs them all.
+QUICK_SERVERS = {
+    "pingpong": ["ringio-uring", "raw-uring"],
+    "echo": ["ringio-uring", "raw-uring", "tokio-percore"],
+    "churn": ["ringio-uring", "ringio-uring-fibers", "ringio-uring-hooked"],
+    "http-wrk": ["ringio-uring", "raw-uring", "nginx"],
+}
+# The parity cells against the raw loop sit closest to their limits: more rounds
+# (when --repeats is not given).
+QUICK_ROUNDS = {"pingpong": 8, "echo": 8}
+# Seconds the runner spends before the first run (perf probe, environment, venv
+# check), for the estimate.
+STARTUP_SECONDS = 10
 
 
 def cells(name, full, seconds=None):
-    """The grid of one scenario, as a list of parameter dicts.  The quick grid
-    is sized so that all of it, with every peer, takes about 8 minutes on two
-    cores, half of it the memory cells' waits (see docs/benchmarks.md)."""
+    """The grid of one scenario, as a list of parameter dicts.  The quick
+    grids are one or two cells each; the quick default (QUICK_SERVERS) takes
+    under 5 minutes on two cores (see docs/benchmarks.md)."""
     d = seconds or (FULL_SECONDS if full else QUICK_SECONDS)
     if name in STANDALONE:
         return []  # not client/server cells (bench/runner/switch.py, fileio.py, spawn.py, hiredis.py)
@@ -138,7 +158,7 @@ def cells(name, full, seconds=None):
     if name == "churn":
         if full:
             return _grid(threads=[1], concurrency=[100, 500, 1000, 5000, 10000], sessions=[50000], messages=[3])
-        return _grid(threads=[1], concurrency=[1000], sessions=[10000], messages=[3])
+        return _grid(threads=[1], concurrency=[1000], sessions=[20000], messages=[3])
     if name == "http-wrk":
         return _grid(threads=[1], connections=[100, 1000] if full else [100], duration=[d])
     if name == "http-ab":
@@ -184,9 +204,9 @@ def probe_cell(name, cell):
     c = dict(cell)
     if "duration" in c:
         # wrk takes whole seconds only.
-        c["duration"] = min(c["duration"], 1 if client_of(name, c) == "wrk" else 0.5 if c["duration"] <= 1 else 2)
+        c["duration"] = min(c["duration"], 1 if client_of(name, c) == "wrk" else 0.5 if c["duration"] <= 2 else 2)
     if "timeout" in c:
-        c["timeout"] = min(c["timeout"], 2)
+        c["timeout"] = min(c["timeout"], 1 if c["timeout"] <= 2 else 2)
     if name in ("http-ab", "tls-handshake"):
         c["requests"] = min(c["requests"], max(2000, c["requests"] // 4))
     if name == "churn":

@@ -7,6 +7,8 @@ METRICS = ("throughput", "rate", "server_us", "server_user_us", "server_sys_us",
 # compared with the baseline.
 MEMORY = ("before_kib", "loaded_kib", "peak_kib", "after1_kib", "after_kib", "per_conn_kib", "after_ratio")
 MEMORY_RATIOS = ("loaded_kib", "per_conn_kib", "after_kib")
+# The figures the targets compare round by round.
+ROUND_METRICS = ("throughput", "server_us")
 
 
 def spread(values):
@@ -54,6 +56,9 @@ def summarize(runs, baseline_of):
         for k in METRICS:
             g[k] = spread(_value(r, k) for r in ms)
         g["syscalls_per_op"] = spread(_value(r, "syscalls") for r in sy)
+        # Each timed run's figure by its round, for the targets' per-round ratios (verdict.py).
+        g["rounds"] = {k: [[r["repeat"], _value(r, k)] for r in ms if r.get("repeat") is not None
+                           and _value(r, k) is not None] for k in ROUND_METRICS}
         g["errors"] = sum(_value(r, "errors") or 0 for r in ms)
         g["utilization"] = spread((r["server_cpu"]["user_s"] + r["server_cpu"]["sys_s"]) / r["wall_s"]
                                   for r in ms if r.get("wall_s"))

@@ -1,18 +1,23 @@
 # SPDX-License-Identifier: Apache-2.0
 """The ringio-uring targets of the issue, judged from the measured medians."""
-from . import stats
+from . import stats, verdict
 
 ME = "ringio-uring"
 
 
 def _why_missing(skipped, scenario, subjects, selected=None, servers=None):
     """Why a comparison has no data: the scenario or a server was not
-    selected, the client is missing, or one of the servers was skipped."""
+    selected, the client is missing, or one of the servers was skipped.
+    servers: the selected ones, or {scenario: servers} in the quick default."""
+    quick = isinstance(servers, dict)  # the quick default: servers per scenario
     if selected is not None and scenario not in selected:
-        return f"{scenario} not selected (--scenarios)"
+        return f"{scenario} not selected (quick default; --scenarios or --full)" if quick else \
+            f"{scenario} not selected (--scenarios)"
+    chosen = servers.get(scenario, ()) if quick else servers
     for s in subjects:
-        if servers is not None and s not in servers:
-            return f"{s} not selected (--servers)"
+        if chosen is not None and s not in chosen:
+            return f"{s} not run in {scenario} (quick default; --servers or --full)" if quick else \
+                f"{s} not selected (--servers)"
     mine = [s for s in skipped if s["scenario"] == scenario and not s.get("cell")]
     for s in mine:
         if not s.get("subject"):
@@ -41,15 +46,21 @@ def _compare(summary, miss, scenario, label, other, key, limit, higher_is_better
     if not m or not t:
         row.update(measured="not measured: " + miss(scenario, [ME, other]), met=None)
         return row
-    r = m["median"] / t["median"] if t["median"] else None
-    if r is None:
+    return _judged(row, mine, theirs, key, limit, higher_is_better)
+
+
+def _judged(row, mine, theirs, key, limit, higher_is_better):
+    """The row's verdict from the per-round ratios of two summaries' `key`
+    (verdict.py); summaries without rounds fall back to the ratio of medians."""
+    ratios = verdict.paired_ratios(mine.get("rounds", {}).get(key), theirs.get("rounds", {}).get(key))
+    if not ratios and theirs[key]["median"]:
+        ratios = [mine[key]["median"] / theirs[key]["median"]]
+    j = verdict.judge(ratios, limit, higher_is_better)
+    if j is None:
         row.update(measured="not measured: zero baseline", met=None)
         return row
-    met = r >= limit if higher_is_better else r <= limit
-    shown = f"{r:.3f}"
-    if float(shown) == limit:  # rounding would hide which side of the limit it is
-        shown = f"{r:.5f}"
-    row.update(measured=f"{shown}x", ratio=r, met=met)
+    row.update(measured=verdict.measured_text(j, limit), ratio=j["ratio"], spread=[j["low"], j["high"]],
+               rounds=j["n"], met=j["met"])
     return row
 
 
@@ -136,9 +147,7 @@ def _hooks_row(summary, skipped, label, what):
             why = f"{HOOKED} and {FIBERS} not both run (they run by default, or name them in --servers)"
         row.update(measured="not measured: " + why, met=None)
         return row
-    r = m["median"] / t["median"]
-    row.update(measured=f"{r:.3f}x", ratio=r, met=r >= HOOKS_LIMIT)
-    return row
+    return _judged(row, mine, theirs, "throughput", HOOKS_LIMIT, True)
 
 
 WS_PEERS = ("tokio-percore", "beast")
@@ -198,8 +207,12 @@ def ws_row(summary, miss, label, what):
         row.update(measured="not measured: " + miss("ws-echo", [ME, *WS_PEERS]), met=None)
         return row
     best = min(peers, key=peers.get)
-    r = peers[best] / m["median"]
-    row.update(measured=f"{r:.3f}x {best}", ratio=r, met=r >= WS_LIMIT)
+    theirs = stats.find(summary, "ws-echo", label, best)
+    ratios = verdict.paired_ratios(mine.get("rounds", {}).get("server_us"),
+                                   theirs.get("rounds", {}).get("server_us"), invert=True)
+    j = verdict.judge(ratios or [peers[best] / m["median"]], WS_LIMIT, True)
+    row.update(measured=verdict.measured_text(j, WS_LIMIT, f" {best}"), ratio=j["ratio"],
+               spread=[j["low"], j["high"]], rounds=j["n"], met=j["met"])
     return row
 
 

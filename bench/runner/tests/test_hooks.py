@@ -82,7 +82,7 @@ class HookedServer(unittest.TestCase):
         row = [r for r in targets.evaluate(stats.summarize(slow, lambda s: "ringio-uring"), [], False)
                if "hooked" in r["target"]][0]
         self.assertFalse(row["met"])
-        self.assertEqual(row["measured"], "0.800x")
+        self.assertEqual(row["measured"], "0.800x (1 round)")
 
     def test_target_not_measured_says_why(self):
         rows = [r for r in targets.evaluate([], [], False, ["echo"], ["ringio-uring"]) if "hooked" in r["target"]]

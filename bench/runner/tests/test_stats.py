@@ -83,7 +83,7 @@ class TargetsTest(unittest.TestCase):
         by = {(r["target"], r["cell"]): r for r in rows}
         tp = by[("echo: throughput >= 0.95x raw-uring", "connections=50 length=512")]
         self.assertTrue(tp["met"])
-        self.assertEqual(tp["measured"], "0.960x")
+        self.assertEqual(tp["measured"], "0.960x (1 round)")
         cpu = by[("echo: server CPU per round trip <= 1.05x raw-uring", "connections=50 length=512")]
         self.assertTrue(cpu["met"])  # 1.04
         asio = by[("echo: server CPU per round trip <= 0.85x asio-epoll", "connections=50 length=512")]
@@ -97,7 +97,7 @@ class TargetsTest(unittest.TestCase):
         s = summary_for({"connections=50 length=512": ({"threads": 1, "connections": 50}, {
             "ringio-uring": [(1.0, 0.85002)], "asio-epoll": [(1.0, 1.0)]})})
         row = [r for r in targets.evaluate(s, [], False, ["echo"]) if "asio-epoll" in r["target"]][0]
-        self.assertEqual((row["measured"], row["met"]), ("0.85002x", False))
+        self.assertEqual((row["measured"], row["met"]), ("0.85002x (1 round)", False))
 
     def test_unselected_server(self):
         rows = targets.evaluate([], [], False, ["echo"], ["ringio-uring", "raw-uring"])

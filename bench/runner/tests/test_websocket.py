@@ -37,10 +37,11 @@ class WebSocketScenarioTest(unittest.TestCase):
         self.assertEqual(plots.UNIT["ws-echo"], "msg/s")
         self.assertEqual(report.LOADED["ws-idle"], "RSS all idle")
 
-    def test_quick_run_leaves_out_ws_idle_only(self):
+    def test_quick_run_takes_ws_echo_when_named(self):
         quick = main.parse_args([])
-        self.assertIn("ws-echo", quick.scenarios)
+        self.assertNotIn("ws-echo", quick.scenarios)  # not in the quick default
         self.assertNotIn("ws-idle", quick.scenarios)
+        self.assertEqual(main.parse_args(["--quick", "--scenarios", "ws-echo"]).scenarios, ["ws-echo"])
         self.assertIn("ws-idle", main.parse_args(["--full"]).scenarios)
         self.assertEqual(main.parse_args(["--scenarios", "ws-idle"]).scenarios, ["ws-idle"])
 
@@ -142,7 +143,7 @@ class WebSocketTargetTest(unittest.TestCase):
     def test_against_the_cheapest_peer(self):
         rows = self.rows([_group("ringio-uring", 5.0), _group("tokio-percore", 9.0), _group("beast", 6.0)])
         self.assertEqual(len(rows), 1)
-        self.assertEqual(rows[0]["measured"], "1.200x beast")
+        self.assertEqual(rows[0]["measured"], "1.200x beast (1 round)")
         self.assertTrue(rows[0]["met"])
         rows = self.rows([_group("ringio-uring", 5.8), _group("tokio-percore", 9.0), _group("beast", 6.0)])
         self.assertFalse(rows[0]["met"])
