@@ -22,6 +22,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -1342,6 +1343,39 @@ std::vector<waited_scenario> waited_scenarios() {
                  out += "; then " + std::to_string(n2);
                  return out;
                }});
+  v.push_back({"recv with SO_RCVLOWAT 4 when 2 bytes come, then 2 more", [] {
+                 tcp_pair t;
+                 const int lowat = 4;
+                 ::setsockopt(t.b, SOL_SOCKET, SO_RCVLOWAT, &lowat, sizeof lowat);
+                 char buf[16];
+                 ssize_t r;
+                 int err;
+                 {
+                   later peer(20ms, [&] {
+                     ::send(t.a, "ab", 2, 0);
+                     std::this_thread::sleep_for(20ms);
+                     ::send(t.a, "cd", 2, 0);
+                   });
+                   errno = untouched;
+                   r = ::recv(t.b, buf, sizeof buf, 0);
+                   err = errno;
+                 }
+                 return err_text(r, err);
+               }});
+  v.push_back({"recv into an unmapped buffer when bytes come, then a good recv", [] {
+                 tcp_pair t;
+                 ssize_t r;
+                 int err;
+                 {
+                   later peer(20ms, [&] { ::send(t.a, "abc", 3, 0); });
+                   errno = untouched;
+                   r = ::recv(t.b, reinterpret_cast<void*>(std::uintptr_t{8}), 16, 0);
+                   err = errno;
+                 }
+                 char buf[16];
+                 const ssize_t r2 = ::recv(t.b, buf, sizeof buf, MSG_DONTWAIT);
+                 return err_text(r, err) + "; then " + std::to_string(r2);
+               }});
   return v;
 }
 
@@ -1503,6 +1537,111 @@ TEST_P(FiberHooksRingAttack, LoopDestroyedWithReceivesAndAcceptsInFlightLeaksNot
   }
 }
 
+// A receive of the error queue never waits (libc's answer at once: EAGAIN when the
+// queue is empty), inside a fiber as on a plain thread.
+TEST_P(FiberHooksRingAttack, ErrorQueueReceiveNeverWaits) {
+  const int u = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(u, 0);
+  char buf[16];
+  errno = untouched;
+  const ssize_t plain = ::recv(u, buf, sizeof buf, MSG_ERRQUEUE);
+  const int plain_err = errno;
+  ssize_t r = -2;
+  int err = 0;
+  std::chrono::steady_clock::duration took{};
+  in_fiber(
+      [&] {
+        const auto t0 = std::chrono::steady_clock::now();
+        errno = untouched;
+        r = ::recv(u, buf, sizeof buf, MSG_ERRQUEUE);
+        err = errno;
+        took = std::chrono::steady_clock::now() - t0;
+      },
+      3s);
+  EXPECT_EQ(err_text(r, err), err_text(plain, plain_err));
+  EXPECT_LT(took, 1s);
+  ::close(u);
+}
+
+// A close and a stop of the waiting fiber in one turn: the receive fails (EBADF or
+// EINTR), the socket is closed (its peer sees the end), the buffer is not written.
+TEST_P(FiberHooksRingAttack, CloseAndStopInOneTurn) {
+  for (const bool close_first : {true, false}) {
+    fd_pair p;
+    ASSERT_GE(p.a, 0);
+    char buf[8];
+    std::memset(buf, 'Z', sizeof buf);
+    ssize_t r = -2;
+    int err = 0;
+    victim_and_stopper(
+        [&] {
+          r = ::recv(p.a, buf, sizeof buf, 0);
+          err = errno;
+        },
+        [&](scope& v) {
+          ::usleep(5000);
+          if (!close_first) v.request_stop();
+          ::close(p.a);
+          p.a = -1;
+          if (close_first) v.request_stop();
+        });
+    EXPECT_EQ(r, -1);
+    EXPECT_TRUE(err == EBADF || err == EINTR) << std::strerror(err);
+    pollfd pf{p.b, POLLIN, 0};
+    EXPECT_EQ(::poll(&pf, 1, 1000), 1) << "the peer does not see the end";
+    char c;
+    EXPECT_EQ(::recv(p.b, &c, 1, MSG_DONTWAIT), 0);
+    EXPECT_EQ(::send(p.b, "x", 1, MSG_NOSIGNAL | MSG_DONTWAIT), -1);
+    std::this_thread::sleep_for(5ms);
+    EXPECT_EQ(std::string(buf, sizeof buf), std::string(8, 'Z'));
+  }
+}
+
+// 200 fibers each accepting on a listener of its own, the listeners closed by another
+// fiber in a seeded random order: every accept fails with EBADF, every port is free.
+TEST_P(FiberHooksRingAttack, ManyAcceptsClosedInRandomOrder) {
+  constexpr int fibers = 200;
+  std::mt19937 rng(seed_from_env("ManyAcceptsClosedInRandomOrder"));
+  const int before = open_descriptors();
+  std::vector<std::unique_ptr<tcp_listener>> ls;
+  for (int i = 0; i < fibers; ++i) ls.push_back(std::make_unique<tcp_listener>());
+  std::vector<sockaddr_in> addrs;
+  for (auto& l : ls) addrs.push_back(l->addr);
+  std::vector<int> order(fibers);
+  for (int i = 0; i < fibers; ++i) order[static_cast<std::size_t>(i)] = i;
+  std::shuffle(order.begin(), order.end(), rng);
+  std::vector<int> results(fibers, -2), errs(fibers, 0);
+  std::vector<std::function<void()>> fns;
+  for (int i = 0; i < fibers; ++i)
+    fns.push_back([&, i] {
+      const auto k = static_cast<std::size_t>(i);
+      results[k] = ::accept(ls[k]->fd, nullptr, nullptr);
+      errs[k] = errno;
+    });
+  fns.push_back([&] {
+    for (int i : order) {
+      const auto k = static_cast<std::size_t>(i);
+      ::close(ls[k]->fd);
+      ls[k]->fd = -1;
+      if ((rng() & 7) == 0) this_fiber::yield();
+    }
+  });
+  in_fibers(fns);
+  int ebadf = 0;
+  for (int i = 0; i < fibers; ++i)
+    if (results[static_cast<std::size_t>(i)] == -1 && errs[static_cast<std::size_t>(i)] == EBADF) ++ebadf;
+  EXPECT_EQ(ebadf, fibers);
+  int refused = 0;
+  for (const auto& a : addrs) {
+    const int c = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (::connect(c, reinterpret_cast<const sockaddr*>(&a), sizeof a) == -1 && errno == ECONNREFUSED) ++refused;
+    ::close(c);
+  }
+  EXPECT_EQ(refused, fibers) << "ports of closed listeners still accept connections";
+  ls.clear();
+  EXPECT_EQ(open_descriptors(), before);
+}
+
 // ---- another thread ----
 
 // A loop on a thread of its own serves accepts and receives on hooked fibers while the
@@ -1561,6 +1700,52 @@ TEST_P(FiberHooksRingAttack, HookedServerOnALoopOfAnotherThread) {
   server.join();
   EXPECT_EQ(good, listeners_n * rounds);
   EXPECT_EQ(finished.load(), listeners_n);
+}
+
+// Sockets opened and closed with libc's calls on a plain thread while fibers of a loop
+// open sockets, wait on them (until a receive timeout), read and close them: each
+// fiber's calls end as its own descriptors say; the other thread's closes wake nothing.
+TEST_P(FiberHooksRingAttack, PlainThreadClosesWhileFibersWaitAndClose) {
+  constexpr int pairs_n = 50, rounds = 20;
+  std::atomic<bool> stop_churn{false};
+  std::thread churn([&] {
+    while (!stop_churn.load()) {
+      int fds[2];
+      if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) == 0) {
+        ::close(fds[0]);
+        ::close(fds[1]);
+      }
+    }
+  });
+  std::atomic<int> good{0};
+  std::atomic<int> wrong{0};
+  std::vector<std::function<void()>> fns;
+  for (int i = 0; i < pairs_n; ++i)
+    fns.push_back([&] {
+      for (int r = 0; r < rounds; ++r) {
+        fd_pair p;
+        // A wait that ends by the receive timeout, then one that gets a byte.
+        timeval tv{0, 1000};
+        ::setsockopt(p.a, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        char c;
+        errno = 0;
+        if (::read(p.a, &c, 1) != -1 || errno != EAGAIN) {
+          ++wrong;
+          return;
+        }
+        ::write(p.b, "x", 1);
+        if (::read(p.a, &c, 1) != 1) {
+          ++wrong;
+          return;
+        }
+      }
+      ++good;
+    });
+  in_fibers(fns, 30s);
+  stop_churn = true;
+  churn.join();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(good.load(), pairs_n);
 }
 
 RINGIO_ALL_BACKENDS(FiberHooksRingAttack);
