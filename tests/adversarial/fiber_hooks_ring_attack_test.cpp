@@ -496,6 +496,46 @@ TEST_P(FiberHooksRingAttack, FailedReceiveNeverWritesItsBufferLater) {
   }
 }
 
+// An accept stopped or timed out with no connection: a connection that comes
+// afterwards is not written into its address, and the next accept gets it.
+TEST_P(FiberHooksRingAttack, FailedAcceptNeverWritesItsAddressLater) {
+  const int before = open_descriptors();
+  for (const bool by_timeout : {false, true}) {
+    tcp_listener l;
+    ASSERT_GE(l.fd, 0);
+    if (by_timeout) {
+      timeval tv{0, 20 * 1000};
+      ASSERT_EQ(::setsockopt(l.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv), 0);
+    }
+    auto addr = std::make_unique<sockaddr_storage>();
+    std::memset(addr.get(), 0xAB, sizeof *addr);
+    auto len = std::make_unique<socklen_t>(sizeof(sockaddr_storage));
+    int r = -2, err = 0;
+    victim_and_stopper(
+        [&] {
+          r = ::accept4(l.fd, reinterpret_cast<sockaddr*>(addr.get()), len.get(), SOCK_CLOEXEC);
+          err = errno;
+        },
+        [&](scope& v) {
+          ::usleep(by_timeout ? 60000 : 20000);
+          if (!by_timeout) v.request_stop();
+        });
+    EXPECT_EQ(r, -1);
+    EXPECT_EQ(err, by_timeout ? EAGAIN : EINTR) << std::strerror(err);
+    const int client = connect_to(l);
+    std::this_thread::sleep_for(20ms);
+    const auto* raw = reinterpret_cast<const unsigned char*>(addr.get());
+    EXPECT_TRUE(std::all_of(raw, raw + sizeof(sockaddr_storage), [](unsigned char b) { return b == 0xAB; }))
+        << (by_timeout ? "timed-out" : "stopped") << " accept: its address was written after it failed";
+    EXPECT_EQ(*len, sizeof(sockaddr_storage));
+    const int queued = accept_queued(l.fd);
+    EXPECT_GE(queued, 0) << (by_timeout ? "timed-out" : "stopped") << " accept: the later connection was taken";
+    if (queued >= 0) ::close(queued);
+    ::close(client);
+  }
+  EXPECT_EQ(open_descriptors(), before);
+}
+
 // ---- SO_RCVTIMEO racing the arrival ----
 
 // Data written by a plain thread at about the receive timeout's deadline: the call
@@ -904,6 +944,69 @@ TEST_P(FiberHooksRingAttack, ThousandReceivesClosedInRandomOrder) {
     if (::poll(&pf, 1, 1000) == 1 && ::recv(p->b, &c, 1, MSG_DONTWAIT) == 0) ++peers_at_end;
   }
   EXPECT_EQ(peers_at_end, fibers) << "peers of closed sockets that do not see the end";
+  ::setrlimit(RLIMIT_NOFILE, &rl);
+}
+
+// 2,000 fibers wait in receives (1,000 under TSan); another fiber then writes to every
+// peer without the loop running in between, and closes a third of the waited sockets,
+// in one turn: every call ends with its bytes or with EBADF.
+TEST_P(FiberHooksRingAttack, ThousandsOfReceivesEndInOneTurn) {
+  rlimit rl{};
+  ::getrlimit(RLIMIT_NOFILE, &rl);
+  if (rl.rlim_cur < 8400) {
+    rlimit raised = rl;
+    raised.rlim_cur = std::min<rlim_t>(rl.rlim_max, 16384);
+    ::setrlimit(RLIMIT_NOFILE, &raised);
+  }
+  rlimit now{};
+  ::getrlimit(RLIMIT_NOFILE, &now);
+  const int fibers = under_tsan ? 1000 : 2000;
+  if (now.rlim_cur < static_cast<rlim_t>(2 * fibers + 200))
+    GTEST_SKIP() << "RLIMIT_NOFILE " << now.rlim_cur << " is below " << 2 * fibers + 200 << " descriptors";
+  std::vector<std::unique_ptr<fd_pair>> pairs;
+  for (int i = 0; i < fibers; ++i) pairs.push_back(std::make_unique<fd_pair>());
+  std::vector<long> results(static_cast<std::size_t>(fibers), -2);
+  std::vector<int> errs(static_cast<std::size_t>(fibers), 0);
+  std::vector<std::string> got(static_cast<std::size_t>(fibers));
+  run([](std::vector<std::unique_ptr<fd_pair>>& pairs, std::vector<long>& results, std::vector<int>& errs,
+         std::vector<std::string>& got) -> task<void> {
+    scope s;
+    const fiber_options small{.stack_size = 64 * 1024 * stack_scale};
+    for (std::size_t i = 0; i < pairs.size(); ++i)
+      spawn_fiber(
+          s,
+          [&pairs, &results, &errs, &got, i] {
+            char buf[16];
+            results[i] = ::recv(pairs[i]->a, buf, sizeof buf, 0);
+            errs[i] = errno;
+            if (results[i] > 0) got[i].assign(buf, static_cast<std::size_t>(results[i]));
+          },
+          small);
+    spawn_fiber(
+        s,
+        [&pairs] {
+          ::usleep(20000);
+          for (std::size_t i = 0; i < pairs.size(); ++i) {
+            if (i % 3 == 0) {
+              ::close(pairs[i]->a);
+              pairs[i]->a = -1;
+            } else {
+              ::write(pairs[i]->b, "0123456789", 10);
+            }
+          }
+        },
+        hook_stack);
+    co_await s.join();
+  }(pairs, results, errs, got));
+  int ok = 0;
+  std::string first_bad;
+  for (std::size_t i = 0; i < pairs.size(); ++i) {
+    const bool good = i % 3 == 0 ? (results[i] == -1 && errs[i] == EBADF) : got[i] == "0123456789";
+    if (good) ++ok;
+    else if (first_bad.empty())
+      first_bad = "fiber " + std::to_string(i) + ": " + err_text(results[i], errs[i]) + " \"" + got[i] + "\"";
+  }
+  EXPECT_EQ(ok, fibers) << first_bad;
   ::setrlimit(RLIMIT_NOFILE, &rl);
 }
 
@@ -1642,6 +1745,82 @@ TEST_P(FiberHooksRingAttack, ManyAcceptsClosedInRandomOrder) {
   EXPECT_EQ(open_descriptors(), before);
 }
 
+// ---- the thread after its loop is gone ----
+
+// A thread that destroyed a loop (with a fiber's receive in flight) then makes a plain
+// blocking receive with a receive timeout, as libc's: it returns the bytes that come,
+// never a spurious EINTR (no signal is sent to the thread).
+TEST_P(FiberHooksRingAttack, PlainReceiveAfterTheLoopIsDestroyedIsNotInterrupted) {
+  const int rounds = 40;
+  std::string first_bad;
+  for (int round = 0; round < rounds && first_bad.empty(); ++round) {
+    fd_pair waited, plain;
+    ASSERT_GE(plain.a, 0);
+    {
+      io_context ctx(io_context_options{.backend = GetParam(), .quiet = true});
+      spawn_fiber(
+          ctx,
+          [&] {
+            char c;
+            (void)::read(waited.a, &c, 1);
+          },
+          hook_stack);
+      ctx.spawn([](io_context& ctx) -> task<void> {
+        (void)co_await sleep_for(2ms);
+        ctx.stop();
+      }(ctx));
+      ctx.run();
+    }
+    timeval tv{5, 0};
+    ::setsockopt(plain.a, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    char buf[8];
+    ssize_t r;
+    int err;
+    std::chrono::steady_clock::duration took{};
+    {
+      later peer(20ms, [&] { ::write(plain.b, "abcd", 4); });
+      errno = untouched;
+      const auto t0 = std::chrono::steady_clock::now();
+      r = ::recv(plain.a, buf, 4, MSG_WAITALL);
+      err = errno;
+      took = std::chrono::steady_clock::now() - t0;
+    }
+    if (r != 4)
+      first_bad = "round " + std::to_string(round) + ": " + err_text(r, err) + " after " +
+                  std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(took).count()) + " us";
+  }
+  EXPECT_EQ(first_bad, "") << "a plain blocking recv on the thread that destroyed the loop";
+}
+
+// A thread whose loop exists but is not running (between two runs) makes a plain
+// blocking receive with a receive timeout: libc's call, never a spurious EINTR.
+TEST_P(FiberHooksRingAttack, PlainReceiveBesideAnIdleLoopIsNotInterrupted) {
+  std::string first_bad;
+  for (int round = 0; round < 20 && first_bad.empty(); ++round) {
+    fd_pair plain;
+    ASSERT_GE(plain.a, 0);
+    io_context ctx(io_context_options{.backend = GetParam(), .quiet = true});
+    timeval tv{5, 0};
+    ::setsockopt(plain.a, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    char buf[8];
+    ssize_t r;
+    int err;
+    std::chrono::steady_clock::duration took{};
+    {
+      later peer(20ms, [&] { ::write(plain.b, "abcd", 4); });
+      errno = untouched;
+      const auto t0 = std::chrono::steady_clock::now();
+      r = ::recv(plain.a, buf, 4, MSG_WAITALL);
+      err = errno;
+      took = std::chrono::steady_clock::now() - t0;
+    }
+    if (r != 4)
+      first_bad = "round " + std::to_string(round) + ": " + err_text(r, err) + " after " +
+                  std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(took).count()) + " us";
+  }
+  EXPECT_EQ(first_bad, "") << "a plain blocking recv on a thread whose loop is idle";
+}
+
 // ---- another thread ----
 
 // A loop on a thread of its own serves accepts and receives on hooked fibers while the
@@ -1684,21 +1863,30 @@ TEST_P(FiberHooksRingAttack, HookedServerOnALoopOfAnotherThread) {
               }(listeners, echoed, finished));
   });
   int good = 0;
+  std::string first_bad;
   for (int r = 0; r < rounds; ++r)
     for (auto& l : listeners) {
       const int c = connect_to(*l);
-      if (c < 0) continue;
-      timeval tv{5, 0};
-      ::setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+      if (c < 0) {
+        if (first_bad.empty()) first_bad = "connect: " + std::string(std::strerror(errno));
+        continue;
+      }
       char buf[8];
-      if (::write(c, "ping", 4) == 4 && ::recv(c, buf, 4, MSG_WAITALL) == 4 && std::memcmp(buf, "ping", 4) == 0) ++good;
+      const ssize_t w = ::write(c, "ping", 4);
+      const int we = errno;
+      pollfd pf{c, POLLIN, 0};
+      const ssize_t n = w == 4 && ::poll(&pf, 1, 5000) == 1 ? ::recv(c, buf, 4, MSG_WAITALL) : -2;
+      const int ne = errno;
+      if (w == 4 && n == 4 && std::memcmp(buf, "ping", 4) == 0) ++good;
+      else if (first_bad.empty())
+        first_bad = "round " + std::to_string(r) + ": write " + err_text(w, we) + ", recv " + err_text(n, ne);
       ::close(c);
     }
   // Every fiber waits in accept again; the listeners are shut down from this thread,
   // which ends the accepts.
   for (auto& l : listeners) ::shutdown(l->fd, SHUT_RDWR);
   server.join();
-  EXPECT_EQ(good, listeners_n * rounds);
+  EXPECT_EQ(good, listeners_n * rounds) << first_bad;
   EXPECT_EQ(finished.load(), listeners_n);
 }
 
