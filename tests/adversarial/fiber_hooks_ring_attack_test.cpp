@@ -1890,19 +1890,25 @@ TEST_P(FiberHooksRingAttack, HookedServerOnALoopOfAnotherThread) {
   EXPECT_EQ(finished.load(), listeners_n);
 }
 
-// Sockets opened and closed with libc's calls on a plain thread while fibers of a loop
-// open sockets, wait on them (until a receive timeout), read and close them: each
-// fiber's calls end as its own descriptors say; the other thread's closes wake nothing.
+// Descriptors opened and closed (the hooked close: libc's, and ringio told the number
+// is free) on a plain thread while fibers of a loop open sockets, wait on them (until a
+// receive timeout), read and close them: each fiber's calls end as its own descriptors
+// say; the other thread's closes wake nothing.
 TEST_P(FiberHooksRingAttack, PlainThreadClosesWhileFibersWaitAndClose) {
   constexpr int pairs_n = 50, rounds = 20;
   std::atomic<bool> stop_churn{false};
+  // The other thread's descriptors take the highest numbers (the fibers' sockets take
+  // the lowest free ones), so the two never share a number.
+  rlimit rl{};
+  ::getrlimit(RLIMIT_NOFILE, &rl);
+  const int top = static_cast<int>(std::min<rlim_t>(rl.rlim_cur, 65536)) - 1;
+  const int base = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(base, 0);
   std::thread churn([&] {
+    int k = 0;
     while (!stop_churn.load()) {
-      int fds[2];
-      if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) == 0) {
-        ::close(fds[0]);
-        ::close(fds[1]);
-      }
+      const int n = top - (k++ % 32);
+      if (::dup3(base, n, O_CLOEXEC) == n) ::close(n);
     }
   });
   std::atomic<int> good{0};
@@ -1932,6 +1938,7 @@ TEST_P(FiberHooksRingAttack, PlainThreadClosesWhileFibersWaitAndClose) {
   in_fibers(fns, 30s);
   stop_churn = true;
   churn.join();
+  ::close(base);
   EXPECT_EQ(wrong.load(), 0);
   EXPECT_EQ(good.load(), pairs_n);
 }
