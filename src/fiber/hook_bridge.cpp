@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <climits>
 #include <cstddef>
 #include <new>
 #include <stop_token>
@@ -139,7 +140,9 @@ long ring_recv(int fd, void* buf, unsigned long n, int flags, long long timeout_
   fiber_core* f = running_fiber;
   if (f == nullptr || fd < 0 || !ring_available()) return RINGIO_HOOK_NO_RING;
   if (stopped(f)) return -ECANCELED;
-  auto op = any_opcode([&](io_uring_sqe* sqe) { io_uring_prep_recv(sqe, fd, buf, n, flags); });
+  // The request's length is 32 bits; the kernel's recv takes at most INT_MAX anyway.
+  const auto len = static_cast<std::size_t>(std::min<unsigned long>(n, INT_MAX));
+  auto op = any_opcode([&](io_uring_sqe* sqe) { io_uring_prep_recv(sqe, fd, buf, len, flags); });
   return await_registered(op, fd, timeout_ns);
 }
 

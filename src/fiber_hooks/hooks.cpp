@@ -591,13 +591,13 @@ RINGIO_HOOK ssize_t writev(int fd, const iovec* iov, int n) {
 }
 
 RINGIO_HOOK ssize_t recv(int fd, void* buf, size_t n, int flags) {
-  if (!in_fiber() || (flags & MSG_DONTWAIT) != 0) return libc_recv(fd, buf, n, flags);
+  if (!in_fiber() || (flags & (MSG_DONTWAIT | MSG_ERRQUEUE)) != 0) return libc_recv(fd, buf, n, flags);
   const int saved = errno;
   return keep_errno(saved, hooked_recv(fd, buf, n, flags, nullptr, nullptr));
 }
 
 RINGIO_HOOK ssize_t recvfrom(int fd, void* buf, size_t n, int flags, sockaddr* from, socklen_t* len) {
-  if (!in_fiber() || (flags & MSG_DONTWAIT) != 0) return libc_recvfrom(fd, buf, n, flags, from, len);
+  if (!in_fiber() || (flags & (MSG_DONTWAIT | MSG_ERRQUEUE)) != 0) return libc_recvfrom(fd, buf, n, flags, from, len);
   const int saved = errno;
   return keep_errno(saved, hooked_recv(fd, buf, n, flags, from, len));
 }
@@ -615,7 +615,7 @@ RINGIO_HOOK ssize_t sendto(int fd, const void* buf, size_t n, int flags, const s
 }
 
 RINGIO_HOOK ssize_t recvmsg(int fd, msghdr* m, int flags) {
-  if (!in_fiber() || (flags & MSG_DONTWAIT) != 0) return libc_recvmsg(fd, m, flags);
+  if (!in_fiber() || (flags & (MSG_DONTWAIT | MSG_ERRQUEUE)) != 0) return libc_recvmsg(fd, m, flags);
   const int saved = errno;
   return keep_errno(saved, hooked_recvmsg(fd, m, flags));
 }
