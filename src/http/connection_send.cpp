@@ -138,7 +138,7 @@ task<bool> connection::send_file(file_body& f) {
     // buffers go back to the loop's cache meanwhile (serve_requests borrows again).
     put_work_back();
     enter(phase::sending);
-    auto op = ::ringio::send_file(sock_, f.fd.get(), f.offset, f.length);
+    auto op = ::ringio::send_file(sock_, f.descriptor(), f.offset, f.length);
     op.set_stop_token(kill_.get_token());
     auto sent = co_await op;
     if (sent) stats_.response_bytes.add(*sent);
@@ -149,7 +149,7 @@ task<bool> connection::send_file(file_body& f) {
   while (left > 0) {
     std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(left, file_chunk));
     char* at = w_->out.reserve(want);
-    auto n = co_await ::ringio::detail::read_at_op(f.fd.get(), mutable_buffer(at, want), offset);
+    auto n = co_await ::ringio::detail::read_at_op(f.descriptor(), mutable_buffer(at, want), offset);
     if (!n || *n == 0) co_return false;  // the file shrank: the promised length cannot be kept
     w_->out.commit(*n);
     offset += *n;

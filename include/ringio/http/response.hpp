@@ -12,6 +12,7 @@
 #include <variant>
 
 #include "ringio/detail/fd_handle.hpp"
+#include "ringio/detail/shared_fd.hpp"
 #include "ringio/task.hpp"
 
 namespace ringio::http {
@@ -38,6 +39,13 @@ struct file_body {
   std::uint64_t offset = 0;
   /// The body's length.
   std::uint64_t length = 0;
+  /// Used when `fd` is empty: a file that others on this loop keep open too (the
+  /// open-file cache of static_files), held until the response is done. Such a
+  /// response must be sent on the loop that made it.
+  ringio::detail::shared_fd shared{};
+
+  /// The descriptor to read: `fd`, else `shared`'s.
+  [[nodiscard]] int descriptor() const noexcept { return fd.valid() ? fd.get() : shared.get(); }
 };
 
 /// What a handler returns: a status, header fields and a body (none, owned text,
