@@ -31,9 +31,9 @@ void connection::write_head(const response& r, framing f, std::uint64_t length, 
   w_->out.append({status, 3});
   w_->out.append(" ");
   w_->out.append(reason_phrase(r.status_));
-  if (!r.content_type_.empty() && f != framing::none) {
+  if (!r.content_type().empty() && f != framing::none) {
     w_->out.append("\r\nContent-Type: ");
-    w_->out.append(r.content_type_);
+    w_->out.append(r.content_type());
   }
   if (f == framing::length) {
     w_->out.append("\r\nContent-Length: ");
@@ -46,7 +46,7 @@ void connection::write_head(const response& r, framing f, std::uint64_t length, 
   if (!keep) w_->out.append("\r\nConnection: close");
   else if (w_->req.version_minor_ == 0) w_->out.append("\r\nConnection: keep-alive");
   w_->out.append("\r\n");
-  w_->out.append(r.fields_);
+  w_->out.append(r.extra_headers());
   w_->out.append("\r\n");
 }
 

@@ -41,6 +41,7 @@ struct cached_file : ringio::detail::shared_fd_state {
   char etag[48]{};
   std::uint8_t etag_size = 0;
   char last_modified[http_date_size]{};
+  std::string fields;           // the response's header fields, formatted once (empty: not yet)
   cached_file* prev = nullptr;  // recency list, most recent first
   cached_file* next = nullptr;
   bool cached = true;  // still in the cache's map and list

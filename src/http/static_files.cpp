@@ -28,6 +28,7 @@
 #include "multipart_ranges.hpp"
 #include "open_file_cache.hpp"
 #include "preconditions.hpp"
+#include "response_parts.hpp"
 #include "ringio/detail/clock.hpp"
 #include "ringio/detail/context_service.hpp"
 #include "ringio/detail/file_ops.hpp"
@@ -120,6 +121,7 @@ struct file_view {
   std::time_t modified = 0;
   std::string_view etag;
   std::string_view last_modified;
+  std::string_view fields;  // the validators and Accept-Ranges, formatted (cached files)
 };
 
 // The response for a regular file named `name`, open as `owned` or else as `shared`:
@@ -177,11 +179,16 @@ response file_response(const static_root& root, request& r, std::string_view nam
     return res;
   }
   std::uint64_t length = size == 0 ? 0 : range.last - range.first + 1;
+  const std::string_view type = mime_type_for(name);
   response res = response::file(
       status, file_body{.fd = std::move(owned), .offset = range.first, .length = length, .shared = std::move(shared)},
-      mime_type_for(name));
-  validators(res);
-  res.set_header("Accept-Ranges", "bytes");
+      f.fields.empty() ? type : std::string_view());
+  if (f.fields.empty()) {
+    validators(res);
+    res.set_header("Accept-Ranges", "bytes");
+  } else {  // a cached file's: kept valid by the shared descriptor the body holds
+    response_parts::borrow(res, type, f.fields);
+  }
   if (status == 206)
     res.set_header("Content-Range", "bytes " + std::to_string(range.first) + "-" + std::to_string(range.last) + "/" +
                                         std::to_string(size));
@@ -189,10 +196,19 @@ response file_response(const static_root& root, request& r, std::string_view nam
 }
 
 response cached_response(const static_root& root, request& r, cached_file& e) {
+  if (e.fields.empty()) {  // checked as set_header checks them
+    response fields;
+    fields.set_header("ETag", e.etag_view());
+    fields.set_header("Last-Modified", e.last_modified_view());
+    if (!root.opts.cache_control.empty()) fields.set_header("Cache-Control", root.opts.cache_control);
+    fields.set_header("Accept-Ranges", "bytes");
+    e.fields.assign(fields.extra_headers());
+  }
   const file_view f{.size = e.facts.size,
                     .modified = static_cast<std::time_t>(e.facts.mtime_sec),
                     .etag = e.etag_view(),
-                    .last_modified = e.last_modified_view()};
+                    .last_modified = e.last_modified_view(),
+                    .fields = e.fields};
   return file_response(root, r, e.key, f, {}, ringio::detail::shared_fd(e));
 }
 

@@ -21,7 +21,8 @@ class body_writer;
 struct upgraded_connection;
 namespace detail {
 class connection;
-}
+struct response_parts;
+}  // namespace detail
 
 /// Writes a streamed body; runs after the head is sent. An exception escaping it
 /// aborts the connection (the client sees a truncated body).
@@ -87,9 +88,13 @@ class response {
   /// The status code.
   [[nodiscard]] int status() const noexcept { return status_; }
   /// The Content-Type value (empty: none is sent).
-  [[nodiscard]] std::string_view content_type() const noexcept { return content_type_; }
+  [[nodiscard]] std::string_view content_type() const noexcept {
+    return content_type_.empty() ? borrowed_content_type_ : std::string_view(content_type_);
+  }
   /// The added fields, each as "Name: value\r\n".
-  [[nodiscard]] std::string_view extra_headers() const noexcept { return fields_; }
+  [[nodiscard]] std::string_view extra_headers() const noexcept {
+    return fields_.empty() ? borrowed_fields_ : std::string_view(fields_);
+  }
   /// Whether close_connection() was called.
   [[nodiscard]] bool closes_connection() const noexcept { return close_; }
   /// The fixed body (empty for stream and file bodies).
@@ -103,10 +108,15 @@ class response {
 
  private:
   friend class detail::connection;
+  friend struct detail::response_parts;
   int status_;
   bool close_ = false;
   std::string content_type_;
   std::string fields_;
+  // Text that outlives the response (static, or kept by the body's owner): used while
+  // content_type_ and fields_ are empty, copied into them before any change.
+  std::string_view borrowed_content_type_{};
+  std::string_view borrowed_fields_{};
   std::variant<std::monostate, std::string, std::string_view, file_body, body_stream, upgrade_handler> body_;
 };
 
