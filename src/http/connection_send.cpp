@@ -149,7 +149,11 @@ task<bool> connection::send_file(file_body& f) {
   while (left > 0) {
     std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(left, file_chunk));
     char* at = w_->out.reserve(want);
-    auto n = co_await ::ringio::detail::read_at_op(f.descriptor(), mutable_buffer(at, want), offset);
+    ::ringio::detail::read_at_op read(f.descriptor(), mutable_buffer(at, want), offset);
+    // A cached file of static_files is never O_DIRECT: the readiness backends may copy
+    // what the page cache holds on the loop (RWF_NOWAIT) rather than ask the pool.
+    read.cached_first = f.shared.valid();
+    auto n = co_await read;
     if (!n || *n == 0) co_return false;  // the file shrank: the promised length cannot be kept
     w_->out.commit(*n);
     offset += *n;

@@ -135,8 +135,8 @@ TEST_P(HttpZeroAllocation, CachedStaticFileAllocatesNothingPerRequest) {
 #if defined(RINGIO_SANITIZED)
   GTEST_SKIP() << "sanitizer builds bypass the coroutine frame cache: each handler call allocates its frame";
 #endif
-  // The readiness backends read files on the blocking pool, which starts its threads
-  // as the load asks (a few allocations each, whatever the number of requests).
+  // The readiness backends check a file's path (once a second) on the blocking pool,
+  // which starts its threads as the load asks: a few allocations, not one per request.
   const long bound = GetParam() == backend_kind::uring ? 0 : 16;
   EXPECT_LE(measure(1, static_request), bound) << "allocations during 10,240 keep-alive requests for a cached file";
   EXPECT_LE(measure(16, static_request), bound) << "allocations during 10,240 pipelined requests for a cached file";
