@@ -29,12 +29,16 @@ const std::string usage =
     std::string(
         "usage: http_server --port P [options] [--root DIR] [--max-connections N]\n"
         "                   [--idle-timeout SECONDS] [--no-sendfile]\n"
+        "                   [--open-files N] [--open-files-valid SECONDS]\n"
         "Serves HTTP/1.1 (keep-alive, pipelining). Without --root, GET / answers \"Hello world!\"\n"
         "(text/plain); with --root, the files under DIR (index.html for directories, ETag,\n"
         "Last-Modified, 304, byte ranges). /ws/echo is a WebSocket that sends every text or\n"
         "binary message back as it came (over HTTPS too: wss://). SIGINT/SIGTERM stop it gracefully: no new\n"
         "connections, idle ones close, requests in progress get --drain-timeout seconds, exit 0.\n"
         "--no-sendfile reads files over 16 KiB through the loop instead of sendfile(2).\n"
+        "--open-files N: files each loop keeps open (default 1024; 0: open, stat and close per\n"
+        "request); --open-files-valid SECONDS: how long one is served before its path is\n"
+        "checked again (default 1; 0: every request).\n"
         "--tls-cert FILE --tls-key FILE: HTTPS (TLS 1.2/1.3, ALPN http/1.1) with that PEM\n"
         "certificate chain and key; --http-port P serves plain HTTP on port P as well (the\n"
         "same routes, --threads more loop threads; a second start-up line names it).\n"
@@ -112,6 +116,10 @@ int main(int argc, char** argv) {
   opts.idle_timeout =
       std::chrono::milliseconds(static_cast<long long>(args.seconds("idle-timeout", 30, 0.01, 86400) * 1000));
   opts.sendfile = !args.flag("no-sendfile");
+  ringio::http::static_files_options files;
+  files.open_file_cache_entries = static_cast<std::size_t>(args.integer("open-files", 1024, 0, 1'000'000));
+  files.open_file_cache_valid_for =
+      std::chrono::milliseconds(static_cast<long long>(args.seconds("open-files-valid", 1, 0, 86400) * 1000));
   args.done();
 
   ringio::http::router routes;
@@ -129,7 +137,7 @@ int main(int argc, char** argv) {
     try {
       // GET only (HEAD follows it): the router then answers other methods with 405 and
       // OPTIONS * with exactly what is served.
-      routes.prefix(ringio::http::method::get, "/", ringio::http::static_files(root));
+      routes.prefix(ringio::http::method::get, "/", ringio::http::static_files(root, files));
     } catch (const std::exception& e) {
       args.fail(e.what());
     }

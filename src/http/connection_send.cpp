@@ -31,9 +31,9 @@ void connection::write_head(const response& r, framing f, std::uint64_t length, 
   w_->out.append({status, 3});
   w_->out.append(" ");
   w_->out.append(reason_phrase(r.status_));
-  if (!r.content_type_.empty() && f != framing::none) {
+  if (!r.content_type().empty() && f != framing::none) {
     w_->out.append("\r\nContent-Type: ");
-    w_->out.append(r.content_type_);
+    w_->out.append(r.content_type());
   }
   if (f == framing::length) {
     w_->out.append("\r\nContent-Length: ");
@@ -46,7 +46,7 @@ void connection::write_head(const response& r, framing f, std::uint64_t length, 
   if (!keep) w_->out.append("\r\nConnection: close");
   else if (w_->req.version_minor_ == 0) w_->out.append("\r\nConnection: keep-alive");
   w_->out.append("\r\n");
-  w_->out.append(r.fields_);
+  w_->out.append(r.extra_headers());
   w_->out.append("\r\n");
 }
 
@@ -138,7 +138,7 @@ task<bool> connection::send_file(file_body& f) {
     // buffers go back to the loop's cache meanwhile (serve_requests borrows again).
     put_work_back();
     enter(phase::sending);
-    auto op = ::ringio::send_file(sock_, f.fd.get(), f.offset, f.length);
+    auto op = ::ringio::send_file(sock_, f.descriptor(), f.offset, f.length);
     op.set_stop_token(kill_.get_token());
     auto sent = co_await op;
     if (sent) stats_.response_bytes.add(*sent);
@@ -149,7 +149,11 @@ task<bool> connection::send_file(file_body& f) {
   while (left > 0) {
     std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(left, file_chunk));
     char* at = w_->out.reserve(want);
-    auto n = co_await ::ringio::detail::read_at_op(f.fd.get(), mutable_buffer(at, want), offset);
+    ::ringio::detail::read_at_op read(f.descriptor(), mutable_buffer(at, want), offset);
+    // A cached file of static_files is never O_DIRECT: the readiness backends may copy
+    // what the page cache holds on the loop (RWF_NOWAIT) rather than ask the pool.
+    read.cached_first = f.shared.valid();
+    auto n = co_await read;
     if (!n || *n == 0) co_return false;  // the file shrank: the promised length cannot be kept
     w_->out.commit(*n);
     offset += *n;

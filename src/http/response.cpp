@@ -2,8 +2,10 @@
 #include "ringio/http/response.hpp"
 
 #include <stdexcept>
+#include <utility>
 
 #include "char_class.hpp"
+#include "response_parts.hpp"
 
 namespace ringio::http {
 namespace {
@@ -54,14 +56,23 @@ response& response::set_header(std::string_view name, std::string_view value) {
   for (char c : name)
     if (!detail::is(c, detail::cc_token)) throw std::invalid_argument("http: invalid header name");
   check_value(value);
+  if (!borrowed_fields_.empty()) fields_.assign(std::exchange(borrowed_fields_, {}));
   fields_.append(name).append(": ").append(detail::trim_ows(value)).append("\r\n");
   return *this;
 }
 
 response& response::set_content_type(std::string_view content_type) {
   check_value(content_type);
+  borrowed_content_type_ = {};
   content_type_.assign(content_type);
   return *this;
+}
+
+void detail::response_parts::borrow(response& r, std::string_view content_type, std::string_view fields) noexcept {
+  r.content_type_.clear();
+  r.borrowed_content_type_ = content_type;
+  r.fields_.clear();
+  r.borrowed_fields_ = fields;
 }
 
 std::string_view response::body() const noexcept {

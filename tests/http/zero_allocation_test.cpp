@@ -3,18 +3,22 @@
 // after a warm-up (one by one, and pipelined 16 at a time), on every backend, with
 // the global operator new replaced by a counting one; also for a route with path
 // parameters (captures decoded into the request's own storage) and a query parsed
-// into a caller buffer.
+// into a caller buffer; and for a file that static_files serves from its open-file
+// cache.
 #include <gtest/gtest.h>
 
 #include <array>
 #include <atomic>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <new>
 #include <string_view>
 
 #include "ringio/http/query_params.hpp"
 #include "ringio/http/router.hpp"
 #include "ringio/http/server.hpp"
+#include "ringio/http/static_files.hpp"
 #include "ringio/ringio.hpp"
 #include "support/backend_test.hpp"
 #include "support/counting_new.hpp"
@@ -28,6 +32,7 @@ namespace {
 constexpr std::string_view hello_request = "GET / HTTP/1.1\r\nHost: bench\r\nUser-Agent: wrk\r\n\r\n";
 constexpr std::string_view param_request =
     "GET /users/a%20b/items/42?x=1&y=two+words HTTP/1.1\r\nHost: bench\r\nUser-Agent: wrk\r\n\r\n";
+constexpr std::string_view static_request = "GET /static/hello.txt HTTP/1.1\r\nHost: bench\r\nUser-Agent: wrk\r\n\r\n";
 constexpr std::string_view hello = "Hello world!";
 
 // Sends `batch` requests per write and reads their responses; counts allocations
@@ -76,6 +81,16 @@ class HttpZeroAllocation : public backend_test {
     });
     routes.get("/users/{user}", [](http::request&) -> task<http::response> { co_return http::response(404); });
     routes.prefix("/users/", [](http::request&) -> task<http::response> { co_return http::response(404); });
+    // A file served by static_files (from its open-file cache after the first request).
+    char dir[] = "/tmp/ringio-alloc-XXXXXX";
+    if (::mkdtemp(dir) == nullptr) return -1;
+    const std::string root = dir;
+    std::ofstream(root + "/hello.txt") << hello;
+    routes.prefix("/static/", http::static_files(root));
+    struct remove_dir {
+      std::string path;
+      ~remove_dir() { std::filesystem::remove_all(path); }
+    } cleanup{root};
     http::server srv(routes);
     auto l = listen_loopback();
     auto at = address_of(l);
@@ -114,6 +129,17 @@ TEST_P(HttpZeroAllocation, PathParametersAndQueryAllocateNothingPerRequest) {
 #endif
   EXPECT_EQ(measure(1, param_request), 0) << "allocations during 10,240 keep-alive requests to a pattern route";
   EXPECT_EQ(measure(16, param_request), 0) << "allocations during 10,240 pipelined requests to a pattern route";
+}
+
+TEST_P(HttpZeroAllocation, CachedStaticFileAllocatesNothingPerRequest) {
+#if defined(RINGIO_SANITIZED)
+  GTEST_SKIP() << "sanitizer builds bypass the coroutine frame cache: each handler call allocates its frame";
+#endif
+  // The readiness backends check a file's path (once a second) on the blocking pool,
+  // which starts its threads as the load asks: a few allocations, not one per request.
+  const long bound = GetParam() == backend_kind::uring ? 0 : 16;
+  EXPECT_LE(measure(1, static_request), bound) << "allocations during 10,240 keep-alive requests for a cached file";
+  EXPECT_LE(measure(16, static_request), bound) << "allocations during 10,240 pipelined requests for a cached file";
 }
 
 RINGIO_ALL_BACKENDS(HttpZeroAllocation);

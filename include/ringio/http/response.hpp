@@ -12,6 +12,7 @@
 #include <variant>
 
 #include "ringio/detail/fd_handle.hpp"
+#include "ringio/detail/shared_fd.hpp"
 #include "ringio/task.hpp"
 
 namespace ringio::http {
@@ -20,7 +21,8 @@ class body_writer;
 struct upgraded_connection;
 namespace detail {
 class connection;
-}
+struct response_parts;
+}  // namespace detail
 
 /// Writes a streamed body; runs after the head is sent. An exception escaping it
 /// aborts the connection (the client sees a truncated body).
@@ -38,6 +40,13 @@ struct file_body {
   std::uint64_t offset = 0;
   /// The body's length.
   std::uint64_t length = 0;
+  /// Used when `fd` is empty: a file that others on this loop keep open too (the
+  /// open-file cache of static_files), held until the response is done. Such a
+  /// response must be sent on the loop that made it.
+  ringio::detail::shared_fd shared{};
+
+  /// The descriptor to read: `fd`, else `shared`'s.
+  [[nodiscard]] int descriptor() const noexcept { return fd.valid() ? fd.get() : shared.get(); }
 };
 
 /// What a handler returns: a status, header fields and a body (none, owned text,
@@ -79,9 +88,13 @@ class response {
   /// The status code.
   [[nodiscard]] int status() const noexcept { return status_; }
   /// The Content-Type value (empty: none is sent).
-  [[nodiscard]] std::string_view content_type() const noexcept { return content_type_; }
+  [[nodiscard]] std::string_view content_type() const noexcept {
+    return content_type_.empty() ? borrowed_content_type_ : std::string_view(content_type_);
+  }
   /// The added fields, each as "Name: value\r\n".
-  [[nodiscard]] std::string_view extra_headers() const noexcept { return fields_; }
+  [[nodiscard]] std::string_view extra_headers() const noexcept {
+    return fields_.empty() ? borrowed_fields_ : std::string_view(fields_);
+  }
   /// Whether close_connection() was called.
   [[nodiscard]] bool closes_connection() const noexcept { return close_; }
   /// The fixed body (empty for stream and file bodies).
@@ -95,10 +108,15 @@ class response {
 
  private:
   friend class detail::connection;
+  friend struct detail::response_parts;
   int status_;
   bool close_ = false;
   std::string content_type_;
   std::string fields_;
+  // Text that outlives the response (static, or kept by the body's owner): used while
+  // content_type_ and fields_ are empty, copied into them before any change.
+  std::string_view borrowed_content_type_{};
+  std::string_view borrowed_fields_{};
   std::variant<std::monostate, std::string, std::string_view, file_body, body_stream, upgrade_handler> body_;
 };
 

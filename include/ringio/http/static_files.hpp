@@ -5,9 +5,12 @@
 // If-None-Match and If-Modified-Since: 304), byte ranges (206, several as
 // multipart/byteranges; 416; If-Range). No request can reach outside the root: ".." segments (also
 // percent-encoded) get 404, and paths are resolved by the kernel with
-// RESOLVE_BENEATH, so symlinks leading out of the root get 403.
+// RESOLVE_BENEATH, so symlinks leading out of the root get 403. Each loop keeps the
+// files it served open for a while (the open-file cache, see static_files_options).
 #pragma once
 
+#include <chrono>
+#include <cstddef>
 #include <memory>
 #include <string>
 
@@ -27,6 +30,20 @@ struct static_files_options {
   std::string index = "index.html";
   /// A Cache-Control value added to file responses, if not empty.
   std::string cache_control{};
+  /// Open-file cache: how many files each loop (io_context) keeps open for this
+  /// handler, with their size, modification time and validators, the least recently
+  /// used closed first; 0 turns the cache off (every request opens, stats and closes
+  /// its file). Never more than an eighth of RLIMIT_NOFILE's soft limit (as it was
+  /// when the loop first used the handler); when an open fails for want of
+  /// descriptors, cached files are closed and the open is tried again.
+  std::size_t open_file_cache_entries = 1024;
+  /// Open-file cache: how long a cached file is served without looking at its path
+  /// again. The first request after that checks the path (statx(2) through the loop)
+  /// and, if it now names another file or the file's size or modification time
+  /// changed, opens it afresh. So a response never comes from a file that its path
+  /// stopped naming (a file replaced by rename, or deleted) more than this long before
+  /// the request arrived. 0: the path is checked on every request.
+  std::chrono::milliseconds open_file_cache_valid_for{1000};
 };
 
 /// A handler serving the files under a directory (for a router prefix route): GET
