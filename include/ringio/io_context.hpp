@@ -95,6 +95,14 @@ struct io_context_options {
   /// Ignored by the readiness backends, with SQPOLL, and by older kernels; describe()
   /// says whether it is on.
   unsigned min_wait = 0;
+  /// Keep the loop's sleeps in the kernel out of the CPU's I/O wait time
+  /// (`IORING_ENTER_NO_IOWAIT`, Linux 6.15): without it a loop waiting in io_uring_enter
+  /// with operations in flight (its wake-up read always is) counts as a task in I/O
+  /// wait, so an idle server shows as "iowait" in top and /proc/stat and raises the
+  /// CPU frequency governor's I/O-wait boost. Measured here it cost no throughput
+  /// (docs/performance.md, "Kernel features"). Ignored by the readiness backends and
+  /// by older kernels; describe() says whether it is on.
+  bool no_iowait = true;
   /// Measure the time the loop sleeps in the kernel and how long it runs between two
   /// calls into the kernel (loop_metrics::asleep_ns and the stall histogram): two
   /// CLOCK_MONOTONIC reads per loop iteration. The counters of loop_metrics are kept

@@ -42,7 +42,7 @@ TEST(DoctorCli, HumanOutputNamesKernelBackendFeaturesAndLimits) {
     for (const char* f :
          {"DEFER_TASKRUN", "SINGLE_ISSUER", "multishot accept", "multishot recv", "provided buffer rings",
           "recv bundles", "incremental buffers", "zero-copy send", "direct descriptors", "FIXED_FD_INSTALL", "min-wait",
-          "registered ring fd", "NO_SQARRAY", "IORING_OP_OPENAT", "IORING_OP_WAITID"}) {
+          "no-iowait", "registered ring fd", "NO_SQARRAY", "IORING_OP_OPENAT", "IORING_OP_WAITID"}) {
       EXPECT_NE(r.out.find(f), std::string::npos) << f << " missing:\n" << r.out;
     }
   } else {

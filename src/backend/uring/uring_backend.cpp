@@ -86,6 +86,14 @@ uring_backend::uring_backend(io_context& ctx, loop_state& st, const io_context_o
   cap_ = opts.max_in_flight != 0 ? opts.max_in_flight : setup_.cq_entries;
   if (!poll_mode_ && setup_.send_zc) zero_copy_threshold_ = opts.zero_copy_send_threshold;
   if (setup_.min_wait && (setup_.flags & IORING_SETUP_SQPOLL) == 0) min_wait_usec_ = opts.min_wait;
+  if (!opts.no_iowait) {
+    no_iowait_state_ = "off";
+  } else if (setup_.no_iowait) {
+    wait_flags_ = IORING_ENTER_NO_IOWAIT;
+    no_iowait_state_ = "yes";
+  } else {
+    no_iowait_state_ = "unsupported";
+  }
   wake_fd_ = ::eventfd(0, EFD_CLOEXEC);
   if (wake_fd_ < 0) {
     int err = errno;
@@ -132,6 +140,7 @@ std::string uring_backend::describe() const {
   }
   if (zero_copy_threshold_ != 0) s += ", zero-copy send >= " + std::to_string(zero_copy_threshold_) + " B";
   if (min_wait_usec_ != 0) s += ", min wait " + std::to_string(min_wait_usec_) + " us";
+  s += std::string(", no iowait ") + no_iowait_state_;
   if (perturb_.on()) s += ", perturbed (RINGIO_PERTURB=" + std::to_string(perturb_.seed()) + ")";
   s += ", " + describe_direct() + ")";
   return s;
@@ -430,8 +439,8 @@ void uring_backend::poll(bool block, std::int64_t wake_at_ns) {
   for (const timer_heap* h : {&poll_deadlines_, &backlog_deadlines_})
     if (!h->empty() && (wake_at_ns == 0 || h->top()->deadline_ns < wake_at_ns)) wake_at_ns = h->top()->deadline_ns;
   int r;
-  if (block && min_wait_usec_ != 0) {
-    r = wait_min(wake_at_ns);
+  if (block && (min_wait_usec_ != 0 || wait_flags_ != 0)) {
+    r = wait_raw(wake_at_ns);
   } else if (block && wake_at_ns != 0) {
     // Still one enter: submit and wait, bounded (IORING_ENTER_EXT_ARG).
     std::int64_t left = wake_at_ns - monotonic_ns();
@@ -452,23 +461,26 @@ void uring_backend::poll(bool block, std::int64_t wake_at_ns) {
   drain_backlog();
 }
 
-// The blocking wait with min-wait batching: wait for every user completion in flight,
-// or min_wait_usec_, then return with what came. A wake time sooner than the min wait
-// makes this an ordinary wait (the kernel would hold it until the min wait ends). With
-// no wake time a long one is given: without any, the kernel ends the wait at the min
-// wait even when nothing came, and an idle loop would spin.
-int uring_backend::wait_min(std::int64_t wake_at_ns) noexcept {
+// The blocking wait through our own io_uring_enter: with min-wait batching (wait for
+// every user completion in flight, or min_wait_usec_, then return with what came) and
+// the extra flags liburing cannot pass (wait_flags_). A wake time sooner than the min
+// wait makes this an ordinary wait (the kernel would hold it until the min wait ends).
+// With min wait and no wake time a long one is given: without any, the kernel ends the
+// wait at the min wait even when nothing came, and an idle loop would spin.
+int uring_backend::wait_raw(std::int64_t wake_at_ns) noexcept {
   constexpr std::int64_t idle_wait_ns = 3600LL * 1'000'000'000;
-  std::int64_t left = idle_wait_ns;
+  std::int64_t left = -1;  // no time limit
   if (wake_at_ns != 0) {
     left = wake_at_ns - monotonic_ns();
     if (left < 0) left = 0;
+  } else if (min_wait_usec_ != 0) {
+    left = idle_wait_ns;
   }
-  const bool batch = left > static_cast<std::int64_t>(min_wait_usec_) * 1000 && user_cqes() > 1;
+  const bool batch = min_wait_usec_ != 0 && left > static_cast<std::int64_t>(min_wait_usec_) * 1000 && user_cqes() > 1;
   unsigned wait_nr = 1;
   if (batch) wait_nr = user_cqes() < setup_.cq_entries ? static_cast<unsigned>(user_cqes()) : setup_.cq_entries;
   __kernel_timespec ts{left / 1'000'000'000, left % 1'000'000'000};
-  return submit_and_wait_min(ring_, wait_nr, ts, batch ? min_wait_usec_ : 0);
+  return submit_and_wait_min(ring_, wait_nr, left < 0 ? nullptr : &ts, batch ? min_wait_usec_ : 0, wait_flags_);
 }
 
 // io_uring_enter failed. Transient conditions are handled by the reap that follows:

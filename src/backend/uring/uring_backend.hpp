@@ -69,7 +69,7 @@ class uring_backend final : public backend {
   };
 
   void enable();
-  int wait_min(std::int64_t wake_at_ns) noexcept;
+  int wait_raw(std::int64_t wake_at_ns) noexcept;
   /// A free SQE. `continues_chain`: it is the successor of the open chain link (if any).
   io_uring_sqe* get_sqe(bool continues_chain = false) noexcept;
   void end_open_link() noexcept;
@@ -134,6 +134,8 @@ class uring_backend final : public backend {
   // Zero-copy sends and min-wait batching (io_context_options; 0 = off or unsupported).
   std::size_t zero_copy_threshold_ = 0;
   unsigned min_wait_usec_ = 0;
+  unsigned wait_flags_ = 0;  // extra io_uring_enter flags of a blocking wait (IORING_ENTER_NO_IOWAIT)
+  const char* no_iowait_state_ = "off";
   kernel_timespec wake_nudge_ts_{};  // 0: the wake read's linked TIMEOUT expires at once
   // Zero-copy sends that have their result and wait for the kernel to let go of the
   // buffer (linked through op.next/prev). At shutdown they finish without it: a peer
