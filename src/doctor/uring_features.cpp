@@ -153,6 +153,7 @@ constexpr opcode_row file_and_process_opcodes[] = {
     {ringio::detail::op_waitid, "IORING_OP_WAITID", "6.7", nullptr},
     {ringio::detail::op_futex_wait, "IORING_OP_FUTEX_WAIT", "6.7", nullptr},
     {ringio::detail::op_futex_wake, "IORING_OP_FUTEX_WAKE", "6.7", nullptr},
+    {ringio::detail::op_epoll_wait, "IORING_OP_EPOLL_WAIT", "6.15", "ringio::epoll_wait"},
 };
 
 void add_opcodes(std::vector<feature>& out, io_uring_probe* probe) {

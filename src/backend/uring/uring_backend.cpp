@@ -137,6 +137,7 @@ std::string uring_backend::describe() const {
   if (!poll_mode_) {  // what buffer_pool_options may turn on
     s += std::string(", recv bundles ") + (setup_.recv_bundle ? "yes" : "no");
     s += std::string(", incremental buffers ") + (setup_.pbuf_inc ? "yes" : "no");
+    s += std::string(", epoll wait ") + (kernel_supports_opcode(op_epoll_wait) ? "op" : "by readiness");
   }
   if (zero_copy_threshold_ != 0) s += ", zero-copy send >= " + std::to_string(zero_copy_threshold_) + " B";
   if (min_wait_usec_ != 0) s += ", min wait " + std::to_string(min_wait_usec_) + " us";
