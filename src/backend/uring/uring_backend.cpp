@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "backend/uring/uring_backend.hpp"
 
+#include <linux/futex.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -94,6 +96,16 @@ uring_backend::uring_backend(io_context& ctx, loop_state& st, const io_context_o
   } else {
     no_iowait_state_ = "unsupported";
   }
+  if (!opts.futex_wake) {
+    futex_wake_state_ = "eventfd";
+  } else if ((setup_.flags & IORING_SETUP_SQPOLL) != 0) {
+    futex_wake_state_ = "eventfd (SQPOLL)";  // not measured with a kernel thread submitting
+  } else if (kernel_supports_opcode(op_futex_wait)) {
+    futex_wake_ = true;
+    futex_wake_state_ = "futex";
+  } else {
+    futex_wake_state_ = "eventfd (no FUTEX_WAIT)";
+  }
   wake_fd_ = ::eventfd(0, EFD_CLOEXEC);
   if (wake_fd_ < 0) {
     int err = errno;
@@ -142,6 +154,7 @@ std::string uring_backend::describe() const {
   if (zero_copy_threshold_ != 0) s += ", zero-copy send >= " + std::to_string(zero_copy_threshold_) + " B";
   if (min_wait_usec_ != 0) s += ", min wait " + std::to_string(min_wait_usec_) + " us";
   s += std::string(", no iowait ") + no_iowait_state_;
+  s += std::string(", thread wake-ups ") + futex_wake_state_;
   if (perturb_.on()) s += ", perturbed (RINGIO_PERTURB=" + std::to_string(perturb_.seed()) + ")";
   s += ", " + describe_direct() + ")";
   return s;
@@ -871,6 +884,12 @@ bool uring_backend::send_wake(int target_ring_fd) noexcept {
 }
 
 void uring_backend::wake() noexcept {
+  if (futex_wake_) {
+    // Only the first waker since the loop last took a wake-up calls into the kernel.
+    if (wake_word_.exchange(1, std::memory_order_acq_rel) == 0)
+      ::syscall(SYS_futex, &wake_word_, FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+    return;
+  }
   std::uint64_t one = 1;
   [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof one);
 }
@@ -878,14 +897,21 @@ void uring_backend::wake() noexcept {
 void uring_backend::arm_wake() noexcept {
   if (min_wait_usec_ != 0 && io_uring_sq_space_left(&ring_) < 2) io_uring_submit(&ring_);
   io_uring_sqe* sqe = get_sqe();
-  io_uring_prep_read(sqe, wake_fd_, &wake_.value, sizeof wake_.value, static_cast<__u64>(-1));
+  if (futex_wake_) {
+    // Sleeps while the word is 0; a word already 1 completes it at once (-EAGAIN).
+    io_uring_prep_rw(op_futex_wait, sqe, static_cast<int>(futex2_size_u32 | futex2_private), &wake_word_, 0, 0);
+    sqe->addr3 = FUTEX_BITSET_MATCH_ANY;
+  } else {
+    io_uring_prep_read(sqe, wake_fd_, &wake_.value, sizeof wake_.value, static_cast<__u64>(-1));
+  }
   io_uring_sqe_set_data64(sqe, tagged(wake_, ud_tag_internal));
   ++cqes_expected_;
   wake_armed_ = true;
   if (min_wait_usec_ != 0) {
     // A completed TIMEOUT ends a min wait at once, an ordinary CQE does not: a post
-    // from another thread is followed by a TIMEOUT that expires immediately.
-    sqe->flags |= IOSQE_IO_LINK;
+    // from another thread is followed by a TIMEOUT that expires immediately (a hard
+    // link: a futex wait that finds the word set already fails with -EAGAIN).
+    sqe->flags |= futex_wake_ ? IOSQE_IO_HARDLINK : IOSQE_IO_LINK;
     io_uring_sqe* nudge = get_sqe();
     io_uring_prep_timeout(nudge, as_kernel(wake_nudge_ts_), 0, 0);
     io_uring_sqe_set_data64(nudge, 0);
@@ -894,6 +920,12 @@ void uring_backend::arm_wake() noexcept {
 
 void uring_backend::wake_complete(op_base& op) noexcept {
   auto& w = static_cast<wake_op&>(op);
+  // Futex: woken (0) or the word was set before the wait began (-EAGAIN); take it back
+  // to 0 before the wait is armed again, so the next waker calls FUTEX_WAKE.
+  if (w.self->futex_wake_ && (op.res == 0 || op.res == -EAGAIN)) {
+    w.self->wake_word_.store(0, std::memory_order_release);
+    op.res = 1;
+  }
   if (op.res > 0) {
     ++w.self->st_.stats.eventfd_wakes;
     ++w.self->st_.counters.wakeups;

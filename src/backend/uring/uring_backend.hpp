@@ -7,6 +7,7 @@
 
 #include <liburing.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -120,6 +121,11 @@ class uring_backend final : public backend {
   op_base* backlog_head_ = nullptr;
   op_base* backlog_tail_ = nullptr;
   int wake_fd_ = -1;
+  // Futex wake-ups (IORING_OP_FUTEX_WAIT on wake_word_ instead of the eventfd read):
+  // wake() sets the word to 1 and calls FUTEX_WAKE when it was 0.
+  bool futex_wake_ = false;
+  const char* futex_wake_state_ = "eventfd";
+  std::atomic<std::uint32_t> wake_word_{0};
   wake_op wake_;
   bool wake_armed_ = false;
   bool backlog_reported_ = false;
