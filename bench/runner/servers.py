@@ -45,6 +45,9 @@ VARIANTS = {  # name -> (backend, extra server arguments, modes that take them)
     "ringio-uring-zc-copy": ("uring", ["--send-zc", "16384", "--no-sendfile"], {"http"}),
     # Min-wait batching: the loop waits up to 50 us to take completions in one batch.
     "ringio-uring-minwait": ("uring", ["--min-wait", "50"], {"echo", "pong", "http"}),
+    # The loop's sleeps counted as I/O wait (without IORING_ENTER_NO_IOWAIT, the default
+    # from Linux 6.15 on): the "off" side of that feature.
+    "ringio-uring-iowait": ("uring", ["--iowait"], {"echo", "pong", "http"}),
     # Metrics on and off (docs/operations.md): the loop's counters are always kept;
     # "on" also times the loop (the default) and serves GET /metrics on a port of its
     # own, "off" turns the loop timing off (RINGIO_LOOP_TIMING=0) and serves nothing.

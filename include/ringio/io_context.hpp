@@ -95,6 +95,22 @@ struct io_context_options {
   /// Ignored by the readiness backends, with SQPOLL, and by older kernels; describe()
   /// says whether it is on.
   unsigned min_wait = 0;
+  /// Keep the loop's sleeps in the kernel out of the CPU's I/O wait time
+  /// (`IORING_ENTER_NO_IOWAIT`, Linux 6.15): without it a loop waiting in io_uring_enter
+  /// with operations in flight (its wake-up read always is) counts as a task in I/O
+  /// wait, so an idle server shows as "iowait" in top and /proc/stat and raises the
+  /// CPU frequency governor's I/O-wait boost. Measured here it cost no throughput
+  /// (docs/performance.md, "Kernel features"). Ignored by the readiness backends and
+  /// by older kernels; describe() says whether it is on.
+  bool no_iowait = true;
+  /// Wake-ups from threads outside ringio (post, event::set, channel sends, stop())
+  /// wake the sleeping loop through an `IORING_OP_FUTEX_WAIT` (Linux 6.7) kept in its
+  /// ring and `futex(FUTEX_WAKE)`, instead of a read of an eventfd and `write(2)`.
+  /// Wake-ups from other io_uring loops still travel as ring messages (MSG_RING).
+  /// io_uring backends only; ignored with SQPOLL and by older kernels; describe() says
+  /// which is used ("thread wake-ups futex" or "eventfd").
+  /// Measured in docs/performance.md ("Kernel features").
+  bool futex_wake = true;
   /// Measure the time the loop sleeps in the kernel and how long it runs between two
   /// calls into the kernel (loop_metrics::asleep_ns and the stall histogram): two
   /// CLOCK_MONOTONIC reads per loop iteration. The counters of loop_metrics are kept
@@ -112,7 +128,7 @@ struct loop_statistics {
   std::uint64_t kernel_waits = 0;      ///< io_uring_enter / epoll_wait calls by the loop
   std::uint64_t completions = 0;       ///< CQEs reaped, or readiness events handled
   std::uint64_t message_wakes = 0;     ///< wake-ups received as ring-to-ring messages
-  std::uint64_t eventfd_wakes = 0;     ///< wake-ups received through the eventfd
+  std::uint64_t eventfd_wakes = 0;     ///< wake-ups received through the eventfd (or futex)
   std::uint64_t zero_copy_sends = 0;   ///< sends submitted as `IORING_OP_SEND_ZC`
   std::uint64_t zero_copy_copied = 0;  ///< of those, sends the kernel copied anyway
 };

@@ -44,7 +44,7 @@ struct loop_metrics {
   std::uint64_t backlog_waits = 0;         ///< operations that waited behind max_in_flight
   std::uint64_t missed_wakeup_sweeps = 0;  ///< sweeps that found a receiver to re-arm
   std::uint64_t posts_received = 0;        ///< items posted to the loop from other threads
-  std::uint64_t wakeups = 0;               ///< wake-ups received (ring messages and eventfd)
+  std::uint64_t wakeups = 0;               ///< wake-ups received (ring messages, futex or eventfd)
   std::uint64_t iterations = 0;            ///< loop iterations
   std::uint64_t kernel_waits = 0;          ///< calls into the kernel to submit or wait
   std::uint64_t asleep_ns = 0;             ///< time blocked in the kernel waiting for work

@@ -153,6 +153,7 @@ constexpr opcode_row file_and_process_opcodes[] = {
     {ringio::detail::op_waitid, "IORING_OP_WAITID", "6.7", nullptr},
     {ringio::detail::op_futex_wait, "IORING_OP_FUTEX_WAIT", "6.7", nullptr},
     {ringio::detail::op_futex_wake, "IORING_OP_FUTEX_WAKE", "6.7", nullptr},
+    {ringio::detail::op_epoll_wait, "IORING_OP_EPOLL_WAIT", "6.15", "ringio::epoll_wait"},
 };
 
 void add_opcodes(std::vector<feature>& out, io_uring_probe* probe) {
@@ -202,6 +203,9 @@ std::vector<feature> probe_features(const ring_setup& s) {
                      "then uses no direct descriptors"));
   out.push_back(make("min-wait", s.min_wait, true, "the ring reports IORING_FEAT_MIN_TIMEOUT",
                      "the ring lacks IORING_FEAT_MIN_TIMEOUT (Linux 6.12)"));
+  out.push_back(make("no-iowait", s.no_iowait, true,
+                     "the ring reports IORING_FEAT_NO_IOWAIT (a sleeping loop is not I/O wait)",
+                     "the ring lacks IORING_FEAT_NO_IOWAIT (Linux 6.15); a sleeping loop counts as I/O wait"));
   const bool ring_fd = ring != nullptr && io_uring_register_ring_fd(ring) == 1;
   out.push_back(make("registered ring fd", ring_fd, true,
                      "the kernel registered the ring's fd (IORING_REGISTER_RING_FDS)",

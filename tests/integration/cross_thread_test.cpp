@@ -8,7 +8,9 @@
 #include <chrono>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -167,6 +169,48 @@ TEST(CrossThread, PlainThreadsWakeALoopThroughItsEventfd) {
     EXPECT_EQ(ran.load(), 10);
     EXPECT_GE(st.eventfd_wakes, 5u) << to_string(kind);
     EXPECT_EQ(st.message_wakes, 0u);
+  }
+}
+
+// io_context_options::futex_wake on and off: a plain thread's posts wake the loop either
+// way, and describe() says which way it is.
+TEST(CrossThread, PlainThreadsWakeALoopThroughAFutexOrItsEventfd) {
+  for (bool futex : {true, false}) {
+    std::optional<io_context> made;
+    try {
+      made.emplace(io_context_options{.backend = backend_kind::uring, .quiet = true, .futex_wake = futex});
+    } catch (const std::system_error& e) {
+      GTEST_SKIP() << "io_uring cannot start here: " << e.what();
+    }
+    io_context& ctx = *made;
+    const std::string d = ctx.describe();
+    if (futex && d.find("thread wake-ups futex") == std::string::npos) {
+      EXPECT_NE(d.find("thread wake-ups eventfd"), std::string::npos) << d;  // a kernel without FUTEX_WAIT
+    } else {
+      EXPECT_NE(d.find(futex ? "thread wake-ups futex" : "thread wake-ups eventfd"), std::string::npos) << d;
+    }
+    std::atomic<int> ran{0};
+    loop_statistics st{};
+    std::thread loop([&] {
+      ctx.run();
+      st = ctx.stats();
+    });
+    // Bursts of posts, each after a pause in which the loop falls asleep (on a loaded
+    // machine not always: only one of the ten bursts has to find it asleep).
+    for (int burst = 0; burst < 10; ++burst) {
+      std::this_thread::sleep_for(20ms);
+      for (int k = 0; k < 20; ++k) post(ctx, [&] { ++ran; });
+      const auto give_up = std::chrono::steady_clock::now() + 10s;  // a lost wake-up
+      while (ran < (burst + 1) * 20 && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
+      if (ran < (burst + 1) * 20) {
+        ADD_FAILURE() << "the loop was not woken (" << (futex ? "futex" : "eventfd") << ")";
+        break;
+      }
+    }
+    ctx.stop();
+    loop.join();
+    EXPECT_EQ(ran.load(), 200);
+    EXPECT_GE(st.eventfd_wakes, 1u) << (futex ? "futex" : "eventfd");
   }
 }
 

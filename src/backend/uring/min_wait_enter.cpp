@@ -29,14 +29,20 @@ unsigned flush_sq(io_uring& ring) noexcept {
 
 }  // namespace
 
-int submit_and_wait_min(io_uring& ring, unsigned wait_nr, const __kernel_timespec& ts,
-                        unsigned min_wait_usec) noexcept {
+int submit_and_wait_min(io_uring& ring, unsigned wait_nr, const __kernel_timespec* ts, unsigned min_wait_usec,
+                        unsigned extra_flags) noexcept {
   const unsigned to_submit = flush_sq(ring);
   getevents_arg_min_wait arg;
   arg.sigmask_sz = _NSIG / 8;
   arg.min_wait_usec = min_wait_usec;
-  arg.ts = reinterpret_cast<__u64>(&ts);
-  unsigned flags = IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG;
+  arg.ts = reinterpret_cast<__u64>(ts);  // 0: no time limit
+  unsigned flags = IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG | extra_flags;
+  if ((ring.flags & IORING_SETUP_SQPOLL) != 0) {
+    // The SQ thread may sleep: wake it for what was just published (as liburing does).
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    if ((__atomic_load_n(ring.sq.kflags, __ATOMIC_RELAXED) & IORING_SQ_NEED_WAKEUP) != 0)
+      flags |= IORING_ENTER_SQ_WAKEUP;
+  }
   int fd = ring.ring_fd;
   if ((ring.int_flags & ring_fd_registered) != 0) {
     flags |= IORING_ENTER_REGISTERED_RING;

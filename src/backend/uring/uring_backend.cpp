@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "backend/uring/uring_backend.hpp"
 
+#include <linux/futex.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -86,6 +88,24 @@ uring_backend::uring_backend(io_context& ctx, loop_state& st, const io_context_o
   cap_ = opts.max_in_flight != 0 ? opts.max_in_flight : setup_.cq_entries;
   if (!poll_mode_ && setup_.send_zc) zero_copy_threshold_ = opts.zero_copy_send_threshold;
   if (setup_.min_wait && (setup_.flags & IORING_SETUP_SQPOLL) == 0) min_wait_usec_ = opts.min_wait;
+  if (!opts.no_iowait) {
+    no_iowait_state_ = "off";
+  } else if (setup_.no_iowait) {
+    wait_flags_ = IORING_ENTER_NO_IOWAIT;
+    no_iowait_state_ = "yes";
+  } else {
+    no_iowait_state_ = "unsupported";
+  }
+  if (!opts.futex_wake) {
+    futex_wake_state_ = "eventfd";
+  } else if ((setup_.flags & IORING_SETUP_SQPOLL) != 0) {
+    futex_wake_state_ = "eventfd (SQPOLL)";  // not measured with a kernel thread submitting
+  } else if (kernel_supports_opcode(op_futex_wait)) {
+    futex_wake_ = true;
+    futex_wake_state_ = "futex";
+  } else {
+    futex_wake_state_ = "eventfd (no FUTEX_WAIT)";
+  }
   wake_fd_ = ::eventfd(0, EFD_CLOEXEC);
   if (wake_fd_ < 0) {
     int err = errno;
@@ -129,9 +149,12 @@ std::string uring_backend::describe() const {
   if (!poll_mode_) {  // what buffer_pool_options may turn on
     s += std::string(", recv bundles ") + (setup_.recv_bundle ? "yes" : "no");
     s += std::string(", incremental buffers ") + (setup_.pbuf_inc ? "yes" : "no");
+    s += std::string(", epoll wait ") + (kernel_supports_opcode(op_epoll_wait) ? "op" : "by readiness");
   }
   if (zero_copy_threshold_ != 0) s += ", zero-copy send >= " + std::to_string(zero_copy_threshold_) + " B";
   if (min_wait_usec_ != 0) s += ", min wait " + std::to_string(min_wait_usec_) + " us";
+  s += std::string(", no iowait ") + no_iowait_state_;
+  s += std::string(", thread wake-ups ") + futex_wake_state_;
   if (perturb_.on()) s += ", perturbed (RINGIO_PERTURB=" + std::to_string(perturb_.seed()) + ")";
   s += ", " + describe_direct() + ")";
   return s;
@@ -430,8 +453,8 @@ void uring_backend::poll(bool block, std::int64_t wake_at_ns) {
   for (const timer_heap* h : {&poll_deadlines_, &backlog_deadlines_})
     if (!h->empty() && (wake_at_ns == 0 || h->top()->deadline_ns < wake_at_ns)) wake_at_ns = h->top()->deadline_ns;
   int r;
-  if (block && min_wait_usec_ != 0) {
-    r = wait_min(wake_at_ns);
+  if (block && (min_wait_usec_ != 0 || wait_flags_ != 0)) {
+    r = wait_raw(wake_at_ns);
   } else if (block && wake_at_ns != 0) {
     // Still one enter: submit and wait, bounded (IORING_ENTER_EXT_ARG).
     std::int64_t left = wake_at_ns - monotonic_ns();
@@ -452,23 +475,26 @@ void uring_backend::poll(bool block, std::int64_t wake_at_ns) {
   drain_backlog();
 }
 
-// The blocking wait with min-wait batching: wait for every user completion in flight,
-// or min_wait_usec_, then return with what came. A wake time sooner than the min wait
-// makes this an ordinary wait (the kernel would hold it until the min wait ends). With
-// no wake time a long one is given: without any, the kernel ends the wait at the min
-// wait even when nothing came, and an idle loop would spin.
-int uring_backend::wait_min(std::int64_t wake_at_ns) noexcept {
+// The blocking wait through our own io_uring_enter: with min-wait batching (wait for
+// every user completion in flight, or min_wait_usec_, then return with what came) and
+// the extra flags liburing cannot pass (wait_flags_). A wake time sooner than the min
+// wait makes this an ordinary wait (the kernel would hold it until the min wait ends).
+// With min wait and no wake time a long one is given: without any, the kernel ends the
+// wait at the min wait even when nothing came, and an idle loop would spin.
+int uring_backend::wait_raw(std::int64_t wake_at_ns) noexcept {
   constexpr std::int64_t idle_wait_ns = 3600LL * 1'000'000'000;
-  std::int64_t left = idle_wait_ns;
+  std::int64_t left = -1;  // no time limit
   if (wake_at_ns != 0) {
     left = wake_at_ns - monotonic_ns();
     if (left < 0) left = 0;
+  } else if (min_wait_usec_ != 0) {
+    left = idle_wait_ns;
   }
-  const bool batch = left > static_cast<std::int64_t>(min_wait_usec_) * 1000 && user_cqes() > 1;
+  const bool batch = min_wait_usec_ != 0 && left > static_cast<std::int64_t>(min_wait_usec_) * 1000 && user_cqes() > 1;
   unsigned wait_nr = 1;
   if (batch) wait_nr = user_cqes() < setup_.cq_entries ? static_cast<unsigned>(user_cqes()) : setup_.cq_entries;
   __kernel_timespec ts{left / 1'000'000'000, left % 1'000'000'000};
-  return submit_and_wait_min(ring_, wait_nr, ts, batch ? min_wait_usec_ : 0);
+  return submit_and_wait_min(ring_, wait_nr, left < 0 ? nullptr : &ts, batch ? min_wait_usec_ : 0, wait_flags_);
 }
 
 // io_uring_enter failed. Transient conditions are handled by the reap that follows:
@@ -858,6 +884,12 @@ bool uring_backend::send_wake(int target_ring_fd) noexcept {
 }
 
 void uring_backend::wake() noexcept {
+  if (futex_wake_) {
+    // Only the first waker since the loop last took a wake-up calls into the kernel.
+    if (wake_word_.exchange(1, std::memory_order_acq_rel) == 0)
+      ::syscall(SYS_futex, &wake_word_, FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+    return;
+  }
   std::uint64_t one = 1;
   [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof one);
 }
@@ -865,14 +897,21 @@ void uring_backend::wake() noexcept {
 void uring_backend::arm_wake() noexcept {
   if (min_wait_usec_ != 0 && io_uring_sq_space_left(&ring_) < 2) io_uring_submit(&ring_);
   io_uring_sqe* sqe = get_sqe();
-  io_uring_prep_read(sqe, wake_fd_, &wake_.value, sizeof wake_.value, static_cast<__u64>(-1));
+  if (futex_wake_) {
+    // Sleeps while the word is 0; a word already 1 completes it at once (-EAGAIN).
+    io_uring_prep_rw(op_futex_wait, sqe, static_cast<int>(futex2_size_u32 | futex2_private), &wake_word_, 0, 0);
+    sqe->addr3 = FUTEX_BITSET_MATCH_ANY;
+  } else {
+    io_uring_prep_read(sqe, wake_fd_, &wake_.value, sizeof wake_.value, static_cast<__u64>(-1));
+  }
   io_uring_sqe_set_data64(sqe, tagged(wake_, ud_tag_internal));
   ++cqes_expected_;
   wake_armed_ = true;
   if (min_wait_usec_ != 0) {
     // A completed TIMEOUT ends a min wait at once, an ordinary CQE does not: a post
-    // from another thread is followed by a TIMEOUT that expires immediately.
-    sqe->flags |= IOSQE_IO_LINK;
+    // from another thread is followed by a TIMEOUT that expires immediately (a hard
+    // link: a futex wait that finds the word set already fails with -EAGAIN).
+    sqe->flags |= futex_wake_ ? IOSQE_IO_HARDLINK : IOSQE_IO_LINK;
     io_uring_sqe* nudge = get_sqe();
     io_uring_prep_timeout(nudge, as_kernel(wake_nudge_ts_), 0, 0);
     io_uring_sqe_set_data64(nudge, 0);
@@ -881,6 +920,12 @@ void uring_backend::arm_wake() noexcept {
 
 void uring_backend::wake_complete(op_base& op) noexcept {
   auto& w = static_cast<wake_op&>(op);
+  // Futex: woken (0) or the word was set before the wait began (-EAGAIN); take it back
+  // to 0 before the wait is armed again, so the next waker calls FUTEX_WAKE.
+  if (w.self->futex_wake_ && (op.res == 0 || op.res == -EAGAIN)) {
+    w.self->wake_word_.store(0, std::memory_order_release);
+    op.res = 1;
+  }
   if (op.res > 0) {
     ++w.self->st_.stats.eventfd_wakes;
     ++w.self->st_.counters.wakeups;

@@ -7,6 +7,7 @@
 
 #include <liburing.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -69,7 +70,7 @@ class uring_backend final : public backend {
   };
 
   void enable();
-  int wait_min(std::int64_t wake_at_ns) noexcept;
+  int wait_raw(std::int64_t wake_at_ns) noexcept;
   /// A free SQE. `continues_chain`: it is the successor of the open chain link (if any).
   io_uring_sqe* get_sqe(bool continues_chain = false) noexcept;
   void end_open_link() noexcept;
@@ -120,6 +121,11 @@ class uring_backend final : public backend {
   op_base* backlog_head_ = nullptr;
   op_base* backlog_tail_ = nullptr;
   int wake_fd_ = -1;
+  // Futex wake-ups (IORING_OP_FUTEX_WAIT on wake_word_ instead of the eventfd read):
+  // wake() sets the word to 1 and calls FUTEX_WAKE when it was 0.
+  bool futex_wake_ = false;
+  const char* futex_wake_state_ = "eventfd";
+  std::atomic<std::uint32_t> wake_word_{0};
   wake_op wake_;
   bool wake_armed_ = false;
   bool backlog_reported_ = false;
@@ -134,6 +140,8 @@ class uring_backend final : public backend {
   // Zero-copy sends and min-wait batching (io_context_options; 0 = off or unsupported).
   std::size_t zero_copy_threshold_ = 0;
   unsigned min_wait_usec_ = 0;
+  unsigned wait_flags_ = 0;  // extra io_uring_enter flags of a blocking wait (IORING_ENTER_NO_IOWAIT)
+  const char* no_iowait_state_ = "off";
   kernel_timespec wake_nudge_ts_{};  // 0: the wake read's linked TIMEOUT expires at once
   // Zero-copy sends that have their result and wait for the kernel to let go of the
   // buffer (linked through op.next/prev). At shutdown they finish without it: a peer

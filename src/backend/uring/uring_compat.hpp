@@ -32,6 +32,12 @@
 #ifndef IORING_FEAT_MIN_TIMEOUT
 #define IORING_FEAT_MIN_TIMEOUT (1U << 15)
 #endif
+#ifndef IORING_ENTER_NO_IOWAIT
+#define IORING_ENTER_NO_IOWAIT (1U << 7)
+#endif
+#ifndef IORING_FEAT_NO_IOWAIT
+#define IORING_FEAT_NO_IOWAIT (1U << 17)
+#endif
 #ifndef IORING_SEND_ZC_REPORT_USAGE
 #define IORING_SEND_ZC_REPORT_USAGE (1U << 3)
 #endif
@@ -51,6 +57,11 @@ inline constexpr int op_futex_wait = 51;      ///< IORING_OP_FUTEX_WAIT (6.7)
 inline constexpr int op_futex_wake = 52;      ///< IORING_OP_FUTEX_WAKE (6.7)
 inline constexpr int op_ftruncate = 55;       ///< IORING_OP_FTRUNCATE (6.9)
 inline constexpr int op_read_multishot = 49;  ///< IORING_OP_READ_MULTISHOT (6.7)
+/// Flags of IORING_OP_FUTEX_WAIT/WAKE (the futex2 ones, in the SQE's fd field).
+inline constexpr unsigned futex2_size_u32 = 0x02;  ///< FUTEX2_SIZE_U32
+inline constexpr unsigned futex2_private = 128;    ///< FUTEX2_PRIVATE
+/// IORING_OP_EPOLL_WAIT (6.15): epoll_wait(2) on an epoll descriptor as a request.
+inline constexpr int op_epoll_wait = 59;
 
 /// IORING_TIMEOUT_MULTISHOT (6.4): a timeout that fires again and again.
 inline constexpr unsigned timeout_multishot = 1U << 6;

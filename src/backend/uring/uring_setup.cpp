@@ -95,6 +95,7 @@ void probe(io_uring& ring, unsigned features, ring_setup& s) {
   s.fixed_fd_install = io_uring_opcode_supported(p.get(), op_fixed_fd_install) != 0;
   s.send_zc = io_uring_opcode_supported(p.get(), IORING_OP_SEND_ZC) != 0;
   s.min_wait = (features & IORING_FEAT_MIN_TIMEOUT) != 0;
+  s.no_iowait = (features & IORING_FEAT_NO_IOWAIT) != 0;
 }
 
 // Whether the kernel registers a buffer ring with IOU_PBUF_RING_INC (older kernels

@@ -23,6 +23,7 @@ struct ring_setup {
   bool pbuf_inc = false;          ///< buffer rings may be registered IOU_PBUF_RING_INC (6.12)
   bool send_zc = false;           ///< IORING_OP_SEND_ZC available (zero-copy sends)
   bool min_wait = false;          ///< IORING_FEAT_MIN_TIMEOUT: io_uring_enter takes a minimum wait
+  bool no_iowait = false;         ///< IORING_FEAT_NO_IOWAIT: a wait may be kept out of I/O wait (6.15)
 };
 
 /// Creates the ring; on EINVAL drops optional flags one by one. Throws
