@@ -13,7 +13,7 @@ from . import (clients, env, execute, fileio, hiredis, measure, procs, report, s
 
 USAGE_EPILOG = """\
 servers:   """ + ", ".join(servers.ORDER) + """
-           (named only: """ + ", ".join(list(servers.VARIANTS) + list(servers.HOOKED)) + """)
+           (named only: """ + ", ".join(list(servers.VARIANTS) + list(servers.HOOKED) + [servers.DYCO]) + """)
 scenarios: """ + ", ".join(scenarios.ORDER) + """
 
 `make bench` runs `bench/run` (quick); `make bench FULL=1` adds --full.
@@ -179,6 +179,8 @@ def make_plan(a, layout, ncpus, server_cpus, nofile, ports):
                 servers.check(layout, s, scen.mode)
                 usable.append(s)
             except servers.Unavailable as e:
+                if s not in a.servers and s in scenarios.EXTRA_IF_BUILT:
+                    continue  # an optional default extra that is not built
                 if not scen.subjects_are_clients:
                     skipped.append({"scenario": name, "subject": s, "reason": f"skipped: {e}"})
         if scen.subjects_are_clients:

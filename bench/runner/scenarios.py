@@ -86,8 +86,12 @@ STANDALONE = (SWITCH, FILEIO, SPAWN, HIREDIS)
 
 # Servers a scenario runs besides the selected ones when --servers is not given:
 # churn compares ringio's task server with its fiber server and with plain blocking
-# code on hooked fibers (the hooks' target: hooked >= 0.9x fibers' sessions/s).
-DEFAULT_EXTRA = {"churn": ["ringio-uring-fibers", "ringio-uring-hooked"]}
+# code on hooked fibers (the hooks' target: hooked >= 0.9x fibers' sessions/s), and the
+# same blocking code on the seed framework's hooked coroutines (dyco) where it is built.
+DEFAULT_EXTRA = {"churn": ["ringio-uring-fibers", "ringio-uring-hooked", "dyco"]}
+# Default extras built outside ringio's build: left out, without a skip line, when absent
+# (named in --servers, they are reported as skipped with the command that builds them).
+EXTRA_IF_BUILT = {"dyco"}
 
 # The files of the static root: name in the cell -> (file name, size).  Real
 # bytes, not sparse: a hole is read as zeros without touching the page cache.

@@ -72,8 +72,14 @@ H2O = "h2o"
 # mode, one thread. Named only, and in churn by default (scenarios.DEFAULT_EXTRA).
 HOOKED_APP = "blocking_echo_hooked"
 HOOKED = {"ringio-uring-hooked": "uring", "ringio-epoll-hooked": "epoll"}
+# The seed coroutine framework's own hooked server: the same blocking recv/send loop on
+# dyco-coroutine (one coroutine per connection, its socket hooks, one thread), built from
+# dyco's sources by bench/peers/dyco/build.sh; echo mode. Named only, and in churn by
+# default when it is built (scenarios.DEFAULT_EXTRA, scenarios.EXTRA_IF_BUILT).
+DYCO = "dyco"
+DYCO_BINARY = "dyco_echo_server"
 ORDER = list(RINGIO) + list(PEERS) + [URING_EXEC, "nginx", H2O]
-KNOWN = ORDER + list(VARIANTS) + list(HOOKED)
+KNOWN = ORDER + list(VARIANTS) + list(HOOKED) + [DYCO]
 BASELINE = "ringio-uring"
 RINGIO_APP = {"echo": "echo_server", "pong": "pong", "http": "http_server", "http-static": "http_server",
               "https": "http_server", "ws": "http_server"}
@@ -145,7 +151,7 @@ def supports(name, mode):
         return mode == "ws" and name in WS_SERVERS
     if name in VARIANTS:
         return mode in VARIANTS[name][2]
-    if name in HOOKED:
+    if name in HOOKED or name == DYCO:
         return mode == "echo"
     if name == URING_EXEC:
         return mode == "pong"
@@ -162,6 +168,8 @@ def binary_for(layout, name, mode):
         return layout.app(HOOKED_APP)
     if name == URING_EXEC:
         return layout.peer("uring_exec_pong")
+    if name == DYCO:
+        return layout.peer(DYCO_BINARY)
     if name == "nginx":
         return layout.nginx() or "nginx"
     if name == H2O:
@@ -180,6 +188,9 @@ def check(layout, name, mode):
         rel = os.path.relpath(path, layout.root) if os.path.isabs(path) else path
         if name == URING_EXEC:
             raise Unavailable(f"{rel} not built (bench/peers/uring_exec/build.sh builds it from source trees)")
+        if name == DYCO:
+            raise Unavailable(f"{rel} not built (bench/peers/dyco/build.sh DYCO_DIR {os.path.dirname(rel)} "
+                              "builds it from a dyco-coroutine source tree)")
         raise Unavailable(f"{rel} not built")
     return path
 
@@ -237,10 +248,11 @@ def spec(layout, name, mode, port, cell, tmpdir, static_root=None, tls_files=Non
                 "--tls-cert", cert, "--tls-key", key] + _http_args(mode, cell, static_root)
         return ServerSpec(name, mode, argv, path)
     threads = int(cell.get("threads", 1))
-    if name in HOOKED:
+    if name in HOOKED or name == DYCO:
         if threads != 1:
             raise Unavailable(f"{name} runs one thread")
-        return ServerSpec(name, mode, [path, "--port", str(port), "--backend", HOOKED[name]], path)
+        argv = [path, "--port", str(port)] + (["--backend", HOOKED[name]] if name in HOOKED else [])
+        return ServerSpec(name, mode, argv, path)
     if name in RINGIO:
         backend = RINGIO[name]
         if mode == "pong":
