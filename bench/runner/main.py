@@ -67,6 +67,7 @@ def parse_args(argv):
         a.servers = a.servers or ",".join(WS_DEFAULT_SERVERS)
         a.scenarios = a.scenarios or ",".join(WS_SCENARIOS)
     a.servers_named = bool(a.servers) or a.metrics_cost  # (else churn adds scenarios.DEFAULT_EXTRA)
+    a.named_servers = {n.strip() for n in (a.servers or "").split(",")}  # as given, for the skip lines
     a.servers = _names(ap, a.servers, servers.KNOWN, "server",
                        servers.METRICS_COST if a.metrics_cost else servers.ORDER)
     a.scenarios = _names(ap, a.scenarios, scenarios.ORDER, "scenario",
@@ -179,8 +180,8 @@ def make_plan(a, layout, ncpus, server_cpus, nofile, ports):
                 servers.check(layout, s, scen.mode)
                 usable.append(s)
             except servers.Unavailable as e:
-                if s not in a.servers and s in scenarios.EXTRA_IF_BUILT:
-                    continue  # an optional default extra that is not built
+                if s in scenarios.EXTRA_IF_BUILT and s not in getattr(a, "named_servers", ()):
+                    continue  # a default server built outside ringio's build, and not built
                 if not scen.subjects_are_clients:
                     skipped.append({"scenario": name, "subject": s, "reason": f"skipped: {e}"})
         if scen.subjects_are_clients:

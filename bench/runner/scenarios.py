@@ -89,8 +89,9 @@ STANDALONE = (SWITCH, FILEIO, SPAWN, HIREDIS)
 # code on hooked fibers (the hooks' target: hooked >= 0.9x fibers' sessions/s), and the
 # same blocking code on the seed framework's hooked coroutines (dyco) where it is built.
 DEFAULT_EXTRA = {"churn": ["ringio-uring-fibers", "ringio-uring-hooked", "dyco"]}
-# Default extras built outside ringio's build: left out, without a skip line, when absent
-# (named in --servers, they are reported as skipped with the command that builds them).
+# Default servers built outside ringio's build (churn's extra and quick servers): left
+# out, without a skip line, when absent (named in --servers, they are reported as
+# skipped with the command that builds them).
 EXTRA_IF_BUILT = {"dyco"}
 
 # The files of the static root: name in the cell -> (file name, size).  Real
@@ -128,12 +129,13 @@ FULL_REPEATS = 3
 # against the servers those targets name, in under 5 minutes on two cores with
 # every peer built.  echo and ping/pong against the raw liburing loop (throughput
 # and CPU parity, the fast path), echo against tokio too; HTTP hello against the raw loop and
-# nginx; churn with ringio's fiber and hooked servers (the hooks' target).  Every
-# other scenario is one --scenarios away, and --full runs them all.
+# nginx; churn with ringio's fiber and hooked servers (the hooks' target) and, where it
+# is built, dyco's hooked server (EXTRA_IF_BUILT).  Every other scenario is one
+# --scenarios away, and --full runs them all.
 QUICK_SERVERS = {
     "pingpong": ["ringio-uring", "raw-uring"],
     "echo": ["ringio-uring", "raw-uring", "tokio-percore"],
-    "churn": ["ringio-uring", "ringio-uring-fibers", "ringio-uring-hooked"],
+    "churn": ["ringio-uring", "ringio-uring-fibers", "ringio-uring-hooked", "dyco"],
     "http-wrk": ["ringio-uring", "raw-uring", "nginx"],
 }
 # The parity cells against the raw loop sit closest to their limits: more rounds

@@ -58,18 +58,20 @@ class DycoPeer(unittest.TestCase):
                 servers.check(lay, servers.DYCO, "echo")
 
     def test_churn_runs_it_by_default_only_when_built(self):
-        with tempfile.TemporaryDirectory() as d:
-            a = main.parse_args(["--scenarios", "churn,echo"])
-            plan, skipped = main.make_plan(a, fake_layout(d, apps=CHURN_APPS), 2, [0], 20000, 28232)
-            by = {p["scenario"]: p for p in plan}
-            self.assertNotIn(servers.DYCO, by["churn"]["subjects"])
-            self.assertFalse([s for s in skipped if s.get("subject") == servers.DYCO])  # no line for it
-        with tempfile.TemporaryDirectory() as d:
-            lay = fake_layout(d, apps=CHURN_APPS, peers=[servers.DYCO_BINARY])
-            plan, skipped = main.make_plan(a, lay, 2, [0], 20000, 28232)
-            by = {p["scenario"]: p for p in plan}
-            self.assertEqual(by["churn"]["subjects"][-3:], ["ringio-uring-fibers", "ringio-uring-hooked", "dyco"])
-            self.assertNotIn(servers.DYCO, by["echo"]["subjects"])  # churn's extra only
+        for args in (["--scenarios", "churn,echo"], ["--full", "--scenarios", "churn,echo"]):
+            a = main.parse_args(args)
+            with tempfile.TemporaryDirectory() as d:
+                plan, skipped = main.make_plan(a, fake_layout(d, apps=CHURN_APPS), 2, [0], 20000, 28232)
+                by = {p["scenario"]: p for p in plan}
+                self.assertNotIn(servers.DYCO, by["churn"]["subjects"], args)
+                self.assertFalse([s for s in skipped if s.get("subject") == servers.DYCO], args)  # no line
+            with tempfile.TemporaryDirectory() as d:
+                lay = fake_layout(d, apps=CHURN_APPS, peers=[servers.DYCO_BINARY])
+                plan, skipped = main.make_plan(a, lay, 2, [0], 20000, 28232)
+                by = {p["scenario"]: p for p in plan}
+                self.assertEqual(by["churn"]["subjects"][-3:], ["ringio-uring-fibers", "ringio-uring-hooked", "dyco"],
+                                 args)
+                self.assertNotIn(servers.DYCO, by["echo"]["subjects"], args)  # churn's only
 
     def test_named_but_absent_is_skipped_with_the_reason(self):
         with tempfile.TemporaryDirectory() as d:
