@@ -30,7 +30,8 @@ const std::string usage =
     "SIGTERM stops it at once.\n"
     "options:\n"
     "  --backend B          uring, epoll or uring-poll (default: RINGIO_BACKEND or uring)\n"
-    "  --fiber-stack-kib N  stack of each connection's fiber (default 64)\n";
+    "  --fiber-stack-kib N  stack of each connection's fiber (default 64, at least 32: the\n"
+    "                       connection's 16 KiB buffer is on it)\n";
 
 // Writes all of buf, as a blocking server does; false on an error.
 bool write_all(int fd, const char* buf, std::size_t len) {
@@ -88,7 +89,7 @@ int main(int argc, char** argv) {
   apps::cli args(argc, argv, usage);
   const auto port = static_cast<int>(args.required_integer("port", 0, 65535));
   const auto backend = args.backend();
-  const auto stack_kib = args.integer("fiber-stack-kib", 64, 16, 64 * 1024);
+  const auto stack_kib = args.integer("fiber-stack-kib", 64, 32, 64 * 1024);
   args.done();
   apps::raise_fd_limit();
   const int listener = listen_on(port);
