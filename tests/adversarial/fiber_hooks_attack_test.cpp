@@ -2067,82 +2067,79 @@ TEST_P(FiberHooksAttack, EventfdAndPtyReadsWait) {
   if (master >= 0) ::close(master);
 }
 
+// A Unix listener in a temporary directory whose backlog is full: a blocking connect
+// to `addr` waits (there is no readiness to wait for; the hooks look again every
+// millisecond).
+struct full_unix_backlog {
+  char dir[32] = "/tmp/ringio-hook-attack-XXXXXX";
+  std::string path;
+  sockaddr_un addr{};
+  int listener = -1;
+  std::vector<int> fillers;
+  full_unix_backlog() {
+    if (::mkdtemp(dir) == nullptr) return;
+    path = std::string(dir) + "/s";
+    addr.sun_family = AF_UNIX;
+    std::strcpy(addr.sun_path, path.c_str());
+    listener = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(listener, 0) != 0) {
+      ::close(listener);
+      listener = -1;
+      return;
+    }
+    for (int i = 0; i < 64; ++i) {
+      const int c = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+      if (::connect(c, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+        ::close(c);
+        break;
+      }
+      fillers.push_back(c);
+    }
+  }
+  ~full_unix_backlog() {
+    for (int f : fillers) ::close(f);
+    if (listener >= 0) ::close(listener);
+    if (!path.empty()) ::unlink(path.c_str());
+    ::rmdir(dir);
+  }
+  full_unix_backlog(const full_unix_backlog&) = delete;
+  full_unix_backlog& operator=(const full_unix_backlog&) = delete;
+  /// A blocking connect from a new socket: its result and errno (and the socket's mode).
+  int connect(int& err, int* flags = nullptr) const {
+    const int c = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    const int r = ::connect(c, reinterpret_cast<const sockaddr*>(&addr), sizeof addr);
+    err = errno;
+    if (flags != nullptr) *flags = ::fcntl(c, F_GETFL);
+    ::close(c);
+    return r;
+  }
+};
+
 // A stop of a fiber waiting in a blocking connect (a Unix listener's backlog is full):
 // EINTR.
 TEST_P(FiberHooksAttack, StopInterruptsAWaitingConnect) {
-  char dir[] = "/tmp/ringio-hook-attack-XXXXXX";
-  ASSERT_NE(::mkdtemp(dir), nullptr);
-  const std::string path = std::string(dir) + "/s";
-  sockaddr_un a{};
-  a.sun_family = AF_UNIX;
-  std::strcpy(a.sun_path, path.c_str());
-  const int l = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  ASSERT_EQ(::bind(l, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  ASSERT_EQ(::listen(l, 0), 0);
-  std::vector<int> fillers;
-  for (int i = 0; i < 64; ++i) {
-    const int c = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (::connect(c, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-      ::close(c);
-      break;
-    }
-    fillers.push_back(c);
-  }
+  full_unix_backlog full;
+  ASSERT_GE(full.listener, 0);
   int r = -2, err = 0;
   int flags = -1;
-  stopped_after(20ms, [&] {
-    const int c = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    r = ::connect(c, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    err = errno;
-    flags = ::fcntl(c, F_GETFL);
-    ::close(c);
-  });
+  stopped_after(20ms, [&] { r = full.connect(err, &flags); });
   EXPECT_EQ(r, -1);
   EXPECT_EQ(err, EINTR) << std::strerror(err);
   EXPECT_EQ(flags & O_NONBLOCK, 0) << "the socket's mode after a stopped connect";
-  for (int f : fillers) ::close(f);
-  ::close(l);
-  ::unlink(path.c_str());
-  ::rmdir(dir);
 }
 
 // The same many times, the stop timed to land together with one of the connect's
 // millisecond retries (both timers expire in one pass of the loop): a stop that comes
 // while the call is under way is EINTR whichever of its waits finds it.
 TEST_P(FiberHooksAttack, StopLandingWithARetryOfAWaitingConnectIsEintr) {
-  char dir[] = "/tmp/ringio-hook-attack-XXXXXX";
-  ASSERT_NE(::mkdtemp(dir), nullptr);
-  const std::string path = std::string(dir) + "/s";
-  sockaddr_un a{};
-  a.sun_family = AF_UNIX;
-  std::strcpy(a.sun_path, path.c_str());
-  const int l = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  ASSERT_EQ(::bind(l, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  ASSERT_EQ(::listen(l, 0), 0);
-  std::vector<int> fillers;
-  for (int i = 0; i < 64; ++i) {
-    const int c = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (::connect(c, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-      ::close(c);
-      break;
-    }
-    fillers.push_back(c);
-  }
+  full_unix_backlog full;
+  ASSERT_GE(full.listener, 0);
   for (int round = 0; round < 40; ++round) {
     int r = -2, err = 0;
-    stopped_after(std::chrono::milliseconds(2 + round % 5), [&] {
-      const int c = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-      r = ::connect(c, reinterpret_cast<sockaddr*>(&a), sizeof a);
-      err = errno;
-      ::close(c);
-    });
+    stopped_after(std::chrono::milliseconds(2 + round % 5), [&] { r = full.connect(err); });
     EXPECT_EQ(r, -1) << "round " << round;
     EXPECT_EQ(err, EINTR) << "round " << round << ": " << std::strerror(err);
   }
-  for (int f : fillers) ::close(f);
-  ::close(l);
-  ::unlink(path.c_str());
-  ::rmdir(dir);
 }
 
 // io_context::stop() (not its destruction) while a fiber waits in a hooked read: the
