@@ -282,8 +282,8 @@ ssize_t receive(int fd, void* buf, size_t n, int flags, sockaddr* from, socklen_
         errno = EAGAIN;
         return -1;
       }
-      const long rr = deadline.after_wait(the_bridge().ring_recv(fd, buf, n, flags, left));
-      if (rr != RINGIO_HOOK_NO_RING) return from_ring(rr);
+      const long rr = the_bridge().ring_recv(fd, buf, n, flags, left);
+      if (rr != RINGIO_HOOK_NO_RING) return from_ring(deadline.after_wait(rr));  // else nothing was done
     }
     if (!wait_again(fd, want_read, deadline)) return -1;
   }

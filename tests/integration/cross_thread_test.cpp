@@ -174,6 +174,37 @@ TEST(CrossThread, PlainThreadsWakeALoopThroughItsEventfd) {
   }
 }
 
+// A loop asleep in the kernel since before the process made a new thread is woken by
+// that thread's post. (On Linux 6.16 and later a process's private futexes move to a
+// hash of its own as it makes threads, and an io_uring wait on a private futex armed
+// before the move is not found by a later FUTEX_WAKE_PRIVATE: the loop's futex is a
+// shared one.) Each test runs in a process of its own, which has one thread here.
+TEST(CrossThread, AThreadMadeWhileTheLoopSleepsWakesItWithAPost) {
+  for (bool futex : {true, false}) {
+    io_context ctx(io_context_options{.backend = backend_kind::uring, .quiet = true, .futex_wake = futex});
+    using clock = std::chrono::steady_clock;
+    std::atomic<clock::rep> posted_at{0}, ran_at{0};
+    std::thread maker;
+    sync_wait(ctx,
+              [](io_context& ctx, std::atomic<clock::rep>& posted_at, std::atomic<clock::rep>& ran_at,
+                 std::thread& maker) -> task<void> {
+                (void)co_await sleep_for(20ms);  // the loop's wake-up wait is armed by now
+                // A new thread posts once the loop sleeps again, in the 4 s sleep below: a lost
+                // wake-up leaves the post to run when that sleep ends.
+                maker = std::thread([&ctx, &posted_at, &ran_at] {
+                  std::this_thread::sleep_for(100ms);
+                  posted_at = clock::now().time_since_epoch().count();
+                  post(ctx, [&ran_at] { ran_at = clock::now().time_since_epoch().count(); });
+                });
+                (void)co_await sleep_for(4s);
+              }(ctx, posted_at, ran_at, maker));
+    maker.join();
+    ASSERT_NE(ran_at.load(), 0);
+    const auto waited = clock::duration(ran_at.load() - posted_at.load());
+    EXPECT_LT(waited, 2s) << "futex_wake " << futex << ": the post waited for the loop's own timer";
+  }
+}
+
 // io_context_options::futex_wake on and off: a plain thread's posts wake the loop either
 // way, and describe() says which way it is.
 TEST(CrossThread, PlainThreadsWakeALoopThroughAFutexOrItsEventfd) {

@@ -886,8 +886,12 @@ bool uring_backend::send_wake(int target_ring_fd) noexcept {
 void uring_backend::wake() noexcept {
   if (futex_wake_) {
     // Only the first waker since the loop last took a wake-up calls into the kernel.
+    // A shared futex, not a private one: from Linux 6.16 a process's private futexes
+    // move to a hash of its own as it makes threads, and an io_uring wait armed on a
+    // private futex before such a move is never found by a later FUTEX_WAKE_PRIVATE
+    // (CrossThread.AThreadMadeWhileTheLoopSleepsWakesItWithAPost).
     if (wake_word_.exchange(1, std::memory_order_acq_rel) == 0)
-      ::syscall(SYS_futex, &wake_word_, FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+      ::syscall(SYS_futex, &wake_word_, FUTEX_WAKE, 1, nullptr, nullptr, 0);
     return;
   }
   std::uint64_t one = 1;
@@ -899,7 +903,7 @@ void uring_backend::arm_wake() noexcept {
   io_uring_sqe* sqe = get_sqe();
   if (futex_wake_) {
     // Sleeps while the word is 0; a word already 1 completes it at once (-EAGAIN).
-    io_uring_prep_rw(op_futex_wait, sqe, static_cast<int>(futex2_size_u32 | futex2_private), &wake_word_, 0, 0);
+    io_uring_prep_rw(op_futex_wait, sqe, static_cast<int>(futex2_size_u32), &wake_word_, 0, 0);  // shared: see wake()
     sqe->addr3 = FUTEX_BITSET_MATCH_ANY;
   } else {
     io_uring_prep_read(sqe, wake_fd_, &wake_.value, sizeof wake_.value, static_cast<__u64>(-1));
