@@ -10,6 +10,7 @@
 // - a send that has to wait behind a recv pushing that output sleeps (the loop does not
 //   spin) and obeys its deadline and its stop.
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 
 #include <atomic>
 #include <chrono>
@@ -46,6 +47,10 @@ std::string text_of(std::span<const std::byte> b) { return {reinterpret_cast<con
 task<result<tls::stream>> connect_to(openssl_peer& peer, const tls::context& cctx) {
   auto sock = co_await stream_socket::connect(peer.address());
   if (!sock) co_return unexpected(sock.error());
+  // A send buffer of a fixed size: the kernel would otherwise grow it as the window
+  // grows, and a send found stuck could go on a moment later on a loaded machine.
+  const int sndbuf = 256 * 1024;
+  EXPECT_EQ(::setsockopt(sock->native_handle(), SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf), 0);
   auto s = tls::stream::client(cctx, std::move(*sock), "localhost");
   if (!s) co_return unexpected(s.error());
   auto hs = co_await s->handshake(5s);
