@@ -128,6 +128,7 @@ TEST_P(NoIowait, DescribeSaysWhetherItIsOn) {
 // eight loops asleep with the flag, eight without. Without it each loop adds 1 (on
 // kernels that count io_uring waits as I/O wait at all); with it none should.
 TEST_P(NoIowait, SleepingLoopsAreNotInIoWait) {
+  if (GetParam() != backend_kind::uring) GTEST_SKIP() << "measured on the uring backend only (the same wait)";
   if (!make(true)) GTEST_SKIP() << "backend " << to_string(GetParam()) << " cannot start here";
   if (!kernel_has_no_iowait()) GTEST_SKIP() << "the kernel lacks IORING_FEAT_NO_IOWAIT (Linux 6.15)";
   if (procs_blocked() < 0) GTEST_SKIP() << "/proc/stat has no procs_blocked";
@@ -144,10 +145,14 @@ TEST_P(NoIowait, SleepingLoopsAreNotInIoWait) {
   // A kernel that does not count the sleep even without the flag leaves nothing to
   // compare; describe() (the test above) is then all there is to check.
   if (off - none < loops / 2.0) GTEST_SKIP() << "no I/O wait to remove on this kernel or machine: " << means;
-  EXPECT_LT(on - none, loops / 4.0) << means;
+  // Relative to what the loops add without the flag, so that other work's I/O wait in
+  // some windows (it adds to both sides) does not decide it.
+  EXPECT_LT(on - none, (off - none) / 2) << means;
   RecordProperty("means", means);
 }
 
+// Both io_uring backends wait through the same call; the measuring test runs on one, so
+// that two of its instances never run at once (ctest -j) and count each other's loops.
 INSTANTIATE_TEST_SUITE_P(, NoIowait, ::testing::Values(backend_kind::uring, backend_kind::uring_poll),
                          ringio_test::backend_param_name);
 
