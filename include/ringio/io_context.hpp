@@ -109,8 +109,9 @@ struct io_context_options {
   /// Wake-ups from other io_uring loops still travel as ring messages (MSG_RING).
   /// io_uring backends only; ignored with SQPOLL and by older kernels; describe() says
   /// which is used ("thread wake-ups futex" or "eventfd").
-  /// Measured in docs/performance.md ("Kernel features").
-  bool futex_wake = true;
+  /// Measured in docs/performance.md ("Kernel features"): 2–4% less CPU per
+  /// cross-thread round trip, within the noise of a shared machine, so off by default.
+  bool futex_wake = false;
   /// Measure the time the loop sleeps in the kernel and how long it runs between two
   /// calls into the kernel (loop_metrics::asleep_ns and the stall histogram): two
   /// CLOCK_MONOTONIC reads per loop iteration. The counters of loop_metrics are kept
