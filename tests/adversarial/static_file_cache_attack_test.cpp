@@ -27,6 +27,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
@@ -1021,6 +1022,232 @@ TEST_P(StaticFileCacheAttack, OneEntryWithManyFilesAndConcurrentClients) {
   EXPECT_LE(fds_below(root_), 1);
   stop_server();
   EXPECT_EQ(fds_below(root_), 0);
+}
+
+// --- The staleness bound under steady traffic ----------------------------------------
+
+// A client asks for the file every few milliseconds; the file is replaced by rename.
+// Hits must not extend the trust: from 'interval' after the replacement (plus a
+// margin for the request in flight), every reply is the new version.
+TEST_P(StaticFileCacheAttack, HitsDoNotExtendTheIntervalUnderSteadyTraffic) {
+  serve({.open_file_cache_valid_for = 300ms});
+  write_file(root_ / "s.txt", "old");
+  http_client c(port());
+  auto r = c.exchange(get_request("/s.txt"));
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->body, "old");
+  std::this_thread::sleep_for(150ms);  // the entry is checked, then trusted for 300 ms
+  replace_file(root_ / "s.txt", "new");
+  const auto replaced = std::chrono::steady_clock::now();
+  int old_after_bound = 0;
+  std::string when;
+  while (std::chrono::steady_clock::now() - replaced < 1500ms) {
+    const auto sent = std::chrono::steady_clock::now();
+    r = c.exchange(get_request("/s.txt"));
+    ASSERT_TRUE(r);
+    if (r->body == "old" && sent - replaced > 350ms) {
+      if (old_after_bound++ == 0)
+        when = std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(sent - replaced).count());
+    }
+    std::this_thread::sleep_for(5ms);
+  }
+  EXPECT_EQ(old_after_bound, 0) << "the replaced version still served " << when
+                                << " ms after the replacement, with an interval of 300 ms";
+}
+
+// Concurrent keep-alive clients on one loop, a path checked on every request (and
+// every millisecond), a one-entry cache alternating between files, and renames racing
+// it all: every reply whole and of one version.
+TEST_P(StaticFileCacheAttack, ConcurrentRevalidationsOfOneEntryWithEvictionAndRenames) {
+  for (auto valid : {0ms, 1ms}) {
+    SCOPED_TRACE(valid.count());
+    routes_ = ringio::http::router();
+    const std::string a(3000, 'a'), b(40'000, 'b');
+    for (int f = 0; f < 3; ++f) write_file(root_ / ("r" + std::to_string(f)), a);
+    serve({.open_file_cache_entries = 1, .open_file_cache_valid_for = valid});
+    std::atomic<bool> done{false};
+    std::thread writer([&] {
+      for (int i = 0; !done; ++i) {
+        replace_file(root_ / ("r" + std::to_string(i % 3)), i % 2 == 0 ? b : a);
+        std::this_thread::sleep_for(100us);
+      }
+    });
+    std::atomic<int> bad{0}, whole{0};
+    std::vector<std::thread> clients;
+    for (int c = 0; c < 8; ++c) {
+      clients.emplace_back([&, c] {
+        auto client = std::make_unique<http_client>(port());
+        const auto end = std::chrono::steady_clock::now() + 1s;
+        for (int i = 0; std::chrono::steady_clock::now() < end; ++i) {
+          auto r = client->exchange(get_request("/r" + std::to_string((i + c) % 3)));
+          if (!r) {
+            ++bad;
+            client = std::make_unique<http_client>(port());
+            continue;
+          }
+          if (r->status != 200 || (r->body != a && r->body != b)) ++bad;
+          ++whole;
+        }
+      });
+    }
+    for (auto& t : clients) t.join();
+    done = true;
+    writer.join();
+    EXPECT_EQ(bad.load(), 0);
+    EXPECT_GT(whole.load(), 0);
+    stop_server();
+    EXPECT_EQ(fds_below(root_), 0);
+  }
+}
+
+// --- The cap, directories ----------------------------------------------------------
+
+TEST_P(StaticFileCacheAttack, TheCacheNeverHoldsMoreThanAnEighthOfTheDescriptorLimit) {
+  nofile_guard guard;
+  rlimit lowered = guard.saved;
+  const int high = highest_fd();
+  lowered.rlim_cur = static_cast<rlim_t>(std::max(400, high + 200));
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &lowered), 0);
+  const int cap = static_cast<int>(lowered.rlim_cur / 8);
+  for (int i = 0; i < cap + 30; ++i) write_file(root_ / ("f" + std::to_string(i)), "x");
+  serve({});
+  http_client c(port());
+  for (int i = 0; i < cap + 30; ++i) {
+    auto r = c.exchange(get_request("/f" + std::to_string(i)));
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+  }
+  EXPECT_LE(fds_below(root_), cap) << "a limit of " << lowered.rlim_cur << " descriptors";
+  ::setrlimit(RLIMIT_NOFILE, &guard.saved);
+  stop_server();
+}
+
+TEST_P(StaticFileCacheAttack, DirectoriesAndMissesKeepNothingOpen) {
+  fs::create_directories(root_ / "empty");
+  serve({});
+  for (int i = 0; i < 50; ++i) {
+    EXPECT_EQ(status_of("/sub"), 301);
+    EXPECT_EQ(status_of("/empty/"), 404);
+    EXPECT_EQ(status_of("/missing" + std::to_string(i)), 404);
+    EXPECT_EQ(status_of("/a.txt/"), 404);
+  }
+  EXPECT_EQ(fds_below(root_), 0) << "directories and misses are not cached";
+  EXPECT_EQ(body_of("/sub/"), "<p>sub</p>");
+  EXPECT_EQ(fds_below(root_), 1);
+}
+
+// --- Handlers that end while their loop lives on -------------------------------------
+
+// One loop serves a server whose handler has root A, stops it, destroys the server and
+// its handler, then serves a new one whose handler has root B: the new handler serves
+// B's files, never the cached entries of A's.
+TEST_P(StaticFileCacheAttack, ANewHandlerOnALivingLoopNeverServesADestroyedHandlersEntries) {
+  const fs::path other = base_ / "other";
+  fs::create_directories(other / "sub");
+  write_file(other / "a.txt", "B's a");
+  write_file(other / "sub" / "index.html", "B's sub");
+  const fs::path roots[2] = {root_, other};
+  constexpr int rounds = 6;
+  std::atomic<std::uint16_t> port_now{0};
+  std::stop_source stops[rounds];
+  std::atomic<int> serving{-1};
+  std::thread loop([&, backend = GetParam()] {
+    ringio::io_context ctx(ringio::io_context_options{.backend = backend, .quiet = true});
+    auto body = [&]() -> ringio::task<void> {
+      for (int round = 0; round < rounds; ++round) {
+        auto routes = std::make_unique<ringio::http::router>();
+        routes->prefix("/", ringio::http::static_files(roots[round % 2].string(),
+                                                       {.open_file_cache_valid_for = std::chrono::hours(1)}));
+        auto srv = std::make_unique<ringio::http::server>(*routes,
+                                                          ringio::http::server_options{.log = [](std::string_view) {}});
+        auto listener = listen_loopback();  // serve() closes its listener when it ends
+        port_now = address_of(listener).port();
+        serving = round;
+        co_await srv->serve(listener, stops[round].get_token());
+        srv.reset();
+        routes.reset();
+      }
+    };
+    ringio::sync_wait(ctx, body());
+  });
+  for (int round = 0; round < rounds; ++round) {
+    while (serving.load() != round) std::this_thread::sleep_for(1ms);
+    const std::string want_a = round % 2 == 0 ? "first" : "B's a";
+    const std::string want_sub = round % 2 == 0 ? "<p>sub</p>" : "B's sub";
+    const std::uint16_t p = port_now.load();
+    for (int i = 0; i < 2; ++i) {
+      http_client c(p);
+      auto r = c.exchange(get_request("/a.txt"));
+      EXPECT_TRUE(r && r->body == want_a) << "round " << round << ": " << (r ? r->body : "(no reply)");
+      r = c.exchange(get_request("/sub/"));
+      EXPECT_TRUE(r && r->body == want_sub) << "round " << round << ": " << (r ? r->body : "(no reply)");
+    }
+    stops[round].request_stop();
+  }
+  loop.join();
+  EXPECT_EQ(fds_below(root_), 0);
+  EXPECT_EQ(fds_below(other), 0);
+}
+
+// --- Responses held by a handler that wraps static_files --------------------------
+
+// A handler awaits static_files, then something else, then returns its response;
+// meanwhile another request through the same handler evicts (one entry) or replaces
+// (checked on every request) the entry the response came from. The response's fields
+// must stay what they were, whatever its body: a whole file, none (HEAD), or none (304).
+TEST_P(StaticFileCacheAttack, AResponseHeldAcrossAnAwaitKeepsItsFieldsWhenItsEntryGoes) {
+  write_file(root_ / "b.txt", "bbbbb");
+  std::atomic<int> changed{0};
+  std::string changed_example;
+  std::mutex mu;
+  for (auto valid : {std::chrono::milliseconds::zero(), std::chrono::milliseconds(3'600'000)}) {
+    ringio::http::static_files files(root_.string(),
+                                     {.open_file_cache_entries = 1, .open_file_cache_valid_for = valid});
+    routes_.prefix(
+        valid.count() == 0 ? "/zero/" : "/one/",
+        [files, &changed, &changed_example, &mu](ringio::http::request& r) -> ringio::task<ringio::http::response> {
+          ringio::http::response resp = co_await files(r);
+          const std::string before(resp.extra_headers());
+          (void)co_await ringio::sleep_for(60ms);
+          if (std::string(resp.extra_headers()) != before) {
+            ++changed;
+            std::lock_guard lock(mu);
+            changed_example = before + " became " + std::string(resp.extra_headers());
+          }
+          co_return resp;
+        });
+  }
+  start_server(routes_);
+  const std::string etag = get("/one/a.txt")->header("ETag");
+  ASSERT_FALSE(etag.empty());
+  int bad_replies = 0;
+  for (const char* prefix : {"/one/", "/zero/"}) {
+    for (int kind = 0; kind < 3; ++kind) {  // GET, HEAD, If-None-Match (304)
+      for (int i = 0; i < 5; ++i) {
+        std::optional<http_reply> held;
+        std::thread x([&] {
+          http_client c(port());
+          const std::string path = std::string(prefix) + "a.txt";
+          if (kind == 1) {
+            if (c.send("HEAD " + path + " HTTP/1.1\r\nHost: t\r\n\r\n")) held = c.read_reply(true);
+          } else {
+            held = c.exchange(get_request(path, kind == 2 ? "If-None-Match: " + etag + "\r\n" : ""));
+          }
+        });
+        std::this_thread::sleep_for(15ms);
+        if (std::string(prefix) == "/zero/") {  // the path changes: the entry is dropped
+          replace_file(root_ / "a.txt", i % 2 == 0 ? "FIRST" : "first");
+        }
+        EXPECT_EQ(body_of(std::string(prefix) + "b.txt"), "bbbbb");  // evicts a.txt's entry
+        x.join();
+        if (!held || held->header("ETag").size() != etag.size() || held->header("Last-Modified").size() != 29) {
+          ++bad_replies;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(bad_replies, 0) << "replies without whole validators";
+  EXPECT_EQ(changed.load(), 0) << "a held response's fields changed under it: " << changed_example;
 }
 
 }  // namespace
