@@ -27,6 +27,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <mutex>
 #include <random>
 #include <string>
@@ -1248,6 +1249,137 @@ TEST_P(StaticFileCacheAttack, AResponseHeldAcrossAnAwaitKeepsItsFieldsWhenItsEnt
   }
   EXPECT_EQ(bad_replies, 0) << "replies without whole validators";
   EXPECT_EQ(changed.load(), 0) << "a held response's fields changed under it: " << changed_example;
+}
+
+// --- Many handlers sharing the descriptors ------------------------------------------
+
+// Sixteen handlers, each allowed an eighth of the descriptor limit, can together hold
+// twice the limit: when an open fails for want of descriptors, cached files (of the
+// loop, whichever handler holds them) are closed and the request still served; a new
+// connection (another process connects) is still accepted.
+TEST_P(StaticFileCacheAttack, ManyHandlersTogetherExhaustingDescriptorsStillAnswer) {
+  nofile_guard guard;
+  constexpr int handlers = 16, files = 60;
+  for (int i = 0; i < files; ++i) write_file(root_ / ("f" + std::to_string(i)), "file " + std::to_string(i));
+  for (int h = 0; h < handlers; ++h)
+    routes_.prefix("/h" + std::to_string(h) + "/", ringio::http::static_files(root_.string()));
+  std::vector<std::unique_ptr<http_client>> clients;
+  int pipefd[2];  // made now: none may be left later
+  ASSERT_EQ(::pipe2(pipefd, O_CLOEXEC), 0);
+  rlimit lowered = guard.saved;
+  const int high = highest_fd();
+  lowered.rlim_cur = static_cast<rlim_t>(std::max(400, high + 120));
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &lowered), 0);  // before the handlers' first use: cap = limit / 8
+  start_server(routes_);
+  for (int i = 0; i < 2; ++i) clients.push_back(std::make_unique<http_client>(port()));
+  int not_ok = 0;
+  std::string first_failure;
+  std::vector<int> failures_by_handler(handlers);
+  for (int h = 0; h < handlers; ++h) {
+    for (int i = 0; i < files; ++i) {
+      const std::string path = "/h" + std::to_string(h) + "/f" + std::to_string(i);
+      auto r = clients[static_cast<std::size_t>(i % 2)]->exchange(get_request(path));
+      if (!r || r->status != 200 || r->body != "file " + std::to_string(i)) {
+        ++failures_by_handler[static_cast<std::size_t>(h)];
+        if (not_ok++ == 0) first_failure = path + ": " + (r ? std::to_string(r->status) : std::string("no reply"));
+        if (!r) clients[static_cast<std::size_t>(i % 2)] = std::make_unique<http_client>(port());
+      }
+    }
+  }
+  std::string by_handler;
+  for (int n : failures_by_handler) by_handler += std::to_string(n) + " ";
+  EXPECT_EQ(not_ok, 0) << "requests not answered 200 while descriptors ran out; first: " << first_failure
+                       << "; failures by handler: " << by_handler;
+  errno = 0;
+  const int probe = ::dup(0);
+  EXPECT_GE(probe, 0) << "the process has no descriptor left: " << std::strerror(errno);
+  if (probe >= 0) ::close(probe);
+  const std::uint16_t p = port();
+  pid_t child = ::fork();
+  if (child == 0) {
+    ::setrlimit(RLIMIT_NOFILE, &guard.saved);
+    char out = 'n';
+    int fd = connect_raw(p, 0, 5000);
+    if (fd >= 0 && send_all(fd, "GET /h0/f0 HTTP/1.1\r\nHost: t\r\n\r\n")) {
+      char b[64];
+      ssize_t n = ::recv(fd, b, sizeof b, MSG_WAITALL);
+      out = n >= 12 && std::memcmp(b, "HTTP/1.1 200", 12) == 0 ? 'y' : n >= 12 ? b[9] : 't';
+    }
+    (void)::write(pipefd[1], &out, 1);
+    ::_exit(0);
+  }
+  ::close(pipefd[1]);
+  char verdict = '?';
+  (void)::read(pipefd[0], &verdict, 1);
+  ::close(pipefd[0]);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  EXPECT_EQ(verdict, 'y') << "a new connection while the caches hold the descriptors ('t': no reply within 5 s)";
+  ::setrlimit(RLIMIT_NOFILE, &guard.saved);
+  std::printf("%d files of the root open under a limit of %d descriptors\n", fds_below(root_),
+              static_cast<int>(lowered.rlim_cur));
+  clients.clear();
+  stop_server();
+  EXPECT_EQ(fds_below(root_), 0);
+}
+
+TEST_P(StaticFileCacheAttack, AHugeEntryCountIsCappedNotAllocated) {
+  routes_.prefix("/max/", ringio::http::static_files(
+                              root_.string(), {.open_file_cache_entries = std::numeric_limits<std::size_t>::max()}));
+  routes_.prefix("/big/", ringio::http::static_files(root_.string(), {.open_file_cache_entries = 1'000'000'000}));
+  start_server(routes_);
+  EXPECT_EQ(body_of("/max/a.txt"), "first");
+  EXPECT_EQ(body_of("/big/a.txt"), "first");
+  EXPECT_EQ(body_of("/max/sub/"), "<p>sub</p>");
+}
+
+// The loop's serving task is stopped (every connection cancelled) while clients keep
+// requesting small files checked on every request, through a two-entry cache: pending
+// path checks, opens and sends end with the loop; nothing stays open.
+TEST_P(StaticFileCacheAttack, AHardStopDuringPathChecksAndOpens) {
+  for (int i = 0; i < 5; ++i) write_file(root_ / ("f" + std::to_string(i)), std::string(2000 + i * 9000, 'x'));
+  ringio::http::router routes;
+  routes.prefix("/", ringio::http::static_files(root_.string(),
+                                                {.open_file_cache_entries = 2, .open_file_cache_valid_for = 0ms}));
+  for (int round = 0; round < 3; ++round) {
+    ringio::http::server srv(routes, {.log = [](std::string_view) {}});
+    auto listener = listen_loopback();
+    const std::uint16_t p = address_of(listener).port();
+    std::atomic<bool> stop_now{false}, clients_done{false};
+    std::thread loop([&, backend = GetParam()] {
+      ringio::io_context ctx(ringio::io_context_options{.backend = backend, .quiet = true});
+      auto body = [&]() -> ringio::task<void> {
+        ringio::scope sc;
+        sc.spawn(srv.serve(listener));
+        while (!stop_now.load()) (void)co_await ringio::sleep_for(1ms);
+        sc.request_stop();
+        co_await sc.join();
+      };
+      ringio::sync_wait(ctx, body());
+    });
+    std::vector<std::thread> clients;
+    std::atomic<int> replies{0};
+    for (int c = 0; c < 6; ++c) {
+      clients.emplace_back([&, c] {
+        for (int i = 0; !clients_done; ++i) {
+          http_client client(p, 3000);
+          if (!client.connected()) break;
+          for (int k = 0; k < 20 && !clients_done; ++k) {
+            auto r = client.exchange(get_request("/f" + std::to_string((i + k + c) % 5)));
+            if (!r) break;
+            ++replies;
+          }
+        }
+      });
+    }
+    std::this_thread::sleep_for(300ms + std::chrono::milliseconds(round * 70));
+    stop_now = true;
+    loop.join();
+    clients_done = true;
+    for (auto& t : clients) t.join();
+    EXPECT_GT(replies.load(), 0);
+    EXPECT_EQ(fds_below(root_), 0) << "round " << round;
+  }
 }
 
 }  // namespace
