@@ -249,7 +249,7 @@ class StaticFileCacheAttack : public http_server_test {
 // A large cached file truncated in place while a slow client receives it: the client
 // gets the announced length, or a shorter body on a connection the server closed;
 // never a hang on an open connection, and the server goes on serving.
-void truncate_while_sending(StaticFileCacheAttack& t, std::uint16_t port, const fs::path& file) {
+void truncate_while_sending(std::uint16_t port, const fs::path& file) {
   const std::size_t size = 8u << 20;
   const std::string data = pattern(size);
   write_file(file, data);
@@ -296,18 +296,17 @@ void truncate_while_sending(StaticFileCacheAttack& t, std::uint16_t port, const 
   EXPECT_EQ(foreign, 0u) << "bytes that are neither the file's nor zeros";
   std::printf("%zu of %zu body bytes received, %zu of them zeros past the truncation\n", r.body.size(), size, zeros);
   ::close(fd);
-  (void)t;
 }
 
 TEST_P(StaticFileCacheAttack, AFileTruncatedDuringACachedSendfileEndsTheConnection) {
   serve({.open_file_cache_valid_for = std::chrono::hours(1)});
-  truncate_while_sending(*this, port(), root_ / "big.bin");
+  truncate_while_sending(port(), root_ / "big.bin");
   EXPECT_EQ(body_of("/a.txt"), "first") << "the server goes on";
 }
 
 TEST_P(StaticFileCacheAttack, AFileTruncatedDuringACachedReadThroughTheLoopEndsTheConnection) {
   serve({.open_file_cache_valid_for = std::chrono::hours(1)}, {.sendfile = false});
-  truncate_while_sending(*this, port(), root_ / "big.bin");
+  truncate_while_sending(port(), root_ / "big.bin");
   EXPECT_EQ(body_of("/a.txt"), "first") << "the server goes on";
 }
 
@@ -402,7 +401,7 @@ TEST_P(StaticFileCacheAttack, ACachedPathThatBecomesASymlinkOutOfTheRootNeverLea
 
 // Opening a FIFO for reading waits for a writer: a cached path that comes to name one
 // must be answered (not 200 from a pipe) and must not hold up other requests or the stop.
-void fifo_probe(StaticFileCacheAttack& t, std::uint16_t port, const fs::path& root, bool cached_first) {
+void fifo_probe(std::uint16_t port, const fs::path& root, bool cached_first) {
   if (cached_first) {
     write_file(root / "p", "regular");
     http_client c(port);
@@ -443,17 +442,16 @@ void fifo_probe(StaticFileCacheAttack& t, std::uint16_t port, const fs::path& ro
   if (fifo_reply) {
     EXPECT_GE(fifo_reply->status, 400);
   }
-  (void)t;
 }
 
 TEST_P(StaticFileCacheAttack, ACachedPathThatBecomesAFifoIsAnsweredAtOnce) {
   serve({.open_file_cache_valid_for = 100ms});
-  fifo_probe(*this, port(), root_, true);
+  fifo_probe(port(), root_, true);
 }
 
 TEST_P(StaticFileCacheAttack, AFifoIsAnsweredAtOnceWithTheCacheOff) {
   serve({.open_file_cache_entries = 0});
-  fifo_probe(*this, port(), root_, false);
+  fifo_probe(port(), root_, false);
 }
 
 TEST_P(StaticFileCacheAttack, ACachedPathThatBecomesADeviceIsNotStreamedForever) {
