@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
@@ -58,7 +59,10 @@ class static_file_caches : public ringio::detail::context_service {
     if (last_id_ == root.id) return *last_;
     auto it = std::find_if(caches_.begin(), caches_.end(), [&](const auto& c) { return c.first == root.id; });
     if (it == caches_.end()) {
-      const auto max_age = std::chrono::duration_cast<std::chrono::nanoseconds>(root.opts.open_file_cache_valid_for);
+      // Saturated: an interval past what nanoseconds hold (292 years) trusts for ever.
+      constexpr auto longest = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::nanoseconds::max());
+      const auto max_age =
+          std::chrono::duration_cast<std::chrono::nanoseconds>(std::min(root.opts.open_file_cache_valid_for, longest));
       caches_.emplace_back(root.id, std::make_unique<open_file_cache>(capacity_for(root.opts.open_file_cache_entries),
                                                                       std::max<std::int64_t>(0, max_age.count())));
       it = caches_.end() - 1;
@@ -66,6 +70,34 @@ class static_file_caches : public ringio::detail::context_service {
     last_id_ = root.id;
     last_ = it->second.get();
     return *last_;
+  }
+
+  /// After an insert: the loop's caches together hold at most an eighth of the
+  /// descriptors the process may open (each cache alone is capped so, but a loop may
+  /// serve many roots): the least recently used file of the fullest other cache goes.
+  void keep_within_limit(const open_file_cache& inserted) {
+    const std::size_t cap = capacity_for(SIZE_MAX);
+    std::size_t total = 0;
+    for (auto& c : caches_) total += c.second->size();
+    while (total > cap) {
+      open_file_cache* fullest = nullptr;
+      for (auto& c : caches_) {
+        if (c.second.get() != &inserted && (fullest == nullptr || c.second->size() > fullest->size()))
+          fullest = c.second.get();
+      }
+      if (fullest == nullptr || !fullest->evict_oldest()) break;
+      --total;
+    }
+  }
+
+  /// Out of descriptors: closes about half of the files every cache of the loop holds
+  /// (all roots' caches, least recently used first in each). False when none held any.
+  bool evict_half() {
+    bool any = false;
+    for (auto& c : caches_) {
+      for (std::size_t n = c.second->size() / 2 + 1; n > 0 && c.second->evict_oldest(); --n) any = true;
+    }
+    return any;
   }
 
  private:
@@ -267,9 +299,8 @@ task<response> serve(const static_root& root, request& r) {
 
   const std::int64_t opened_ns = ringio::detail::monotonic_ns();
   int fd = open_beneath(root.fd.get(), rel);
-  if ((fd == -EMFILE || fd == -ENFILE) && cache != nullptr && cache->size() > 0) {
-    for (std::size_t n = cache->size() / 2 + 1; n > 0 && cache->evict_oldest(); --n) {
-    }
+  if ((fd == -EMFILE || fd == -ENFILE) && io_context::current() != nullptr &&
+      io_context::current()->service<static_file_caches>().evict_half()) {
     fd = open_beneath(root.fd.get(), rel);
   }
   if (fd < 0) co_return page(status_for_open_error(fd));
@@ -292,7 +323,11 @@ task<response> serve(const static_root& root, request& r) {
   if (!S_ISREG(st.st_mode)) co_return page(404);
   ::fcntl(fd, F_SETFL, 0);  // back to blocking: io_uring then reads it like any regular file
 
-  if (cache != nullptr) co_return cached_response(root, r, cache->insert(name, file.release(), st, opened_ns));
+  if (cache != nullptr) {
+    cached_file& e = cache->insert(name, file.release(), st, opened_ns);
+    io_context::current()->service<static_file_caches>().keep_within_limit(*cache);
+    co_return cached_response(root, r, e);
+  }
   const file_facts facts = file_facts::of(st);
   char etag[48];
   char last_modified[http_date_size];

@@ -34,8 +34,9 @@ struct static_files_options {
   /// handler, with their size, modification time and validators, the least recently
   /// used closed first; 0 turns the cache off (every request opens, stats and closes
   /// its file). Never more than an eighth of RLIMIT_NOFILE's soft limit (as it was
-  /// when the loop first used the handler); when an open fails for want of
-  /// descriptors, cached files are closed and the open is tried again.
+  /// when the loop first used the handler), and all handlers' caches of a loop together
+  /// never more than an eighth of it; when an open fails for want of descriptors, half
+  /// of the loop's cached files are closed and the open is tried again.
   std::size_t open_file_cache_entries = 1024;
   /// Open-file cache: how long a cached file is served without looking at its path
   /// again. The first request after that checks the path (statx(2) through the loop)
