@@ -113,10 +113,10 @@ struct fd_pair {
 struct tcp_listener {
   int fd = -1;
   sockaddr_in addr{};
-  explicit tcp_listener(int backlog = 16) {
+  explicit tcp_listener(int backlog = 16, std::uint32_t host = INADDR_LOOPBACK) {
     fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_addr.s_addr = htonl(host);
     socklen_t len = sizeof addr;
     ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
     ::listen(fd, backlog);
@@ -1707,8 +1707,12 @@ TEST_P(FiberHooksRingAttack, ManyAcceptsClosedInRandomOrder) {
   constexpr int fibers = 200;
   std::mt19937 rng(seed_from_env("ManyAcceptsClosedInRandomOrder"));
   const int before = open_descriptors();
+  // A loopback address of this process's own (127.x.y.1): the ports freed below may be
+  // taken at once by other processes' listeners on 127.0.0.1, and would then accept.
+  const auto pid = static_cast<std::uint32_t>(::getpid());
+  const std::uint32_t host = (127u << 24) | ((pid % 250 + 2) << 16) | (((pid / 250) % 250) << 8) | 1u;
   std::vector<std::unique_ptr<tcp_listener>> ls;
-  for (int i = 0; i < fibers; ++i) ls.push_back(std::make_unique<tcp_listener>());
+  for (int i = 0; i < fibers; ++i) ls.push_back(std::make_unique<tcp_listener>(16, host));
   std::vector<sockaddr_in> addrs;
   for (auto& l : ls) addrs.push_back(l->addr);
   std::vector<int> order(fibers);
