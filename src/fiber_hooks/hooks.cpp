@@ -220,23 +220,36 @@ class call_deadline {
   long long at_ = -1;
 };
 
-// After EAGAIN from a non-blocking try: waits for `fd` through the loop. true: try
-// again; false: give up with errno set (EAGAIN for a descriptor the program made
-// non-blocking or a passed SO_*TIMEO deadline; EINTR, ECANCELED, EBADF from the wait).
-bool wait_again(int fd, int events, call_deadline& deadline) noexcept {
+// After EAGAIN from a non-blocking try: whether the call may wait, with the time it
+// has (negative: no deadline). A descriptor the program made non-blocking, or a passed
+// SO_*TIMEO deadline, may not: errno is EAGAIN.
+bool may_wait(int fd, call_deadline& deadline, long long& left) noexcept {
   if (user_nonblocking(fd)) {
     errno = EAGAIN;
     return false;
   }
-  const long long left = deadline.left();
+  left = deadline.left();
   if (left == 0) {
     errno = EAGAIN;
     return false;
   }
+  return true;
+}
+
+// Waits `left` for `fd` through the loop. true: try again; false: give up with errno
+// set (EAGAIN after the deadline; EINTR, ECANCELED, EBADF from the wait).
+bool wait_ready(int fd, int events, call_deadline& deadline, long long left) noexcept {
   const int rc = deadline.after_wait(the_bridge().wait(fd, events, left));
   if (rc == 0) return true;
   errno = rc == -ETIMEDOUT ? EAGAIN : -rc;
   return false;
+}
+
+// After EAGAIN from a non-blocking try: waits for `fd` through the loop, if the call
+// may wait. true: try again; false: give up with errno set.
+bool wait_again(int fd, int events, call_deadline& deadline) noexcept {
+  long long left = 0;
+  return may_wait(fd, deadline, left) && wait_ready(fd, events, deadline, left);
 }
 
 // A socket call retried with MSG_DONTWAIT until it does not need to block. Returns
@@ -272,20 +285,13 @@ ssize_t receive(int fd, void* buf, size_t n, int flags, sockaddr* from, socklen_
   for (;;) {
     const ssize_t r = libc_recvfrom(fd, buf, n, flags | MSG_DONTWAIT, from, len);
     if (r >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) return r;
+    long long left = 0;
+    if (!may_wait(fd, deadline, left)) return -1;
     if (ring) {
-      if (user_nonblocking(fd)) {
-        errno = EAGAIN;
-        return -1;
-      }
-      const long long left = deadline.left();
-      if (left == 0) {
-        errno = EAGAIN;
-        return -1;
-      }
       const long rr = the_bridge().ring_recv(fd, buf, n, flags, left);
       if (rr != RINGIO_HOOK_NO_RING) return from_ring(deadline.after_wait(rr));  // else nothing was done
     }
-    if (!wait_again(fd, want_read, deadline)) return -1;
+    if (!wait_ready(fd, want_read, deadline, left)) return -1;
   }
 }
 
