@@ -32,6 +32,7 @@
 #include <thread>
 #include <vector>
 
+#include "fiber_hooks_attack_fixture.hpp"
 #include "ringio/fiber.hpp"
 #include "ringio/ringio.hpp"
 #include "support/backend_test.hpp"
@@ -42,52 +43,10 @@ using namespace std::chrono_literals;
 
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr std::size_t stack_scale = 4;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-constexpr std::size_t stack_scale = 4;
-#else
-constexpr std::size_t stack_scale = 1;
-#endif
-#else
-constexpr std::size_t stack_scale = 1;
-#endif
+constexpr std::size_t stack_scale = hook_stack_scale;
 
-const fiber_options hook_stack{.stack_size = 256 * 1024 * stack_scale};
-
-bool hooks_present() { return ::dlsym(RTLD_DEFAULT, "ringio_fiber_hooks_attach") != nullptr; }
-
-class FiberHooksAttack : public backend_test {
+class FiberHooksAttack : public hooks_attack_test {
  protected:
-  void SetUp() override {
-    backend_test::SetUp();
-    if (IsSkipped()) return;
-    if (GetParam() == backend_kind::sim) GTEST_SKIP() << "the hooks wait on real descriptors";
-    if (!hooks_present()) GTEST_SKIP() << "the hooks are neither linked in nor preloaded";
-  }
-  // Runs the functions as fibers of one scope on the test's loop. Fibers still
-  // waiting after `limit` are stopped (their calls fail) so that a hang is a failure.
-  void in_fibers(const std::vector<std::function<void()>>& fns, std::chrono::seconds limit = 10s) {
-    run([](const std::vector<std::function<void()>>& fns, std::chrono::seconds limit) -> task<void> {
-      scope s;
-      for (const auto& fn : fns)
-        spawn_fiber(
-            s, [&fn] { fn(); }, hook_stack);
-      scope w;
-      w.spawn([](scope& s, std::chrono::seconds limit) -> task<void> {
-        auto slept = co_await sleep_for(limit);
-        if (slept) {
-          ADD_FAILURE() << "the fibers still waited after " << limit.count() << " s: stopped";
-          s.request_stop();
-        }
-      }(s, limit));
-      co_await s.join();
-      w.request_stop();
-      co_await w.join();
-    }(fns, limit));
-  }
-  void in_fiber(const std::function<void()>& fn, std::chrono::seconds limit = 10s) { in_fibers({fn}, limit); }
   void in_two_fibers(const std::function<void()>& a, const std::function<void()>& b, std::chrono::seconds limit = 10s) {
     in_fibers({a, b}, limit);
   }
