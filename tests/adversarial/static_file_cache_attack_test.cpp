@@ -608,6 +608,11 @@ TEST_P(StaticFileCacheAttack, RunningOutOfDescriptorsWhileTheCacheHoldsThemStill
   for (int i = 0; i < 4; ++i) clients.push_back(std::make_unique<http_client>(port()));
   ASSERT_EQ(clients[0]->exchange(get_request("/a.txt"))->body, "first");  // the handler's first use
   std::this_thread::sleep_for(100ms);
+  // The pipe that brings the other process's verdict back is made before the limit is
+  // lowered: while the cache holds every descriptor the limit allows, this thread could
+  // not make one either.
+  int pipefd[2];
+  ASSERT_EQ(::pipe2(pipefd, O_CLOEXEC), 0);
   const int high = highest_fd();
   rlimit lowered = guard.saved;
   lowered.rlim_cur = static_cast<rlim_t>(high + 1 + 24);
@@ -625,11 +630,7 @@ TEST_P(StaticFileCacheAttack, RunningOutOfDescriptorsWhileTheCacheHoldsThemStill
     }
   }
   EXPECT_EQ(not_ok, 0) << "requests not answered 200 while descriptors ran out; first: " << first_failure;
-  std::printf("%d files of the root open in the cache under a limit of %d descriptors\n", fds_below(root_),
-              static_cast<int>(lowered.rlim_cur));
   // A new connection needs a descriptor for its accept: another process connects.
-  int pipefd[2];
-  ASSERT_EQ(::pipe2(pipefd, O_CLOEXEC), 0);
   const std::uint16_t p = port();
   pid_t child = ::fork();
   if (child == 0) {
@@ -658,7 +659,9 @@ TEST_P(StaticFileCacheAttack, RunningOutOfDescriptorsWhileTheCacheHoldsThemStill
   ::waitpid(child, &status, 0);
   EXPECT_EQ(verdict, 'y') << "a new connection while the cache holds every descriptor the limit allows ('t': no "
                              "reply within 5 s; a digit: the status's first digit)";
-  ::setrlimit(RLIMIT_NOFILE, &guard.saved);
+  ::setrlimit(RLIMIT_NOFILE, &guard.saved);  // counting needs a descriptor of its own
+  std::printf("%d files of the root open in the cache under a limit of %d descriptors\n", fds_below(root_),
+              static_cast<int>(lowered.rlim_cur));
   clients.clear();
   stop_server();
   EXPECT_EQ(fds_below(root_), 0);
