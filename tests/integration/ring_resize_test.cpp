@@ -203,7 +203,7 @@ TEST_P(RingResizeState, DescribeShowsTheState) {
   // Without DEFER_TASKRUN the kernel cannot resize the ring.
   auto coop = make({.backend = GetParam(), .defer_taskrun = false, .quiet = true});
   ASSERT_TRUE(coop);
-  EXPECT_NE(coop->describe().find("ring resize needs DEFER_TASKRUN"), std::string::npos) << coop->describe();
+  EXPECT_NE(coop->describe().find("ring resize needs defer_taskrun"), std::string::npos) << coop->describe();
   EXPECT_NE(coop->describe().find("sq 4096, cq 65536"), std::string::npos) << coop->describe();
 }
 

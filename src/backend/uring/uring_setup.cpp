@@ -202,7 +202,7 @@ unsigned round_up_pow2(unsigned n) noexcept {
 // Whether the ring may start small and grow to sq/cq, or why not.
 const char* why_no_resize(const io_context_options& opts, unsigned sq, unsigned cq) noexcept {
   if (!opts.ring_resize) return "off";
-  if (opts.sqpoll || !opts.defer_taskrun) return "needs DEFER_TASKRUN";
+  if (opts.sqpoll || !opts.defer_taskrun) return "needs defer_taskrun";
   // Sizes the kernel refuses at setup keep failing there, as without resizing.
   if (sq > 32768 || cq > 65536) return "not needed";
   if (round_up_pow2(sq) <= resize_start_sq && round_up_pow2(cq) <= resize_start_cq) return "not needed";
@@ -224,7 +224,7 @@ ring_setup create_ring(io_uring& ring, const io_context_options& opts) {
     if (grows && (s.flags & IORING_SETUP_DEFER_TASKRUN) == 0) {
       // The kernel refused DEFER_TASKRUN (it never does where it resizes): full size.
       io_uring_queue_exit(&ring);
-      no_resize = "needs DEFER_TASKRUN";
+      no_resize = "needs defer_taskrun";
       continue;
     }
     if (grows) {

@@ -27,7 +27,8 @@ struct ring_setup {
   /// The ring started small and may grow up to these sizes (0: it has its full size).
   unsigned max_sq_entries = 0;
   unsigned max_cq_entries = 0;
-  /// Why the ring does not grow: "off", "unsupported", "needs DEFER_TASKRUN", "not
+  /// Why the ring does not grow: "off", "unsupported", "needs defer_taskrun" (the ring
+  /// lacks IORING_SETUP_DEFER_TASKRUN: option off, or SQPOLL), "not
   /// needed" (the sizes asked for are no larger than the start); nullptr when it does.
   const char* no_resize_reason = nullptr;
 };
