@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <optional>
 #include <random>
 #include <string>
@@ -229,6 +230,35 @@ TEST_P(RingResizeState, GrowsUpToTheSizesAskedFor) {
   const std::string d = ctx->describe();
   EXPECT_NE(d.find("sq 512, cq 2048"), std::string::npos) << d;
   EXPECT_EQ(d.find("; 0 resizes"), std::string::npos) << d;
+}
+
+// A resize the kernel refuses (RINGIO_URING_RESIZE_FAIL makes every one fail with
+// ENOMEM): the ring keeps its size, stops growing, and the operations past its CQ wait
+// in the backlog and still all complete; describe() says why it stopped.
+TEST_P(RingResizeState, AFailedResizeKeepsTheRingAndLosesNothing) {
+  if (!has_ring(GetParam())) GTEST_SKIP() << "the readiness backend " << to_string(GetParam()) << " has no ring";
+  ::setenv("RINGIO_URING_RESIZE_FAIL", "12", 1);
+  auto ctx = make({.backend = GetParam(), .quiet = true});
+  if (!ctx || !resizes(ctx->describe())) {
+    ::unsetenv("RINGIO_URING_RESIZE_FAIL");
+    GTEST_SKIP() << "the ring does not grow here" << (ctx ? ": " + ctx->describe() : std::string());
+  }
+  constexpr int ops = 3000;
+  int done = sync_wait(*ctx, []() -> task<int> {
+    int done = 0;
+    scope s;
+    for (int i = 0; i < ops; ++i)
+      s.spawn([](int& d, int i) -> task<void> {
+        if (co_await sleep_for(std::chrono::microseconds(10'000 + i % 1000))) ++d;
+      }(done, i));
+    co_await s.join();
+    co_return done;
+  }());
+  ::unsetenv("RINGIO_URING_RESIZE_FAIL");
+  EXPECT_EQ(done, ops);
+  const std::string d = ctx->describe();
+  EXPECT_NE(d.find("sq 256, cq 1024"), std::string::npos) << d;
+  EXPECT_NE(d.find("ring resize failed ("), std::string::npos) << d;
 }
 
 INSTANTIATE_TEST_SUITE_P(, RingResizeState,

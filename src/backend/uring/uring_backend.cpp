@@ -89,6 +89,9 @@ uring_backend::uring_backend(io_context& ctx, loop_state& st, const io_context_o
   max_in_flight_opt_ = opts.max_in_flight;
   cap_ = opts.max_in_flight != 0 ? opts.max_in_flight : std::max(setup_.cq_entries, setup_.max_cq_entries);
   set_room();
+  shown_sq_.store(setup_.sq_entries, std::memory_order_relaxed);
+  shown_cq_.store(setup_.cq_entries, std::memory_order_relaxed);
+  ring_bytes_.store(ring_mapped_bytes(ring_), std::memory_order_relaxed);
   if (!poll_mode_ && setup_.send_zc) zero_copy_threshold_ = opts.zero_copy_send_threshold;
   if (setup_.min_wait && (setup_.flags & IORING_SETUP_SQPOLL) == 0) min_wait_usec_ = opts.min_wait;
   if (!opts.no_iowait) {
@@ -147,17 +150,19 @@ std::string uring_backend::describe() const {
   std::string s = poll_mode_ ? "uring-poll" : "uring";
   s += " (flags ";
   s += describe_setup_flags(setup_.flags & ~IORING_SETUP_R_DISABLED);
-  s += ", sq " + std::to_string(setup_.sq_entries) + ", cq " + std::to_string(setup_.cq_entries);
+  s += ", sq " + std::to_string(shown_sq_.load(std::memory_order_relaxed)) + ", cq " +
+       std::to_string(shown_cq_.load(std::memory_order_relaxed));
   s += ", max in flight " + std::to_string(cap_);
-  if (!resize_failure_.empty()) {
-    s += ", ring resize failed (" + resize_failure_ + ")";
+  if (const int err = resize_errno_.load(std::memory_order_relaxed); err != 0) {
+    s += std::string(", ring resize failed (") + std::strerror(err) + ")";
   } else if (setup_.no_resize_reason == nullptr) {
     s += ", ring resize yes (up to sq " + std::to_string(setup_.max_sq_entries) + ", cq " +
-         std::to_string(setup_.max_cq_entries) + "; " + std::to_string(resizes_) + " resizes)";
+         std::to_string(setup_.max_cq_entries) + "; " + std::to_string(resizes_.load(std::memory_order_relaxed)) +
+         " resizes)";
   } else {
     s += std::string(", ring resize ") + setup_.no_resize_reason;
   }
-  s += ", ring memory " + std::to_string((ring_mapped_bytes(ring_) + 1023) / 1024) + " KiB";
+  s += ", ring memory " + std::to_string((ring_bytes_.load(std::memory_order_relaxed) + 1023) / 1024) + " KiB";
   if (!poll_mode_) {  // what buffer_pool_options may turn on
     s += std::string(", recv bundles ") + (setup_.recv_bundle ? "yes" : "no");
     s += std::string(", incremental buffers ") + (setup_.pbuf_inc ? "yes" : "no");
@@ -438,16 +443,19 @@ void uring_backend::enable() {
 }
 
 // The bound start() checks: while the CQ may still grow, its current size (an
-// operation past it grows the ring first); else the in-flight cap.
+// operation past it grows the ring first); else the in-flight cap. After a failed
+// resize the ring is bounded as if created at its current size (unless
+// max_in_flight was given: the kernel then keeps overflowing completions, NODROP).
 void uring_backend::set_room() noexcept {
-  const bool grows = setup_.cq_entries < setup_.max_cq_entries && resize_failure_.empty();
-  room_ = grows ? std::min<std::size_t>(cap_, setup_.cq_entries) : cap_;
+  const bool failed = resize_errno_.load(std::memory_order_relaxed) != 0;
+  const bool by_cq = setup_.cq_entries < setup_.max_cq_entries && (!failed || max_in_flight_opt_ == 0);
+  room_ = by_cq ? std::min<std::size_t>(cap_, setup_.cq_entries) : cap_;
 }
 
 // `cqes` completions may be pending: grows the ring until its CQ holds them (doubling
 // both queues, up to their maximum), in one resize. Whether they fit under the bound now.
 bool uring_backend::make_room(std::size_t cqes) noexcept {
-  if (room_ < cap_ && setup_.cq_entries < setup_.max_cq_entries) {
+  if (room_ < cap_ && setup_.cq_entries < setup_.max_cq_entries && resize_errno_.load(std::memory_order_relaxed) == 0) {
     unsigned sq = setup_.sq_entries, cq = setup_.cq_entries;
     while (cq < cqes && cq < setup_.max_cq_entries) {
       cq *= 2;
@@ -462,24 +470,29 @@ bool uring_backend::make_room(std::size_t cqes) noexcept {
 // is found again by its position.
 void uring_backend::grow_ring(unsigned sq_entries, unsigned cq_entries) noexcept {
   bool remap_failed = false;
-  const int r = resize_ring(ring_, sq_entries, cq_entries, setup_.features, &remap_failed);
+  // RINGIO_URING_RESIZE_FAIL=ERRNO: every resize fails so (tests of the path).
+  const char* fail = std::getenv("RINGIO_URING_RESIZE_FAIL");
+  const int r =
+      fail != nullptr ? -std::atoi(fail) : resize_ring(ring_, sq_entries, cq_entries, setup_.features, &remap_failed);
   if (remap_failed) {
     log(log_level::error, "io_uring ring resize: mapping the new rings failed: %s", std::strerror(-r));
     std::abort();
   }
   if (r < 0) {
-    // The ring keeps its size and stops growing: as if created at this size.
-    resize_failure_ = std::strerror(-r);
+    // The ring keeps its size and stops growing.
+    resize_errno_.store(-r, std::memory_order_relaxed);
     log(log_level::warning, "io_uring ring resize to sq %u, cq %u failed (%s): the ring keeps sq %u, cq %u", sq_entries,
-        cq_entries, resize_failure_.c_str(), setup_.sq_entries, setup_.cq_entries);
-    if (max_in_flight_opt_ == 0) cap_ = setup_.cq_entries;
+        cq_entries, std::strerror(-r), setup_.sq_entries, setup_.cq_entries);
     set_room();
     return;
   }
   setup_.sq_entries = ring_.sq.ring_entries;
   setup_.cq_entries = ring_.cq.ring_entries;
   if (open_link_ != nullptr) open_link_ = &ring_.sq.sqes[open_link_at_ & ring_.sq.ring_mask];
-  ++resizes_;
+  shown_sq_.store(setup_.sq_entries, std::memory_order_relaxed);
+  shown_cq_.store(setup_.cq_entries, std::memory_order_relaxed);
+  ring_bytes_.store(ring_mapped_bytes(ring_), std::memory_order_relaxed);
+  resizes_.fetch_add(1, std::memory_order_relaxed);
   set_room();
 }
 
@@ -509,7 +522,7 @@ void uring_backend::poll(bool block, std::int64_t wake_at_ns) {
   if (!enabled_) enable();
   if (sq_filled_) {  // the SQ filled within one iteration: both queues double
     sq_filled_ = false;
-    if (setup_.sq_entries < setup_.max_sq_entries && resize_failure_.empty())
+    if (setup_.sq_entries < setup_.max_sq_entries && resize_errno_.load(std::memory_order_relaxed) == 0)
       grow_ring(std::min(2 * setup_.sq_entries, setup_.max_sq_entries),
                 std::min(2 * setup_.cq_entries, setup_.max_cq_entries));
   }

@@ -126,8 +126,12 @@ class uring_backend final : public backend {
   std::size_t room_ = 0;
   std::size_t max_in_flight_opt_ = 0;  // io_context_options::max_in_flight
   bool sq_filled_ = false;             // the SQ filled since the last poll: grow it then
-  unsigned resizes_ = 0;
-  std::string resize_failure_;  // the failed resize, for describe() (resizing then stops)
+  // What describe() shows of a ring that may grow, kept where another thread may read
+  // it while the loop grows the ring (the server apps describe loop 0 once it runs).
+  std::atomic<unsigned> shown_sq_{0}, shown_cq_{0};
+  std::atomic<std::size_t> ring_bytes_{0};
+  std::atomic<unsigned> resizes_{0};
+  std::atomic<int> resize_errno_{0};  // a resize failed (the ring then keeps its size)
   op_base* backlog_head_ = nullptr;
   op_base* backlog_tail_ = nullptr;
   int wake_fd_ = -1;
