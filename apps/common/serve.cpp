@@ -24,8 +24,7 @@
 namespace apps {
 
 std::set<std::string> server_flags(std::set<std::string> extra) {
-  extra.insert({"single-accept", "sqpoll", "no-defer-taskrun", "direct-fds", "reuse-port", "iowait",
-                "no-ring-resize"});
+  extra.insert({"single-accept", "sqpoll", "no-defer-taskrun", "direct-fds", "reuse-port", "iowait", "no-ring-resize"});
   return extra;
 }
 
