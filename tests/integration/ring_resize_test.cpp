@@ -4,11 +4,15 @@
 // all complete exactly once on every backend; seeded bursts that make the ring grow
 // while completions sit in the CQ and submissions in the SQ lose none; describe() shows
 // the state, and with the option off the ring has its full size from the start.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <optional>
 #include <random>
@@ -165,6 +169,39 @@ TEST_P(RingResize, GrowingWhileCompletionsArePendingLosesNone) {
   }
 }
 
+// io_uring link chains (ringio::chain: a write, then a read of what it wrote) started
+// between bursts of sleeps that grow the ring: a chain that needs more room than the CQ
+// has grows it before its SQEs are taken, and every chain still runs in order.
+TEST_P(RingResize, ChainsStartedWhileTheRingGrowsRunInOrder) {
+  const std::string path = ::testing::TempDir() + "ringio-resize-chain-" + std::to_string(::getpid());
+  constexpr int chains = 300, sleeps_per_chain = 20;
+  std::vector<int> ok(chains, 0);
+  run([](std::string path, std::vector<int>& ok) -> task<void> {
+    auto f = co_await fs::open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    EXPECT_TRUE(f);
+    if (!f) co_return;
+    scope s;
+    for (int c = 0; c < chains; ++c) {
+      for (int i = 0; i < sleeps_per_chain; ++i)
+        s.spawn([](int i) -> task<void> { (void)co_await sleep_for(std::chrono::microseconds(50'000 + i)); }(i));
+      s.spawn([](file& f, int c, int& ok) -> task<void> {
+        std::array<char, 8> out{}, in{};
+        std::snprintf(out.data(), out.size(), "%07d", c);
+        auto [w, r] =
+            co_await chain(f.write_at(std::string_view(out.data(), out.size()), 8u * c), f.read_at(in, 8u * c));
+        if (w.value_or(0) == out.size() && r.value_or(0) == in.size() && in == out) ++ok;
+      }(*f, c, ok[static_cast<std::size_t>(c)]));
+    }
+    co_await s.join();
+  }(path, ok));
+  ::unlink(path.c_str());
+  for (int c = 0; c < chains; ++c) EXPECT_EQ(ok[static_cast<std::size_t>(c)], 1) << "chain " << c;
+  const std::string d = ctx().describe();
+  if (has_ring(GetParam()) && resizes(d)) {
+    EXPECT_GE(cq_size(d), 8192u) << d;
+  }
+}
+
 RINGIO_ALL_BACKENDS(RingResize);
 
 std::optional<io_context> make(const io_context_options& o) {
@@ -259,6 +296,34 @@ TEST_P(RingResizeState, AFailedResizeKeepsTheRingAndLosesNothing) {
   const std::string d = ctx->describe();
   EXPECT_NE(d.find("sq 256, cq 1024"), std::string::npos) << d;
   EXPECT_NE(d.find("ring resize failed ("), std::string::npos) << d;
+}
+
+// A link chain that needs more room than the CQ has grows the ring before its SQEs are
+// taken (the SQ is at its maximum here, so only the chain can make the ring grow).
+TEST_P(RingResizeState, AChainGrowsTheRingBeforeItsLinks) {
+  if (GetParam() != backend_kind::uring) GTEST_SKIP() << "only the io_uring completion backend links requests";
+  auto ctx = make({.backend = GetParam(), .sq_entries = 256, .quiet = true});
+  if (!ctx || !resizes(ctx->describe())) GTEST_SKIP() << "the ring does not grow here";
+  const std::string path = ::testing::TempDir() + "ringio-resize-link-" + std::to_string(::getpid());
+  std::string after;
+  sync_wait(*ctx, [](std::string path, std::string& after) -> task<void> {
+    auto f = co_await fs::open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    EXPECT_TRUE(f);
+    if (!f) co_return;
+    scope s;
+    // 1,019 sleeps in flight: one more operation fits the 1,024-entry CQ (it may post
+    // three completions), a two-link chain (six) does not.
+    for (int i = 0; i < 1019; ++i)
+      s.spawn([]() -> task<void> { (void)co_await sleep_for(std::chrono::milliseconds(50)); }());
+    std::array<char, 8> out{'l', 'i', 'n', 'k', 'e', 'd', '0', '1'}, in{};
+    auto [w, r] = co_await chain(f->write_at(std::string_view(out.data(), out.size()), 0), f->read_at(in, 0));
+    EXPECT_TRUE(w.value_or(0) == out.size() && r.value_or(0) == in.size() && in == out);
+    after = io_context::current()->describe();
+    co_await s.join();
+  }(path, after));
+  ::unlink(path.c_str());
+  EXPECT_NE(after.find("sq 256, cq 2048"), std::string::npos) << after;
+  EXPECT_NE(after.find("; 1 resizes)"), std::string::npos) << after;
 }
 
 INSTANTIATE_TEST_SUITE_P(, RingResizeState,
