@@ -70,6 +70,7 @@ void read_server_options(cli& args, server_config& cfg, std::uint16_t port, unsi
   o.context.defer_taskrun = !args.flag("no-defer-taskrun");
   o.context.zero_copy_send_threshold = static_cast<std::size_t>(args.integer("send-zc", 0, 0, std::int64_t{1} << 40));
   o.context.min_wait = static_cast<unsigned>(args.integer("min-wait", 0, 0, 10'000'000));
+  o.context.busy_poll = static_cast<unsigned>(args.integer("busy-poll", 0, 0, 10'000'000));
   o.context.no_iowait = !args.flag("iowait");
   o.context.ring_resize = !args.flag("no-ring-resize");
   o.drain_timeout = std::chrono::milliseconds(static_cast<long long>(args.seconds("drain-timeout", 5, 0, 3600) * 1000));

@@ -74,6 +74,8 @@ constexpr const char* server_options_usage =
     "                           default 0: off)\n"
     "  --min-wait US            wait up to US microseconds to batch completions\n"
     "                           (io_uring, Linux 6.12; default 0: off)\n"
+    "  --busy-poll US           after a completion, ask the kernel without sleeping for\n"
+    "                           US microseconds (all backends; default 0: off)\n"
     "  --iowait                 let the loop's sleeps count as I/O wait (io_uring: no\n"
     "                           IORING_ENTER_NO_IOWAIT, which Linux 6.15+ gets by default)\n"
     "  --no-ring-resize         give each ring its full size from the start (io_uring: no\n"

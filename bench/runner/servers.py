@@ -45,6 +45,10 @@ VARIANTS = {  # name -> (backend, extra server arguments, modes that take them)
     "ringio-uring-zc-copy": ("uring", ["--send-zc", "16384", "--no-sendfile"], {"http"}),
     # Min-wait batching: the loop waits up to 50 us to take completions in one batch.
     "ringio-uring-minwait": ("uring", ["--min-wait", "50"], {"echo", "pong", "http"}),
+    # Busy polling: 50 us after each completion the loop asks the kernel without sleeping
+    # (as a spinning executor does), so the client's sends need no wake-up of the server.
+    "ringio-uring-busypoll": ("uring", ["--busy-poll", "50"], {"echo", "pong", "http"}),
+    "ringio-epoll-busypoll": ("epoll", ["--busy-poll", "50"], {"echo", "pong", "http"}),
     # The loop's sleeps counted as I/O wait (without IORING_ENTER_NO_IOWAIT, the default
     # from Linux 6.15 on): the "off" side of that feature.
     "ringio-uring-iowait": ("uring", ["--iowait"], {"echo", "pong", "http"}),

@@ -123,6 +123,17 @@ struct io_context_options {
   /// Measured in docs/performance.md ("Kernel features"): 2–4% less CPU per
   /// cross-thread round trip, within the noise of a shared machine, so off by default.
   bool futex_wake = false;
+  /// Busy polling, in microseconds (0, the default: off). For this long after the loop
+  /// last found a completion it does not sleep when it has nothing to run: each pass
+  /// asks the kernel for completions without waiting (one io_uring_enter, or an
+  /// epoll_wait with no timeout). A completion that comes meanwhile then needs no
+  /// wake-up of the loop's thread, which costs the thread that completes it (a peer
+  /// on the same machine, the kernel's network processing) part of its time. The
+  /// price: the loop's CPU stays busy for up to this long after every completion, so
+  /// a loop with steady traffic uses a whole core. For a core given to the loop, with
+  /// the peer's CPU as the limit (docs/performance.md, "Busy polling"). All backends;
+  /// describe() shows it when on.
+  unsigned busy_poll = 0;
   /// Measure the time the loop sleeps in the kernel and how long it runs between two
   /// calls into the kernel (loop_metrics::asleep_ns and the stall histogram): two
   /// CLOCK_MONOTONIC reads per loop iteration. The counters of loop_metrics are kept

@@ -110,6 +110,7 @@ io_context::io_context(io_context_options opts)
       event_deadlines_(std::make_unique<detail::timer_heap>()),
       checks_(std::make_unique<detail::timer_heap>()) {
   state_->timing = loop_timing_enabled(opts);
+  state_->busy_poll_ns = static_cast<std::int64_t>(opts.busy_poll) * 1000;
   blocking_options_ = opts.blocking;
   backend_choice choice = choose_backend(opts);
   kind_ = choice.kind;
@@ -160,7 +161,11 @@ void io_context::add_service(const void* key, std::unique_ptr<detail::context_se
 
 io_context* io_context::current() noexcept { return current_context; }
 
-std::string io_context::describe() const { return backend_->describe(); }
+std::string io_context::describe() const {
+  std::string s = backend_->describe();
+  if (state_->busy_poll_ns != 0) s += ", busy poll " + std::to_string(state_->busy_poll_ns / 1000) + " us";
+  return s;
+}
 
 const loop_statistics& io_context::stats() const noexcept { return state_->stats; }
 
@@ -454,6 +459,11 @@ void io_context::run_ready() {
 void io_context::poll_backend(bool stoppable) {
   detail::loop_state& st = *state_;
   bool block = st.ready.empty();
+  // Busy polling: shortly after a completion the loop asks the kernel for more without
+  // sleeping, so that the next one needs no wake-up (of this thread, paid partly by
+  // whoever completes it); an idle loop sleeps again after busy_poll.
+  const std::uint64_t results_before = st.counters.results;
+  if (block && st.busy_poll_ns != 0 && detail::monotonic_ns() - st.busy_since_ns < st.busy_poll_ns) block = false;
   if (block) {
     // Announce the sleep, then look again: a post or stop that raced with us either
     // sees sleeping == true (and wakes us) or is seen here.
@@ -478,6 +488,9 @@ void io_context::poll_backend(bool stoppable) {
   if (!event_deadlines_->empty()) expire_events();
   if (!checks_->empty()) run_checks();
   if (st.inbox.load(std::memory_order_acquire) != nullptr) drain_remote();
+  // Found work: results (run as they are reaped, or queued) or posts made ready.
+  if (st.busy_poll_ns != 0 && (st.counters.results != results_before || !st.ready.empty()))
+    st.busy_since_ns = detail::monotonic_ns();
 }
 
 template <class Done>

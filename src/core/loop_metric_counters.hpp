@@ -25,6 +25,8 @@ struct loop_metric_counters {
       posts_received, wakeups, iterations, kernel_waits, asleep_ns;
   loop_counter stall[loop_metrics::stall_buckets];
   loop_counter stall_sum_ns, tasks_alive, fibers_alive;
+  /// Every result noted, of any kind (the loop's thread only: busy polling's "found work").
+  std::uint64_t results = 0;
 
   void note_stall(std::int64_t ns) noexcept {
     const double s = static_cast<double>(ns) * 1e-9;
@@ -37,6 +39,7 @@ struct loop_metric_counters {
   /// An operation (or one step of it) has its result in op.res.
   void note_result(const op_base& op) noexcept {
     const auto k = static_cast<std::size_t>(op.kind);
+    ++results;
     ++ops_completed[k];
     if (op.res >= 0) {
       if (op.counts_bytes && op.res > 0)

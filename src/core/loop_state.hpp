@@ -65,6 +65,10 @@ class loop_state {
   detached_sink detached{detached_tasks, counters.tasks_alive};
   /// Time the loop and the stall histogram (io_context_options::loop_timing).
   bool timing = true;
+  /// io_context_options::busy_poll in ns (0: off), and when the loop last found a
+  /// completion: within that much of it the loop asks the kernel without sleeping.
+  std::int64_t busy_poll_ns = 0;
+  std::int64_t busy_since_ns = 0;
   /// When the current run started: the loop's last return from the kernel, or its
   /// entry (ns, CLOCK_MONOTONIC; 0: the loop is not running).
   std::int64_t last_return_ns = 0;
