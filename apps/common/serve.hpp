@@ -78,6 +78,8 @@ constexpr const char* server_options_usage =
     "                           US microseconds (all backends; default 0: off)\n"
     "  --iowait                 let the loop's sleeps count as I/O wait (io_uring: no\n"
     "                           IORING_ENTER_NO_IOWAIT, which Linux 6.15+ gets by default)\n"
+    "  --no-ring-resize         give each ring its full size from the start (io_uring: no\n"
+    "                           start at 256/1,024 entries growing in place, Linux 6.13+)\n"
     "  --handover-socket PATH   restarts that refuse no connection: listen on the Unix\n"
     "                           socket PATH; a new process started with the same option\n"
     "                           takes the listening sockets over from the running one,\n"

@@ -52,6 +52,10 @@ VARIANTS = {  # name -> (backend, extra server arguments, modes that take them)
     # The loop's sleeps counted as I/O wait (without IORING_ENTER_NO_IOWAIT, the default
     # from Linux 6.15 on): the "off" side of that feature.
     "ringio-uring-iowait": ("uring", ["--iowait"], {"echo", "pong", "http"}),
+    # Each ring at its full size from the start (4,096 SQ / 65,536 CQ entries) instead of
+    # 256 / 1,024 grown in place under load (IORING_REGISTER_RESIZE_RINGS, Linux 6.13):
+    # the "off" side of ring resize.
+    "ringio-uring-noresize": ("uring", ["--no-ring-resize"], {"echo", "pong", "http"}),
     # Metrics on and off (docs/operations.md): the loop's counters are always kept;
     # "on" also times the loop (the default) and serves GET /metrics on a port of its
     # own, "off" turns the loop timing off (RINGIO_LOOP_TIMING=0) and serves nothing.

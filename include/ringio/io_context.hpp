@@ -37,11 +37,22 @@ struct io_context_options {
   /// nullopt: RINGIO_BACKEND from the environment if set, else io_uring with an
   /// automatic fall back to epoll (one line on stderr says why).
   std::optional<backend_kind> backend{};
-  /// Submission queue entries (io_uring backends).
+  /// Submission queue entries (io_uring backends). With ring_resize, the most the SQ
+  /// grows to.
   unsigned sq_entries = 4096;
   /// Completion queue entries; 0 picks 65536 (the kernel's maximum), so that one
-  /// thread can keep tens of thousands of operations in flight without overflow.
+  /// thread can keep tens of thousands of operations in flight without overflow. With
+  /// ring_resize, the most the CQ grows to.
   unsigned cq_entries = 0;
+  /// Start the ring small (256 SQ, 1,024 CQ entries, at most the sizes above) and grow
+  /// it in place as operations in flight need more room (`IORING_REGISTER_RESIZE_RINGS`,
+  /// Linux 6.13): the SQ and CQ double, up to sq_entries and cq_entries, when the
+  /// completions that may be pending would no longer fit the CQ or the SQ filled within
+  /// one loop iteration. An idle loop's ring then maps 40 KiB instead of 1.3 MiB. Needs
+  /// DEFER_TASKRUN (so not with SQPOLL); elsewhere, on older kernels and when off, the
+  /// ring has its full size from the start. describe() says which, with the current
+  /// sizes and the ring's memory. Measured in docs/performance.md ("Kernel features").
+  bool ring_resize = true;
   /// Upper bound of pending completions; beyond it operations wait in a backlog until
   /// completions make room (one line on stderr says so the first time). 0: the CQ
   /// size, so the CQ can never overflow. Operations that wait long (reads on idle

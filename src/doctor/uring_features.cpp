@@ -14,6 +14,7 @@
 #include <memory>
 #include <string>
 
+#include "backend/uring/ring_resize.hpp"
 #include "backend/uring/uring_compat.hpp"
 
 namespace ringio::doctor::detail {
@@ -206,6 +207,11 @@ std::vector<feature> probe_features(const ring_setup& s) {
   out.push_back(make("no-iowait", s.no_iowait, true,
                      "the ring reports IORING_FEAT_NO_IOWAIT (a sleeping loop is not I/O wait)",
                      "the ring lacks IORING_FEAT_NO_IOWAIT (Linux 6.15); a sleeping loop counts as I/O wait"));
+  out.push_back(make("ring resize", ringio::detail::kernel_resizes_rings(), true,
+                     "the kernel resized a DEFER_TASKRUN ring (IORING_REGISTER_RESIZE_RINGS): rings start "
+                     "small and grow under load",
+                     "the kernel refused IORING_REGISTER_RESIZE_RINGS (Linux 6.13); rings have their full "
+                     "size from the start"));
   const bool ring_fd = ring != nullptr && io_uring_register_ring_fd(ring) == 1;
   out.push_back(make("registered ring fd", ring_fd, true,
                      "the kernel registered the ring's fd (IORING_REGISTER_RING_FDS)",

@@ -44,7 +44,7 @@ class BusyPoll : public ::testing::TestWithParam<backend_kind> {
   };
   trips across_sleep(std::chrono::milliseconds d) {
     return sync_wait(ctx(), [](io_context& c, std::chrono::milliseconds d) -> task<trips> {
-      co_await sleep_for(1ms);
+      (void)co_await sleep_for(1ms);
       const std::uint64_t before = c.metrics().kernel_waits;
       const auto cpu0 = thread_cpu();
       auto slept = co_await sleep_for(d);
@@ -99,10 +99,10 @@ TEST_P(BusyPoll, PostsFromAnotherThreadReachASpinningLoop) {
     int n = 0;
     for (int i = 0; i < 100; ++i) {
       std::thread t([&c, &n] { post(c, [&n] { ++n; }); });
-      co_await sleep_for(1ms);
+      (void)co_await sleep_for(1ms);
       t.join();
     }
-    co_await sleep_for(20ms);
+    (void)co_await sleep_for(20ms);
     co_return n;
   }(ctx()));
   EXPECT_EQ(got, 100);

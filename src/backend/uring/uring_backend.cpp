@@ -18,6 +18,7 @@
 
 #include "backend/uring/min_wait_enter.hpp"
 #include "backend/uring/opcode_probe.hpp"
+#include "backend/uring/ring_resize.hpp"
 #include "backend/uring/uring_compat.hpp"
 #include "backend/uring/zero_copy_send.hpp"
 #include "core/backend_factory.hpp"
@@ -85,7 +86,12 @@ uring_backend::uring_backend(io_context& ctx, loop_state& st, const io_context_o
     : ctx_(ctx), st_(st), poll_mode_(poll_mode) {
   setup_ = create_ring(ring_, opts);
   setup_direct(opts.direct_descriptors);
-  cap_ = opts.max_in_flight != 0 ? opts.max_in_flight : setup_.cq_entries;
+  max_in_flight_opt_ = opts.max_in_flight;
+  cap_ = opts.max_in_flight != 0 ? opts.max_in_flight : std::max(setup_.cq_entries, setup_.max_cq_entries);
+  set_room();
+  shown_sq_.store(setup_.sq_entries, std::memory_order_relaxed);
+  shown_cq_.store(setup_.cq_entries, std::memory_order_relaxed);
+  ring_bytes_.store(ring_mapped_bytes(ring_), std::memory_order_relaxed);
   if (!poll_mode_ && setup_.send_zc) zero_copy_threshold_ = opts.zero_copy_send_threshold;
   if (setup_.min_wait && (setup_.flags & IORING_SETUP_SQPOLL) == 0) min_wait_usec_ = opts.min_wait;
   if (!opts.no_iowait) {
@@ -144,8 +150,19 @@ std::string uring_backend::describe() const {
   std::string s = poll_mode_ ? "uring-poll" : "uring";
   s += " (flags ";
   s += describe_setup_flags(setup_.flags & ~IORING_SETUP_R_DISABLED);
-  s += ", sq " + std::to_string(setup_.sq_entries) + ", cq " + std::to_string(setup_.cq_entries);
+  s += ", sq " + std::to_string(shown_sq_.load(std::memory_order_relaxed)) + ", cq " +
+       std::to_string(shown_cq_.load(std::memory_order_relaxed));
   s += ", max in flight " + std::to_string(cap_);
+  if (const int err = resize_errno_.load(std::memory_order_relaxed); err != 0) {
+    s += std::string(", ring resize failed (") + std::strerror(err) + ")";
+  } else if (setup_.no_resize_reason == nullptr) {
+    s += ", ring resize yes (up to sq " + std::to_string(setup_.max_sq_entries) + ", cq " +
+         std::to_string(setup_.max_cq_entries) + "; " + std::to_string(resizes_.load(std::memory_order_relaxed)) +
+         " resizes)";
+  } else {
+    s += std::string(", ring resize ") + setup_.no_resize_reason;
+  }
+  s += ", ring memory " + std::to_string((ring_bytes_.load(std::memory_order_relaxed) + 1023) / 1024) + " KiB";
   if (!poll_mode_) {  // what buffer_pool_options may turn on
     s += std::string(", recv bundles ") + (setup_.recv_bundle ? "yes" : "no");
     s += std::string(", incremental buffers ") + (setup_.pbuf_inc ? "yes" : "no");
@@ -175,7 +192,9 @@ io_uring_sqe* uring_backend::get_sqe(bool continues_chain) noexcept {
   open_link_ = nullptr;
   io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
   if (sqe != nullptr) return sqe;
-  // SQ full: submit what is queued, then take the slot that frees.
+  // SQ full: submit what is queued, then take the slot that frees. A ring that may
+  // grow doubles at the next poll (not here: the caller may hold an SQE already).
+  sq_filled_ = true;
   if (!enabled_) {
     try {
       enable();  // full before the loop's first poll (operations start on its thread)
@@ -235,7 +254,7 @@ bool uring_backend::start(op_base& op) {
   ++user_in_flight_;
   // Room for the most an operation can post (itself, a linked timeout, a cancel); a
   // cap smaller than that still lets one operation at a time through.
-  if (user_cqes() != 0 && user_cqes() + 3 > cap_) {
+  if (user_cqes() != 0 && user_cqes() + 3 > room_ && !make_room(user_cqes() + 3)) {
     // Too many CQEs could be pending: wait for completions to make room.
     if (!backlog_reported_) {
       backlog_reported_ = true;
@@ -423,6 +442,60 @@ void uring_backend::enable() {
   issuer_ = std::this_thread::get_id();
 }
 
+// The bound start() checks: while the CQ may still grow, its current size (an
+// operation past it grows the ring first); else the in-flight cap. After a failed
+// resize the ring is bounded as if created at its current size (unless
+// max_in_flight was given: the kernel then keeps overflowing completions, NODROP).
+void uring_backend::set_room() noexcept {
+  const bool failed = resize_errno_.load(std::memory_order_relaxed) != 0;
+  const bool by_cq = setup_.cq_entries < setup_.max_cq_entries && (!failed || max_in_flight_opt_ == 0);
+  room_ = by_cq ? std::min<std::size_t>(cap_, setup_.cq_entries) : cap_;
+}
+
+// `cqes` completions may be pending: grows the ring until its CQ holds them (doubling
+// both queues, up to their maximum), in one resize. Whether they fit under the bound now.
+bool uring_backend::make_room(std::size_t cqes) noexcept {
+  if (room_ < cap_ && setup_.cq_entries < setup_.max_cq_entries && resize_errno_.load(std::memory_order_relaxed) == 0) {
+    unsigned sq = setup_.sq_entries, cq = setup_.cq_entries;
+    while (cq < cqes && cq < setup_.max_cq_entries) {
+      cq *= 2;
+      sq = std::min(2 * sq, setup_.max_sq_entries);
+    }
+    grow_ring(sq, std::min(cq, setup_.max_cq_entries));
+  }
+  return cqes <= room_;
+}
+
+// Called only where no SQE pointer is held (start, can_link, poll); the open chain link
+// is found again by its position.
+void uring_backend::grow_ring(unsigned sq_entries, unsigned cq_entries) noexcept {
+  bool remap_failed = false;
+  // RINGIO_URING_RESIZE_FAIL=ERRNO: every resize fails so (tests of the path).
+  const char* fail = std::getenv("RINGIO_URING_RESIZE_FAIL");
+  const int r =
+      fail != nullptr ? -std::atoi(fail) : resize_ring(ring_, sq_entries, cq_entries, setup_.features, &remap_failed);
+  if (remap_failed) {
+    log(log_level::error, "io_uring ring resize: mapping the new rings failed: %s", std::strerror(-r));
+    std::abort();
+  }
+  if (r < 0) {
+    // The ring keeps its size and stops growing.
+    resize_errno_.store(-r, std::memory_order_relaxed);
+    log(log_level::warning, "io_uring ring resize to sq %u, cq %u failed (%s): the ring keeps sq %u, cq %u", sq_entries,
+        cq_entries, std::strerror(-r), setup_.sq_entries, setup_.cq_entries);
+    set_room();
+    return;
+  }
+  setup_.sq_entries = ring_.sq.ring_entries;
+  setup_.cq_entries = ring_.cq.ring_entries;
+  if (open_link_ != nullptr) open_link_ = &ring_.sq.sqes[open_link_at_ & ring_.sq.ring_mask];
+  shown_sq_.store(setup_.sq_entries, std::memory_order_relaxed);
+  shown_cq_.store(setup_.cq_entries, std::memory_order_relaxed);
+  ring_bytes_.store(ring_mapped_bytes(ring_), std::memory_order_relaxed);
+  resizes_.fetch_add(1, std::memory_order_relaxed);
+  set_room();
+}
+
 void uring_backend::cancel_again(op_base& op) noexcept {
   if (std::find(recancel_.begin(), recancel_.end(), &op) != recancel_.end()) return;
   try {
@@ -447,6 +520,12 @@ void uring_backend::send_cancels_again() noexcept {
 
 void uring_backend::poll(bool block, std::int64_t wake_at_ns) {
   if (!enabled_) enable();
+  if (sq_filled_) {  // the SQ filled within one iteration: both queues double
+    sq_filled_ = false;
+    if (setup_.sq_entries < setup_.max_sq_entries && resize_errno_.load(std::memory_order_relaxed) == 0)
+      grow_ring(std::min(2 * setup_.sq_entries, setup_.max_sq_entries),
+                std::min(2 * setup_.cq_entries, setup_.max_cq_entries));
+  }
   if (!recancel_.empty()) send_cancels_again();
   if (!stash_.empty() || !held_.empty()) block = false;  // completions taken off the CQ are ready already
   drain_backlog();
@@ -802,7 +881,7 @@ void uring_backend::finish(op_base& op) noexcept {
 }
 
 void uring_backend::drain_backlog() noexcept {
-  while (backlog_head_ != nullptr && (user_cqes() == 0 || user_cqes() + 3 <= cap_)) {
+  while (backlog_head_ != nullptr && (user_cqes() == 0 || user_cqes() + 3 <= room_)) {
     op_base* op = backlog_head_;
     unlink_backlog(*op);
     submit(*op);
@@ -854,7 +933,7 @@ bool uring_backend::can_link(op_base* const* ops, std::size_t n) noexcept {
     if (i + 1 < n && !breaks_links_on_failure(op.vt->optional_opcode)) return false;
   }
   // Each link posts at most its own CQE and a cancel's; none may wait in the backlog.
-  if (user_cqes() + 3 * n > cap_ || backlog_head_ != nullptr) return false;
+  if (backlog_head_ != nullptr || (user_cqes() + 3 * n > room_ && !make_room(user_cqes() + 3 * n))) return false;
   // The chain's SQEs must go in one submission: a partial chain would run unlinked.
   if (io_uring_sq_space_left(&ring_) < n) io_uring_submit(&ring_);
   return io_uring_sq_space_left(&ring_) >= n;

@@ -70,6 +70,9 @@ class uring_backend final : public backend {
   };
 
   void enable();
+  bool make_room(std::size_t cqes) noexcept;
+  void grow_ring(unsigned sq_entries, unsigned cq_entries) noexcept;
+  void set_room() noexcept;
   int wait_raw(std::int64_t wake_at_ns) noexcept;
   /// A free SQE. `continues_chain`: it is the successor of the open chain link (if any).
   io_uring_sqe* get_sqe(bool continues_chain = false) noexcept;
@@ -118,6 +121,17 @@ class uring_backend final : public backend {
   std::size_t cqes_expected_ = 0;      // every request that will post a CQE
   std::size_t user_in_flight_ = 0;     // user operations started and not finished
   std::size_t cap_ = 0;
+  // Ring resize: what start() checks on every operation is `room_` (the CQ's current
+  // size while it may still grow, else cap_); past it make_room() grows the ring.
+  std::size_t room_ = 0;
+  std::size_t max_in_flight_opt_ = 0;  // io_context_options::max_in_flight
+  bool sq_filled_ = false;             // the SQ filled since the last poll: grow it then
+  // What describe() shows of a ring that may grow, kept where another thread may read
+  // it while the loop grows the ring (the server apps describe loop 0 once it runs).
+  std::atomic<unsigned> shown_sq_{0}, shown_cq_{0};
+  std::atomic<std::size_t> ring_bytes_{0};
+  std::atomic<unsigned> resizes_{0};
+  std::atomic<int> resize_errno_{0};  // a resize failed (the ring then keeps its size)
   op_base* backlog_head_ = nullptr;
   op_base* backlog_tail_ = nullptr;
   int wake_fd_ = -1;

@@ -63,6 +63,10 @@ inline constexpr unsigned futex2_private = 128;    ///< FUTEX2_PRIVATE
 /// IORING_OP_EPOLL_WAIT (6.15): epoll_wait(2) on an epoll descriptor as a request.
 inline constexpr int op_epoll_wait = 59;
 
+/// IORING_REGISTER_RESIZE_RINGS (6.13): new SQ and CQ sizes for a DEFER_TASKRUN ring
+/// (an enum value, not a macro, in newer headers). Not in liburing 2.3's enum.
+inline constexpr unsigned register_resize_rings = 33;
+
 /// IORING_TIMEOUT_MULTISHOT (6.4): a timeout that fires again and again.
 inline constexpr unsigned timeout_multishot = 1U << 6;
 

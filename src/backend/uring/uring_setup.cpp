@@ -5,6 +5,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
@@ -13,6 +14,7 @@
 #include <string>
 
 #include "backend/uring/opcode_probe.hpp"
+#include "backend/uring/ring_resize.hpp"
 #include "backend/uring/uring_compat.hpp"
 #include "core/backend_factory.hpp"
 
@@ -128,23 +130,8 @@ void probe_enter(io_uring& ring) {
   }
 }
 
-}  // namespace
-
-std::string describe_setup_flags(unsigned flags) {
-  std::string s;
-  for (const flag_name& f : setup_flag_names) {
-    if ((flags & f.flag) == 0) continue;
-    if (!s.empty()) s += '|';
-    s += f.name;
-  }
-  return s.empty() ? "none" : s;
-}
-
-ring_setup create_ring(io_uring& ring, const io_context_options& opts) {
-  unsigned sq = opts.sq_entries == 0 ? 4096 : opts.sq_entries;
-  unsigned cq = opts.cq_entries == 0 ? 65536 : opts.cq_entries;
-  if (cq < sq) cq = sq;
-
+// The ring with sq/cq entries and the fastest flags the kernel accepts, probed.
+ring_setup create_ring_sized(io_uring& ring, const io_context_options& opts, unsigned sq, unsigned cq) {
   unsigned base = IORING_SETUP_CQSIZE;
   if (opts.attach_wq_of != nullptr) base |= IORING_SETUP_ATTACH_WQ;
   // Optional flags, dropped from the back when the kernel refuses them with EINVAL.
@@ -190,6 +177,63 @@ ring_setup create_ring(io_uring& ring, const io_context_options& opts) {
     return s;
   }
   fail(EINVAL, "io_uring_setup: no flag combination accepted");
+}
+
+}  // namespace
+
+std::string describe_setup_flags(unsigned flags) {
+  std::string s;
+  for (const flag_name& f : setup_flag_names) {
+    if ((flags & f.flag) == 0) continue;
+    if (!s.empty()) s += '|';
+    s += f.name;
+  }
+  return s.empty() ? "none" : s;
+}
+
+namespace {
+
+unsigned round_up_pow2(unsigned n) noexcept {
+  unsigned p = 1;
+  while (p < n) p <<= 1;
+  return p;
+}
+
+// Whether the ring may start small and grow to sq/cq, or why not.
+const char* why_no_resize(const io_context_options& opts, unsigned sq, unsigned cq) noexcept {
+  if (!opts.ring_resize) return "off";
+  if (opts.sqpoll || !opts.defer_taskrun) return "needs defer_taskrun";
+  // Sizes the kernel refuses at setup keep failing there, as without resizing.
+  if (sq > 32768 || cq > 65536) return "not needed";
+  if (round_up_pow2(sq) <= resize_start_sq && round_up_pow2(cq) <= resize_start_cq) return "not needed";
+  if (!kernel_resizes_rings()) return "unsupported";
+  return nullptr;
+}
+
+}  // namespace
+
+ring_setup create_ring(io_uring& ring, const io_context_options& opts) {
+  unsigned sq = opts.sq_entries == 0 ? 4096 : opts.sq_entries;
+  unsigned cq = opts.cq_entries == 0 ? 65536 : opts.cq_entries;
+  if (cq < sq) cq = sq;
+  const char* no_resize = why_no_resize(opts, sq, cq);
+  for (;;) {
+    const bool grows = no_resize == nullptr;
+    ring_setup s = create_ring_sized(ring, opts, grows ? std::min(round_up_pow2(sq), resize_start_sq) : sq,
+                                     grows ? std::min(round_up_pow2(cq), resize_start_cq) : cq);
+    if (grows && (s.flags & IORING_SETUP_DEFER_TASKRUN) == 0) {
+      // The kernel refused DEFER_TASKRUN (it never does where it resizes): full size.
+      io_uring_queue_exit(&ring);
+      no_resize = "needs defer_taskrun";
+      continue;
+    }
+    if (grows) {
+      s.max_sq_entries = round_up_pow2(sq);
+      s.max_cq_entries = round_up_pow2(cq);
+    }
+    s.no_resize_reason = no_resize;
+    return s;
+  }
 }
 
 }  // namespace ringio::detail
