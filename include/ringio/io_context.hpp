@@ -131,7 +131,8 @@ struct io_context_options {
   /// on the same machine, the kernel's network processing) part of its time. The
   /// price: the loop's CPU stays busy for up to this long after every completion, so
   /// a loop with steady traffic uses a whole core. For a core given to the loop, with
-  /// the peer's CPU as the limit (docs/performance.md, "Busy polling"). All backends;
+  /// the peer's CPU as the limit (docs/performance.md, "Busy polling"). The three real
+  /// backends; ignored by the sim backend (its clock moves when the loop would sleep).
   /// describe() shows it when on.
   unsigned busy_poll = 0;
   /// Measure the time the loop sleeps in the kernel and how long it runs between two

@@ -110,7 +110,6 @@ io_context::io_context(io_context_options opts)
       event_deadlines_(std::make_unique<detail::timer_heap>()),
       checks_(std::make_unique<detail::timer_heap>()) {
   state_->timing = loop_timing_enabled(opts);
-  state_->busy_poll_ns = static_cast<std::int64_t>(opts.busy_poll) * 1000;
   blocking_options_ = opts.blocking;
   backend_choice choice = choose_backend(opts);
   kind_ = choice.kind;
@@ -118,6 +117,9 @@ io_context::io_context(io_context_options opts)
     backend_ = detail::make_sim_backend(*this, *state_, opts);
     return;
   }
+  // Not for the sim backend: there a pass that finds nothing to do is what moves
+  // simulated time on, so a loop that never sleeps would stop the clock.
+  state_->busy_poll_ns = static_cast<std::int64_t>(opts.busy_poll) * 1000;
   if (sim::world::current() != nullptr) {
     // Its sockets are simulated: only the sim backend can drive them.
     throw std::logic_error(std::string("ringio: backend ") + std::string(to_string(kind_)) +
