@@ -232,6 +232,64 @@ TEST_P(BusyPollAttack, LargeValuesSpinWithoutOverflow) {
   }
 }
 
+// While it spins, the loop asks the kernel once per loop pass: no pass without a trip,
+// no pass with several.
+TEST_P(BusyPollAttack, OneTripToTheKernelPerPassWhileSpinning) {
+  auto c = make(kForever);
+  if (!c) GTEST_SKIP() << "backend cannot start here";
+  struct counts {
+    std::uint64_t waits, iterations;
+  };
+  const counts d = sync_wait(*c, [](io_context& c) -> task<counts> {
+    (void)co_await sleep_for(1ms);
+    const loop_metrics m0 = c.metrics();
+    (void)co_await sleep_for(30ms);
+    const loop_metrics m1 = c.metrics();
+    co_return counts{m1.kernel_waits - m0.kernel_waits, m1.iterations - m0.iterations};
+  }(*c));
+  EXPECT_GT(d.iterations, 4u);
+  EXPECT_LE(d.waits, d.iterations + 2) << "more trips to the kernel than loop passes while spinning";
+  EXPECT_GE(d.waits + 2, d.iterations) << "loop passes without a trip to the kernel while spinning";
+}
+
+// Busy polling with the io_uring options that change how the loop waits (SQPOLL, a
+// minimum wait): posts from another thread, sleeps and stop() still work.
+TEST_P(BusyPollAttack, WithSqpollAndMinWait) {
+  if (GetParam() != backend_kind::uring) GTEST_SKIP() << "io_uring options";
+  for (int variant = 0; variant < 2; ++variant) {
+    SCOPED_TRACE(variant == 0 ? "sqpoll" : "min_wait 5000 us");
+    for (unsigned bp : {1u, 100u, kForever}) {
+      io_context_options o = opts(GetParam(), bp);
+      if (variant == 0) o.sqpoll = true;
+      else o.min_wait = 5'000;
+      auto l = std::make_unique<loop_thread>(o);
+      if (!l->ok()) {
+        std::printf("variant %d cannot start here: %s\n", variant, l->error().c_str());
+        break;
+      }
+      std::atomic<int> seen{0};
+      for (int i = 0; i < 300; ++i) {
+        post(l->ctx(), [&seen] { seen.fetch_add(1, std::memory_order_release); });
+        ASSERT_TRUE(eventually([&] { return seen.load(std::memory_order_acquire) == i + 1; }))
+            << "busy_poll=" << bp << ": post " << i << " never ran";
+        if (i % 3 == 0) std::this_thread::sleep_for(std::chrono::microseconds(bp == kForever ? 50 : 2 * bp));
+      }
+      std::atomic<std::int64_t> took_us{-1};
+      post(l->ctx(), [&] {
+        l->ctx().spawn([](std::atomic<std::int64_t>& took_us) -> task<void> {
+          const auto t0 = steady::now();
+          (void)co_await sleep_for(10ms);
+          took_us.store(std::chrono::duration_cast<std::chrono::microseconds>(steady::now() - t0).count());
+        }(took_us));
+      });
+      ASSERT_TRUE(eventually([&] { return took_us.load() >= 0; }))
+          << "busy_poll=" << bp << ": a 10 ms sleep never ended";
+      EXPECT_GE(took_us.load(), 10'000) << "busy_poll=" << bp;
+      EXPECT_TRUE(l->stop_and_join()) << "busy_poll=" << bp;
+    }
+  }
+}
+
 // The largest value: stop() from another thread and the destruction end at once.
 TEST_P(BusyPollAttack, LargestValueStopAndDestructionDoNotHang) {
   auto l = start(kForever);
