@@ -994,8 +994,14 @@ TEST_P(BusyPollAttackSim, RunUntilIdleAndStopReturn) {
     sim::world w(3);
     io_context ctx(sim_opts(bp));
     EXPECT_NE(ctx.describe().find("busy poll " + std::to_string(bp) + " us"), std::string::npos) << ctx.describe();
-    ctx.spawn([]() -> task<void> { (void)co_await sleep_for(2s); }());
+    bool slept = false;
+    ctx.spawn([](bool& slept) -> task<void> {
+      auto r = co_await sleep_for(2s);
+      slept = static_cast<bool>(r);
+    }(slept));
     ctx.run_until_idle();
+    EXPECT_TRUE(slept) << "run_until_idle returned before the 2 s sleep ended";
+    EXPECT_GE(w.elapsed(), 2s);
     step->store(1);
     ctx.spawn(stop_soon(ctx));
     ctx.run();
