@@ -828,6 +828,16 @@ TEST_P(BusyPollAttack, EventPingPongBetweenAlwaysSpinningLoops) {
   }
 }
 
+// The same with busy polling off, for comparison: the loops sleep between sets.
+TEST_P(BusyPollAttack, EventPingPongBetweenLoopsWithoutBusyPolling) {
+  for (bool futex : {false, true}) {
+    bool skipped = false;
+    const std::string problem = event_ping_pong(GetParam(), 0, futex, 30'000, skipped);
+    if (skipped) GTEST_SKIP() << "backend cannot start here";
+    ASSERT_EQ(problem, "") << "busy_poll=0, futex_wake=" << (futex ? "on" : "off");
+  }
+}
+
 // An event set by a plain thread while its waiter spins or falls asleep.
 TEST_P(BusyPollAttack, EventSetFromAThreadAroundTheBusyPollTime) {
   const std::uint64_t seed = seed_from_env();
