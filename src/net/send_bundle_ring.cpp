@@ -97,6 +97,7 @@ std::size_t send_bundle_ring::load(std::span<const const_buffer> bufs) noexcept 
     total += len;
   }
   loaded_ = n;
+  loaded_bytes_ = total;
   // Publishes the entries; the tail may move back (a short send left fewer to send),
   // which the kernel allows while no request reads the ring.
   io_uring_smp_store_release(&br->tail, static_cast<std::uint16_t>(head_ + n));
@@ -104,14 +105,15 @@ std::size_t send_bundle_ring::load(std::span<const const_buffer> bufs) noexcept 
 }
 
 bool send_bundle_ring::consumed(std::size_t bytes) noexcept {
+  const bool whole = bytes == loaded_bytes_;
   unsigned n = 0;
   while (bytes > 0 && n < loaded_) {
     bytes -= std::min<std::size_t>(bytes, lengths_[n]);
     ++n;
   }
-  const bool whole = n == loaded_ && (n == 0 || bytes == 0);
   head_ = static_cast<std::uint16_t>(head_ + n);
   loaded_ = 0;
+  loaded_bytes_ = 0;
   return whole;
 }
 
@@ -121,8 +123,13 @@ void send_bundle_ring::renew() noexcept {
   open(ctx);
 }
 
-bundle_send_op send_bundle_ring::send(const stream_socket& s) const noexcept {
-  return s.on_socket(bundle_send_op{s.operation_fd(), static_cast<unsigned>(group_)});
+bool send_bundle_ring::cancelled(const stream_socket& s) const noexcept {
+  return ctx_ != nullptr && ctx_->cancel_mark(s.operation_fd(), s.is_direct()) != cancel_mark_;
+}
+
+bundle_send_op send_bundle_ring::send(const stream_socket& s) noexcept {
+  cancel_mark_ = ctx_->cancel_mark(s.operation_fd(), s.is_direct());
+  return s.on_socket(bundle_send_op{s.operation_fd(), static_cast<unsigned>(group_), loaded_bytes_});
 }
 
 }  // namespace ringio::detail

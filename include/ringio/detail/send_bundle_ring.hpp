@@ -54,8 +54,11 @@ class send_bundle_ring {
   /// After a send that ended early: registers a fresh ring (head 0), so that the next
   /// pass does not depend on how the kernel counted an entry sent in part.
   void renew() noexcept;
+  /// After a send that ended early: whether `s` saw a cancel() (stream_socket::cancel)
+  /// since the send began, rather than the send failing or coming back short.
+  [[nodiscard]] bool cancelled(const stream_socket& s) const noexcept;
   /// The send of what the ring holds, on `s`.
-  [[nodiscard]] bundle_send_op send(const stream_socket& s) const noexcept;
+  [[nodiscard]] bundle_send_op send(const stream_socket& s) noexcept;
 
  private:
   io_context* ctx_ = nullptr;
@@ -63,6 +66,8 @@ class send_bundle_ring {
   int group_ = -1;
   std::uint16_t head_ = 0;                // the kernel's head, as its completions moved it
   unsigned loaded_ = 0;                   // entries from head_ that load() filled
+  std::size_t loaded_bytes_ = 0;          // their bytes
+  std::uint32_t cancel_mark_ = 0;         // the socket's cancel count when the send began
   std::uint32_t lengths_[capacity] = {};  // their lengths, from head_ on
 };
 

@@ -160,7 +160,10 @@ class batching_writer {
   /// The sending loop: until close() and everything queued is sent (success), an error
   /// of the socket, the fail policy (no_buffer_space), a stop (operation_canceled) or the
   /// writer's destruction (operation_canceled). Each pass sends what has queued in one
-  /// gathered send. A second run() while one runs fails at once with
+  /// gathered send; with send bundles (io_context_options::send_bundles) that send is
+  /// one request that the kernel keeps in flight until every byte of the pass is out,
+  /// where a sendmsg may return short and the next pass adds what queued meanwhile. A
+  /// stop, an error or the end cut it as they cut a sendmsg. A second run() while one runs fails at once with
   /// std::errc::device_or_resource_busy; a run() after the end returns how it ended.
   [[nodiscard]] task<result<void>> run() {
     if (running_ != nullptr) co_return unexpected(make_error_code(std::errc::device_or_resource_busy));
@@ -196,7 +199,16 @@ class batching_writer {
         end(sent.error());
         break;
       }
-      if (bundle && !b.ring.consumed(*sent)) b.ring.renew();
+      if (bundle && !b.ring.consumed(*sent)) {
+        // Short: the kernel reports the bytes of a bundle that the socket's cancel() cut
+        // (not the cancel), which ends the writer as a cancelled sendmsg would. Otherwise
+        // it failed (the next send says why) or came back short: a fresh ring goes on.
+        if (b.ring.cancelled(*socket_)) {
+          end(make_error_code(std::errc::operation_canceled));
+          break;
+        }
+        b.ring.renew();
+      }
       ++sends_;
       b.consume(*sent);
     }
