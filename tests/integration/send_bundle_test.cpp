@@ -297,6 +297,43 @@ TEST_P(SendBundle, ManyWritersComeAndGo) {
   }());
 }
 
+// An accepted direct descriptor (io_uring's file table): the bundle goes with
+// IOSQE_FIXED_FILE; messages still arrive whole and in order through short sends.
+TEST_P(SendBundle, ADirectDescriptorSendsTheSameStream) {
+  io_context ctx(
+      io_context_options{.backend = backend(), .quiet = true, .direct_descriptors = 64, .send_bundles = bundles()});
+  const std::uint64_t seed = test_seed();
+  const auto sizes = random_sizes(seed, 150);
+  sync_wait(ctx, [](const std::vector<std::size_t>& sizes) -> task<void> {
+    auto l = listen_loopback({.direct_descriptors = true});
+    auto c = co_await stream_socket::connect(address_of(l));
+    auto s = co_await l.accept();
+    EXPECT_TRUE(c && s);
+    if (!c || !s) co_return;
+    small_buffers(*c);
+    batching_writer<text> w(*s, {.max_messages = 1 << 16, .max_bytes = std::size_t{1} << 30});
+    result<void> ran = unexpected(std::errc::interrupted);
+    std::string all;
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      text m = message(i, sizes[i]);
+      all += *m;
+      EXPECT_TRUE(w.try_write(std::move(m)));
+    }
+    w.close();
+    scope sc;
+    auto run_then_shut = [](batching_writer<text>& w, stream_socket& s, result<void>& out) -> task<void> {
+      out = co_await w.run();
+      (void)co_await s.shutdown();
+    };
+    sc.spawn(run_then_shut(w, *s, ran));
+    std::string got = co_await read_slowly(*c);
+    co_await sc.join();
+    EXPECT_TRUE(ran) << ran.error().message();
+    EXPECT_EQ(got.size(), all.size());
+    EXPECT_TRUE(got == all);
+  }(sizes));
+}
+
 INSTANTIATE_TEST_SUITE_P(, SendBundle,
                          ::testing::Combine(::testing::Values(backend_kind::uring, backend_kind::epoll,
                                                               backend_kind::uring_poll),
