@@ -135,6 +135,16 @@ struct io_context_options {
   /// backends; ignored by the sim backend (its clock moves when the loop would sleep).
   /// describe() shows it when on.
   unsigned busy_poll = 0;
+  /// A batching_writer sends each pass as one send bundle (`IORING_OP_SEND` with
+  /// `IORING_RECVSEND_BUNDLE`, Linux 6.10) from a provided-buffer ring of its own whose
+  /// entries point at the queued messages, instead of one `sendmsg(2)`: the kernel
+  /// reads the ring in place rather than copying a msghdr and an iovec array. Costs
+  /// each running writer a registered ring (one 4 KiB page, registered when run()
+  /// starts and removed when it ends). RINGIO_SEND_BUNDLES=0 or 1 in the environment
+  /// overrides it. Ignored by the readiness backends and by older kernels (IORING_FEAT_
+  /// RECVSEND_BUNDLE); describe() says `send bundles yes`, `off` or `unsupported`.
+  /// Measured in docs/performance.md ("Kernel features").
+  bool send_bundles = false;
   /// Measure the time the loop sleeps in the kernel and how long it runs between two
   /// calls into the kernel (loop_metrics::asleep_ns and the stall histogram): two
   /// CLOCK_MONOTONIC reads per loop iteration. The counters of loop_metrics are kept

@@ -17,6 +17,7 @@ namespace ringio::detail {
 enum buffer_ring_feature : unsigned {
   feature_recv_bundle = 1,  ///< IORING_RECVSEND_BUNDLE on receives
   feature_incremental = 2,  ///< rings registered with IOU_PBUF_RING_INC
+  feature_send_bundle = 4,  ///< IORING_RECVSEND_BUNDLE sends (io_context_options::send_bundles on)
 };
 
 class backend {

@@ -124,6 +124,42 @@ bool registers_buffer_ring(io_uring& ring) {
   return ok;
 }
 
+// A send bundle on a fresh socketpair from a two-entry ring: the bytes it sent (both
+// entries, 4), or -errno.
+int send_bundle_result(io_uring& ring) {
+  int pair[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) return -errno;
+  const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  void* mem = ::mmap(nullptr, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  int res = -ENOMEM;
+  if (mem != MAP_FAILED) {
+    static const char bytes[] = "abcd";
+    auto* br = static_cast<io_uring_buf_ring*>(mem);
+    io_uring_buf_ring_init(br);
+    io_uring_buf_ring_add(br, const_cast<char*>(bytes), 2, 0, 1, 0);
+    io_uring_buf_ring_add(br, const_cast<char*>(bytes + 2), 2, 1, 1, 1);
+    io_uring_buf_ring_advance(br, 2);
+    io_uring_buf_reg reg{};
+    reg.ring_addr = reinterpret_cast<std::uint64_t>(mem);
+    reg.ring_entries = 2;
+    reg.bgid = 0xfffc;
+    res = io_uring_register_buf_ring(&ring, &reg, 0);
+    if (res == 0) {
+      res = first_result(ring, [&](io_uring_sqe* sqe) {
+        io_uring_prep_send(sqe, pair[0], nullptr, 0, MSG_NOSIGNAL);
+        sqe->flags |= IOSQE_BUFFER_SELECT;
+        sqe->buf_group = 0xfffc;
+        sqe->ioprio |= IORING_RECVSEND_BUNDLE;
+      });
+      io_uring_unregister_buf_ring(&ring, 0xfffc);
+    }
+    ::munmap(mem, page);
+  }
+  ::close(pair[0]);
+  ::close(pair[1]);
+  return res;
+}
+
 // io_uring_setup with IORING_SETUP_NO_SQARRAY, by the raw syscall (liburing 2.3 would
 // map an SQ array the kernel does not provide).
 bool accepts_no_sqarray() {
@@ -190,6 +226,13 @@ std::vector<feature> probe_features(const ring_setup& s) {
                      "the kernel refused IORING_REGISTER_PBUF_RING (Linux 5.19)"));
   out.push_back(make("recv bundles", s.recv_bundle, true, "the ring reports IORING_FEAT_RECVSEND_BUNDLE",
                      "the ring lacks IORING_FEAT_RECVSEND_BUNDLE (Linux 6.10)"));
+  const int bundle_sent = ring != nullptr ? send_bundle_result(*ring) : -ENOSYS;
+  out.push_back(make("send bundles", s.recv_bundle && bundle_sent == 4, true,
+                     "a send bundle sent both entries of a two-entry ring (batching_writer with "
+                     "io_context_options::send_bundles)",
+                     bundle_sent >= 0 ? std::string("the ring lacks IORING_FEAT_RECVSEND_BUNDLE (Linux 6.10)")
+                                      : std::string("the kernel refused a send bundle: ") +
+                                            std::strerror(-bundle_sent) + " (Linux 6.10)"));
   out.push_back(make("incremental buffers", s.pbuf_inc, true,
                      "the kernel registered a buffer ring with IOU_PBUF_RING_INC",
                      "the kernel refused IOU_PBUF_RING_INC (Linux 6.12)"));

@@ -1022,7 +1022,11 @@ void partial_sends_case(backend_kind kind, std::vector<std::size_t> sizes, batch
   ::shutdown(p->w.native_handle(), SHUT_WR);
   rd.join();
   EXPECT_EQ(mismatch(rd.data, want), "") << "sends() " << w.sends();
-  EXPECT_GT(w.sends(), 1u) << "the case needs the writer's send buffer to split the sends";
+  // A send bundle (io_context_options::send_bundles) is one request the kernel keeps
+  // sending until every byte is out: the split happens inside the kernel.
+  if (ctx.describe().find("send bundles yes") == std::string::npos) {
+    EXPECT_GT(w.sends(), 1u) << "the case needs the writer's send buffer to split the sends";
+  }
 }
 
 class BatchingWriterPartialSend : public ::testing::TestWithParam<backend_kind> {};

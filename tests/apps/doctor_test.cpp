@@ -41,9 +41,9 @@ TEST(DoctorCli, HumanOutputNamesKernelBackendFeaturesAndLimits) {
     EXPECT_NE(r.out.find("io_uring (preferred backend): usable"), std::string::npos) << r.out;
     for (const char* f :
          {"DEFER_TASKRUN", "SINGLE_ISSUER", "multishot accept", "multishot recv", "provided buffer rings",
-          "recv bundles", "incremental buffers", "zero-copy send", "direct descriptors", "FIXED_FD_INSTALL", "min-wait",
-          "no-iowait", "ring resize", "registered ring fd", "NO_SQARRAY", "IORING_OP_OPENAT", "IORING_OP_WAITID",
-          "IORING_OP_EPOLL_WAIT"}) {
+          "recv bundles", "send bundles", "incremental buffers", "zero-copy send", "direct descriptors",
+          "FIXED_FD_INSTALL", "min-wait", "no-iowait", "ring resize", "registered ring fd", "NO_SQARRAY",
+          "IORING_OP_OPENAT", "IORING_OP_WAITID", "IORING_OP_EPOLL_WAIT"}) {
       EXPECT_NE(r.out.find(f), std::string::npos) << f << " missing:\n" << r.out;
     }
   } else {

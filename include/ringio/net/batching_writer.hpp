@@ -18,7 +18,9 @@
 
 #include "ringio/buffer.hpp"
 #include "ringio/detail/gather_send_op.hpp"
+#include "ringio/detail/send_bundle_ring.hpp"
 #include "ringio/error.hpp"
+#include "ringio/io_context.hpp"
 #include "ringio/net/batching_writer_options.hpp"
 #include "ringio/net/stream_socket.hpp"
 #include "ringio/result.hpp"
@@ -48,16 +50,18 @@ const_buffer message_bytes(const M& m) noexcept {
 /// A per-connection writer that batches. Producers queue whole messages with
 /// try_write() (never waits) or write() (waits for room under overflow_policy::wait);
 /// run(), the one sending loop, takes everything queued so far, up to 64 messages and
-/// max_bytes, and sends it with one gathered send (sendmsg), then takes what queued
-/// meanwhile. A reader that drains its socket gets a burst in a few large sends instead
-/// of one send per message. The bound and the policy for a message that does not fit
-/// are in batching_writer_options. Messages are never split or interleaved: the peer
-/// gets each whole message, in the order they were queued, minus those a policy dropped.
+/// max_bytes, and sends it with one gathered send (sendmsg, or with
+/// io_context_options::send_bundles one send bundle from a ring of the writer's own
+/// that points at the messages), then takes what queued meanwhile. A reader that drains its socket gets a burst in a
+/// few large sends instead of one send per message. The bound and the policy for a message that does not fit are in
+/// batching_writer_options. Messages are never split or interleaved: the peer gets each whole message, in the order
+/// they were queued, minus those a policy dropped.
 ///
 /// One loop: the writer, its producers and run() live on one io_context's thread (no
 /// locks, no atomics). Nothing is allocated per message once the queue has grown to its
 /// working size (the queue is a ring that only grows, up to max_messages), and run()
-/// allocates once (its stop source).
+/// allocates once (its stop source), twice with send bundles (its ring's page, which
+/// it registers with the kernel when it starts and removes when it ends).
 ///
 /// The writer does not own the socket, which must outlive run(); reads go to the socket
 /// directly. One run() at a time. How it ends:
@@ -156,13 +160,17 @@ class batching_writer {
   /// The sending loop: until close() and everything queued is sent (success), an error
   /// of the socket, the fail policy (no_buffer_space), a stop (operation_canceled) or the
   /// writer's destruction (operation_canceled). Each pass sends what has queued in one
-  /// gathered send. A second run() while one runs fails at once with
+  /// gathered send; with send bundles (io_context_options::send_bundles) that send is
+  /// one request that the kernel keeps in flight until every byte of the pass is out,
+  /// where a sendmsg may return short and the next pass adds what queued meanwhile. A
+  /// stop, an error or the end cut it as they cut a sendmsg. A second run() while one runs fails at once with
   /// std::errc::device_or_resource_busy; a run() after the end returns how it ended.
   [[nodiscard]] task<result<void>> run() {
     if (running_ != nullptr) co_return unexpected(make_error_code(std::errc::device_or_resource_busy));
     batch b;
     b.owner = this;
     running_ = &b;
+    b.ring.open(io_context::current());  // stays off unless the loop offers send bundles
     for (;;) {
       if (state_ == state::ended) break;
       fill(b);
@@ -174,12 +182,32 @@ class batching_writer {
         if (!woken) end(woken.error());
         continue;
       }
-      auto sent = co_await socket_->send(b.pieces()).with_stop(b.stop.get_token());
+      result<std::size_t> sent = std::size_t{0};
+      const bool bundle = b.ring.active();
+      if (!bundle) {
+        sent = co_await socket_->send(b.pieces()).with_stop(b.stop.get_token());
+      } else if (b.ring.load(b.pieces()) > 0) {
+        sent = co_await b.ring.send(*socket_).with_stop(b.stop.get_token());
+      }
       if (b.owner == nullptr) co_return unexpected(make_error_code(std::errc::operation_canceled));
       if (state_ == state::ended) break;  // ended meanwhile (the fail policy)
+      if (bundle && !sent && refused_bundle(sent.error())) {
+        b.ring.close();  // this socket or kernel takes no bundles: sendmsg from now on
+        continue;
+      }
       if (!sent) {
         end(sent.error());
         break;
+      }
+      if (bundle && !b.ring.consumed(*sent)) {
+        // Short: the kernel reports the bytes of a bundle that the socket's cancel() cut
+        // (not the cancel), which ends the writer as a cancelled sendmsg would. Otherwise
+        // it failed (the next send says why) or came back short: a fresh ring goes on.
+        if (b.ring.cancelled(*socket_)) {
+          end(make_error_code(std::errc::operation_canceled));
+          break;
+        }
+        b.ring.renew();
       }
       ++sends_;
       b.consume(*sent);
@@ -217,6 +245,9 @@ class batching_writer {
     std::size_t count = 0;   // messages in the batch
     std::size_t offset = 0;  // bytes of items[0] already sent
     std::size_t bytes = 0;   // bytes of the messages, whole
+    // io_context_options::send_bundles: the ring whose entries point at the messages;
+    // declared last, so it leaves the kernel before the messages go.
+    detail::send_bundle_ring ring;
 
     batch() = default;
     batch(const batch&) = delete;
@@ -298,6 +329,11 @@ class batching_writer {
     std::size_t size_;
     std::error_code outcome_;
   };
+
+  // A send bundle the kernel or the socket does not take (nothing was sent).
+  static bool refused_bundle(std::error_code ec) noexcept {
+    return ec == std::errc::operation_not_supported || ec == std::errc::invalid_argument;
+  }
 
   static room_wait& waiter_of(detail::waiter_node& n) noexcept { return *static_cast<room_wait*>(n.op); }
 

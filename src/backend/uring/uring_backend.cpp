@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <string_view>
 #include <system_error>
 #include <thread>
 
@@ -30,6 +31,13 @@ namespace ringio::detail {
 namespace {
 
 constexpr unsigned reap_batch = 128;
+
+// io_context_options::send_bundles, unless RINGIO_SEND_BUNDLES (0 or 1) says otherwise.
+bool send_bundles_wanted(const io_context_options& opts) noexcept {
+  const char* env = std::getenv("RINGIO_SEND_BUNDLES");
+  if (env != nullptr && (std::string_view(env) == "0" || std::string_view(env) == "1")) return *env == '1';
+  return opts.send_bundles;
+}
 
 // Perturbation only (a syscall per submission): datagrams must keep their size.
 bool is_stream_socket(int fd) noexcept {
@@ -102,6 +110,14 @@ uring_backend::uring_backend(io_context& ctx, loop_state& st, const io_context_o
   } else {
     no_iowait_state_ = "unsupported";
   }
+  if (!send_bundles_wanted(opts)) {
+    send_bundle_state_ = "off";
+  } else if (setup_.recv_bundle) {  // IORING_FEAT_RECVSEND_BUNDLE came with send bundles (6.10)
+    send_bundles_ = true;
+    send_bundle_state_ = "yes";
+  } else {
+    send_bundle_state_ = "unsupported";
+  }
   if (!opts.futex_wake) {
     futex_wake_state_ = "eventfd";
   } else if ((setup_.flags & IORING_SETUP_SQPOLL) != 0) {
@@ -166,6 +182,7 @@ std::string uring_backend::describe() const {
   if (!poll_mode_) {  // what buffer_pool_options may turn on
     s += std::string(", recv bundles ") + (setup_.recv_bundle ? "yes" : "no");
     s += std::string(", incremental buffers ") + (setup_.pbuf_inc ? "yes" : "no");
+    s += std::string(", send bundles ") + send_bundle_state_;
     s += std::string(", epoll wait ") + (kernel_supports_opcode(op_epoll_wait) ? "op" : "by readiness");
   }
   if (zero_copy_threshold_ != 0) s += ", zero-copy send >= " + std::to_string(zero_copy_threshold_) + " B";
@@ -893,14 +910,29 @@ int uring_backend::register_buffer_ring(void* ring_addr, unsigned entries, bool 
   io_uring_buf_reg reg{};
   reg.ring_addr = reinterpret_cast<std::uint64_t>(ring_addr);
   reg.ring_entries = entries;
-  reg.bgid = static_cast<__u16>(next_buffer_group_);
+  // Groups are 16 bits: those given back (a writer's send ring per connection) are used
+  // again before new ones.
+  const bool reuse = !free_buffer_groups_.empty();
+  if (!reuse && next_buffer_group_ > 0xffff) return -ENOSPC;
+  reg.bgid = reuse ? free_buffer_groups_.back() : static_cast<__u16>(next_buffer_group_);
   if (incremental) set_buf_reg_flags(reg, IOU_PBUF_RING_INC);
   int r = io_uring_register_buf_ring(&ring_, &reg, 0);
   if (r < 0) return r;
+  if (reuse) {
+    free_buffer_groups_.pop_back();
+    return reg.bgid;
+  }
   return static_cast<int>(next_buffer_group_++);
 }
 
-void uring_backend::unregister_buffer_ring(int group) noexcept { io_uring_unregister_buf_ring(&ring_, group); }
+void uring_backend::unregister_buffer_ring(int group) noexcept {
+  if (io_uring_unregister_buf_ring(&ring_, group) != 0) return;
+  try {
+    free_buffer_groups_.push_back(static_cast<unsigned short>(group));
+  } catch (const std::bad_alloc&) {
+    // the group is not used again: one of 65,536 lost
+  }
+}
 
 namespace {
 bool breaks_links_on_failure(int opcode) noexcept {
@@ -950,7 +982,8 @@ void uring_backend::unregister_buffers() noexcept {
 
 unsigned uring_backend::buffer_ring_features() const noexcept {
   if (poll_mode_) return 0;
-  return (setup_.recv_bundle ? feature_recv_bundle : 0u) | (setup_.pbuf_inc ? feature_incremental : 0u);
+  return (setup_.recv_bundle ? feature_recv_bundle : 0u) | (setup_.pbuf_inc ? feature_incremental : 0u) |
+         (send_bundles_ ? feature_send_bundle : 0u);
 }
 
 bool uring_backend::send_wake(int target_ring_fd) noexcept {

@@ -144,6 +144,9 @@ class uring_backend final : public backend {
   bool wake_armed_ = false;
   bool backlog_reported_ = false;
   unsigned next_buffer_group_ = 0;
+  std::vector<unsigned short> free_buffer_groups_;  // unregistered, to be used again
+  bool send_bundles_ = false;                       // io_context_options::send_bundles, supported
+  const char* send_bundle_state_ = "off";
   timer_heap poll_deadlines_;      // uring-poll: readiness waits with a deadline
   timer_heap backlog_deadlines_;   // backlogged operations with a deadline (or wake time)
   std::vector<completion> stash_;  // CQEs taken off a full CQ to let a submit through
