@@ -681,13 +681,54 @@ TEST(RingResizeAttack, PlainReceivesFillingTheSqEndOnce) {
   }
 }
 
+// A link chain (a write, then a read of what it wrote) whose two SQEs straddle the end
+// of the starting SQ: 253 to 256 receives are queued first in the same iteration. The
+// chain completes in order with both results, within 10 s.
+TEST(RingResizeAttack, ChainStraddlingTheEndOfTheStartingSq) {
+  const std::string path = ::testing::TempDir() + "ringio-resize-straddle-" + std::to_string(::getpid());
+  for (int before : {253, 254, 255, 256}) {
+    auto ctx = make({});
+    REQUIRE_GROWING_RING(ctx);
+    socket_pair p;
+    bool ok = false, finished = false;
+    sync_wait(*ctx, [](std::string path, stream_socket& s, int before, bool& ok, bool& finished) -> task<void> {
+      auto f = co_await fs::open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+      EXPECT_TRUE(f);
+      if (!f) co_return;
+      scope ops;
+      for (int i = 0; i < before; ++i)
+        ops.spawn([](stream_socket& s) -> task<void> {
+          std::byte b{};
+          (void)co_await s.recv(mutable_buffer(&b, 1), MSG_PEEK);
+        }(s));
+      ops.spawn([](file& f, bool& ok, bool& finished) -> task<void> {
+        std::array<char, 8> out{'s', 't', 'r', 'a', 'd', 'd', 'l', 'e'}, in{};
+        auto [w, r] = co_await chain(f.write_at(std::string_view(out.data(), out.size()), 0), f.read_at(in, 0));
+        ok = w.value_or(0) == out.size() && r.value_or(0) == in.size() && in == out;
+        finished = true;
+      }(*f, ok, finished));
+      const auto until = std::chrono::steady_clock::now() + 10s;
+      while (!finished && std::chrono::steady_clock::now() < until) (void)co_await sleep_for(5ms);
+      ops.request_stop();
+      co_await ops.join();
+    }(path, p.b, before, ok, finished));
+    ::unlink(path.c_str());
+    EXPECT_TRUE(finished) << before << " receives before the chain: still pending after 10 s; " << ctx->describe();
+    EXPECT_TRUE(ok) << before << " receives before the chain; " << ctx->describe();
+    EXPECT_EQ(ctx->in_flight(), 0u);
+  }
+}
+
 // A resize the kernel refuses (RINGIO_URING_RESIZE_FAIL=12, documented for tests):
 // 20,000 sleeps and 200 receives, then a stopped burst, posts from another thread and
 // a further burst: each completes once, and the ring keeps its size.
 TEST(RingResizeAttack, FailingResizeUnderEverything) {
-  ::setenv("RINGIO_URING_RESIZE_FAIL", "12", 1);
+  // Set for the whole test: every resize attempt fails.
+  struct fail_resizes {
+    fail_resizes() { ::setenv("RINGIO_URING_RESIZE_FAIL", "12", 1); }
+    ~fail_resizes() { ::unsetenv("RINGIO_URING_RESIZE_FAIL"); }
+  } failing;
   auto ctx = make({});
-  ::unsetenv("RINGIO_URING_RESIZE_FAIL");
   REQUIRE_GROWING_RING(ctx);
   EXPECT_EQ(twenty_thousand(*ctx, test_seed()), 0) << ctx->describe();
   const std::string d = ctx->describe();
