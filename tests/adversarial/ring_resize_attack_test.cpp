@@ -857,7 +857,18 @@ TEST(RingResizeAttack, SeededRandomBursts) {
                 for (int k = 0; k < wait; ++k) (void)co_await nop();
                 stopped.request_stop();
                 co_await stopped.join();
+                // A watchdog stops what is still pending after 20 s: a lost completion then shows
+                // as an operation that ended wrongly instead of a hang.
+                bool joined = false;
+                scope watchdog;
+                watchdog.spawn([](scope& keep, bool& joined) -> task<void> {
+                  const auto until = std::chrono::steady_clock::now() + 20s;
+                  while (!joined && std::chrono::steady_clock::now() < until) (void)co_await sleep_for(10ms);
+                  if (!joined) keep.request_stop();
+                }(keep, joined));
                 co_await keep.join();
+                joined = true;
+                co_await watchdog.join();
                 // The last receiver's socket stays empty for the deadlines; the others are
                 // drained for the next round.
                 for (int i = 0; i < next_pair; ++i) {
