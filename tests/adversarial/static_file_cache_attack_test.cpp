@@ -40,22 +40,13 @@
 #include "ringio/http/static_files.hpp"
 #include "ringio/scope.hpp"
 #include "ringio/time/sleep.hpp"
+#include "support/file_edits.hpp"
 
 using namespace ringio_test;
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
 namespace {
-
-void write_file(const fs::path& p, const std::string& data) { std::ofstream(p, std::ios::binary) << data; }
-
-// Writes `data` to a temporary file beside `p`, then renames it over `p`.
-void replace_file(const fs::path& p, const std::string& data) {
-  fs::path tmp = p;
-  tmp += ".tmp";
-  write_file(tmp, data);
-  fs::rename(tmp, p);
-}
 
 // Overwrites the first bytes of `p` in place (same inode, same size if data fits).
 void overwrite_in_place(const fs::path& p, const std::string& data) {
@@ -78,23 +69,6 @@ std::string pattern(std::size_t n, char base = 'a') {
   std::string s(n, '\0');
   for (std::size_t i = 0; i < n; ++i) s[i] = static_cast<char>(base + (i * 7 + i / 251) % 26);
   return s;
-}
-
-// How many of this process's descriptors are open on files below `dir`.
-int fds_below(const fs::path& dir) {
-  const std::string prefix = dir.string() + "/";
-  int n = 0;
-  DIR* d = ::opendir("/proc/self/fd");
-  if (d == nullptr) return -1;
-  while (dirent* e = ::readdir(d)) {
-    char target[4096];
-    std::string link = std::string("/proc/self/fd/") + e->d_name;
-    ssize_t len = ::readlink(link.c_str(), target, sizeof target - 1);
-    if (len <= 0) continue;
-    if (std::string_view(target, static_cast<std::size_t>(len)).starts_with(prefix)) ++n;
-  }
-  ::closedir(d);
-  return n;
 }
 
 // The highest descriptor number open in this process.

@@ -20,39 +20,13 @@
 #include "http/http_client.hpp"
 #include "http/server_fixture.hpp"
 #include "ringio/http/static_files.hpp"
+#include "support/file_edits.hpp"
 
 using namespace ringio_test;
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
 namespace {
-
-void write_file(const fs::path& p, const std::string& data) { std::ofstream(p, std::ios::binary) << data; }
-
-// Writes `data` to a temporary file beside `p`, then renames it over `p`.
-void replace_file(const fs::path& p, const std::string& data) {
-  fs::path tmp = p;
-  tmp += ".tmp";
-  write_file(tmp, data);
-  fs::rename(tmp, p);
-}
-
-// How many of this process's descriptors are open on files below `dir`.
-int fds_below(const fs::path& dir) {
-  const std::string prefix = dir.string() + "/";
-  int n = 0;
-  DIR* d = ::opendir("/proc/self/fd");
-  if (d == nullptr) return -1;
-  while (dirent* e = ::readdir(d)) {
-    char target[4096];
-    std::string link = std::string("/proc/self/fd/") + e->d_name;
-    ssize_t len = ::readlink(link.c_str(), target, sizeof target - 1);
-    if (len <= 0) continue;
-    if (std::string_view(target, static_cast<std::size_t>(len)).starts_with(prefix)) ++n;
-  }
-  ::closedir(d);
-  return n;
-}
 
 class HttpStaticFileCache : public http_server_test {
  protected:

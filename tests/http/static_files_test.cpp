@@ -20,13 +20,12 @@
 #include "http_date.hpp"
 #include "loop_resources.hpp"
 #include "ringio/io_context.hpp"
+#include "support/file_edits.hpp"
 
 using namespace ringio_test;
 namespace fs = std::filesystem;
 
 namespace {
-
-void write_file(const fs::path& p, const std::string& data) { std::ofstream(p, std::ios::binary) << data; }
 
 // recv(2), again after a signal (the test thread gets io_uring's task-work signals).
 ssize_t recv_some(int fd, char* buf, std::size_t n) {
