@@ -84,6 +84,7 @@ std::unique_ptr<backend> make_uring_backend(io_context& ctx, loop_state& st, con
 uring_backend::uring_backend(io_context& ctx, loop_state& st, const io_context_options& opts, bool poll_mode)
     : ctx_(ctx), st_(st), poll_mode_(poll_mode) {
   setup_ = create_ring(ring_, opts);
+  sqe_times_.resize(ring_.sq.ring_entries);
   setup_direct(opts.direct_descriptors);
   cap_ = opts.max_in_flight != 0 ? opts.max_in_flight : setup_.cq_entries;
   if (!poll_mode_ && setup_.send_zc) zero_copy_threshold_ = opts.zero_copy_send_threshold;
@@ -313,8 +314,9 @@ void uring_backend::submit(op_base& op) noexcept {
   if (op.polling) {
     io_uring_prep_poll_add(sqe, op.fd, op.want == interest::writable ? POLLOUT : POLLIN);
   } else if (op.kind == op_kind::timer) {
-    to_timespec(op.deadline_ns, op.ts);
-    io_uring_prep_timeout(sqe, as_kernel(op.ts), 0, IORING_TIMEOUT_ABS);
+    kernel_timespec& ts = timespec_for(*sqe);
+    to_timespec(op.deadline_ns, ts);
+    io_uring_prep_timeout(sqe, as_kernel(ts), 0, IORING_TIMEOUT_ABS);
   } else if (op.kind == op_kind::nop) {
     io_uring_prep_nop(sqe);
   } else {
@@ -341,9 +343,10 @@ void uring_backend::submit(op_base& op) noexcept {
 
 void uring_backend::link_timeout(op_base& op, io_uring_sqe& main) noexcept {
   main.flags |= IOSQE_IO_LINK;
-  to_timespec(op.deadline_ns, op.ts);
   io_uring_sqe* sqe = get_sqe();
-  io_uring_prep_link_timeout(sqe, as_kernel(op.ts), IORING_TIMEOUT_ABS);
+  kernel_timespec& ts = timespec_for(*sqe);
+  to_timespec(op.deadline_ns, ts);
+  io_uring_prep_link_timeout(sqe, as_kernel(ts), IORING_TIMEOUT_ABS);
   io_uring_sqe_set_data64(sqe, tagged(op, ud_tag_link));
   ++op.outstanding;
   ++cqes_expected_;
