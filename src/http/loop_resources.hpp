@@ -42,7 +42,7 @@ class loop_resources : public ringio::detail::context_service {
   // The kernel's ring offers this many of them at first (doubling whenever it ran dry):
   // a loop whose connections mostly idle touches 64 KiB of the pool, not all of it.
   static constexpr unsigned initial_ring_buffers = 64;
-  static constexpr std::int64_t trim_interval_ns = 1'000'000'000;
+  static constexpr std::int64_t trim_interval_ns = 250'000'000;
 
   explicit loop_resources(io_context& ctx);
   ~loop_resources() override;
