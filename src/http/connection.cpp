@@ -23,9 +23,7 @@ namespace ringio::http::detail {
 using clock = std::chrono::steady_clock;
 
 connection::connection(server_core& core, stream_socket& s, tls::stream* secure)
-    : core_(core),
-      loop_(io_context::current()->service<loop_resources>()),
-      stats_(core.counters()) {
+    : core_(core), loop_(io_context::current()->service<loop_resources>()), stats_(core.counters()) {
   if (secure != nullptr) {
     io_.secure = secure;
     secure_ = true;

@@ -77,7 +77,7 @@ task<bool> connection::write_special(response& r, bool& keep) {
     write_head(r, chunked ? framing::chunked : framing::until_close, 0, keep);
     if (head_only || status_has_no_body(r.status_)) co_return true;
     body_writer writer = secure_ ? body_writer(*io_.secure, w_->out, core_.opts.send_timeout, chunked)
-                                         : body_writer(sock(), w_->out, core_.opts.send_timeout, chunked);
+                                 : body_writer(sock(), w_->out, core_.opts.send_timeout, chunked);
     bool threw = false;
     try {
       co_await (*fn)(writer);

@@ -12,7 +12,8 @@
 
 namespace ringio::http::detail {
 
-loop_resources::loop_resources(io_context& ctx) : ctx_(ctx), pool_(ctx, pool_buffers, pool_buffer_size, {.initial_ring_buffers = initial_ring_buffers}) {
+loop_resources::loop_resources(io_context& ctx)
+    : ctx_(ctx), pool_(ctx, pool_buffers, pool_buffer_size, {.initial_ring_buffers = initial_ring_buffers}) {
   static const ringio::detail::op_vtable vt = {
       .prepare = nullptr, .attempt = nullptr, .on_cqe = nullptr, .step = nullptr, .complete = &loop_resources::on_trim};
   check_.vt = &vt;
@@ -75,9 +76,10 @@ std::stop_source loop_resources::take_stop_source() {
 void loop_resources::give_back(std::stop_source& s) noexcept {
   std::stop_source taken = std::exchange(s, std::stop_source(std::nostopstate));
   if (!taken.stop_possible() || taken.stop_requested()) return;
+  // Allocates only beyond the high-water mark; without memory the source is freed.
   try {
-    spare_stops_.push_back(std::move(taken));  // allocates only beyond the high-water mark
-  } catch (...) {  // no memory: the source is freed instead
+    spare_stops_.push_back(std::move(taken));
+  } catch (...) {
     return;
   }
   if (!scheduled_) {

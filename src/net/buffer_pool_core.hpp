@@ -126,8 +126,8 @@ class buffer_pool_core {
   unsigned available_;
   unsigned users_ = 1;  // the pool itself
   std::vector<unsigned> free_;
-  unsigned ring_size_ = 0;       // kernel mode: the most buffers the ring offers at once
-  std::vector<unsigned> stack_;  // kernel mode: free buffers beyond ring_size_, last returned on top
+  unsigned ring_size_ = 0;             // kernel mode: the most buffers the ring offers at once
+  std::vector<unsigned> stack_;        // kernel mode: free buffers beyond ring_size_, last returned on top
   std::vector<slot> slots_;            // kernel mode, per buffer id
   std::vector<std::uint16_t> pos_of_;  // kernel mode: ring position of each id's last refill
   std::vector<multishot_recv_state*> starved_;

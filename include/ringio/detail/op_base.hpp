@@ -134,7 +134,7 @@ struct op_base {
   /// operation started on another loop fails with cross_device_link instead of doing
   /// I/O on whatever that loop's table holds in the same slot.
   io_context* direct_owner = nullptr;
-  std::uint32_t heap_index = 0;            ///< position in the readiness timer heap (+1)
+  std::uint32_t heap_index = 0;  ///< position in the readiness timer heap (+1)
   /// The loop's cancel count for `fd` when the operation began, plus one (0: not
   /// tracked). A later step started after a cancel_fd() of the same fd fails at once.
   std::uint32_t fd_cancel_mark = 0;

@@ -147,7 +147,8 @@ class uring_backend final : public backend {
   // not carry one).
   std::vector<kernel_timespec> sqe_times_;
   kernel_timespec& timespec_for(const io_uring_sqe& sqe) noexcept {
-    const auto slot = static_cast<std::size_t>(&sqe - ring_.sq.sqes) >> ((ring_.flags & IORING_SETUP_SQE128) != 0 ? 1 : 0);
+    const auto slot =
+        static_cast<std::size_t>(&sqe - ring_.sq.sqes) >> ((ring_.flags & IORING_SETUP_SQE128) != 0 ? 1 : 0);
     return sqe_times_[slot];
   }
   kernel_timespec wake_nudge_ts_{};  // 0: the wake read's linked TIMEOUT expires at once
