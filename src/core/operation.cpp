@@ -74,8 +74,8 @@ bool start_operation(op_base& op, std::coroutine_handle<> h, const std::stop_tok
   if (ctx->start(op) && !(op.vt->step != nullptr && op.vt->step(op))) return false;
   // Registered after the start so that a callback firing right now finds the
   // operation in flight. Cancellation is always delivered later, never from here.
-  if (token != nullptr && token->stop_possible()) op.stop_cb.emplace(*token, stop_canceller{&op});
-  if (also != nullptr && also->stop_possible()) op.stop_cb2.emplace(*also, stop_canceller{&op});
+  if (token != nullptr && token->stop_possible()) op.register_stop(0, *token);
+  if (also != nullptr && also->stop_possible()) op.register_stop(1, *also);
   return true;
 }
 
@@ -84,8 +84,7 @@ void finish_operation(op_base& op) noexcept {
   if (op.vt->step != nullptr && op.vt->step(op)) return;  // started its next step
   // Destroying the callback waits for a concurrent invocation on another thread, so
   // after this line remote_cancel tells whether a request is still queued.
-  op.stop_cb.reset();
-  op.stop_cb2.reset();
+  op.unregister_stops();
   if (op.remote_cancel.load(std::memory_order_acquire) && !op.remote_cancel_seen) {
     op.state = op_state::done_deferred;  // RACE: completes when the request is drained
     return;

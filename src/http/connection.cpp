@@ -23,12 +23,13 @@ namespace ringio::http::detail {
 using clock = std::chrono::steady_clock;
 
 connection::connection(server_core& core, stream_socket& s, tls::stream* secure)
-    : core_(core),
-      loop_(io_context::current()->service<loop_resources>()),
-      sock_(s),
-      tls_(secure),
-      idle_(secure != nullptr ? std::stop_source() : std::stop_source(std::nostopstate)),  // see serve_requests
-      stats_(core.counters()) {
+    : core_(core), loop_(io_context::current()->service<loop_resources>()), stats_(core.counters()) {
+  if (secure != nullptr) {
+    io_.secure = secure;
+    secure_ = true;
+  } else {
+    io_.plain = &s;
+  }
   loop_.connection_opened();
   const server_options& o = core.opts;
   const auto tick = std::clamp<std::chrono::milliseconds>(std::min(o.idle_timeout, o.send_timeout) / 4,
@@ -40,6 +41,7 @@ connection::~connection() {
   if (phase_ == phase::idle) --stats_.connections_idle;
   loop_.unwatch(*this);
   if (w_ != nullptr) loop_.release(w_);
+  loop_.give_back(kill_);
   loop_.connection_closed();
 }
 
@@ -88,8 +90,8 @@ void connection::consume(std::size_t n) noexcept {
 // for all the connections of a loop); a timeout fires up to one tick late.
 void connection::on_tick(std::chrono::milliseconds elapsed) noexcept {
   const server_options& o = core_.opts;
-  if (progress_ != seen_progress_) {
-    seen_progress_ = progress_;
+  if (progressed_) {
+    progressed_ = false;
     stalled_ms_ = 0;
     return;
   }
@@ -154,7 +156,7 @@ task<void> connection::serve_loop(Transport transport, Owner owner) {
     if (self.idle_ended_ || self.core_.drain_token().stop_requested()) break;
     self.enter(phase::idle);
     arrival got = arrival::receive_first;
-    if (secure && self.tls_->has_buffered_input()) {  // pipelined records, or the peer's end
+    if (secure && self.io_.secure->has_buffered_input()) {  // pipelined records, or the peer's end
       self.enter(phase::busy);
       self.work();
     } else {
@@ -172,6 +174,7 @@ task<void> connection::serve_loop(Transport transport, Owner owner) {
     }
     bool more = co_await self.serve_requests(got == arrival::receive_first);
     if (!more) break;
+    self.loop_.give_back(self.kill_);  // idle: the next request takes one again
   }
   // HTTPS, after Connection: close, the idle timeout, a drain, the client's
   // close_notify: close_notify (not after a send timeout or a stop).
@@ -195,8 +198,8 @@ connection::arrival connection::take_arrival(ringio::detail::pooled_recv_op& wai
   if (chunk) {
     if (chunk->empty()) return arrival::end;  // the client closed
     request_state& w = work();
-    if (tls_ != nullptr) {
-      auto fed = tls_->feed(chunk->bytes());
+    if (secure_) {
+      auto fed = io_.secure->feed(chunk->bytes());
       chunk->release();
       return fed ? arrival::receive_first : arrival::end;
     }
@@ -214,20 +217,22 @@ connection::arrival connection::take_arrival(ringio::detail::pooled_recv_op& wai
 }
 
 task<bool> connection::serve_requests(bool receive_first) {
-  const std::stop_token kill_token = kill_.get_token();
+  const std::stop_token kill_token = kill().get_token();
   const std::stop_token own_token = co_await current_stop_token();
   const std::stop_token drain_token = stats_.drain_token();  // this thread's relay of the drain
   // Sends obey kill_ (send timeout), waits for more of a request the drain; both obey
   // this task's own stop token. Plain operations obey it besides their own token; over
   // TLS, whose operations obey the given token instead, the task's stop is forwarded to
-  // kill_, and it and the drain to idle_ (callbacks held only while requests are served).
+  // kill_, and it and the drain to `idle` (callbacks held only while requests are served;
+  // the idle frame holds neither `idle` nor a callback).
+  borrowed_stop_source idle{loop_, secure_ ? loop_.take_stop_source() : std::stop_source(std::nostopstate)};
   std::optional<std::stop_callback<forward_stop_both>> tls_on_outer;
   std::optional<std::stop_callback<forward_stop>> tls_on_drain;
-  if (tls_ != nullptr) {
-    tls_on_outer.emplace(own_token, forward_stop_both{&idle_, &kill_});
-    tls_on_drain.emplace(drain_token, forward_stop{&idle_});
+  if (secure_) {
+    tls_on_outer.emplace(own_token, forward_stop_both{&idle.source, &kill_});
+    tls_on_drain.emplace(drain_token, forward_stop{&idle.source});
   }
-  const std::stop_token idle_token = tls_ != nullptr ? idle_.get_token() : drain_token;
+  const std::stop_token idle_token = secure_ ? idle.source.get_token() : drain_token;
   // No further request is taken: a drain, the idle timeout, the task's stop.
   auto ending = [&]() noexcept { return idle_ended_ || own_token.stop_requested() || drain_token.stop_requested(); };
   const server_options& o = core_.opts;
@@ -243,11 +248,11 @@ task<bool> connection::serve_requests(bool receive_first) {
         enter(phase::sending);
         const std::size_t size = w_->out.view().size();
         result<std::size_t> sent;
-        if (tls_ != nullptr) {
+        if (secure_) {
           auto op = secure_send(w_->out.view(), kill_token);
           sent = co_await op;
         } else {
-          sent = co_await sock_.send_all(w_->out.view()).with_stop(kill_token);
+          sent = co_await sock().send_all(w_->out.view()).with_stop(kill_token);
         }
         if (sent) stats_.response_bytes.add(*sent);
         w_->out.clear();
@@ -262,7 +267,7 @@ task<bool> connection::serve_requests(bool receive_first) {
         co_return false;
       }
       result<std::size_t> n;
-      if (tls_ != nullptr) {
+      if (secure_) {
         // What arrived may be part of a record only: the head deadline starts now.
         receive_first = false;
         if (head_deadline == clock::time_point{}) head_deadline = clock::now() + o.header_timeout;
@@ -270,10 +275,10 @@ task<bool> connection::serve_requests(bool receive_first) {
         n = co_await op;
       } else if (receive_first) {  // the data is there: no head deadline yet
         receive_first = false;
-        n = co_await sock_.recv(free_space()).with_stop(idle_token);
+        n = co_await sock().recv(free_space()).with_stop(idle_token);
       } else {
         if (head_deadline == clock::time_point{}) head_deadline = clock::now() + o.header_timeout;
-        n = co_await with_deadline(sock_.recv(free_space()), head_deadline);
+        n = co_await with_deadline(sock().recv(free_space()), head_deadline);
       }
       if (!n || *n == 0) {
         if (!n && n.error() == std::errc::timed_out) {
@@ -408,14 +413,14 @@ task<int> connection::read_body(std::size_t head_size, std::size_t& request_size
     // A stall (idle_timeout) or the whole body taking too long (body_timeout): 408.
     const clock::time_point limit = std::min(body_deadline, clock::now() + o.idle_timeout);
     result<std::size_t> n;
-    if (tls_ != nullptr && stop.stop_possible()) {
+    if (secure_ && stop.stop_possible()) {
       auto op = secure_recv(free_space(), stop, limit);  // `stop` stops it as the task's own stop does
       n = co_await op;
-    } else if (tls_ != nullptr) {
-      auto op = tls_->recv(free_space(), limit, tls::recv_wait::with_buffer);
+    } else if (secure_) {
+      auto op = io_.secure->recv(free_space(), limit, tls::recv_wait::with_buffer);
       n = co_await op;
     } else {
-      n = co_await with_deadline(sock_.recv(free_space()).with_stop(stop), limit);
+      n = co_await with_deadline(sock().recv(free_space()).with_stop(stop), limit);
     }
     if (!n) co_return n.error() == std::errc::timed_out ? 408 : -1;
     if (*n == 0) co_return -1;

@@ -3,7 +3,7 @@
 // while keep-alive allows. Between requests it holds no buffer: it waits with a
 // receive into its loop's shared pool, and borrows a request_state (buffers, parsed
 // request) from the loop only while a request is in progress. Over HTTPS the same
-// code reads and writes through a tls::stream: every I/O call site branches on tls_,
+// code reads and writes through a tls::stream: every I/O call site branches on secure_,
 // so that the plain path awaits the socket operations as before.
 #pragma once
 
@@ -42,6 +42,17 @@ struct forward_stop_both {
     first->request_stop();
     second->request_stop();
   }
+};
+
+/// A stop source borrowed from the loop (loop_resources::take_stop_source), given back
+/// (unless stopped) when it goes out of scope.
+struct borrowed_stop_source {
+  loop_resources& loop;
+  std::stop_source source;
+  borrowed_stop_source(loop_resources& l, std::stop_source s) noexcept : loop(l), source(std::move(s)) {}
+  borrowed_stop_source(const borrowed_stop_source&) = delete;
+  borrowed_stop_source& operator=(const borrowed_stop_source&) = delete;
+  ~borrowed_stop_source() { loop.give_back(source); }
 };
 
 /// Awaits a task under `token` instead of the awaiting task's own stop token (the
@@ -146,7 +157,7 @@ class connection : public sweep_hook {
       }
     }
     phase_ = p;
-    ++progress_;
+    progressed_ = true;
   }
 
   [[nodiscard]] std::string_view pending() const noexcept { return {w_->in.get() + w_->start, w_->end - w_->start}; }
@@ -179,34 +190,46 @@ class connection : public sweep_hook {
   task<void> close_gracefully(bool linger);
   void log_handler_error(std::string_view what);
 
+  /// The stop source of the sends (kill_), taken from the loop if the connection holds
+  /// none.
+  std::stop_source& kill() {
+    if (!kill_.stop_possible()) kill_ = loop_.take_stop_source();
+    return kill_;
+  }
   /// The socket (under the TLS stream for HTTPS).
-  stream_socket& raw_socket() noexcept { return tls_ != nullptr ? tls_->socket() : sock_; }
+  stream_socket& raw_socket() noexcept { return secure_ ? io_.secure->socket() : *io_.plain; }
+  /// The socket of plain HTTP (over TLS only the stream uses its socket).
+  stream_socket& sock() noexcept { return *io_.plain; }
+  /// The TLS stream (HTTPS), else null.
+  tls::stream* tls() noexcept { return secure_ ? io_.secure : nullptr; }
   /// TLS: receives plaintext by `deadline` (none: time_point{}) under `token`, the
   /// record buffer held while waiting (the connection expects the data now).
   under_token<result<std::size_t>> secure_recv(mutable_buffer b, const std::stop_token& token,
                                                std::chrono::steady_clock::time_point deadline) {
-    return {tls_->recv(b, deadline, tls::recv_wait::with_buffer), &token};
+    return {io_.secure->recv(b, deadline, tls::recv_wait::with_buffer), &token};
   }
   /// TLS: sends all of `b` under `token`.
   under_token<result<std::size_t>> secure_send(const_buffer b, const std::stop_token& token) {
-    return {tls_->send_all(b), &token};
+    return {io_.secure->send_all(b), &token};
   }
 
   server_core& core_;
   loop_resources& loop_;
-  stream_socket& sock_;                         // (over TLS, the stream's socket: only the stream uses it)
-  tls::stream* tls_ = nullptr;                  // HTTPS
+  // Plain HTTP: the socket; HTTPS (secure_): the TLS stream over it.
+  union transport {
+    stream_socket* plain;
+    tls::stream* secure;
+  } io_;
   request_state* w_ = nullptr;                  // while a request is in progress
   ringio::detail::op_base* waiting_ = nullptr;  // the receive waiting for the next request
-  // TLS only (none for plain HTTP: its waits obey the drain's token directly): stops the
-  // waits for more of a request while requests are served: drain, our own stop.
-  std::stop_source idle_{std::nostopstate};
-  std::stop_source kill_;  // stops sends: send timeout; over TLS, while serving: our own stop
-  std::uint32_t progress_ = 0;
-  std::uint32_t seen_progress_ = 0;  // as of the last tick
-  std::uint32_t stalled_ms_ = 0;     // without progress, as of the last tick
+  // Stops sends: send timeout; over TLS, while serving: our own stop. Taken from the
+  // loop by kill() when first needed and given back when the connection goes idle.
+  std::stop_source kill_{std::nostopstate};
+  std::uint32_t stalled_ms_ = 0;  // without progress, as of the last tick
   phase phase_ = phase::busy;
+  bool progressed_ = false;  // a phase began since the last tick
   bool idle_ended_ = false;  // the idle timeout or a gentle drain ended the idle wait
+  bool secure_ = false;      // HTTPS: io_.secure
   server_counters& stats_;   // this thread's counters of the server
 };
 

@@ -76,8 +76,8 @@ task<bool> connection::write_special(response& r, bool& keep) {
     if (!chunked) keep = false;  // HTTP/1.0: the end of the connection ends the body
     write_head(r, chunked ? framing::chunked : framing::until_close, 0, keep);
     if (head_only || status_has_no_body(r.status_)) co_return true;
-    body_writer writer = tls_ != nullptr ? body_writer(*tls_, w_->out, core_.opts.send_timeout, chunked)
-                                         : body_writer(sock_, w_->out, core_.opts.send_timeout, chunked);
+    body_writer writer = secure_ ? body_writer(*io_.secure, w_->out, core_.opts.send_timeout, chunked)
+                                 : body_writer(sock(), w_->out, core_.opts.send_timeout, chunked);
     bool threw = false;
     try {
       co_await (*fn)(writer);
@@ -94,13 +94,13 @@ task<bool> connection::write_special(response& r, bool& keep) {
   auto sent = co_await send_out();
   if (!sent) co_return false;
   enter(phase::sending);
-  const std::stop_token kill_token = kill_.get_token();
+  const std::stop_token kill_token = kill().get_token();
   result<std::size_t> w;
-  if (tls_ != nullptr) {
+  if (secure_) {
     auto op = secure_send(body, kill_token);
     w = co_await op;
   } else {
-    w = co_await sock_.send_all(body).with_stop(kill_token);
+    w = co_await sock().send_all(body).with_stop(kill_token);
   }
   if (w) stats_.response_bytes.add(*w);
   enter(phase::busy);
@@ -117,7 +117,7 @@ task<void> connection::run_upgrade(response& r) {
   consume(w_->end - w_->start);
   put_work_back();
   upgraded_connection conn{
-      .socket = tls_ != nullptr ? nullptr : &sock_, .secure = tls_, .received = early, .drain = core_.drain_token()};
+      .socket = secure_ ? nullptr : &sock(), .secure = tls(), .received = early, .drain = core_.drain_token()};
   auto& fn = std::get<upgrade_handler>(r.body_);
   try {
     co_await fn(conn);
@@ -130,7 +130,7 @@ task<void> connection::run_upgrade(response& r) {
 task<bool> connection::send_file(file_body& f) {
   // Over TLS the records are made in user space: the file is read in chunks, each
   // encrypted and sent before the next is read (at most file_chunk bytes held).
-  if (f.length > read_through_limit && core_.opts.sendfile && tls_ == nullptr) {
+  if (f.length > read_through_limit && core_.opts.sendfile && !secure_) {
     // In the kernel: no buffer of ours, however slowly the client reads.
     auto head = co_await send_out();
     if (!head) co_return false;
@@ -138,8 +138,8 @@ task<bool> connection::send_file(file_body& f) {
     // buffers go back to the loop's cache meanwhile (serve_requests borrows again).
     put_work_back();
     enter(phase::sending);
-    auto op = ::ringio::send_file(sock_, f.descriptor(), f.offset, f.length);
-    op.set_stop_token(kill_.get_token());
+    auto op = ::ringio::send_file(sock(), f.descriptor(), f.offset, f.length);
+    op.set_stop_token(kill().get_token());
     auto sent = co_await op;
     if (sent) stats_.response_bytes.add(*sent);
     enter(phase::busy);
@@ -169,13 +169,13 @@ task<bool> connection::send_file(file_body& f) {
 task<bool> connection::send_out() {
   enter(phase::sending);
   const std::size_t size = w_->out.view().size();
-  const std::stop_token kill_token = kill_.get_token();
+  const std::stop_token kill_token = kill().get_token();
   result<std::size_t> sent;
-  if (tls_ != nullptr) {
+  if (secure_) {
     auto op = secure_send(w_->out.view(), kill_token);
     sent = co_await op;
   } else {
-    sent = co_await sock_.send_all(w_->out.view()).with_stop(kill_token);
+    sent = co_await sock().send_all(w_->out.view()).with_stop(kill_token);
   }
   if (sent) stats_.response_bytes.add(*sent);
   enter(phase::busy);
@@ -193,7 +193,7 @@ task<void> connection::fail(int status) {
 
 task<void> connection::refuse() {
   std::stop_token outer = co_await current_stop_token();
-  std::stop_callback<forward_stop> kill_on_outer(outer, forward_stop{&kill_});
+  std::stop_callback<forward_stop> kill_on_outer(outer, forward_stop{&kill()});
   core_.log_limited(core_.last_limit_log, "http: connection limit reached (" +
                                               std::to_string(core_.opts.max_connections) +
                                               " open); refusing new connections with 503");
@@ -202,7 +202,7 @@ task<void> connection::refuse() {
 
 task<void> connection::refuse_plain_http() {
   std::stop_token outer = co_await current_stop_token();
-  std::stop_callback<forward_stop> kill_on_outer(outer, forward_stop{&kill_});
+  std::stop_callback<forward_stop> kill_on_outer(outer, forward_stop{&kill()});
   static constexpr std::string_view text = "This port speaks HTTPS: plain HTTP was sent to it.\n";
   stats_.note_status(400);
   work();
@@ -215,10 +215,10 @@ task<void> connection::refuse_plain_http() {
 
 task<void> connection::send_close_notify() {
   std::stop_token outer = co_await current_stop_token();
-  std::stop_callback<forward_stop> kill_on_outer(outer, forward_stop{&kill_});
-  if (tls_ == nullptr || kill_.stop_requested() || !tls_->is_established()) co_return;
-  const std::stop_token kill_token = kill_.get_token();
-  under_token<result<void>> op{tls_->send_close_notify(close_notify_timeout), &kill_token};
+  std::stop_callback<forward_stop> kill_on_outer(outer, forward_stop{&kill()});
+  if (!secure_ || kill().stop_requested() || !io_.secure->is_established()) co_return;
+  const std::stop_token kill_token = kill().get_token();
+  under_token<result<void>> op{io_.secure->send_close_notify(close_notify_timeout), &kill_token};
   auto notified = co_await op;
   (void)notified;
 }
@@ -234,9 +234,9 @@ task<void> connection::close_gracefully(bool linger) {
   // The socket closes with the connection: FIN after the data (over TLS the close_notify
   // goes first: send_close_notify() after the request loop, unless sent here).
   if (!linger) co_return;
-  if (tls_ != nullptr) {
-    const std::stop_token kill_token = kill_.get_token();
-    under_token<result<void>> op{tls_->send_close_notify(close_notify_timeout), &kill_token};
+  if (secure_) {
+    const std::stop_token kill_token = kill().get_token();
+    under_token<result<void>> op{io_.secure->send_close_notify(close_notify_timeout), &kill_token};
     auto notified = co_await op;
     if (!notified) co_return;
   }

@@ -12,7 +12,8 @@
 
 namespace ringio::http::detail {
 
-loop_resources::loop_resources(io_context& ctx) : ctx_(ctx), pool_(ctx, pool_buffers, pool_buffer_size) {
+loop_resources::loop_resources(io_context& ctx)
+    : ctx_(ctx), pool_(ctx, pool_buffers, pool_buffer_size, {.initial_ring_buffers = initial_ring_buffers}) {
   static const ringio::detail::op_vtable vt = {
       .prepare = nullptr, .attempt = nullptr, .on_cqe = nullptr, .step = nullptr, .complete = &loop_resources::on_trim};
   check_.vt = &vt;
@@ -59,6 +60,31 @@ void loop_resources::release(request_state* s) noexcept {
   ++cached_;
   if (!scheduled_) {
     low_water_ = cached_;
+    spare_stops_low_ = spare_stops_.size();
+    schedule_trim();
+  }
+}
+
+std::stop_source loop_resources::take_stop_source() {
+  if (spare_stops_.empty()) return {};
+  std::stop_source s = std::move(spare_stops_.back());
+  spare_stops_.pop_back();
+  spare_stops_low_ = std::min(spare_stops_low_, spare_stops_.size());
+  return s;
+}
+
+void loop_resources::give_back(std::stop_source& s) noexcept {
+  std::stop_source taken = std::exchange(s, std::stop_source(std::nostopstate));
+  if (!taken.stop_possible() || taken.stop_requested()) return;
+  // Allocates only beyond the high-water mark; without memory the source is freed.
+  try {
+    spare_stops_.push_back(std::move(taken));
+  } catch (...) {
+    return;
+  }
+  if (!scheduled_) {
+    low_water_ = cached_;
+    spare_stops_low_ = spare_stops_.size();
     schedule_trim();
   }
 }
@@ -140,14 +166,18 @@ void loop_resources::on_trim(ringio::detail::op_base& op) noexcept {
   for (std::size_t i = 0; i < unused; ++i) delete std::exchange(self.free_, self.free_->next_free);
   self.cached_ -= unused;
   self.low_water_ = self.cached_;
-  bool freed = unused > 0;
+  const std::size_t unused_stops = self.spare_stops_low_;
+  self.spare_stops_.erase(self.spare_stops_.end() - static_cast<std::ptrdiff_t>(unused_stops), self.spare_stops_.end());
+  self.spare_stops_low_ = self.spare_stops_.size();
+  bool freed = unused > 0 || unused_stops > 0;
   if (self.storm_ended_) {
     self.storm_ended_ = false;
     ringio::detail::frame_cache_trim();
+    if (self.spare_stops_.empty()) std::vector<std::stop_source>().swap(self.spare_stops_);
     freed = true;
   }
   if (freed) release_free_heap();
-  if (self.cached_ > 0) self.schedule_trim();
+  if (self.cached_ > 0 || !self.spare_stops_.empty()) self.schedule_trim();
 }
 
 }  // namespace ringio::http::detail

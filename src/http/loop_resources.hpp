@@ -9,6 +9,8 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <stop_token>
+#include <vector>
 
 #include "request_state.hpp"
 #include "ringio/detail/context_service.hpp"
@@ -37,7 +39,10 @@ class loop_resources : public ringio::detail::context_service {
   // buffer, is received the ordinary way into the connection's request_state.
   static constexpr unsigned pool_buffers = 1024;
   static constexpr std::size_t pool_buffer_size = 1024;
-  static constexpr std::int64_t trim_interval_ns = 1'000'000'000;
+  // The kernel's ring offers this many of them at first (doubling whenever it ran dry):
+  // a loop whose connections mostly idle touches 64 KiB of the pool, not all of it.
+  static constexpr unsigned initial_ring_buffers = 64;
+  static constexpr std::int64_t trim_interval_ns = 250'000'000;
 
   explicit loop_resources(io_context& ctx);
   ~loop_resources() override;
@@ -46,6 +51,11 @@ class loop_resources : public ringio::detail::context_service {
   /// A request_state ready for a connection's first bytes.
   request_state* acquire(std::size_t max_head_bytes);
   void release(request_state* s) noexcept;
+  /// A stop source no one has stopped, for a connection's sends while it serves
+  /// requests: idle connections hold none (its shared state is a heap chunk).
+  std::stop_source take_stop_source();
+  /// Takes `s` back for another connection unless it was stopped; leaves `s` empty.
+  void give_back(std::stop_source& s) noexcept;
 
   /// Counts the loop's connections; when many close (a storm ends), the next check
   /// returns the memory they used (cached states, frames, free heap pages).
@@ -82,6 +92,8 @@ class loop_resources : public ringio::detail::context_service {
   std::size_t cached_ = 0;
   std::size_t lent_ = 0;
   std::size_t low_water_ = 0;  // the fewest cached since the last check
+  std::vector<std::stop_source> spare_stops_;
+  std::size_t spare_stops_low_ = 0;  // the fewest spare since the last check
   std::size_t open_ = 0, open_high_ = 0;
   bool storm_ended_ = false;
   trim_check check_;

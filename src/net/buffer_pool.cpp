@@ -4,6 +4,7 @@
 #include <liburing.h>
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <stdexcept>
 #include <system_error>
@@ -45,15 +46,18 @@ buffer_pool_core::buffer_pool_core(io_context& ctx, unsigned count, std::size_t 
     bundle_ = opts.bundle && (features & feature_recv_bundle) != 0;
     slots_.resize(count_);
     pos_of_.resize(count_);
+    ring_size_ = opts.initial_ring_buffers == 0 || incremental_ ? count_ : std::min(opts.initial_ring_buffers, count_);
     auto* br = static_cast<io_uring_buf_ring*>(ring_);
     io_uring_buf_ring_init(br);
     const int mask = static_cast<int>(count_ - 1);
-    for (unsigned i = 0; i < count_; ++i) {
+    for (unsigned i = 0; i < ring_size_; ++i) {
       io_uring_buf_ring_add(br, address(i), static_cast<unsigned>(size_), static_cast<unsigned short>(i), mask,
                             static_cast<int>(i));
       pos_of_[i] = static_cast<std::uint16_t>(i);
     }
-    io_uring_buf_ring_advance(br, static_cast<int>(count_));
+    io_uring_buf_ring_advance(br, static_cast<int>(ring_size_));
+    stack_.reserve(count_ - ring_size_);
+    for (unsigned i = count_; i > ring_size_; --i) stack_.push_back(i - 1);  // lowest id on top
     return;
   }
   // Readiness backends (or a kernel without buffer rings): a plain free list.
@@ -104,6 +108,19 @@ void buffer_pool_core::refill(unsigned id) noexcept {
   io_uring_buf_ring_advance(br, 1);
 }
 
+void buffer_pool_core::top_up() noexcept {
+  while (in_ring() < ring_size_ && !stack_.empty()) {
+    refill(stack_.back());
+    stack_.pop_back();
+  }
+}
+
+void buffer_pool_core::ran_dry() noexcept {
+  if (stack_.empty() || group_ < 0) return;
+  ring_size_ = std::min(ring_size_ * 2, count_);
+  top_up();
+}
+
 void buffer_pool_core::received_nothing(unsigned id, bool bundle) noexcept {
   // Without data the kernel consumed a whole, single buffer only: a bundle commits
   // no buffer for no bytes, an incremental ring keeps its head buffer.
@@ -121,10 +138,15 @@ void buffer_pool_core::give_back(unsigned id) noexcept {
     s.offset = 0;
     s.kernel_keeps = false;
   }
-  ++available_;
   if (group_ >= 0) {
-    refill(id);
+    if (in_ring() < ring_size_) {
+      refill(id);
+    } else {
+      stack_.push_back(id);  // (capacity reserved) taken again first: the fewest pages touched
+    }
+    ++available_;
   } else {
+    ++available_;
     free_.push_back(id);
   }
   wake_starved();

@@ -57,6 +57,7 @@ class buffer_pool_core {
       if (!s.busy) {
         s.busy = true;
         --available_;
+        if (!stack_.empty()) top_up();  // the ring is smaller than the pool: keep it full
       }
       const std::size_t room = size_ - s.offset;
       const std::size_t n = bytes < room ? bytes : room;
@@ -82,6 +83,12 @@ class buffer_pool_core {
   /// once the kernel no longer fills it, the buffer is free again and receivers that
   /// ran out of buffers are re-armed.
   void give_back(unsigned id) noexcept;
+  /// A receive found the ring empty: when buffers wait on the stack (the ring offers
+  /// fewer than the pool holds: buffer_pool_options::initial_ring_buffers), the ring
+  /// doubles and is refilled from the stack.
+  void ran_dry() noexcept;
+  /// Buffers the ring may offer the kernel at once.
+  [[nodiscard]] unsigned ring_size() const noexcept { return ring_size_; }
   /// `r` ran out of buffers: re-arm it when one comes back (once).
   void wait_for_buffer(multishot_recv_state& r);
   void forget(multishot_recv_state& r) noexcept;
@@ -100,6 +107,10 @@ class buffer_pool_core {
   [[nodiscard]] unsigned next_in_ring(std::uint16_t pos) const noexcept;
   /// Appends buffer `id`, whole, at the ring's tail.
   void refill(unsigned id) noexcept;
+  /// Moves buffers from the stack into the ring until it holds ring_size_.
+  void top_up() noexcept;
+  /// Buffers in the ring now (kernel mode): the available ones not on the stack.
+  [[nodiscard]] unsigned in_ring() const noexcept { return available_ - static_cast<unsigned>(stack_.size()); }
   void wake_starved() noexcept;
 
   io_context* ctx_;  // null once the pool is gone
@@ -115,6 +126,8 @@ class buffer_pool_core {
   unsigned available_;
   unsigned users_ = 1;  // the pool itself
   std::vector<unsigned> free_;
+  unsigned ring_size_ = 0;             // kernel mode: the most buffers the ring offers at once
+  std::vector<unsigned> stack_;        // kernel mode: free buffers beyond ring_size_, last returned on top
   std::vector<slot> slots_;            // kernel mode, per buffer id
   std::vector<std::uint16_t> pos_of_;  // kernel mode: ring position of each id's last refill
   std::vector<multishot_recv_state*> starved_;

@@ -157,6 +157,7 @@ void multishot_recv_state::on_cqe(int r, unsigned flags) noexcept {
   if (has_buffer) pool.received_nothing(id, pool.bundles());  // a buffer picked for a failed receive
   if (r == -ENOBUFS) {
     if (loop_ != nullptr) ++loop_->state().counters.no_buffers;
+    pool.ran_dry();   // a ring smaller than the pool grows (the re-arm then finds buffers)
     starved_ = true;  // the request ends; data waits in the socket
   } else if (r == -ECANCELED) {
     // The request ended without the receiver asking (stream_socket::cancel() cancels

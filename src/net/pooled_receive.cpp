@@ -84,6 +84,7 @@ result<pooled_buffer> pooled_recv_op::get_result() noexcept {
   }
   const int taken = id;
   id = -1;
+  if (res == -ENOBUFS) core->ran_dry();  // a ring smaller than the pool grows
   if (res <= 0) {
     if (taken >= 0) core->give_back(static_cast<unsigned>(taken));
     if (res < 0) return unexpected(op_error(*this));

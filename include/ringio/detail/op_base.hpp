@@ -8,6 +8,7 @@
 #include <atomic>
 #include <coroutine>
 #include <cstdint>
+#include <new>
 #include <optional>
 #include <stop_token>
 
@@ -83,6 +84,16 @@ struct kernel_timespec {
   long long tv_nsec = 0;
 };
 
+/// An operation's registration on a stop token.
+using stop_registration = std::stop_callback<stop_canceller>;
+
+/// Room for one stop_registration, constructed in place by op_base (whose flags say
+/// which are): an std::optional would add 8 bytes of padding for its own flag.
+struct stop_registration_slot {
+  alignas(stop_registration) unsigned char bytes[sizeof(stop_registration)];
+  stop_registration& get() noexcept { return *std::launder(reinterpret_cast<stop_registration*>(bytes)); }
+};
+
 /// Base of every operation. Not movable once started: the backend holds its address.
 struct op_base {
   const op_vtable* vt = nullptr;
@@ -117,22 +128,22 @@ struct op_base {
   /// ringio::chain: the position of a linked operation after the first (0: none). Its
   /// SQE joins the chain only right after that of position chain_pos - 1.
   std::uint8_t chain_pos = 0;
+  std::atomic<bool> remote_cancel{false};  ///< a stop callback on another thread queued it
+  std::uint8_t stops_registered = 0;       ///< bit i: stop_cb[i] holds a registration
   /// With fixed_file: the loop whose file table `fd` indexes (null: not checked). An
   /// operation started on another loop fails with cross_device_link instead of doing
   /// I/O on whatever that loop's table holds in the same slot.
   io_context* direct_owner = nullptr;
-  std::atomic<bool> remote_cancel{false};  ///< a stop callback on another thread queued it
-  std::uint32_t heap_index = 0;            ///< position in the readiness timer heap (+1)
+  std::uint32_t heap_index = 0;  ///< position in the readiness timer heap (+1)
   /// The loop's cancel count for `fd` when the operation began, plus one (0: not
   /// tracked). A later step started after a cancel_fd() of the same fd fails at once.
   std::uint32_t fd_cancel_mark = 0;
   /// with_timeout deadline, or a timer's wake time: ns on CLOCK_MONOTONIC; 0 = none.
   std::int64_t deadline_ns = 0;
-  kernel_timespec ts;  ///< deadline_ns as the kernel reads it, alive until submission
   remote_item remote;  ///< queued on the loop when a stop arrives from another thread
-  std::optional<std::stop_callback<stop_canceller>> stop_cb;
-  /// An operation given its own token (.with_stop) obeys the task's token too.
-  std::optional<std::stop_callback<stop_canceller>> stop_cb2;
+  /// Registrations on the tokens the operation obeys while it runs: its own and the
+  /// awaiting task's (an operation given its own token, .with_stop, obeys both).
+  stop_registration_slot stop_cb[2];
 
   op_base() noexcept = default;
   explicit op_base(const op_vtable* v, op_kind k = op_kind::io) noexcept : vt(v), kind(k) {}
@@ -149,7 +160,21 @@ struct op_base {
         direct_owner(o.direct_owner),
         deadline_ns(o.deadline_ns) {}
   op_base& operator=(const op_base&) = delete;
-  ~op_base() = default;
+  ~op_base() { unregister_stops(); }
+
+  /// Obeys `t` while it runs (slot `i`, 0 or 1, must be free): a stop cancels it.
+  void register_stop(unsigned i, const std::stop_token& t) noexcept {
+    ::new (static_cast<void*>(stop_cb[i].bytes)) stop_registration(t, stop_canceller{this});
+    stops_registered = static_cast<std::uint8_t>(stops_registered | (1U << i));
+  }
+  /// Ends both registrations; destroying one waits for its callback if it runs now on
+  /// another thread.
+  void unregister_stops() noexcept {
+    for (unsigned i = 0; i < 2; ++i) {
+      if ((stops_registered & (1U << i)) != 0) stop_cb[i].get().~stop_registration();
+    }
+    stops_registered = 0;
+  }
 };
 
 /// Resumes the awaiting coroutine: the complete() of ordinary operations.

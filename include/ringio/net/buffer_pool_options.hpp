@@ -28,6 +28,15 @@ struct buffer_pool_options {
   /// two buffers (ping/pong with 16 KiB blocks in 16 KiB buffers cost up to 30% more
   /// CPU), and a slice held for long keeps its whole buffer out of use.
   bool incremental = false;
+  /// How many buffers the kernel's ring offers at first (0: all of them; ignored with
+  /// incremental consumption). The kernel takes buffers in ring order and returned ones
+  /// go to the ring's tail, so with every buffer in the ring each one is written in turn
+  /// (and made resident) even when only a few are ever in use at once. With a smaller
+  /// ring, buffers that come back while the ring is full wait on a stack and refill it
+  /// as the kernel takes from it: only about this many buffers plus those in use are
+  /// ever touched. Whenever a receive finds the ring empty (no_buffer_space) while
+  /// buffers wait on the stack, the ring's size doubles, up to the pool's count.
+  unsigned initial_ring_buffers = 0;
 };
 
 }  // namespace ringio

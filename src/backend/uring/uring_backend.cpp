@@ -93,6 +93,7 @@ std::unique_ptr<backend> make_uring_backend(io_context& ctx, loop_state& st, con
 uring_backend::uring_backend(io_context& ctx, loop_state& st, const io_context_options& opts, bool poll_mode)
     : ctx_(ctx), st_(st), poll_mode_(poll_mode) {
   setup_ = create_ring(ring_, opts);
+  sqe_times_.resize(ring_.sq.ring_entries);
   setup_direct(opts.direct_descriptors);
   max_in_flight_opt_ = opts.max_in_flight;
   cap_ = opts.max_in_flight != 0 ? opts.max_in_flight : std::max(setup_.cq_entries, setup_.max_cq_entries);
@@ -349,8 +350,9 @@ void uring_backend::submit(op_base& op) noexcept {
   if (op.polling) {
     io_uring_prep_poll_add(sqe, op.fd, op.want == interest::writable ? POLLOUT : POLLIN);
   } else if (op.kind == op_kind::timer) {
-    to_timespec(op.deadline_ns, op.ts);
-    io_uring_prep_timeout(sqe, as_kernel(op.ts), 0, IORING_TIMEOUT_ABS);
+    kernel_timespec& ts = timespec_for(*sqe);
+    to_timespec(op.deadline_ns, ts);
+    io_uring_prep_timeout(sqe, as_kernel(ts), 0, IORING_TIMEOUT_ABS);
   } else if (op.kind == op_kind::nop) {
     io_uring_prep_nop(sqe);
   } else {
@@ -377,9 +379,10 @@ void uring_backend::submit(op_base& op) noexcept {
 
 void uring_backend::link_timeout(op_base& op, io_uring_sqe& main) noexcept {
   main.flags |= IOSQE_IO_LINK;
-  to_timespec(op.deadline_ns, op.ts);
   io_uring_sqe* sqe = get_sqe();
-  io_uring_prep_link_timeout(sqe, as_kernel(op.ts), IORING_TIMEOUT_ABS);
+  kernel_timespec& ts = timespec_for(*sqe);
+  to_timespec(op.deadline_ns, ts);
+  io_uring_prep_link_timeout(sqe, as_kernel(ts), IORING_TIMEOUT_ABS);
   io_uring_sqe_set_data64(sqe, tagged(op, ud_tag_link));
   ++op.outstanding;
   ++cqes_expected_;
@@ -505,6 +508,16 @@ void uring_backend::grow_ring(unsigned sq_entries, unsigned cq_entries) noexcept
   }
   setup_.sq_entries = ring_.sq.ring_entries;
   setup_.cq_entries = ring_.cq.ring_entries;
+  if (sqe_times_.size() < ring_.sq.ring_entries) {
+    try {
+      std::vector<kernel_timespec> bigger(ring_.sq.ring_entries);
+      retired_times_.push_back(std::move(sqe_times_));
+      sqe_times_ = std::move(bigger);
+    } catch (const std::bad_alloc&) {
+      log(log_level::error, "io_uring ring resize: no memory for the timeouts of %u SQEs", ring_.sq.ring_entries);
+      std::abort();
+    }
+  }
   if (open_link_ != nullptr) open_link_ = &ring_.sq.sqes[open_link_at_ & ring_.sq.ring_mask];
   shown_sq_.store(setup_.sq_entries, std::memory_order_relaxed);
   shown_cq_.store(setup_.cq_entries, std::memory_order_relaxed);
@@ -565,6 +578,7 @@ void uring_backend::poll(bool block, std::int64_t wake_at_ns) {
   ++st_.stats.kernel_waits;
   ++st_.counters.kernel_waits;
   if (r < 0) enter_failed(r);
+  if (!retired_times_.empty() && io_uring_sq_ready(&ring_) == 0) retired_times_.clear();
   reap();
   if (!poll_deadlines_.empty()) expire_polls();
   if (!backlog_deadlines_.empty()) expire_backlog();

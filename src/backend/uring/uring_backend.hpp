@@ -159,6 +159,18 @@ class uring_backend final : public backend {
   unsigned min_wait_usec_ = 0;
   unsigned wait_flags_ = 0;  // extra io_uring_enter flags of a blocking wait (IORING_ENTER_NO_IOWAIT)
   const char* no_iowait_state_ = "off";
+  // The timespec each SQE slot's TIMEOUT or LINK_TIMEOUT points to: the kernel reads it
+  // when it consumes the SQE, before the slot can be filled again (so an operation need
+  // not carry one).
+  std::vector<kernel_timespec> sqe_times_;
+  // After the SQ grows, the SQEs queued before point into the old array until the
+  // kernel consumes them (a new slot may share an old one's index): kept until then.
+  std::vector<std::vector<kernel_timespec>> retired_times_;
+  kernel_timespec& timespec_for(const io_uring_sqe& sqe) noexcept {
+    const auto slot =
+        static_cast<std::size_t>(&sqe - ring_.sq.sqes) >> ((ring_.flags & IORING_SETUP_SQE128) != 0 ? 1 : 0);
+    return sqe_times_[slot];
+  }
   kernel_timespec wake_nudge_ts_{};  // 0: the wake read's linked TIMEOUT expires at once
   // Zero-copy sends that have their result and wait for the kernel to let go of the
   // buffer (linked through op.next/prev). At shutdown they finish without it: a peer
