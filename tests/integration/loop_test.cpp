@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Properties of the loop itself, measured by its counters.
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 
+#include <chrono>
 #include <span>
 
 #include "ringio/ringio.hpp"
@@ -89,6 +91,48 @@ TEST(LoopLimits, DeferTaskrunCanBeLeftOut) {
     co_return slept&& n;
   }());
   EXPECT_TRUE(r);
+}
+
+// Receives with deadlines (each a RECV and its LINK_TIMEOUT) started before the loop's
+// first poll on an 8-entry SQ, after `plain` plain receives: with an odd count before
+// it, some receive takes the SQ's last slot. The pair must still go in one submission:
+// a link cut there leaves the receive without its deadline (and it never ends). Each
+// times out once; a watchdog stops what is left after 10 s, so a loss shows as a count.
+TEST(LoopLimits, ReceivesWithDeadlinesAtTheEndOfAFullSqTimeOut) {
+  using namespace std::chrono_literals;
+  for (int plain : {0, 1, 2, 3}) {
+    io_context ctx({.backend = backend_kind::uring, .sq_entries = 8, .cq_entries = 64, .quiet = true});
+    socket_pair p;
+    constexpr int timed = 9;
+    int timed_out = 0, ended = 0;
+    sync_wait(ctx, [](stream_socket& s, int plain, int& timed_out, int& ended) -> task<void> {
+      scope waits, ops;
+      for (int i = 0; i < plain; ++i)
+        waits.spawn([](stream_socket& s) -> task<void> {
+          std::byte b{};
+          (void)co_await s.recv(mutable_buffer(&b, 1), MSG_PEEK);
+        }(s));
+      for (int i = 0; i < timed; ++i)
+        ops.spawn([](stream_socket& s, int& timed_out, int& ended) -> task<void> {
+          std::byte b{};
+          auto r = co_await with_timeout(s.recv(mutable_buffer(&b, 1), MSG_PEEK), 20ms);
+          ++ended;
+          if (!r && r.error() == std::errc::timed_out) ++timed_out;
+        }(s, timed_out, ended));
+      scope watchdog;
+      watchdog.spawn([](scope& ops, int& ended) -> task<void> {
+        const auto until = std::chrono::steady_clock::now() + 10s;
+        while (ended < timed && std::chrono::steady_clock::now() < until) (void)co_await sleep_for(5ms);
+        ops.request_stop();
+      }(ops, ended));
+      co_await ops.join();
+      waits.request_stop();
+      co_await waits.join();
+      co_await watchdog.join();
+    }(p.b, plain, timed_out, ended));
+    EXPECT_EQ(timed_out, timed) << plain << " plain receives first; " << ctx.describe();
+    EXPECT_EQ(ctx.in_flight(), 0u);
+  }
 }
 
 TEST(LoopLimits, EchoThroughATinyRing) {

@@ -208,10 +208,14 @@ void uring_backend::end_open_link() noexcept {
 io_uring_sqe* uring_backend::get_sqe(bool continues_chain) noexcept {
   if (!continues_chain) end_open_link();
   open_link_ = nullptr;
-  io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
-  if (sqe != nullptr) return sqe;
-  // SQ full: submit what is queued, then take the slot that frees. A ring that may
-  // grow doubles at the next poll (not here: the caller may hold an SQE already).
+  if (io_uring_sqe* sqe = io_uring_get_sqe(&ring_)) return sqe;
+  free_sq(1);
+  return io_uring_get_sqe(&ring_);
+}
+
+// Submits what is queued until `n` SQ slots are free. A ring that may grow doubles at
+// the next poll (not here: the caller may hold an SQE already).
+void uring_backend::free_sq(unsigned n) noexcept {
   sq_filled_ = true;
   if (!enabled_) {
     try {
@@ -221,7 +225,11 @@ io_uring_sqe* uring_backend::get_sqe(bool continues_chain) noexcept {
       std::abort();
     }
   }
-  for (unsigned tries = 0;; ++tries) {
+  for (unsigned tries = 0; io_uring_sq_space_left(&ring_) < n; ++tries) {
+    if (tries == 100000) {
+      log(log_level::error, "io_uring submission queue stays full");
+      std::abort();
+    }
     int r = io_uring_submit(&ring_);
     ++st_.stats.kernel_waits;
     ++st_.counters.kernel_waits;
@@ -232,12 +240,6 @@ io_uring_sqe* uring_backend::get_sqe(bool continues_chain) noexcept {
     } else if ((setup_.flags & IORING_SETUP_SQPOLL) != 0) {
       // The kernel thread consumes the SQ on its own time: wait until it has.
       io_uring_sqring_wait(&ring_);
-    }
-    sqe = io_uring_get_sqe(&ring_);
-    if (sqe != nullptr) return sqe;
-    if (tries == 100000) {
-      log(log_level::error, "io_uring submission queue stays full (last submit: %d)", r);
-      std::abort();
     }
   }
 }
@@ -345,7 +347,9 @@ void uring_backend::submit(op_base& op) noexcept {
   // give back what its attempt took) as soon as it is ready.
   if (op.polling && op.deadline_ns != 0 && op.heap_index == 0) poll_deadlines_.push(op);
   const bool linked = op.deadline_ns != 0 && op.kind != op_kind::timer && !op.polling;
-  if (linked && io_uring_sq_space_left(&ring_) < 2) io_uring_submit(&ring_);
+  // The operation and its LINK_TIMEOUT must go in one submission: a link cut at the
+  // end of one would leave the operation without its deadline (the timeout alone fails).
+  if (linked && io_uring_sq_space_left(&ring_) < 2) free_sq(2);
   io_uring_sqe* sqe = get_sqe(op.chain_pos != 0);
   if (op.polling) {
     io_uring_prep_poll_add(sqe, op.fd, op.want == interest::writable ? POLLOUT : POLLIN);

@@ -76,6 +76,7 @@ class uring_backend final : public backend {
   int wait_raw(std::int64_t wake_at_ns) noexcept;
   /// A free SQE. `continues_chain`: it is the successor of the open chain link (if any).
   io_uring_sqe* get_sqe(bool continues_chain = false) noexcept;
+  void free_sq(unsigned n) noexcept;
   void end_open_link() noexcept;
   void stash_completions() noexcept;
   void enter_failed(int r);
