@@ -24,7 +24,7 @@
 namespace apps {
 
 std::set<std::string> server_flags(std::set<std::string> extra) {
-  extra.insert({"single-accept", "sqpoll", "no-defer-taskrun", "direct-fds", "reuse-port", "iowait", "ring-resize"});
+  extra.insert({"single-accept", "sqpoll", "no-defer-taskrun", "direct-fds", "reuse-port", "iowait", "no-ring-resize"});
   return extra;
 }
 
@@ -72,7 +72,7 @@ void read_server_options(cli& args, server_config& cfg, std::uint16_t port, unsi
   o.context.min_wait = static_cast<unsigned>(args.integer("min-wait", 0, 0, 10'000'000));
   o.context.busy_poll = static_cast<unsigned>(args.integer("busy-poll", 0, 0, 10'000'000));
   o.context.no_iowait = !args.flag("iowait");
-  o.context.ring_resize = args.flag("ring-resize");
+  o.context.ring_resize = !args.flag("no-ring-resize");
   o.drain_timeout = std::chrono::milliseconds(static_cast<long long>(args.seconds("drain-timeout", 5, 0, 3600) * 1000));
   o.multishot_accept = !args.flag("single-accept");
   o.direct_descriptors = args.flag("direct-fds");

@@ -55,7 +55,7 @@ VARIANTS = {  # name -> (backend, extra server arguments, modes that take them)
     # Each ring at its full size from the start (4,096 SQ / 65,536 CQ entries) instead of
     # 256 / 1,024 grown in place under load (IORING_REGISTER_RESIZE_RINGS, Linux 6.13):
     # the "off" side of ring resize.
-    "ringio-uring-resize": ("uring", ["--ring-resize"], {"echo", "pong", "http"}),
+    "ringio-uring-noresize": ("uring", ["--no-ring-resize"], {"echo", "pong", "http"}),
     # Metrics on and off (docs/operations.md): the loop's counters are always kept;
     # "on" also times the loop (the default) and serves GET /metrics on a port of its
     # own, "off" turns the loop timing off (RINGIO_LOOP_TIMING=0) and serves nothing.

@@ -52,9 +52,7 @@ struct io_context_options {
   /// DEFER_TASKRUN (so not with SQPOLL); elsewhere, on older kernels and when off, the
   /// ring has its full size from the start. describe() says which, with the current
   /// sizes and the ring's memory. Measured in docs/performance.md ("Kernel features").
-  /// Off by default: a receive with a deadline (with_timeout) started as the ring
-  /// grows can lose its deadline (docs/performance.md, "Ring resize").
-  bool ring_resize = false;
+  bool ring_resize = true;
   /// Upper bound of pending completions; beyond it operations wait in a backlog until
   /// completions make room (one line on stderr says so the first time). 0: the CQ
   /// size, so the CQ can never overflow. Operations that wait long (reads on idle

@@ -512,7 +512,8 @@ TEST(RingResizeAttack, SixteenLoopsGrowingAtOnce) {
   std::vector<std::unique_ptr<io_context>> ctxs;
   for (int i = 0; i < loops; ++i) {
     try {
-      ctxs.push_back(std::make_unique<io_context>(io_context_options{.backend = backend_kind::uring, .quiet = true}));
+      ctxs.push_back(std::make_unique<io_context>(
+          io_context_options{.backend = backend_kind::uring, .ring_resize = true, .quiet = true}));
     } catch (const std::system_error&) {
       GTEST_SKIP() << "io_uring cannot start here";
     }
@@ -574,8 +575,6 @@ TEST(RingResizeAttack, SixteenLoopsGrowingAtOnce) {
 // in its own list) at the moment of a resize: 30,000 NOPs and 5,000 receives with
 // deadlines (three completions each) started at once. Each ends once with its result.
 TEST(RingResizeAttack, CqOverflowAtAResize) {
-  GTEST_SKIP() << "known defect: a with_timeout receive can lose its deadline when the ring grows (one "
-                  "of 128 or more pending, never completing); ring_resize is off by default until it is fixed";
   for (unsigned max_cq : {2048u, 65536u}) {
     auto ctx = make({.cq_entries = max_cq, .max_in_flight = 200'000});
     REQUIRE_GROWING_RING(ctx);
@@ -660,9 +659,6 @@ TEST_P(RingResizeLinkedTimeouts, EachReceiveTimesOutOnce) {
     auto ctx = make({}, resize);
     if (!ctx) GTEST_SKIP() << "io_uring cannot start here";
     if (resize && !resizes(ctx->describe())) GTEST_SKIP() << "the ring does not grow here: " << ctx->describe();
-    if (resize && n >= 128)
-      GTEST_SKIP() << "known defect: a with_timeout receive can lose its deadline when the ring grows (one "
-                      "of 128 or more pending, never completing); ring_resize is off by default until it is fixed";
     const timed_outcome o = timed_receives(*ctx, n, true);
     EXPECT_EQ(o.timed_out, n) << "ring_resize " << resize << ": " << n << " receives with deadlines: " << o.timed_out
                               << " timed out, " << o.stopped << " still pending after 10 s (stopped), " << o.other
@@ -776,8 +772,6 @@ TEST(RingResizeAttack, FailingResizeUnderEverything) {
 // iterations. At the end every operation ended once and as expected, and nothing is
 // in flight.
 TEST(RingResizeAttack, SeededRandomBursts) {
-  GTEST_SKIP() << "known defect: a with_timeout receive can lose its deadline when the ring grows (one "
-                  "of 128 or more pending, never completing); ring_resize is off by default until it is fixed";
   const std::uint64_t seed = test_seed();
   auto ctx = make({.max_in_flight = (seed & 1) ? 0u : 100'000u});
   REQUIRE_GROWING_RING(ctx);
