@@ -476,16 +476,14 @@ void uring_backend::set_room() noexcept {
   room_ = by_cq ? std::min<std::size_t>(cap_, setup_.cq_entries) : cap_;
 }
 
-// `cqes` completions may be pending: grows the ring until its CQ holds them (doubling
-// both queues, up to their maximum), in one resize. Whether they fit under the bound now.
+// `cqes` completions may be pending: grows the CQ until it holds them (doubling, up to
+// its maximum), in one resize; the SQ keeps its size (it grows only when it fills
+// within one iteration). Whether they fit under the bound now.
 bool uring_backend::make_room(std::size_t cqes) noexcept {
   if (room_ < cap_ && setup_.cq_entries < setup_.max_cq_entries && resize_errno_.load(std::memory_order_relaxed) == 0) {
-    unsigned sq = setup_.sq_entries, cq = setup_.cq_entries;
-    while (cq < cqes && cq < setup_.max_cq_entries) {
-      cq *= 2;
-      sq = std::min(2 * sq, setup_.max_sq_entries);
-    }
-    grow_ring(sq, std::min(cq, setup_.max_cq_entries));
+    unsigned cq = setup_.cq_entries;
+    while (cq < cqes && cq < setup_.max_cq_entries) cq *= 2;
+    grow_ring(setup_.sq_entries, std::min(cq, setup_.max_cq_entries));
   }
   return cqes <= room_;
 }
@@ -554,11 +552,12 @@ void uring_backend::send_cancels_again() noexcept {
 
 void uring_backend::poll(bool block, std::int64_t wake_at_ns) {
   if (!enabled_) enable();
-  if (sq_filled_) {  // the SQ filled within one iteration: both queues double
+  if (sq_filled_) {  // the SQ filled within one iteration: it doubles (the CQ at least as large)
     sq_filled_ = false;
-    if (setup_.sq_entries < setup_.max_sq_entries && resize_errno_.load(std::memory_order_relaxed) == 0)
-      grow_ring(std::min(2 * setup_.sq_entries, setup_.max_sq_entries),
-                std::min(2 * setup_.cq_entries, setup_.max_cq_entries));
+    if (setup_.sq_entries < setup_.max_sq_entries && resize_errno_.load(std::memory_order_relaxed) == 0) {
+      const unsigned sq = std::min(2 * setup_.sq_entries, setup_.max_sq_entries);
+      grow_ring(sq, std::min(std::max(setup_.cq_entries, sq), setup_.max_cq_entries));
+    }
   }
   if (!recancel_.empty()) send_cancels_again();
   if (!stash_.empty() || !held_.empty()) block = false;  // completions taken off the CQ are ready already
