@@ -37,8 +37,9 @@ struct io_context_options {
   /// nullopt: RINGIO_BACKEND from the environment if set, else io_uring with an
   /// automatic fall back to epoll (one line on stderr says why).
   std::optional<backend_kind> backend{};
-  /// Submission queue entries (io_uring backends). With ring_resize, the most the SQ
-  /// grows to.
+  /// Submission queue entries (io_uring backends; at least 2 are used, since an
+  /// operation with a deadline goes in with its linked timeout). With ring_resize, the
+  /// most the SQ grows to.
   unsigned sq_entries = 4096;
   /// Completion queue entries; 0 picks 65536 (the kernel's maximum), so that one
   /// thread can keep tens of thousands of operations in flight without overflow. With

@@ -574,6 +574,11 @@ TEST_P(StaticFileCacheAttack, OneHandlerOnTwoLoopsUnderReplacements) {
 // --- Descriptors running out ---------------------------------------------------------
 
 TEST_P(StaticFileCacheAttack, RunningOutOfDescriptorsWhileTheCacheHoldsThemStillAnswersEveryRequest) {
+#if defined(RINGIO_SANITIZED)
+  GTEST_SKIP() << "the sanitizer runtime needs descriptors of its own (UBSan's check of a virtual call opens a "
+                  "pipe to test that the vtable is readable, and reports an invalid vptr when it cannot), and "
+                  "this test leaves the process none";
+#endif
   nofile_guard guard;
   constexpr int files = 300;
   for (int i = 0; i < files; ++i) write_file(root_ / ("f" + std::to_string(i)), "file " + std::to_string(i));

@@ -225,12 +225,9 @@ void uring_backend::free_sq(unsigned n) noexcept {
       std::abort();
     }
   }
-  for (unsigned tries = 0; io_uring_sq_space_left(&ring_) < n; ++tries) {
-    if (tries == 100000) {
-      log(log_level::error, "io_uring submission queue stays full");
-      std::abort();
-    }
-    int r = io_uring_submit(&ring_);
+  std::int64_t stuck_since = 0;
+  while (io_uring_sq_space_left(&ring_) < n) {
+    const int r = io_uring_submit(&ring_);
     ++st_.stats.kernel_waits;
     ++st_.counters.kernel_waits;
     if (r == -EBUSY || r == -EAGAIN) {
@@ -238,8 +235,18 @@ void uring_backend::free_sq(unsigned n) noexcept {
       // off the CQ now (they are dispatched by the next reap, in order).
       stash_completions();
     } else if ((setup_.flags & IORING_SETUP_SQPOLL) != 0) {
-      // The kernel thread consumes the SQ on its own time: wait until it has.
+      // The kernel thread consumes the SQ on its own time: wait until it has (the
+      // wait returns once one slot is free; a linked pair needs two).
       io_uring_sqring_wait(&ring_);
+      if (io_uring_sq_space_left(&ring_) < n) std::this_thread::yield();
+    }
+    if (io_uring_sq_space_left(&ring_) >= n) break;
+    const std::int64_t now = monotonic_ns();
+    if (stuck_since == 0) {
+      stuck_since = now;
+    } else if (now - stuck_since > 10'000'000'000) {
+      log(log_level::error, "io_uring submission queue stays full for 10 s (last submit: %d)", r);
+      std::abort();
     }
   }
 }

@@ -213,7 +213,8 @@ const char* why_no_resize(const io_context_options& opts, unsigned sq, unsigned 
 }  // namespace
 
 ring_setup create_ring(io_uring& ring, const io_context_options& opts) {
-  unsigned sq = opts.sq_entries == 0 ? 4096 : opts.sq_entries;
+  // At least 2: an operation with a deadline and its linked timeout go in together.
+  unsigned sq = opts.sq_entries == 0 ? 4096 : std::max(opts.sq_entries, 2U);
   unsigned cq = opts.cq_entries == 0 ? 65536 : opts.cq_entries;
   if (cq < sq) cq = sq;
   const char* no_resize = why_no_resize(opts, sq, cq);
