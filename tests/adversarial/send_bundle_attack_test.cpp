@@ -12,6 +12,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/sysinfo.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -119,25 +120,48 @@ parsed parse(std::string_view s) {
   return ::testing::AssertionSuccess();
 }
 
-void set_buffers(stream_socket& s, int bytes) {
-  ::setsockopt(s.native_handle(), SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes);
-  ::setsockopt(s.native_handle(), SOL_SOCKET, SO_RCVBUF, &bytes, sizeof bytes);
+void set_buffers(int fd, int bytes) {
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes);
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof bytes);
 }
+void set_buffers(stream_socket& s, int bytes) { set_buffers(s.native_handle(), bytes); }
 
 struct tcp_pair {
   stream_socket writer, reader;
 };
+// The reader's buffers are set before the handshake. A receive window shrunk after it
+// stays below the segment size the writer chose from the first, large window; loopback
+// TCP then moves one window per persist timeout (about 200 ms, some 40 KB/s), however
+// fast both sides are.
 task<std::optional<tcp_pair>> connect_pair(int buffers) {
   auto l = listen_loopback();
-  auto c = co_await stream_socket::connect(address_of(l));
-  auto s = co_await l.accept();
-  EXPECT_TRUE(c && s);
-  if (!c || !s) co_return std::nullopt;
+  std::optional<stream_socket> reader;
   if (buffers > 0) {
-    set_buffers(*c, buffers);
-    set_buffers(*s, buffers);
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    EXPECT_GE(fd, 0);
+    if (fd < 0) co_return std::nullopt;
+    set_buffers(fd, buffers);
+    const auto to = address_of(l);
+    // The listener's backlog completes the handshake, so a blocking connect returns at once.
+    EXPECT_EQ(::connect(fd, to.native(), to.size()), 0);
+    auto adopted = stream_socket::adopt(fd);
+    EXPECT_TRUE(adopted) << adopted.error().message();
+    if (!adopted) {
+      ::close(fd);
+      co_return std::nullopt;
+    }
+    reader = std::move(*adopted);
+  } else {
+    auto c = co_await stream_socket::connect(address_of(l));
+    EXPECT_TRUE(c) << c.error().message();
+    if (!c) co_return std::nullopt;
+    reader = std::move(*c);
   }
-  co_return tcp_pair{std::move(*s), std::move(*c)};
+  auto s = co_await l.accept();
+  EXPECT_TRUE(s) << s.error().message();
+  if (!s) co_return std::nullopt;
+  if (buffers > 0) set_buffers(*s, buffers);
+  co_return tcp_pair{std::move(*s), std::move(*reader)};
 }
 
 // Reads until the end of the stream, an error or 10 s of silence; `slow` pauses now and
