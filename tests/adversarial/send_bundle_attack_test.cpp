@@ -10,6 +10,7 @@
 // writers on several loops, the environment variable.
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <sys/sysinfo.h>
 #include <unistd.h>
@@ -129,10 +130,13 @@ void set_buffers(stream_socket& s, int bytes) { set_buffers(s.native_handle(), b
 struct tcp_pair {
   stream_socket writer, reader;
 };
-// The reader's buffers are set before the handshake. A receive window shrunk after it
-// stays below the segment size the writer chose from the first, large window; loopback
-// TCP then moves one window per persist timeout (about 200 ms, some 40 KB/s), however
-// fast both sides are.
+// Small buffers on loopback TCP: the writer's segment size is bounded by half the
+// largest window the reader ever advertised (64 KiB on loopback before the buffers
+// shrink, or at the handshake before the kernel learns the real overhead of its
+// buffers). When the window then stays below that segment size, TCP sends one window
+// per persist timeout (about 200 ms, some 40 to 150 KB/s), however fast both sides
+// are. So the reader's buffers and an Ethernet-sized segment (TCP_MAXSEG, announced in
+// its SYN) are set before the handshake: the window then holds several segments.
 task<std::optional<tcp_pair>> connect_pair(int buffers) {
   auto l = listen_loopback();
   std::optional<stream_socket> reader;
@@ -141,6 +145,8 @@ task<std::optional<tcp_pair>> connect_pair(int buffers) {
     EXPECT_GE(fd, 0);
     if (fd < 0) co_return std::nullopt;
     set_buffers(fd, buffers);
+    const int segment = 1460;
+    EXPECT_EQ(::setsockopt(fd, IPPROTO_TCP, TCP_MAXSEG, &segment, sizeof segment), 0);
     const auto to = address_of(l);
     // The listener's backlog completes the handshake, so a blocking connect returns at once.
     EXPECT_EQ(::connect(fd, to.native(), to.size()), 0);
