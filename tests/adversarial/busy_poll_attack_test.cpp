@@ -859,7 +859,7 @@ TEST_P(BusyPollAttack, EventPingPongBetweenLoops) {
   for (bool futex : {false, true}) {
     for (unsigned bp : {1u, 10u, 100u, kForever}) {
       bool skipped = false;
-      const std::string problem = event_ping_pong(GetParam(), bp, futex, 2'000, 5s, skipped);
+      const std::string problem = event_ping_pong(GetParam(), bp, futex, 2'000, 3s, skipped);
       if (skipped) GTEST_SKIP() << "backend cannot start here";
       ASSERT_EQ(problem, "") << "busy_poll=" << bp << " us, futex_wake=" << (futex ? "on" : "off");
     }
@@ -871,7 +871,7 @@ TEST_P(BusyPollAttack, EventPingPongBetweenLoops) {
 TEST_P(BusyPollAttack, EventPingPongBetweenAlwaysSpinningLoops) {
   for (bool futex : {false, true}) {
     bool skipped = false;
-    const std::string problem = event_ping_pong(GetParam(), kForever, futex, 30'000, 10s, skipped);
+    const std::string problem = event_ping_pong(GetParam(), kForever, futex, 30'000, 4s, skipped);
     if (skipped) GTEST_SKIP() << "backend cannot start here";
     ASSERT_EQ(problem, "") << "busy_poll=UINT_MAX us, futex_wake=" << (futex ? "on" : "off");
   }
@@ -881,7 +881,7 @@ TEST_P(BusyPollAttack, EventPingPongBetweenAlwaysSpinningLoops) {
 TEST_P(BusyPollAttack, EventPingPongBetweenLoopsWithoutBusyPolling) {
   for (bool futex : {false, true}) {
     bool skipped = false;
-    const std::string problem = event_ping_pong(GetParam(), 0, futex, 30'000, 10s, skipped);
+    const std::string problem = event_ping_pong(GetParam(), 0, futex, 30'000, 4s, skipped);
     if (skipped) GTEST_SKIP() << "backend cannot start here";
     ASSERT_EQ(problem, "") << "busy_poll=0, futex_wake=" << (futex ? "on" : "off");
   }
