@@ -45,9 +45,12 @@ test-debug: build-debug
 	  echo "test-debug: $$t (GCC -O0)"; timeout 600 build/debug/tests/$$t --gtest_brief=1 || exit 1; \
 	done
 
+# The sanitizer builds keep line tables only (reports still name file and line): the
+# full debug information of the test files made them 5-30% slower to compile.
 build-sanitize: deps-test
 	cmake -S . -B build/sanitize -G Ninja -DCMAKE_BUILD_TYPE=Debug \
 	  -DCMAKE_CXX_COMPILER=clang++-16 -DCMAKE_C_COMPILER=clang-16 \
+	  -DCMAKE_CXX_FLAGS_DEBUG=-gline-tables-only -DCMAKE_C_FLAGS_DEBUG=-gline-tables-only \
 	  -DRINGIO_SANITIZE=address,undefined $(STDEXEC_ARGS)
 	cmake --build build/sanitize -j $(JOBS)
 
@@ -73,6 +76,7 @@ TSAN_TESTS = CrossThread|Teardown|AdversarialCrossThread|SenderCrossThread|Stdex
 build-tsan: deps-test
 	cmake -S . -B build/tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug \
 	  -DCMAKE_CXX_COMPILER=clang++-16 -DCMAKE_C_COMPILER=clang-16 \
+	  -DCMAKE_CXX_FLAGS_DEBUG=-gline-tables-only -DCMAKE_C_FLAGS_DEBUG=-gline-tables-only \
 	  -DRINGIO_SANITIZE=thread -DRINGIO_BUILD_APPS=OFF $(STDEXEC_ARGS)
 	cmake --build build/tsan -j $(JOBS) --target unit_tests integration_tests chaos_tests fiber_tests sender_tests stdexec_interop_tests http_client_tests send_wait_tests adversarial_tests beyond_sockets_tests \
 	  fiber_hooks_tests fiber_hooks_preload_tests ringio_fiber_hooks_preload \
