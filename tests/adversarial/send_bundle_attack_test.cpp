@@ -196,6 +196,34 @@ task<void> shut_after(result<void>& ran, stream_socket& s) {
   ::shutdown(s.native_handle(), SHUT_WR);
 }
 
+task<void> collect(stream_socket& s, std::string& out) { out = co_await read_all(s, false); }
+
+// `n` writers of shared messages, each on a socket pair with 8 KiB of send buffer and a
+// reader that collects everything until the writer's side is shut.
+struct writer_fleet {
+  explicit writer_fleet(std::size_t n) : ran(n, unexpected(std::errc::interrupted)), got(n) {}
+  void start(scope& sc) {
+    for (std::size_t k = 0; k < ran.size(); ++k) {
+      pairs.push_back(std::make_unique<socket_pair>());
+      set_buffers(pairs.back()->a, 8192);
+      ws.push_back(std::make_unique<batching_writer<text>>(
+          pairs.back()->a, batching_writer_options{.max_messages = 1 << 12, .max_bytes = std::size_t{1} << 30}));
+      sc.spawn(run_into(*ws.back(), ran[k]));
+      sc.spawn(collect(pairs.back()->b, got[k]));
+      sc.spawn(shut_after(ran[k], pairs.back()->a));
+    }
+  }
+  // Writer k's run() succeeded and its reader got messages 0..count-1 in order, once each.
+  [[nodiscard]] bool delivered(std::size_t k, std::size_t count) const {
+    const parsed r = parse(got[k]);
+    return ran[k] && consecutive(r, count) && r.indices.size() == count;
+  }
+  std::vector<std::unique_ptr<socket_pair>> pairs;
+  std::vector<std::unique_ptr<batching_writer<text>>> ws;
+  std::vector<result<void>> ran;
+  std::vector<std::string> got;
+};
+
 std::size_t random_payload(std::mt19937_64& rng) {
   const auto kind = rng() % 20;
   if (kind < 4) return 0;
@@ -328,33 +356,17 @@ TEST_P(SendBundleAttack, SharedMessagesToManyWritersAtOnce) {
     std::mt19937_64 rng(seed);
     std::vector<text> msgs;
     for (std::uint32_t i = 0; i < 300; ++i) msgs.push_back(shared(i, random_payload(rng)));
-    constexpr int writers = 40;
-    std::vector<std::unique_ptr<socket_pair>> pairs;
-    std::vector<std::unique_ptr<batching_writer<text>>> ws;
-    std::vector<result<void>> ran(writers, unexpected(std::errc::interrupted));
-    std::vector<std::string> got(writers);
+    writer_fleet fleet(40);
     scope sc;
-    for (int k = 0; k < writers; ++k) {
-      pairs.push_back(std::make_unique<socket_pair>());
-      set_buffers(pairs.back()->a, 8192);
-      ws.push_back(std::make_unique<batching_writer<text>>(
-          pairs.back()->a, batching_writer_options{.max_messages = 1 << 12, .max_bytes = std::size_t{1} << 30}));
-      sc.spawn(run_into(*ws.back(), ran[static_cast<std::size_t>(k)]));
-      auto reader = [](stream_socket& s, std::string& out) -> task<void> { out = co_await read_all(s, false); };
-      sc.spawn(reader(pairs.back()->b, got[static_cast<std::size_t>(k)]));
-      sc.spawn(shut_after(ran[static_cast<std::size_t>(k)], pairs.back()->a));
-    }
+    fleet.start(sc);
     for (const auto& m : msgs)
-      for (auto& w : ws) EXPECT_TRUE(w->try_write(m));
-    for (auto& w : ws) w->close();
+      for (auto& w : fleet.ws) EXPECT_TRUE(w->try_write(m));
+    for (auto& w : fleet.ws) w->close();
     co_await sc.join();
-    for (int k = 0; k < writers; ++k) {
-      EXPECT_TRUE(ran[static_cast<std::size_t>(k)]) << "writer " << k;
-      const parsed r = parse(got[static_cast<std::size_t>(k)]);
-      EXPECT_TRUE(consecutive(r, msgs.size())) << "writer " << k;
-      EXPECT_EQ(r.indices.size(), msgs.size()) << "writer " << k;
-    }
-    ws.clear();
+    for (std::size_t k = 0; k < fleet.ran.size(); ++k)
+      EXPECT_TRUE(fleet.delivered(k, msgs.size()))
+          << "writer " << k << ": run() " << (fleet.ran[k] ? "ok" : fleet.ran[k].error().message());
+    fleet.ws.clear();
     for (const auto& m : msgs) EXPECT_EQ(m.use_count(), 1);
   }(seed));
 }
@@ -819,32 +831,16 @@ TEST(SendBundleThreads, WritersOnSeveralLoopsShareMessages) {
       }
       sync_wait(*c, [](const std::vector<text>& msgs, std::atomic<int>& failures) -> task<void> {
         for (int round = 0; round < 5; ++round) {
-          constexpr int writers = 10;
-          std::vector<std::unique_ptr<socket_pair>> pairs;
-          std::vector<std::unique_ptr<batching_writer<text>>> ws;
-          std::vector<result<void>> ran(writers, unexpected(std::errc::interrupted));
-          std::vector<std::string> got(writers);
+          writer_fleet fleet(10);
           scope sc;
-          for (int k = 0; k < writers; ++k) {
-            pairs.push_back(std::make_unique<socket_pair>());
-            set_buffers(pairs.back()->a, 8192);
-            ws.push_back(std::make_unique<batching_writer<text>>(
-                pairs.back()->a, batching_writer_options{.max_messages = 1 << 12, .max_bytes = std::size_t{1} << 30}));
-            sc.spawn(run_into(*ws.back(), ran[static_cast<std::size_t>(k)]));
-            auto reader = [](stream_socket& s, std::string& out) -> task<void> { out = co_await read_all(s, false); };
-            sc.spawn(reader(pairs.back()->b, got[static_cast<std::size_t>(k)]));
-            sc.spawn(shut_after(ran[static_cast<std::size_t>(k)], pairs.back()->a));
-          }
+          fleet.start(sc);
           for (const auto& m : msgs)
-            for (auto& w : ws)
+            for (auto& w : fleet.ws)
               if (!w->try_write(m)) ++failures;
-          for (auto& w : ws) w->close();
+          for (auto& w : fleet.ws) w->close();
           co_await sc.join();
-          for (int k = 0; k < writers; ++k) {
-            const parsed r = parse(got[static_cast<std::size_t>(k)]);
-            if (!ran[static_cast<std::size_t>(k)] || !consecutive(r, msgs.size()) || r.indices.size() != msgs.size())
-              ++failures;
-          }
+          for (std::size_t k = 0; k < fleet.ran.size(); ++k)
+            if (!fleet.delivered(k, msgs.size())) ++failures;
         }
       }(msgs, failures));
     });
