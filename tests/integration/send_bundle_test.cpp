@@ -23,6 +23,7 @@
 #include "support/backend_test.hpp"
 #include "support/loopback.hpp"
 #include "support/seed.hpp"
+#include "support/send_bundle_fixture.hpp"
 
 using namespace ringio;
 using namespace ringio_test;
@@ -30,36 +31,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-using param = std::tuple<backend_kind, bool>;
-
-class SendBundle : public ::testing::TestWithParam<param> {
- protected:
-  void SetUp() override {
-    try {
-      ctx_.emplace(io_context_options{.backend = backend(), .quiet = true, .send_bundles = bundles()});
-    } catch (const std::system_error& e) {
-      GTEST_SKIP() << "backend " << to_string(backend()) << " cannot start here: " << e.what();
-    }
-  }
-  void TearDown() override { ctx_.reset(); }
-  [[nodiscard]] backend_kind backend() const { return std::get<0>(GetParam()); }
-  [[nodiscard]] bool bundles() const { return std::get<1>(GetParam()); }
-  io_context& ctx() { return *ctx_; }
-  template <class T>
-  T run(task<T> t) {
-    return sync_wait(*ctx_, std::move(t));
-  }
-
- private:
-  std::optional<io_context> ctx_;
-};
-
-std::string param_name(const ::testing::TestParamInfo<param>& info) {
-  std::string s(to_string(std::get<0>(info.param)));
-  for (char& c : s)
-    if (c == '-') c = '_';
-  return s + (std::get<1>(info.param) ? "_bundles_on" : "_bundles_off");
-}
+class SendBundle : public send_bundle_fixture {};
 
 using text = std::shared_ptr<const std::string>;
 
@@ -338,6 +310,6 @@ INSTANTIATE_TEST_SUITE_P(, SendBundle,
                          ::testing::Combine(::testing::Values(backend_kind::uring, backend_kind::epoll,
                                                               backend_kind::uring_poll),
                                             ::testing::Bool()),
-                         param_name);
+                         send_bundle_param_name);
 
 }  // namespace
