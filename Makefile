@@ -57,11 +57,11 @@ build-sanitize: deps-test
 # Six at a time on two cores: most release tests wait on sockets, timers and child
 # processes (the tests' times add up to about four times the suite's wall time at -j4),
 # and the whole suite passes at -j6 with the machine's load average above 20. On a
-# clean 2-core machine: 386 s at -j4, 285 s at -j6.
+# clean 2-core machine: 386 s at -j4, 318 s at -j6 (docs/testing.md).
 test-release: build-release
 	ctest --test-dir build/release --output-on-failure -j 6
 
-# Four at a time: 694 s at -j2, 484 s at -j4 on a clean 2-core machine.
+# Four at a time: 694 s at -j2, 489 s at -j4 on a clean 2-core machine.
 test-sanitize: build-sanitize
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --test-dir build/sanitize --output-on-failure -j 4
