@@ -66,15 +66,18 @@ bool eventually(Pred pred, std::chrono::nanoseconds limit = kLiveness) {
   return true;
 }
 
-// Waits until `count` reaches `target`; fails only when it stops moving for kLiveness.
-// On a loaded machine loops that spin share the cores slowly, but a lost wake-up stops
-// the count for good. Sleeps between looks: the loops need the cores.
-bool moves_to(const std::atomic<int>& count, int target) {
-  int last = -1;
+// Waits until done(); fails (returns false) only when progress() stops changing for
+// kLiveness. On a loaded machine loops that spin share the cores slowly, but a lost
+// wake-up stops them for good. Sleeps between looks (the loops need the cores) and
+// calls tick() at each.
+template <class Progress, class Done, class Tick>
+bool keeps_moving_until(Progress progress, Done done, Tick tick) {
+  auto last = progress();
   auto moved = steady::now();
-  for (;;) {
-    const int seen = count.load(std::memory_order_acquire);
-    if (seen == target) return true;
+  while (!done()) {
+    std::this_thread::sleep_for(1ms);
+    tick();
+    const auto seen = progress();
     const auto now = steady::now();
     if (seen != last) {
       last = seen;
@@ -82,8 +85,13 @@ bool moves_to(const std::atomic<int>& count, int target) {
     } else if (now - moved > kLiveness) {
       return false;
     }
-    std::this_thread::sleep_for(1ms);
   }
+  return true;
+}
+
+bool moves_to(const std::atomic<int>& count, int target) {
+  return keeps_moving_until([&] { return count.load(std::memory_order_acquire); },
+                            [&] { return count.load(std::memory_order_acquire) == target; }, [] {});
 }
 
 // Waits `us` microseconds: spins for short gaps (sleep_for is too coarse), sleeps for long ones.
@@ -817,23 +825,12 @@ std::string event_ping_pong(backend_kind k, unsigned bp, bool futex, int n, std:
   post(a->ctx(), [=] { la->ctx().spawn(ping(*s, false)); });
   post(b->ctx(), [=] { lb->ctx().spawn(ping(*s, true)); });
   const auto began = steady::now();
-  auto last_move = began;
-  int last_total = 0;
-  bool stalled = false;
-  while (s->finished.load(std::memory_order_acquire) != 2) {
-    std::this_thread::sleep_for(2ms);  // not a spin: the two loops need the cores
-    const auto now = steady::now();
-    const int total = s->ra.load() + s->rb.load();
-    if (total != last_total) {
-      last_total = total;
-      last_move = now;
-    }
-    if (now - began > budget) s->quit.store(true, std::memory_order_release);
-    if (now - last_move > kLiveness) {
-      stalled = true;
-      break;
-    }
-  }
+  const bool stalled = !keeps_moving_until([&] { return s->ra.load() + s->rb.load(); },
+                                           [&] { return s->finished.load(std::memory_order_acquire) == 2; },
+                                           [&] {
+                                             if (steady::now() - began > budget)
+                                               s->quit.store(true, std::memory_order_release);
+                                           });
   if (!stalled) {
     if (s->ra.load() < n)
       std::printf("busy_poll=%u us, futex_wake=%s: %d of %d rounds in the %lld s budget (a loaded machine)\n", bp,
