@@ -131,7 +131,7 @@ void read_until(std::vector<member>& members, const std::string& talker, Done do
 class ChatBurst : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(ChatBurst, EveryFastReaderGetsEveryLineAndSlowReadersAreToldWhatTheyMissed) {
-  const std::uint64_t aborts_before = tcp_aborts_on_memory();
+  const tcp_memory_watch tcp_memory;
   ::setenv("RINGIO_BACKEND", GetParam(), 1);
   child_process server({CHAT_SERVER_PATH, "0"});
   ::unsetenv("RINGIO_BACKEND");
@@ -147,7 +147,7 @@ TEST_P(ChatBurst, EveryFastReaderGetsEveryLineAndSlowReadersAreToldWhatTheyMisse
   ASSERT_GE(talker, 0);
   const std::string talker_name = "guest" + std::to_string(fast_readers + slow_readers + 1);
   read_until(
-      fast, talker_name, [](const member& m) { return m.saw_talker_join || m.failed; }, 5s);
+      fast, talker_name, [](const member& m) { return m.saw_talker_join || m.failed; }, 20s);
   for (const auto& m : fast) ASSERT_TRUE(m.saw_talker_join) << "a reader never saw the talker join";
 
   std::string paste;
@@ -159,7 +159,7 @@ TEST_P(ChatBurst, EveryFastReaderGetsEveryLineAndSlowReadersAreToldWhatTheyMisse
   }
   const auto start = std::chrono::steady_clock::now();
   read_until(
-      fast, talker_name, [](const member& m) { return m.last == lines - 1 || m.failed; }, 3s);
+      fast, talker_name, [](const member& m) { return m.last == lines - 1 || m.failed; }, 20s);
   const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
 
   int lowest = lines, highest = 0, complete = 0;
@@ -170,15 +170,17 @@ TEST_P(ChatBurst, EveryFastReaderGetsEveryLineAndSlowReadersAreToldWhatTheyMisse
   }
   std::printf("chat burst on %s: %d of %d fast readers got all %d lines (fewest %d, most %d), %lld ms\n", GetParam(),
               complete, fast_readers, lines, lowest, highest, static_cast<long long>(took.count()));
-  const bool memory_trouble = tcp_aborts_on_memory() != aborts_before;
-  if (memory_trouble) GTEST_SKIP() << "the host ran out of TCP memory (TCPAbortOnMemory rose); not ringio's doing";
+  const bool fast_failed = std::any_of(fast.begin(), fast.end(), [](const member& m) { return m.failed; });
+  if ((complete != fast_readers || fast_failed) && tcp_memory.troubled()) GTEST_SKIP() << tcp_memory.describe();
   EXPECT_EQ(complete, fast_readers);
   for (const auto& m : fast) EXPECT_FALSE(m.failed);
 
   // The slow readers held their sockets full the whole time; now they read, are told
   // what they missed, and end with the newest line.
   read_until(
-      slow, talker_name, [](const member& m) { return m.last == lines - 1 || m.failed; }, 5s);
+      slow, talker_name, [](const member& m) { return m.last == lines - 1 || m.failed; }, 20s);
+  const bool slow_short = std::any_of(slow.begin(), slow.end(), [](const member& m) { return m.last != lines - 1; });
+  if (slow_short && tcp_memory.troubled()) GTEST_SKIP() << "slow readers: " << tcp_memory.describe();
   for (const auto& m : slow) {
     EXPECT_TRUE(m.told_missed) << "a slow reader was not told what it missed";
     EXPECT_TRUE(m.increasing) << "a slow reader got lines out of order";
