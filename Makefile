@@ -72,7 +72,7 @@ test-sanitize: build-sanitize
 # on the blocking pool (FiberHooksLookup, linked and preloaded); from the attack suites,
 # one static-file handler on two loops and the hooks' ring waits stopped or closed from
 # other threads, and the busy-poll suite's hand-offs between loops (events, channels).
-TSAN_TESTS = CrossThread|Teardown|AdversarialCrossThread|SenderCrossThread|StdexecInterop|Channel|ChannelAcrossLoops|MpscRing|Cancellation.StopFromAnotherThread|Chaos|Log\.|ServeProgram|Fiber.StopFromAnotherThread|Sync\.EventSetFromAnotherThread|SyncRandom\.Channel|Client\.Resolve|MinWait\.CrossThread|SpawnBlocking|FiberHooksLookup|StaticFileCacheAttack\.OneHandlerOnTwoLoops|FiberHooksRingAttack\.(StopRacing|HookedServerOnALoopOfAnotherThread|PlainThreadCloses)|OwnTokenStops\.TwoThreadsStopWhileDataArrives|SmallRingPool\.MultishotReceiversKeepEveryByteInOrder|RingResizeCrossThread|BusyPollAttack\.EventPingPong
+TSAN_TESTS = CrossThread|Teardown|AdversarialCrossThread|SenderCrossThread|StdexecInterop|Channel|ChannelAcrossLoops|MpscRing|Cancellation.StopFromAnotherThread|Chaos|Log\.|ServeProgram|Fiber.StopFromAnotherThread|Sync\.EventSetFromAnotherThread|SyncRandom\.Channel|Client\.Resolve|MinWait\.CrossThread|SpawnBlocking|FiberHooksLookup|StaticFileCacheAttack\.OneHandlerOnTwoLoops|FiberHooksRingAttack\.(StopRacing|HookedServerOnALoopOfAnotherThread|PlainThreadCloses)|OwnTokenStops\.TwoThreadsStopWhileDataArrives|SmallRingPool\.MultishotReceiversKeepEveryByteInOrder|RingResizeCrossThread|BusyPollAttack\.EventPingPong|RuntimeMetrics
 build-tsan: deps-test
 	cmake -S . -B build/tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug \
 	  -DCMAKE_CXX_COMPILER=clang++-16 -DCMAKE_C_COMPILER=clang-16 \
@@ -80,7 +80,7 @@ build-tsan: deps-test
 	  -DRINGIO_SANITIZE=thread -DRINGIO_BUILD_APPS=OFF $(STDEXEC_ARGS)
 	cmake --build build/tsan -j $(JOBS) --target unit_tests integration_tests chaos_tests fiber_tests sender_tests stdexec_interop_tests http_client_tests send_wait_tests adversarial_tests beyond_sockets_tests \
 	  fiber_hooks_tests fiber_hooks_preload_tests ringio_fiber_hooks_preload \
-	  static_file_cache_attack_tests fiber_hooks_ring_attack_tests idle_memory_attack_tests ring_resize_attack_tests busy_poll_attack_tests
+	  static_file_cache_attack_tests fiber_hooks_ring_attack_tests idle_memory_attack_tests ring_resize_attack_tests busy_poll_attack_tests metrics_tests
 
 test-tsan: build-tsan
 	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \

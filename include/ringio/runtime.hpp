@@ -49,11 +49,17 @@ class runtime {
   /// The number of loop threads.
   [[nodiscard]] unsigned size() const noexcept { return static_cast<unsigned>(threads_.size()); }
   /// The context of loop `i` (0 <= i < size()); use it from its own thread, or with
-  /// post() and spawn_on() from others.
+  /// post() and spawn_on() from others, while the runtime runs. Its metrics from
+  /// another thread: metrics_of(i), which stays safe while the loops end.
   [[nodiscard]] io_context& context(unsigned i) noexcept { return *contexts_[i]; }
 
-  /// The metrics of every loop, summed (io_context::metrics() of each); from any
-  /// thread. After stop() the loops are gone: all zero.
+  /// The metrics of loop `i` (0 <= i < size()), from any thread at any time, stop()
+  /// included: while the loop runs, io_context::metrics(); once it has ended, the
+  /// counts it ended with (counters never go down) and no tasks or fibers alive.
+  [[nodiscard]] loop_metrics metrics_of(unsigned i);
+
+  /// The metrics of every loop, summed (metrics_of() of each); from any thread at any
+  /// time. After stop(), the counts the loops ended with.
   [[nodiscard]] loop_metrics metrics();
 
  private:
@@ -61,6 +67,9 @@ class runtime {
 
   std::vector<std::thread> threads_;
   std::vector<io_context*> contexts_;
+  // Guards contexts_ and last_ against a loop's end: a loop that ends stores its last
+  // figures and clears its entry under mu_ before its context is destroyed.
+  std::vector<loop_metrics> last_;
   std::mutex mu_;
   std::condition_variable cv_;
   unsigned started_ = 0;

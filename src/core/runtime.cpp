@@ -28,6 +28,7 @@ runtime::runtime(runtime_options opts) {
   if (n == 0) n = static_cast<unsigned>(allowed_cpus().size());
   if (n == 0) n = 1;
   contexts_.assign(n, nullptr);
+  last_.assign(n, loop_metrics{});
   threads_.reserve(n);
   // Contexts are created one after another on their own threads: a context may attach
   // to the first one's worker pool, which must exist by then.
@@ -56,8 +57,10 @@ void runtime::thread_main(unsigned index, const runtime_options& opts) {
     }
   }
   io_context_options o = opts.context;
-  if (opts.attach_wq && index > 0 && contexts_[0] != nullptr && contexts_[0]->ring_fd() >= 0)
-    o.attach_wq_of = contexts_[0];
+  if (opts.attach_wq && index > 0) {
+    std::lock_guard lk(mu_);  // (loop 0 may already have ended: a failed start stops it)
+    if (contexts_[0] != nullptr && contexts_[0]->ring_fd() >= 0) o.attach_wq_of = contexts_[0];
+  }
   std::unique_ptr<io_context> ctx;
   try {
     ctx = std::make_unique<io_context>(o);
@@ -74,6 +77,16 @@ void runtime::thread_main(unsigned index, const runtime_options& opts) {
     cv_.notify_all();
   }
   ctx->run();  // until stop()
+  {
+    // From now on metrics readers see the last counts, not the context; the tasks and
+    // fibers left go with the context below.
+    loop_metrics last = ctx->metrics();
+    last.tasks_alive = 0;
+    last.fibers_alive = 0;
+    std::lock_guard lk(mu_);
+    last_[index] = last;
+    contexts_[index] = nullptr;
+  }
   // The context is destroyed here, on its own thread, as its ring requires.
 }
 
@@ -107,23 +120,27 @@ void runtime::run_on_each(const std::function<task<void>(io_context&, unsigned)>
   if (st.error) std::rethrow_exception(st.error);
 }
 
+loop_metrics runtime::metrics_of(unsigned i) {
+  std::lock_guard lk(mu_);  // the loop cannot end (and its context go) meanwhile
+  return contexts_[i] != nullptr ? contexts_[i]->metrics() : last_[i];
+}
+
 loop_metrics runtime::metrics() {
   loop_metrics sum;
-  std::lock_guard lk(mu_);  // stop() cannot begin destroying the loops meanwhile
-  if (stopped_) return sum;
-  for (const io_context* c : contexts_)
-    if (c != nullptr) sum += c->metrics();
+  std::lock_guard lk(mu_);
+  for (unsigned i = 0; i < contexts_.size(); ++i) sum += contexts_[i] != nullptr ? contexts_[i]->metrics() : last_[i];
   return sum;
 }
 
 void runtime::stop() {
   {
+    // Under mu_: a loop that ends clears its entry before its context goes.
     std::lock_guard lk(mu_);
     if (stopped_) return;
     stopped_ = true;
+    for (io_context* c : contexts_)
+      if (c != nullptr) c->stop();
   }
-  for (io_context* c : contexts_)
-    if (c != nullptr) c->stop();
   for (std::thread& t : threads_)
     if (t.joinable()) t.join();
 }

@@ -28,7 +28,7 @@ handler metrics_handler(runtime& loops, const server* srv) {
   return metrics_handler([&loops, srv] {
     std::vector<loop_metrics> each;
     each.reserve(loops.size());
-    for (unsigned i = 0; i < loops.size(); ++i) each.push_back(loops.context(i).metrics());
+    for (unsigned i = 0; i < loops.size(); ++i) each.push_back(loops.metrics_of(i));
     prometheus_writer out;
     write_loop_metrics(out, each);
     if (srv != nullptr) write_server_metrics(out, srv->metrics());

@@ -886,26 +886,6 @@ TEST(OpsRuntimeMetricsAttack, CountersNeverDecreaseUnderCrossThreadReads) {
   rt.stop();
 }
 
-// runtime::metrics() from another thread while stop() tears the loops down ("from any
-// thread"; afterwards all zero): no use after free (ASan), no race (TSan).
-TEST(OpsRuntimeMetricsAttack, MetricsWhileTheRuntimeStops) {
-  for (int round = 0; round < 20; ++round) {
-    ringio::runtime rt({.threads = 3, .context = {.quiet = true}});
-    std::atomic<bool> go{false}, done{false};
-    std::thread reader([&] {
-      go = true;
-      while (!done.load()) (void)rt.metrics();
-    });
-    while (!go.load()) std::this_thread::yield();
-    rt.stop();
-    done = true;
-    reader.join();
-    const ringio::loop_metrics m = rt.metrics();
-    EXPECT_EQ(m.iterations, 0u);
-    EXPECT_EQ(m.ops_started[timer], 0u);
-  }
-}
-
 // ---------------------------------------------------------------------------------
 // The Prometheus pages.
 

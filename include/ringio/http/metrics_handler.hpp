@@ -22,8 +22,9 @@ class server;
 [[nodiscard]] handler metrics_handler(std::function<std::string()> page);
 
 /// A handler serving the metrics of every loop of `loops` (label loop="i") and, when
-/// `srv` is given, of that server (ringio_http_*). Both must outlive the handler and
-/// `loops` must be running. docs/operations.md ("Metrics") lists what the page holds.
+/// `srv` is given, of that server (ringio_http_*). Both must outlive the handler; the
+/// loops may end meanwhile (a loop that has ended shows the figures it ended with,
+/// runtime::metrics_of()). docs/operations.md ("Metrics") lists what the page holds.
 [[nodiscard]] handler metrics_handler(runtime& loops, const server* srv = nullptr);
 
 }  // namespace ringio::http

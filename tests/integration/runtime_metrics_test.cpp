@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: Apache-2.0
+// runtime metrics read from other threads and other loops while the loops end: never
+// a read of a loop that is gone, never a counter that goes down (run under TSan too).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ringio/http/metrics_handler.hpp"
+#include "ringio/http/request.hpp"
+#include "ringio/http/response.hpp"
+#include "ringio/io_context.hpp"
+#include "ringio/post.hpp"
+#include "ringio/runtime.hpp"
+#include "ringio/time/sleep.hpp"
+#include "support/seed.hpp"
+
+using namespace std::chrono_literals;
+
+namespace {
+
+// Each loop's iterations on a page: the lines `ringio_loop_iterations_total{loop="i"} N`.
+std::map<std::string, double> iterations_on(const std::string& page) {
+  std::map<std::string, double> each;
+  std::istringstream lines(page);
+  for (std::string line; std::getline(lines, line);)
+    if (line.rfind("ringio_loop_iterations_total{", 0) == 0)
+      each[line.substr(0, line.find('}'))] = std::stod(line.substr(line.rfind(' ') + 1));
+  return each;
+}
+
+// runtime::metrics() and metrics_of() from another thread while stop() tears the loops
+// down: no use after free (ASan), no race (TSan), no read below an earlier one, and
+// afterwards the figures the loops ended with.
+TEST(RuntimeMetricsCrossThread, ReadsWhileTheRuntimeStops) {
+  for (int round = 0; round < 20; ++round) {
+    ringio::runtime rt({.threads = 3, .context = {.quiet = true}});
+    std::atomic<bool> go{false}, done{false};
+    std::uint64_t last_sum = 0, last_one = 0;
+    bool went_down = false;
+    std::thread reader([&] {
+      go = true;
+      while (!done.load()) {
+        const std::uint64_t sum = rt.metrics().iterations, one = rt.metrics_of(2).iterations;
+        went_down |= sum < last_sum || one < last_one;
+        last_sum = sum;
+        last_one = one;
+      }
+    });
+    while (!go.load()) std::this_thread::yield();
+    rt.stop();
+    done = true;
+    reader.join();
+    EXPECT_FALSE(went_down);
+    const ringio::loop_metrics m = rt.metrics();
+    EXPECT_GE(m.iterations, last_sum);
+    EXPECT_GE(m.iterations, 3u);  // every loop went round at least once
+    EXPECT_EQ(rt.metrics().iterations, m.iterations);
+    for (unsigned i = 0; i < rt.size(); ++i) EXPECT_GT(rt.metrics_of(i).iterations, 0u) << i;
+  }
+}
+
+// The metrics handler of a runtime answering on one loop (a scrape during a server's
+// drain) while the others end, in a seeded random order: some end on their own
+// (io_context::stop() from the scraping loop or from another thread), the rest at the
+// runtime's stop(). The scraping loop does not return to its loop meanwhile, so the
+// others end under its reads; every page lists every loop, no count goes down, and a
+// loop that ended keeps its last figures.
+TEST(RuntimeMetricsCrossThread, MetricsHandlerWhileTheOtherLoopsEnd) {
+  const std::uint64_t seed = ringio_test::test_seed();
+  std::mt19937_64 rng(seed);
+  for (int round = 0; round < 6; ++round) {
+    const unsigned loops = 2 + static_cast<unsigned>(rng() % 3);
+    const unsigned scraper = static_cast<unsigned>(rng() % loops);
+    const auto scrape_for = std::chrono::milliseconds(50 + rng() % 150);
+    std::vector<unsigned> ends_early;  // stopped one by one while the scrapes go on
+    for (unsigned i = 0; i < loops; ++i)
+      if (i != scraper && rng() % 2 == 0) ends_early.push_back(i);
+    const bool stop_from_the_scraper = rng() % 2 == 0;
+    SCOPED_TRACE(::testing::Message() << "seed " << seed << " round " << round << ": " << loops << " loops, scraper "
+                                      << scraper << ", " << ends_early.size() << " end early"
+                                      << (stop_from_the_scraper ? " (stopped by the scraper)" : ""));
+
+    ringio::runtime rt({.threads = loops, .context = {.quiet = true}});
+    rt.run_on_each([](ringio::io_context&, unsigned) -> ringio::task<void> { (void)co_await ringio::sleep_for(1ms); });
+    std::vector<ringio::io_context*> early;
+    for (unsigned i : ends_early) early.push_back(&rt.context(i));
+    ringio::http::handler page = ringio::http::metrics_handler(rt);
+    // `scraping`: set once the early stops the scraper makes are made (the contexts are
+    // valid until the runtime's stop).
+    std::atomic<bool> scraping{false};
+    std::vector<std::string> pages;
+    auto body = [](ringio::http::handler& h, std::atomic<bool>& flag, std::vector<std::string>& out,
+                   std::chrono::milliseconds length, std::vector<ringio::io_context*> to_stop) -> ringio::task<void> {
+      ringio::http::request req;
+      const auto start = std::chrono::steady_clock::now();
+      for (int k = 0; std::chrono::steady_clock::now() - start < length; ++k) {
+        ringio::http::response r = co_await h(req);
+        if (k % 100 == 0) out.emplace_back(r.body());
+        // Spread the early stops over the first half of the scrapes.
+        if (!to_stop.empty() && std::chrono::steady_clock::now() - start > length / 2 / (to_stop.size() + 1)) {
+          to_stop.back()->stop();
+          to_stop.pop_back();
+        }
+        if (to_stop.empty()) flag = true;
+      }
+      ringio::http::response last = co_await h(req);
+      out.emplace_back(last.body());
+    };
+    ringio::post(rt.context(scraper), [&] {
+      rt.context(scraper).spawn(
+          body(page, scraping, pages, scrape_for, stop_from_the_scraper ? early : std::vector<ringio::io_context*>{}));
+    });
+    while (!scraping.load()) std::this_thread::yield();
+    if (!stop_from_the_scraper)
+      for (ringio::io_context* c : early) c->stop();
+    rt.stop();
+
+    ASSERT_GE(pages.size(), 2u);
+    std::map<std::string, double> before = iterations_on(pages.front());
+    EXPECT_EQ(before.size(), loops) << pages.front();
+    for (const std::string& text : pages) {
+      std::map<std::string, double> now = iterations_on(text);
+      ASSERT_EQ(now.size(), before.size()) << text;
+      for (auto& [loop, n] : now) EXPECT_GE(n, before[loop]) << loop << ": the iterations went down";
+      before = std::move(now);
+    }
+    for (auto& [loop, n] : before) EXPECT_GT(n, 0.0) << loop;
+    for (unsigned i = 0; i < loops; ++i) EXPECT_GT(rt.metrics_of(i).iterations, 0u) << i;
+  }
+}
+
+}  // namespace
