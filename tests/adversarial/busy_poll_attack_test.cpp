@@ -8,6 +8,8 @@
 // time and its determinism with busy polling on.
 #include <gtest/gtest.h>
 #include <pthread.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -237,27 +239,77 @@ TEST_P(BusyPollAttack, DescribeNamesTheBusyPollTimeExactly) {
 
 // ---- extreme values ----------------------------------------------------------------
 
-// Trips to the kernel while one task sleeps `d`, right after another sleep ended.
-std::uint64_t waits_across_sleep(io_context& c, std::chrono::milliseconds d) {
-  return sync_wait(c, [](io_context& c, std::chrono::milliseconds d) -> task<std::uint64_t> {
+// While one task sleeps `d`, right after another sleep ended: the trips to the kernel,
+// and the time the loop spent blocked in it (counted over 1 ms more).
+struct across_sleep {
+  std::uint64_t waits = 0;
+  std::uint64_t asleep_ns = 0;
+};
+// `at_start` runs as the sleep of `d` begins.
+across_sleep waits_across_sleep(io_context& c, std::chrono::milliseconds d, std::function<void()> at_start = {}) {
+  return sync_wait(c, [](io_context& c, std::chrono::milliseconds d, std::function<void()> at_start) -> task<across_sleep> {
+    // A new loop has found no work yet, so it sleeps through the first sleep; it counts
+    // that time after it has run what it reaped, after this task resumed: a second
+    // sleep, spun through, brings the count up to date.
     (void)co_await sleep_for(1ms);
-    const std::uint64_t before = c.metrics().kernel_waits;
+    (void)co_await sleep_for(1ms);
+    const loop_metrics before = c.metrics();
+    if (at_start) at_start();
     auto slept = co_await sleep_for(d);
     EXPECT_TRUE(slept);
-    co_return c.metrics().kernel_waits - before;
-  }(c, d));
+    const std::uint64_t waits = c.metrics().kernel_waits - before.kernel_waits;
+    (void)co_await sleep_for(1ms);  // (the same: a sleep through `d` is counted after it)
+    co_return across_sleep{waits, c.metrics().asleep_ns - before.asleep_ns};
+  }(c, d, std::move(at_start)));
 }
 
 // Values whose microseconds overflow 32 bits (4,294,968 us) or a signed 32-bit count
 // (2,147,484 us) once taken as nanoseconds, and the largest value: all of them are
-// seconds or more, so the loop spins through a 30 ms sleep.
+// seconds or more, so the loop spins through a 30 ms sleep: it never blocks in the
+// kernel. (How many trips it makes depends on the scheduler: a loop thread that is
+// preempted for the whole 30 ms makes one, so the count is not the measure.)
 TEST_P(BusyPollAttack, LargeValuesSpinWithoutOverflow) {
   for (unsigned us : {2'147'484u, 4'294'968u, 8'589'935u, kForever}) {
     auto c = make(us);
     if (!c) GTEST_SKIP() << "backend cannot start here";
-    const std::uint64_t w = waits_across_sleep(*c, 30ms);
-    EXPECT_GT(w, 4u) << "busy_poll=" << us << " us: a 30 ms sleep took only " << w << " trips to the kernel (slept)";
+    const across_sleep w = waits_across_sleep(*c, 30ms);
+    EXPECT_GE(w.waits, 1u) << "busy_poll=" << us << " us";
+    EXPECT_EQ(w.asleep_ns, 0u) << "busy_poll=" << us << " us: the loop blocked " << w.asleep_ns / 1000
+                               << " us in the kernel during a 30 ms sleep (" << w.waits << " trips)";
   }
+  // The measure sees a loop that sleeps: 1 ms of busy polling ends during the 30 ms.
+  auto c = make(1000);
+  ASSERT_TRUE(c);
+  const across_sleep w = waits_across_sleep(*c, 30ms);
+  EXPECT_GT(w.asleep_ns, 0u) << "busy_poll=1000 us: the loop never blocked in a 30 ms sleep";
+}
+
+// A spinning loop whose thread does not run for the whole sleep (a loaded machine
+// preempts it): stopped right after it armed the timer (SIGSTOP from a post, run on
+// the next pass) and continued 50 ms later by a child process, it makes only a trip or
+// two, and still never blocks in the kernel.
+TEST_P(BusyPollAttack, SpinningLoopStoppedThroughASleepNeverBlocks) {
+  auto c = make(kForever);
+  if (!c) GTEST_SKIP() << "backend cannot start here";
+  pid_t waker = -1;
+  const across_sleep w = waits_across_sleep(*c, 30ms, [&] {
+    const pid_t parent = ::getpid();
+    waker = ::fork();
+    if (waker == 0) {
+      const timespec pause{0, 50'000'000};
+      ::nanosleep(&pause, nullptr);
+      ::kill(parent, SIGCONT);
+      ::_exit(0);
+    }
+    post(*c, [] { ::raise(SIGSTOP); });
+  });
+  ASSERT_GT(waker, 0);
+  int status = 0;
+  EXPECT_EQ(::waitpid(waker, &status, 0), waker);
+  EXPECT_GE(w.waits, 1u);
+  EXPECT_EQ(w.asleep_ns, 0u) << "the loop blocked " << w.asleep_ns / 1000 << " us in the kernel (" << w.waits
+                             << " trips)";
+  std::printf("stopped through a 30 ms sleep: %llu trip(s) to the kernel\n", static_cast<unsigned long long>(w.waits));
 }
 
 // While it spins, the loop asks the kernel once per loop pass: no pass without a trip,
@@ -266,16 +318,20 @@ TEST_P(BusyPollAttack, OneTripToTheKernelPerPassWhileSpinning) {
   auto c = make(kForever);
   if (!c) GTEST_SKIP() << "backend cannot start here";
   struct counts {
-    std::uint64_t waits, iterations;
+    std::uint64_t waits, iterations, asleep_ns;
   };
   const counts d = sync_wait(*c, [](io_context& c) -> task<counts> {
+    (void)co_await sleep_for(1ms);  // (slept through: see waits_across_sleep)
     (void)co_await sleep_for(1ms);
     const loop_metrics m0 = c.metrics();
     (void)co_await sleep_for(30ms);
+    (void)co_await sleep_for(1ms);
     const loop_metrics m1 = c.metrics();
-    co_return counts{m1.kernel_waits - m0.kernel_waits, m1.iterations - m0.iterations};
+    co_return counts{m1.kernel_waits - m0.kernel_waits, m1.iterations - m0.iterations, m1.asleep_ns - m0.asleep_ns};
   }(*c));
-  EXPECT_GT(d.iterations, 4u);
+  // (A loop thread preempted for the whole sleep makes one pass: no minimum count.)
+  EXPECT_GE(d.iterations, 1u);
+  EXPECT_EQ(d.asleep_ns, 0u) << "a loop spinning for ever blocked in the kernel";
   EXPECT_LE(d.waits, d.iterations + 2) << "more trips to the kernel than loop passes while spinning";
   EXPECT_GE(d.waits + 2, d.iterations) << "loop passes without a trip to the kernel while spinning";
 }
