@@ -247,20 +247,21 @@ struct across_sleep {
 };
 // `at_start` runs as the sleep of `d` begins.
 across_sleep waits_across_sleep(io_context& c, std::chrono::milliseconds d, std::function<void()> at_start = {}) {
-  return sync_wait(c, [](io_context& c, std::chrono::milliseconds d, std::function<void()> at_start) -> task<across_sleep> {
-    // A new loop has found no work yet, so it sleeps through the first sleep; it counts
-    // that time after it has run what it reaped, after this task resumed: a second
-    // sleep, spun through, brings the count up to date.
-    (void)co_await sleep_for(1ms);
-    (void)co_await sleep_for(1ms);
-    const loop_metrics before = c.metrics();
-    if (at_start) at_start();
-    auto slept = co_await sleep_for(d);
-    EXPECT_TRUE(slept);
-    const std::uint64_t waits = c.metrics().kernel_waits - before.kernel_waits;
-    (void)co_await sleep_for(1ms);  // (the same: a sleep through `d` is counted after it)
-    co_return across_sleep{waits, c.metrics().asleep_ns - before.asleep_ns};
-  }(c, d, std::move(at_start)));
+  return sync_wait(
+      c, [](io_context& c, std::chrono::milliseconds d, std::function<void()> at_start) -> task<across_sleep> {
+        // A new loop has found no work yet, so it sleeps through the first sleep; it counts
+        // that time after it has run what it reaped, after this task resumed: a second
+        // sleep, spun through, brings the count up to date.
+        (void)co_await sleep_for(1ms);
+        (void)co_await sleep_for(1ms);
+        const loop_metrics before = c.metrics();
+        if (at_start) at_start();
+        auto slept = co_await sleep_for(d);
+        EXPECT_TRUE(slept);
+        const std::uint64_t waits = c.metrics().kernel_waits - before.kernel_waits;
+        (void)co_await sleep_for(1ms);  // (the same: a sleep through `d` is counted after it)
+        co_return across_sleep{waits, c.metrics().asleep_ns - before.asleep_ns};
+      }(c, d, std::move(at_start)));
 }
 
 // Values whose microseconds overflow 32 bits (4,294,968 us) or a signed 32-bit count
