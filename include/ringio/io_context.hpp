@@ -336,6 +336,8 @@ class io_context {
   /// @endcond
 
  private:
+  friend class runtime;  // ends a loop's operations (shutdown) before its last metrics
+
   void run_ready();
   void poll_backend(bool stoppable);
   template <class Done>

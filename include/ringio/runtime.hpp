@@ -29,8 +29,9 @@ struct runtime_options {
   bool attach_wq = true;
 };
 
-/// Starts the threads and their contexts at construction; each loop runs until stop()
-/// or destruction. Construction throws if a context cannot start.
+/// Starts the threads and their contexts at construction; the loops run until stop()
+/// or destruction, and end together: io_context::stop() on one of them returns its
+/// run(), and the runtime runs it again. Construction throws if a context cannot start.
 class runtime {
  public:
   /// Starts the threads; see the class.
@@ -49,13 +50,14 @@ class runtime {
   /// The number of loop threads.
   [[nodiscard]] unsigned size() const noexcept { return static_cast<unsigned>(threads_.size()); }
   /// The context of loop `i` (0 <= i < size()); use it from its own thread, or with
-  /// post() and spawn_on() from others, while the runtime runs. Its metrics from
-  /// another thread: metrics_of(i), which stays safe while the loops end.
+  /// post() and spawn_on() from others, until stop() (or the destructor) begins. Its
+  /// metrics from another thread: metrics_of(i), which stays safe while the loops end.
   [[nodiscard]] io_context& context(unsigned i) noexcept { return *contexts_[i]; }
 
   /// The metrics of loop `i` (0 <= i < size()), from any thread at any time, stop()
   /// included: while the loop runs, io_context::metrics(); once it has ended, the
-  /// counts it ended with (counters never go down) and no tasks or fibers alive.
+  /// counts it ended with, the cancellations of what was in flight at its end included
+  /// (counters never go down), and no tasks or fibers alive.
   [[nodiscard]] loop_metrics metrics_of(unsigned i);
 
   /// The metrics of every loop, summed (metrics_of() of each); from any thread at any

@@ -76,10 +76,18 @@ void runtime::thread_main(unsigned index, const runtime_options& opts) {
     ++started_;
     cv_.notify_all();
   }
-  ctx->run();  // until stop()
+  for (;;) {
+    ctx->run();
+    // The loops end together, at stop(): io_context::stop() on this one alone returns
+    // run(), and the loop runs again (context(i) stays valid, posts still run).
+    std::lock_guard lk(mu_);
+    if (stopped_) break;
+  }
+  // The cancellations of what is still in flight, counted before the last metrics.
+  ctx->shutdown();
   {
-    // From now on metrics readers see the last counts, not the context; the tasks and
-    // fibers left go with the context below.
+    // From now on metrics readers see the last counts, not the context; tasks that never
+    // stopped yielding go with the context below.
     loop_metrics last = ctx->metrics();
     last.tasks_alive = 0;
     last.fibers_alive = 0;
