@@ -213,6 +213,10 @@ class io_context {
   /// The loop's counters.
   [[nodiscard]] const loop_statistics& stats() const noexcept;
 
+  /// True while the loop ends: its destructor (or a runtime's stop()) cancels what is in
+  /// flight and runs the tasks that this resumes. On the loop's thread.
+  [[nodiscard]] bool shutting_down() const noexcept;
+
   /// A copy of the loop's metrics, safe to take from any thread while the loop runs
   /// (each field is read atomically; fields are not read at one single instant).
   [[nodiscard]] loop_metrics metrics() const noexcept;
@@ -331,8 +335,6 @@ class io_context {
   void run_until(bool (*done)(void*), void* arg);
   /// True on the thread currently running this context.
   [[nodiscard]] bool on_loop_thread() const noexcept { return current() == this; }
-  /// True while the destructor (or shut_down()) ends the loop's operations.
-  [[nodiscard]] bool shutting_down() const noexcept;
   /// @endcond
 
  private:

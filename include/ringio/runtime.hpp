@@ -30,8 +30,12 @@ struct runtime_options {
 };
 
 /// Starts the threads and their contexts at construction; the loops run until stop()
-/// or destruction, and end together: io_context::stop() on one of them returns its
-/// run(), and the runtime runs it again. Construction throws if a context cannot start.
+/// or destruction, not one by one: io_context::stop() on one of them returns its run(),
+/// and the runtime runs it again. At stop() each loop cancels what it has in flight and
+/// ends on its own schedule, its context destroyed with it: a task resumed by that
+/// cancellation (io_context::shutting_down() is then true on its loop) must not post()
+/// or spawn_on() to another loop of the runtime, which may be gone. Construction throws
+/// if a context cannot start.
 class runtime {
  public:
   /// Starts the threads; see the class.

@@ -206,4 +206,25 @@ TEST(RuntimeMetricsCrossThread, ALoopStoppedAloneRunsAgain) {
   EXPECT_GE(rt.metrics_of(1).ops_completed[timer], 1u);
 }
 
+// At the runtime's stop, a task resumed by its loop's cancellations can tell: its loop
+// is shutting down (runtime.hpp: it must then not post to other loops, which may be
+// gone).
+TEST(RuntimeEnd, ATaskResumedByTheEndSeesItsLoopShuttingDown) {
+  ringio::runtime rt({.threads = 2, .context = {.quiet = true}});
+  std::atomic<int> seen{0};  // 1: cancelled and shutting down; 2: cancelled, not shutting down
+  std::atomic<bool> sleeping{false};
+  rt.run_on_each([&](ringio::io_context& ctx, unsigned i) -> ringio::task<void> {
+    if (i == 1)
+      ctx.spawn([](ringio::io_context& ctx, std::atomic<int>& seen, std::atomic<bool>& sleeping) -> ringio::task<void> {
+        sleeping = true;
+        auto slept = co_await ringio::sleep_for(10s);
+        if (!slept) seen = ctx.shutting_down() ? 1 : 2;
+      }(ctx, seen, sleeping));
+    co_return;
+  });
+  while (!sleeping.load()) std::this_thread::yield();
+  rt.stop();
+  EXPECT_EQ(seen.load(), 1);
+}
+
 }  // namespace
