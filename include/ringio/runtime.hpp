@@ -70,6 +70,8 @@ class runtime {
 
  private:
   void thread_main(unsigned index, const runtime_options& opts);
+  // Loop i's metrics, live or its last ones; with mu_ held.
+  [[nodiscard]] loop_metrics metrics_locked(unsigned i) const;
 
   std::vector<std::thread> threads_;
   std::vector<io_context*> contexts_;

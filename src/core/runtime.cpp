@@ -78,8 +78,8 @@ void runtime::thread_main(unsigned index, const runtime_options& opts) {
   }
   for (;;) {
     ctx->run();
-    // The loops end together, at stop(): io_context::stop() on this one alone returns
-    // run(), and the loop runs again (context(i) stays valid, posts still run).
+    // The loops end only at stop(): io_context::stop() on this one alone returns run(),
+    // and the loop runs again (context(i) stays valid, posts still run).
     std::lock_guard lk(mu_);
     if (stopped_) break;
   }
@@ -128,15 +128,19 @@ void runtime::run_on_each(const std::function<task<void>(io_context&, unsigned)>
   if (st.error) std::rethrow_exception(st.error);
 }
 
+loop_metrics runtime::metrics_locked(unsigned i) const {
+  return contexts_[i] != nullptr ? contexts_[i]->metrics() : last_[i];
+}
+
 loop_metrics runtime::metrics_of(unsigned i) {
   std::lock_guard lk(mu_);  // the loop cannot end (and its context go) meanwhile
-  return contexts_[i] != nullptr ? contexts_[i]->metrics() : last_[i];
+  return metrics_locked(i);
 }
 
 loop_metrics runtime::metrics() {
   loop_metrics sum;
   std::lock_guard lk(mu_);
-  for (unsigned i = 0; i < contexts_.size(); ++i) sum += contexts_[i] != nullptr ? contexts_[i]->metrics() : last_[i];
+  for (unsigned i = 0; i < contexts_.size(); ++i) sum += metrics_locked(i);
   return sum;
 }
 
