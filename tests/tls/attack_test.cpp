@@ -553,6 +553,8 @@ TEST_P(TlsAttack, PeerCloseNotifyAndHalfCloseWhileOurPushWaits) {
 }
 
 // ---- 4. Stops of a send blocked on a full socket end it promptly (plain and TLS) --------
+// A send that waited for the peer would never end (the peer never reads); "late" is a
+// second past the stop, room for a loaded host that does not run the test for a while.
 
 TEST_P(TlsAttack, StoppedSendAllToANonReaderEndsPromptlyEveryTime) {
   const auto big = random_bytes(16 << 20, 20);
@@ -584,7 +586,7 @@ TEST_P(TlsAttack, StoppedSendAllToANonReaderEndsPromptlyEveryTime) {
       }
       auto lateness = clock_type::now() - t0 - 20ms;
       if (lateness > worst) worst = lateness;
-      if (lateness > 150ms) ++late;
+      if (lateness > 1s) ++late;
       EXPECT_TRUE(!r || *r < big.size());
     }
     EXPECT_EQ(late, 0) << "worst lateness " << std::chrono::duration_cast<std::chrono::milliseconds>(worst).count()
@@ -609,7 +611,7 @@ TEST_P(TlsAttack, StoppedSendAllToANonReaderEndsPromptlyEveryTime) {
       }
       auto lateness = clock_type::now() - t0 - 20ms;
       if (lateness > worst) worst = lateness;
-      if (lateness > 150ms) ++late;
+      if (lateness > 1s) ++late;
     }
     EXPECT_EQ(late, 0) << "worst lateness " << std::chrono::duration_cast<std::chrono::milliseconds>(worst).count()
                        << "ms";
