@@ -49,7 +49,7 @@ class RingResize : public backend_test {};
 // stalls the test thread for longer (a loaded CI host), the round is run again with
 // sleeps longer than the stall, up to three rounds; every round checks exactly-once.
 TEST_P(RingResize, TwentyThousandPendingOperationsCompleteExactlyOnce) {
-  constexpr int timers = 20'000, receivers = 200;
+  static constexpr int timers = 20'000, receivers = 200;
   const std::uint64_t seed = test_seed();
   std::vector<socket_pair> pairs(receivers);
   struct round_result {
