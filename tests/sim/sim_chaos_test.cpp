@@ -14,6 +14,7 @@
 
 #include "ringio/ringio.hpp"
 #include "ringio/sim.hpp"
+#include "support/sanitizer.hpp"
 
 using namespace ringio;
 using namespace std::chrono_literals;
@@ -126,7 +127,7 @@ void chaos_world(sim::world& w) {
 
 TEST(SimChaos, SlowLinksAndRandomStopsKeepEveryStreamExact) {
   sim::seeds_options opts;
-  opts.count = 1500;
+  opts.count = ringio_test::sim_worlds(1500);
   opts.faults.min_latency = 10us;
   opts.faults.max_latency = 3ms;
   opts.faults.buffer_bytes = 6000;
@@ -140,7 +141,7 @@ TEST(SimChaos, SlowLinksAndRandomStopsKeepEveryStreamExact) {
 
 TEST(SimChaos, HostileWorldsKeepEveryStreamAPrefix) {
   sim::seeds_options opts;
-  opts.count = 1500;
+  opts.count = ringio_test::sim_worlds(1500);
   opts.faults = sim::hostile();
   auto s = sim::run_seeds(opts, chaos_world);
   EXPECT_TRUE(s.deterministic);

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "ringio/sim.hpp"
+#include "support/sanitizer.hpp"
 
 using namespace std::chrono_literals;
 
@@ -126,7 +127,7 @@ sim::fault_model slow_links() {
 
 TEST(SimChatExample, SlowLinksAndASilentMemberLoseNoLineUnannounced) {
   sim::seeds_options opts;
-  opts.count = 1000;
+  opts.count = ringio_test::sim_worlds(1000);
   opts.faults = slow_links();
   auto s = sim::run_seeds(opts, [](sim::world& w) { chat_world(w, 600, true); });
   EXPECT_TRUE(s.deterministic);
@@ -137,7 +138,7 @@ TEST(SimChatExample, SlowLinksAndASilentMemberLoseNoLineUnannounced) {
 
 TEST(SimChatExample, HostileWorldsKeepOrderAndLeakNothing) {
   sim::seeds_options opts;
-  opts.count = 1000;
+  opts.count = ringio_test::sim_worlds(1000);
   opts.faults = sim::hostile();
   const log_level was = get_log_level();
   set_log_level(log_level::error);

@@ -19,6 +19,7 @@
 #include "ringio/sim/world.hpp"
 #include "ringio/time/now.hpp"
 #include "sim/echo_exchange.hpp"
+#include "support/sanitizer.hpp"
 
 using namespace ringio;
 using namespace std::chrono_literals;
@@ -301,7 +302,7 @@ TEST(SimHosts, HostsAreCheckedWhenAdded) {
 // Seeded hostile worlds of three hosts: every echo exact or an error, nothing left.
 TEST(SimHosts, HostileWorldsOfThreeHosts) {
   sim::seeds_options o;
-  o.count = 2000;
+  o.count = ringio_test::sim_worlds(2000);
   o.faults = sim::hostile();
   std::size_t complete = 0;
   auto summary = sim::run_seeds(o, [&complete](sim::world& w) {

@@ -14,6 +14,7 @@
 
 #include "ringio/http/client.hpp"
 #include "ringio/sim.hpp"
+#include "support/sanitizer.hpp"
 
 namespace {
 
@@ -86,7 +87,7 @@ void http_example_world(sim::world& w) {
 
 TEST(SimHttpExample, SlowLinksAndASilentClient) {
   sim::seeds_options opts;
-  opts.count = 500;
+  opts.count = ringio_test::sim_worlds(500);
   opts.faults.min_latency = 100us;
   opts.faults.max_latency = 20ms;
   opts.faults.buffer_bytes = 1500;
@@ -101,7 +102,7 @@ TEST(SimHttpExample, SlowLinksAndASilentClient) {
 
 TEST(SimHttpExample, HostileWorlds) {
   sim::seeds_options opts;
-  opts.count = 500;
+  opts.count = ringio_test::sim_worlds(500);
   opts.faults = sim::hostile();
   const log_level was = get_log_level();
   set_log_level(log_level::error);

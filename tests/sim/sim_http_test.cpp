@@ -12,6 +12,7 @@
 #include "ringio/http/http.hpp"
 #include "ringio/ringio.hpp"
 #include "ringio/sim.hpp"
+#include "support/sanitizer.hpp"
 
 using namespace ringio;
 using namespace std::chrono_literals;
@@ -103,7 +104,7 @@ TEST(SimHttp, CalmWorldsAnswerEveryRequest) {
 
 TEST(SimHttp, HostileWorldsNeverAnswerWrongOrHang) {
   sim::seeds_options opts;
-  opts.count = 1000;
+  opts.count = ringio_test::sim_worlds(1000);
   opts.faults = sim::hostile();
   totals = {};
   const log_level was = get_log_level();

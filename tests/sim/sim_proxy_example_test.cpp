@@ -17,6 +17,7 @@
 
 #include "ringio/sim.hpp"
 #include "sim/echo_exchange.hpp"
+#include "support/sanitizer.hpp"
 
 namespace {
 
@@ -122,7 +123,7 @@ void proxy_world(sim::world& w) {
 
 TEST(SimProxyExample, SlowLinksEchoEveryByte) {
   sim::seeds_options opts;
-  opts.count = 1000;
+  opts.count = ringio_test::sim_worlds(1000);
   opts.faults.min_latency = std::chrono::microseconds(100);
   opts.faults.max_latency = std::chrono::milliseconds(30);
   opts.faults.buffer_bytes = 3000;
@@ -138,7 +139,7 @@ TEST(SimProxyExample, SlowLinksEchoEveryByte) {
 
 TEST(SimProxyExample, HostileWorldsNeverCorruptHangOrLeak) {
   sim::seeds_options opts;
-  opts.count = 1000;
+  opts.count = ringio_test::sim_worlds(1000);
   opts.faults = sim::hostile();
   opts.trace_lines = 400;
   sim::seeds_summary s;

@@ -17,6 +17,7 @@
 #include "ringio/sim/world.hpp"
 #include "ringio/time/now.hpp"
 #include "sim/echo_exchange.hpp"
+#include "support/sanitizer.hpp"
 
 using namespace ringio;
 using namespace std::chrono_literals;
@@ -207,7 +208,7 @@ TEST(Sim, ASeedReplaysExactly) {
 // leaks and nothing hangs (a virtual deadline bounds every world).
 TEST(Sim, HostileWorldsNeverCorruptOrHang) {
   sim::seeds_options opts;
-  opts.count = 3000;
+  opts.count = ringio_test::sim_worlds(3000);
   opts.faults = sim::hostile();
   auto summary = sim::run_seeds(opts, [](sim::world& w) {
     {
