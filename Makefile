@@ -72,7 +72,7 @@ test-sanitize: build-sanitize
 # on the blocking pool (FiberHooksLookup, linked and preloaded); from the attack suites,
 # one static-file handler on two loops and the hooks' ring waits stopped or closed from
 # other threads, and the busy-poll suite's hand-offs between loops (events, channels).
-TSAN_TESTS = CrossThread|Teardown|AdversarialCrossThread|SenderCrossThread|StdexecInterop|Channel|ChannelAcrossLoops|MpscRing|Cancellation.StopFromAnotherThread|Chaos|Log\.|ServeProgram|Fiber.StopFromAnotherThread|Sync\.EventSetFromAnotherThread|SyncRandom\.Channel|Client\.Resolve|MinWait\.CrossThread|SpawnBlocking|FiberHooksLookup|StaticFileCacheAttack\.OneHandlerOnTwoLoops|FiberHooksRingAttack\.(StopRacing|HookedServerOnALoopOfAnotherThread|PlainThreadCloses)|OwnTokenStops\.TwoThreadsStopWhileDataArrives|SmallRingPool\.MultishotReceiversKeepEveryByteInOrder|RingResizeCrossThread|BusyPollAttack\.EventPingPong|RuntimeMetrics
+TSAN_TESTS = CrossThread|StopContinue|Teardown|AdversarialCrossThread|SenderCrossThread|StdexecInterop|Channel|ChannelAcrossLoops|MpscRing|Cancellation.StopFromAnotherThread|Chaos|Log\.|ServeProgram|Fiber.StopFromAnotherThread|Sync\.EventSetFromAnotherThread|SyncRandom\.Channel|Client\.Resolve|MinWait\.CrossThread|SpawnBlocking|FiberHooksLookup|StaticFileCacheAttack\.OneHandlerOnTwoLoops|FiberHooksRingAttack\.(StopRacing|HookedServerOnALoopOfAnotherThread|PlainThreadCloses)|OwnTokenStops\.TwoThreadsStopWhileDataArrives|SmallRingPool\.MultishotReceiversKeepEveryByteInOrder|RingResizeCrossThread|BusyPollAttack\.EventPingPong|RuntimeMetrics
 build-tsan: deps-test
 	cmake -S . -B build/tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug \
 	  -DCMAKE_CXX_COMPILER=clang++-16 -DCMAKE_C_COMPILER=clang-16 \
